@@ -1,0 +1,22 @@
+# All third-party dependencies come from Debian bookworm packages (see README.md).
+find_package(yaml-cpp REQUIRED)
+find_package(fmt REQUIRED)
+find_package(spdlog REQUIRED)
+find_package(TBB REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(nlohmann_json 3 REQUIRED)
+find_package(Threads REQUIRED)
+
+# ccache, when present, makes the clean-clone CI builds cheap on repeat runs.
+find_program(STRATA_CCACHE ccache)
+if(STRATA_CCACHE)
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${STRATA_CCACHE})
+endif()
+
+# CUDA and NCCL are optional: the GPU replay backend of validate/ is compiled only when they are found.
+find_package(CUDAToolkit QUIET)
+if(CUDAToolkit_FOUND)
+  message(STATUS "strata: CUDA ${CUDAToolkit_VERSION} found (GPU backends enabled where implemented)")
+else()
+  message(STATUS "strata: CUDA not found; building the CPU-only configuration")
+endif()

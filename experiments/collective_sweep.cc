@@ -1,0 +1,111 @@
+#include "experiments/collective_sweep.h"
+
+#include <cmath>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "hw/config_error.h"
+#include "hw/units.h"
+
+namespace strata::experiments {
+
+std::vector<double> parse_size_range(std::string_view text, std::string_view field) {
+  const auto fail = [&](std::string_view why) {
+    return config_error(ConfigLocation{"", std::string(field)},
+                        fmt::format("{} in '{}' (expected SIZE or MIN:MAX[:FACTOR] with units, e.g. 8B:8GiB)", why, text));
+  };
+  std::vector<std::string_view> parts;
+  std::size_t pos = 0;
+  while (true) {
+    const auto colon = text.find(':', pos);
+    parts.push_back(text.substr(pos, colon == std::string_view::npos ? std::string_view::npos : colon - pos));
+    if (colon == std::string_view::npos) break;
+    pos = colon + 1;
+  }
+  if (parts.size() > 3) throw fail("too many ':'");
+  const auto lo = units::parse_bytes(parts[0]);
+  if (!lo || *lo <= 0) throw fail(fmt::format("'{}' is not a positive size with a unit ({})", parts[0], units::kByteUnits));
+  if (parts.size() == 1) return {*lo};
+  const auto hi = units::parse_bytes(parts[1]);
+  if (!hi || *hi < *lo) throw fail(fmt::format("'{}' is not a size with a unit that is >= the minimum", parts[1]));
+  double factor = 2;
+  if (parts.size() == 3) {
+    const std::string f(parts[2]);
+    char* end = nullptr;
+    factor = std::strtod(f.c_str(), &end);
+    if (end == f.c_str() || *end != '\0' || !(factor > 1)) throw fail(fmt::format("factor '{}' must be a number > 1", f));
+  }
+  std::vector<double> sizes;
+  for (double s = *lo; s <= *hi * (1 + 1e-12); s *= factor) sizes.push_back(std::round(s));
+  return sizes;
+}
+
+std::vector<SweepRow> run_sweep(const hw::Topology& topo, const SweepConfig& config,
+                                const std::function<void(const SweepRow&)>& on_row) {
+  std::vector<hw::Rank> group = config.group;
+  if (group.empty()) {
+    group.resize(static_cast<std::size_t>(topo.num_gpus()));
+    std::iota(group.begin(), group.end(), 0);
+  }
+  const int n = static_cast<int>(group.size());
+  const bool per_rank = config.op == sim::CollectiveOp::kAllGather || config.op == sim::CollectiveOp::kReduceScatter ||
+                        config.op == sim::CollectiveOp::kAllToAll;
+  std::vector<SweepRow> rows;
+  for (double bytes : config.sizes) {
+    sim::CollectiveRequest req;
+    req.spec.op = config.op;
+    req.spec.group = group;
+    req.spec.bytes = bytes;
+    req.spec.channels = config.channels;
+    req.spec.protocol = config.protocol.value_or(sim::Protocol::kSimple);
+    req.algorithm = config.algorithm;
+    req.auto_protocol = !config.protocol.has_value();
+    if (config.algorithm != "auto" && !config.protocol) {
+      // Explicit algorithm, automatic protocol: the tuner's best protocol for that algorithm.
+      sim::Protocol best = sim::Protocol::kSimple;
+      double best_t = 1e300;
+      for (const auto& e : sim::nccl::estimate_all(topo, req.spec))
+        if (e.algorithm == config.algorithm && e.seconds < best_t) {
+          best_t = e.seconds;
+          best = e.protocol;
+        }
+      req.spec.protocol = best;
+    }
+    const auto result = sim::run_collective(topo, req);
+    SweepRow row{bytes, bytes / hw::dtype_bytes(config.dtype) / (per_rank ? n : 1), result.algorithm, result.protocol,
+                 result.seconds, result.algbw, result.busbw};
+    rows.push_back(row);
+    if (on_row) on_row(row);
+  }
+  return rows;
+}
+
+std::string table_header(const hw::Topology& topo, const SweepConfig& config) {
+  const int n = config.group.empty() ? topo.num_gpus() : static_cast<int>(config.group.size());
+  return fmt::format(
+      "# strata sim collective: {} on {} ({} GPUs: {} node(s) x {} {}), algorithm {}\n"
+      "#\n"
+      "#                                                              out-of-place\n"
+      "#       size         count      type   redop    root     time   algbw   busbw  algo          proto\n"
+      "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)\n",
+      sim::op_name(config.op), topo.name(), n, topo.nodes(), topo.gpus_per_node(), topo.gpu().name, config.algorithm);
+}
+
+std::string table_row(const SweepConfig& config, const SweepRow& row) {
+  const bool has_redop = config.op == sim::CollectiveOp::kAllReduce || config.op == sim::CollectiveOp::kReduce ||
+                         config.op == sim::CollectiveOp::kReduceScatter;
+  const bool has_root = config.op == sim::CollectiveOp::kReduce || config.op == sim::CollectiveOp::kBroadcast;
+  return fmt::format("{:>12.0f}  {:>12.0f}  {:>8}  {:>6}  {:>6}  {:>7.2f}  {:>6.2f}  {:>6.2f}  {:<13} {}\n", row.bytes,
+                     row.count, hw::dtype_name(config.dtype), has_redop ? "sum" : "none", has_root ? "0" : "-1",
+                     row.seconds * 1e6, row.algbw / 1e9, row.busbw / 1e9, row.algorithm,
+                     sim::protocol_name(row.protocol));
+}
+
+std::string table_footer(const std::vector<SweepRow>& rows) {
+  double sum = 0;
+  for (const auto& r : rows) sum += r.busbw;
+  return fmt::format("# Avg bus bandwidth    : {:.3f}\n#\n", rows.empty() ? 0.0 : sum / rows.size() / 1e9);
+}
+
+}  // namespace strata::experiments

@@ -1,0 +1,100 @@
+#include "hw/gpu_spec.h"
+
+#include <array>
+
+#include "hw/units.h"
+
+namespace strata::hw {
+
+using units::kGB;
+
+std::string_view dtype_name(DType t) {
+  switch (t) {
+    case DType::kFp64: return "fp64";
+    case DType::kFp32: return "fp32";
+    case DType::kTf32: return "tf32";
+    case DType::kFp16: return "fp16";
+    case DType::kBf16: return "bf16";
+    case DType::kFp8: return "fp8";
+  }
+  return "?";
+}
+
+std::optional<DType> parse_dtype(std::string_view name) {
+  for (DType t : kAllDTypes)
+    if (dtype_name(t) == name) return t;
+  if (name == "float") return DType::kFp32;
+  if (name == "half") return DType::kFp16;
+  if (name == "double") return DType::kFp64;
+  return std::nullopt;
+}
+
+int dtype_bytes(DType t) {
+  switch (t) {
+    case DType::kFp64: return 8;
+    case DType::kFp32:
+    case DType::kTf32: return 4;
+    case DType::kFp16:
+    case DType::kBf16: return 2;
+    case DType::kFp8: return 1;
+  }
+  return 4;
+}
+
+std::string_view arch_name(GpuArch a) {
+  switch (a) {
+    case GpuArch::kVolta: return "volta";
+    case GpuArch::kAmpere: return "ampere";
+    case GpuArch::kHopper: return "hopper";
+    case GpuArch::kBlackwell: return "blackwell";
+  }
+  return "?";
+}
+
+double GpuSpec::peak_flops(DType t) const {
+  switch (t) {
+    case DType::kFp64: return peak_fp64;
+    case DType::kFp32: return peak_fp32;
+    case DType::kTf32: return peak_tf32 > 0 ? peak_tf32 : peak_fp32;
+    case DType::kFp16: return peak_fp16 > 0 ? peak_fp16 : peak_fp32;
+    case DType::kBf16: return peak_bf16 > 0 ? peak_bf16 : (peak_fp16 > 0 ? peak_fp16 : peak_fp32);
+    case DType::kFp8: return peak_fp8 > 0 ? peak_fp8 : peak_flops(DType::kFp16);
+  }
+  return peak_fp32;
+}
+
+namespace {
+constexpr double T = 1e12;
+// Kernel launch overhead: a few microseconds from host enqueue to kernel start on all these generations;
+// 4 us (Volta/Ampere) and 3 us (Hopper/Blackwell) are starting values that validate/ calibration replaces.
+// Throughput figures are dense (no 2:4 sparsity). Sources: NVIDIA V100/A100/H100/H200/B200 datasheets as
+// tabulated in docs/reference collectives-and-hardware.md section 7; NVLink links per GPU from the same table.
+const std::array<GpuSpec, 7> kCatalog{{
+    {"v100-sxm2", "NVIDIA V100 SXM2 32 GB", GpuArch::kVolta, 7.8 * T, 15.7 * T, 0, 125 * T, 0, 0, 900 * kGB,
+     32 * kGB, 4e-6, 6, "nvlink2", "pcie3"},
+    {"a100-sxm4-40gb", "NVIDIA A100 SXM4 40 GB", GpuArch::kAmpere, 9.7 * T, 19.5 * T, 156 * T, 312 * T,
+     312 * T, 0, 1555 * kGB, 40 * kGB, 4e-6, 12, "nvlink3", "pcie4"},
+    {"a100-sxm4-80gb", "NVIDIA A100 SXM4 80 GB", GpuArch::kAmpere, 9.7 * T, 19.5 * T, 156 * T, 312 * T,
+     312 * T, 0, 2039 * kGB, 80 * kGB, 4e-6, 12, "nvlink3", "pcie4"},
+    // A100 PCIe 40 GB: same SMs and HBM2 as the SXM4 40 GB part at 250 W; no NVLink without a bridge.
+    {"a100-pcie-40gb", "NVIDIA A100 PCIe 40 GB", GpuArch::kAmpere, 9.7 * T, 19.5 * T, 156 * T, 312 * T,
+     312 * T, 0, 1555 * kGB, 40 * kGB, 4e-6, 0, "", "pcie4"},
+    {"h100-sxm", "NVIDIA H100 SXM5 80 GB", GpuArch::kHopper, 33.5 * T, 66.9 * T, 494.7 * T, 989.4 * T,
+     989.4 * T, 1978.9 * T, 3350 * kGB, 80 * kGB, 3e-6, 18, "nvlink4", "pcie5"},
+    {"h200-sxm", "NVIDIA H200 SXM 141 GB", GpuArch::kHopper, 33.5 * T, 66.9 * T, 494.7 * T, 989.4 * T,
+     989.4 * T, 1978.9 * T, 4800 * kGB, 141 * kGB, 3e-6, 18, "nvlink4", "pcie5"},
+    // B200 figures vary between NVIDIA documents (FP64 37 vs 40 TFLOPS); the lower end of each range is used.
+    {"b200", "NVIDIA B200 (HGX, 1000 W) 180 GB usable", GpuArch::kBlackwell, 37 * T, 75 * T, 1100 * T,
+     2250 * T, 2250 * T, 4500 * T, 8000 * kGB, 180 * kGB, 3e-6, 18, "nvlink5", "pcie6"},
+}};
+}  // namespace
+
+std::span<const GpuSpec> gpu_catalog() { return kCatalog; }
+
+const GpuSpec* find_gpu(std::string_view name) {
+  for (const auto& g : kCatalog)
+    if (g.name == name) return &g;
+  return nullptr;
+}
+
+}  // namespace strata::hw

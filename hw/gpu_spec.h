@@ -1,0 +1,45 @@
+// Per-GPU-model device specifications: the numbers the roofline compute model and NCCL-style tuning need.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace strata::hw {
+
+enum class DType { kFp64, kFp32, kTf32, kFp16, kBf16, kFp8 };
+inline constexpr DType kAllDTypes[] = {DType::kFp64, DType::kFp32, DType::kTf32,
+                                       DType::kFp16, DType::kBf16, DType::kFp8};
+std::string_view dtype_name(DType t);
+std::optional<DType> parse_dtype(std::string_view name);
+// Bytes per element (fp8 = 1, fp16/bf16 = 2, fp32/tf32 = 4, fp64 = 8).
+int dtype_bytes(DType t);
+
+// GPU generation; NCCL's tuning constants are indexed by it.
+enum class GpuArch { kVolta, kAmpere, kHopper, kBlackwell };
+std::string_view arch_name(GpuArch a);
+
+struct GpuSpec {
+  std::string name;         // catalogue key, e.g. "h100-sxm"
+  std::string description;  // e.g. "NVIDIA H100 SXM5 80 GB"
+  GpuArch arch;
+  // Peak dense throughput per dtype in FLOP/s; 0 where the GPU has no such path (e.g. TF32 on V100).
+  double peak_fp64 = 0, peak_fp32 = 0, peak_tf32 = 0, peak_fp16 = 0, peak_bf16 = 0, peak_fp8 = 0;
+  double hbm_bandwidth = 0;     // bytes/s
+  double hbm_capacity = 0;      // bytes
+  double launch_overhead = 0;   // seconds per kernel launch
+  int nvlink_links = 0;         // NVLink links per GPU
+  std::string nvlink_kind;      // link-kind name of its NVLink generation ("" if none)
+  std::string host_link_kind;   // link-kind name of its PCIe host interface
+
+  // Peak for a dtype; falls back to the next-wider dtype the hardware runs when the dtype has no fast path
+  // (e.g. TF32 requested on V100 runs at FP32 rate), so a cost is always defined.
+  [[nodiscard]] double peak_flops(DType t) const;
+};
+
+// The built-in catalogue (V100, A100 40/80 GB, H100 SXM, H200, B200).
+std::span<const GpuSpec> gpu_catalog();
+const GpuSpec* find_gpu(std::string_view name);
+
+}  // namespace strata::hw

@@ -1,0 +1,28 @@
+// Link kinds: the wires of a machine, each full duplex with a per-direction bandwidth.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace strata::hw {
+
+// Coarse transport class; NCCL's latency tables and protocol choices are indexed by it.
+enum class Transport { kNvlink, kPcie, kNet, kHost };
+std::string_view transport_name(Transport t);
+
+struct LinkKind {
+  std::string name;         // catalogue key, e.g. "nvlink4", "ib-ndr", "pcie5"
+  std::string description;  // e.g. "NVLink 4 (one link)"
+  Transport transport;
+  double bandwidth;   // line rate per direction, bytes/s (for NVLink: one link; multiply by links used)
+  double efficiency;  // fraction of line rate a well-tuned collective library sustains (protocol overhead)
+  double latency;     // one-hop physical latency, seconds (wire + switch/PHY; software overheads are elsewhere)
+
+  [[nodiscard]] double effective_bandwidth() const { return bandwidth * efficiency; }
+};
+
+std::span<const LinkKind> link_catalog();
+const LinkKind* find_link_kind(std::string_view name);
+
+}  // namespace strata::hw

@@ -1,0 +1,303 @@
+#include "hw/system_loader.h"
+
+#include <array>
+#include <stdexcept>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "hw/yaml_reader.h"
+
+namespace strata::hw {
+namespace {
+
+// A link as written in YAML: a catalogue name, or a mapping {kind, bandwidth, efficiency, latency} whose
+// optional fields override the catalogue entry (e.g. P2's "NIC at 60% of 100 Gb/s").
+struct LinkChoice {
+  const LinkKind* kind = nullptr;
+  double bandwidth = 0, efficiency = 0, latency = 0;
+};
+
+std::string catalog_names() {
+  std::string s;
+  for (const auto& l : link_catalog()) s += fmt::format("{}{}", s.empty() ? "" : ", ", l.name);
+  return s;
+}
+
+LinkChoice read_link(const YamlReader& r) {
+  LinkChoice c;
+  YamlReader kind_node = r;
+  if (r.is_map()) {
+    r.expect_map({"kind", "bandwidth", "efficiency", "latency"});
+    kind_node = r.at("kind");
+  }
+  const std::string name = kind_node.as_string();
+  c.kind = find_link_kind(name);
+  if (!c.kind) throw kind_node.error(fmt::format("unknown link kind '{}' (expected one of: {})", name, catalog_names()));
+  c.bandwidth = c.kind->bandwidth;
+  c.efficiency = c.kind->efficiency;
+  c.latency = c.kind->latency;
+  if (r.is_map()) {
+    if (auto b = r.maybe("bandwidth")) c.bandwidth = b->as_bandwidth();
+    if (auto e = r.maybe("efficiency")) {
+      c.efficiency = e->as_double();
+      if (c.efficiency <= 0 || c.efficiency > 1) throw e->error("expected an efficiency in (0, 1]");
+    }
+    if (auto l = r.maybe("latency")) c.latency = l->as_duration();
+  }
+  return c;
+}
+
+GpuSpec read_gpu(const YamlReader& r) {
+  YamlReader model_node = r;
+  if (r.is_map()) {
+    r.expect_map({"model", "hbm_bandwidth", "hbm_capacity", "launch_overhead", "peak"});
+    model_node = r.at("model");
+  }
+  const std::string name = model_node.as_string();
+  const GpuSpec* base = find_gpu(name);
+  if (!base) {
+    std::string list;
+    for (const auto& g : gpu_catalog()) list += fmt::format("{}{}", list.empty() ? "" : ", ", g.name);
+    throw model_node.error(fmt::format("unknown GPU model '{}' (expected one of: {})", name, list));
+  }
+  GpuSpec g = *base;
+  if (!r.is_map()) return g;
+  if (auto v = r.maybe("hbm_bandwidth")) g.hbm_bandwidth = v->as_bandwidth();
+  if (auto v = r.maybe("hbm_capacity")) g.hbm_capacity = v->as_bytes();
+  if (auto v = r.maybe("launch_overhead")) g.launch_overhead = v->as_duration();
+  if (auto p = r.maybe("peak")) {
+    p->expect_map({"fp64", "fp32", "tf32", "fp16", "bf16", "fp8"});
+    if (auto v = p->maybe("fp64")) g.peak_fp64 = v->as_flops();
+    if (auto v = p->maybe("fp32")) g.peak_fp32 = v->as_flops();
+    if (auto v = p->maybe("tf32")) g.peak_tf32 = v->as_flops();
+    if (auto v = p->maybe("fp16")) g.peak_fp16 = v->as_flops();
+    if (auto v = p->maybe("bf16")) g.peak_bf16 = v->as_flops();
+    if (auto v = p->maybe("fp8")) g.peak_fp8 = v->as_flops();
+  }
+  return g;
+}
+
+// DGX-1 (V100) hybrid cube-mesh: NVLink multiplicity per GPU pair, as reported by `nvidia-smi topo -m`
+// on DGX-1V (see docs/reference collectives-and-hardware.md section 10). Every GPU totals 6 links.
+constexpr std::array<std::array<int, 3>, 16> kHybridCubeMesh{{
+    {0, 1, 1}, {0, 2, 1}, {0, 3, 2}, {1, 2, 2}, {1, 3, 1}, {2, 3, 2},  // quad 0-3
+    {4, 5, 1}, {4, 6, 1}, {4, 7, 2}, {5, 6, 2}, {5, 7, 1}, {6, 7, 2},  // quad 4-7
+    {0, 4, 2}, {1, 5, 2}, {2, 6, 1}, {3, 7, 1},                       // cube verticals
+}};
+
+struct NodeSpec {
+  int gpus = 0;
+  std::string wiring;  // switch | ring | fully-connected | hybrid-cube-mesh | none
+  std::optional<LinkChoice> fabric_link;
+  int links_per_gpu = 0, links_per_pair = 1;
+  int switch_generation = 0;
+  int cpus = 1, pcie_switches = 0;
+  LinkChoice pcie, cpu_link;
+  int nics = 0;
+  std::optional<LinkChoice> nic_link;
+};
+
+struct NetworkSpec {
+  std::string wiring;  // fat-tree | rail-optimized
+  double oversubscription = 1.0;
+};
+
+Topology build(const YamlReader& root, const LoadOptions& options) {
+  root.expect_map({"name", "description", "gpu", "nodes", "node", "network"});
+  const std::string name = root.at("name").as_string();
+  GpuSpec gpu = read_gpu(root.at("gpu"));
+  int nodes = root.has("nodes") ? static_cast<int>(root.at("nodes").as_positive_int()) : 1;
+  if (options.nodes) {
+    if (*options.nodes < 1) throw ConfigError(fmt::format("--nodes: expected a positive integer, got {}", *options.nodes));
+    nodes = *options.nodes;
+  }
+
+  const YamlReader node = root.at("node");
+  node.expect_map({"gpus", "levels", "fabric", "host", "nics"});
+  NodeSpec ns;
+  ns.gpus = static_cast<int>(node.at("gpus").as_positive_int());
+
+  // Hierarchy view: the cluster level, then the node's own levels (default: one level of GPUs).
+  std::vector<Level> levels{{"node", nodes}};
+  if (auto lv = node.maybe("levels")) {
+    lv->expect_sequence();
+    long long product = 1;
+    for (std::size_t i = 0; i < lv->size(); ++i) {
+      const YamlReader l = lv->at(i);
+      l.expect_map({"name", "count"});
+      const int count = static_cast<int>(l.at("count").as_positive_int());
+      product *= count;
+      levels.push_back({l.at("name").as_string(), count});
+    }
+    if (product != ns.gpus)
+      throw lv->error(fmt::format("level counts multiply to {} but node.gpus is {}", product, ns.gpus));
+  } else {
+    levels.push_back({"gpu", ns.gpus});
+  }
+
+  const YamlReader fabric = node.at("fabric");
+  fabric.expect_map({"wiring", "link", "links_per_gpu", "links_per_pair", "switch"});
+  const YamlReader wiring_node = fabric.at("wiring");
+  ns.wiring = wiring_node.as_string();
+  if (ns.wiring != "none") ns.fabric_link = read_link(fabric.at("link"));
+  if (ns.wiring == "switch") {
+    ns.links_per_gpu = static_cast<int>(fabric.at("links_per_gpu").as_positive_int());
+    const YamlReader sw = fabric.at("switch");
+    const std::string s = sw.as_string();
+    if (s.size() != 9 || s.rfind("nvswitch", 0) != 0 || s[8] < '1' || s[8] > '4')
+      throw sw.error(fmt::format("expected nvswitch1, nvswitch2, nvswitch3 or nvswitch4, got '{}'", s));
+    ns.switch_generation = s[8] - '0';
+  } else if (ns.wiring == "ring" || ns.wiring == "fully-connected") {
+    if (auto p = fabric.maybe("links_per_pair")) ns.links_per_pair = static_cast<int>(p->as_positive_int());
+  } else if (ns.wiring == "hybrid-cube-mesh") {
+    if (ns.gpus != 8) throw wiring_node.error(fmt::format("hybrid-cube-mesh needs exactly 8 GPUs per node, node.gpus is {}", ns.gpus));
+  } else if (ns.wiring != "none") {
+    throw wiring_node.error(fmt::format(
+        "unknown wiring '{}' (expected one of: switch, ring, fully-connected, hybrid-cube-mesh, none)", ns.wiring));
+  }
+
+  const YamlReader host = node.at("host");
+  host.expect_map({"cpus", "pcie_switches", "pcie", "cpu_link"});
+  ns.cpus = static_cast<int>(host.at("cpus").as_positive_int());
+  if (auto p = host.maybe("pcie_switches")) {
+    ns.pcie_switches = static_cast<int>(p->as_int());
+    if (ns.pcie_switches < 0) throw p->error("expected a non-negative integer");
+  }
+  ns.pcie = read_link(host.at("pcie"));
+  if (ns.cpus > 1) ns.cpu_link = read_link(host.at("cpu_link"));
+
+  if (auto nics = node.maybe("nics")) {
+    nics->expect_map({"count", "link"});
+    ns.nics = static_cast<int>(nics->at("count").as_positive_int());
+    ns.nic_link = read_link(nics->at("link"));
+  }
+
+  NetworkSpec net;
+  std::optional<YamlReader> network = root.maybe("network");
+  if (network) {
+    network->expect_map({"wiring", "oversubscription"});
+    const YamlReader w = network->at("wiring");
+    net.wiring = w.as_string();
+    if (net.wiring != "fat-tree" && net.wiring != "rail-optimized")
+      throw w.error(fmt::format("unknown network wiring '{}' (expected fat-tree or rail-optimized)", net.wiring));
+    if (auto o = network->maybe("oversubscription")) {
+      net.oversubscription = o->as_double();
+      if (net.oversubscription < 1) throw o->error("expected an oversubscription ratio >= 1");
+      if (net.wiring != "rail-optimized") throw o->error("oversubscription applies to rail-optimized leaf-spine uplinks only");
+    }
+  }
+  if (nodes > 1 && !network)
+    throw root.error(fmt::format("{} nodes need a 'network' section describing how nodes are wired", nodes));
+  if (nodes > 1 && ns.nics == 0)
+    throw node.error(fmt::format("{} nodes need NICs: node.nics is missing, so GPUs on different nodes cannot reach each other", nodes));
+
+  Topology topo(name, gpu, nodes, ns.gpus, std::move(levels));
+  topo.set_node_switched(ns.wiring == "switch");
+
+  std::vector<std::vector<VertexId>> nics_of_node(static_cast<std::size_t>(nodes));
+  for (int n = 0; n < nodes; ++n) {
+    const auto vname = [n](std::string_view what, int i) { return fmt::format("n{}.{}{}", n, what, i); };
+    std::vector<VertexId> gpus;
+    for (int g = 0; g < ns.gpus; ++g) {
+      gpus.push_back(topo.add_vertex({VertexKind::kGpu, vname("gpu", g), n, g}));
+      topo.set_gpu_vertex(n * ns.gpus + g, gpus.back());
+    }
+    // Scale-up fabric.
+    if (ns.wiring == "switch") {
+      const VertexId sw = topo.add_vertex({VertexKind::kNvSwitch, fmt::format("n{}.nvswitch", n), n, 0,
+                                           ns.switch_generation >= 3});
+      for (VertexId g : gpus)
+        topo.add_duplex(g, sw, *ns.fabric_link->kind, ns.fabric_link->bandwidth, ns.fabric_link->efficiency,
+                        ns.fabric_link->latency / 2, ns.links_per_gpu);
+    } else if (ns.wiring == "ring") {
+      for (int g = 0; g < ns.gpus && ns.gpus > 1; ++g) {
+        const int next = (g + 1) % ns.gpus;
+        if (ns.gpus == 2 && g == 1) break;  // two GPUs: one pair, not a doubled one
+        topo.add_duplex(gpus[g], gpus[next], *ns.fabric_link->kind, ns.fabric_link->bandwidth,
+                        ns.fabric_link->efficiency, ns.fabric_link->latency, ns.links_per_pair);
+      }
+    } else if (ns.wiring == "fully-connected") {
+      for (int a = 0; a < ns.gpus; ++a)
+        for (int b = a + 1; b < ns.gpus; ++b)
+          topo.add_duplex(gpus[a], gpus[b], *ns.fabric_link->kind, ns.fabric_link->bandwidth,
+                          ns.fabric_link->efficiency, ns.fabric_link->latency, ns.links_per_pair);
+    } else if (ns.wiring == "hybrid-cube-mesh") {
+      for (const auto& [a, b, m] : kHybridCubeMesh)
+        topo.add_duplex(gpus[a], gpus[b], *ns.fabric_link->kind, ns.fabric_link->bandwidth,
+                        ns.fabric_link->efficiency, ns.fabric_link->latency, m);
+    }
+    // Host: CPUs (fully connected through the CPU interconnect), PCIe switches spread evenly over CPUs,
+    // GPUs and NICs spread evenly over PCIe switches (or hung off the CPUs when there are none).
+    std::vector<VertexId> cpus;
+    for (int c = 0; c < ns.cpus; ++c) cpus.push_back(topo.add_vertex({VertexKind::kCpu, vname("cpu", c), n, c}));
+    for (int a = 0; a < ns.cpus; ++a)
+      for (int b = a + 1; b < ns.cpus; ++b)
+        topo.add_duplex(cpus[a], cpus[b], *ns.cpu_link.kind, ns.cpu_link.bandwidth, ns.cpu_link.efficiency,
+                        ns.cpu_link.latency, 1);
+    std::vector<VertexId> attach = cpus;  // where GPUs and NICs plug in
+    if (ns.pcie_switches > 0) {
+      attach.clear();
+      for (int s = 0; s < ns.pcie_switches; ++s) {
+        const VertexId sw = topo.add_vertex({VertexKind::kPcieSwitch, vname("pcisw", s), n, s});
+        topo.add_duplex(sw, cpus[static_cast<std::size_t>(s * ns.cpus / ns.pcie_switches)], *ns.pcie.kind,
+                        ns.pcie.bandwidth, ns.pcie.efficiency, ns.pcie.latency, 1);
+        attach.push_back(sw);
+      }
+    }
+    const int slots = static_cast<int>(attach.size());
+    for (int g = 0; g < ns.gpus; ++g)
+      topo.add_duplex(gpus[g], attach[static_cast<std::size_t>(g * slots / ns.gpus)], *ns.pcie.kind,
+                      ns.pcie.bandwidth, ns.pcie.efficiency, ns.pcie.latency, 1);
+    for (int i = 0; i < ns.nics; ++i) {
+      const VertexId nic = topo.add_vertex({VertexKind::kNic, vname("nic", i), n, i});
+      topo.add_duplex(nic, attach[static_cast<std::size_t>(i * slots / ns.nics)], *ns.pcie.kind, ns.pcie.bandwidth,
+                      ns.pcie.efficiency, ns.pcie.latency, 1);
+      nics_of_node[static_cast<std::size_t>(n)].push_back(nic);
+    }
+    // Each GPU uses the NIC of its own share of the node (GPU g of G -> NIC floor(g * N / G)), as NCCL
+    // pairs GPUs with their closest NIC.
+    for (int g = 0; g < ns.gpus && ns.nics > 0; ++g)
+      topo.set_nic_of_gpu(n * ns.gpus + g, nics_of_node[static_cast<std::size_t>(n)][static_cast<std::size_t>(g * ns.nics / ns.gpus)]);
+  }
+
+  if (network && ns.nics > 0) {
+    const LinkChoice& nl = *ns.nic_link;
+    if (net.wiring == "fat-tree") {
+      // A non-blocking fat tree is, at flow level, one crossbar: only the NIC ports limit bandwidth.
+      const VertexId core = topo.add_vertex({VertexKind::kNetSwitch, "fabric", -1, 0});
+      for (const auto& nics : nics_of_node)
+        for (VertexId nic : nics) topo.add_duplex(nic, core, *nl.kind, nl.bandwidth, nl.efficiency, nl.latency / 2, 1);
+    } else {
+      // Rail-optimized: NIC i of every node on leaf (rail) switch i; rails joined by a spine whose uplinks
+      // carry all of a rail's NIC bandwidth divided by the oversubscription ratio.
+      const VertexId spine = topo.add_vertex({VertexKind::kNetSwitch, "spine", -1, 0});
+      for (int r = 0; r < ns.nics; ++r) {
+        const VertexId leaf = topo.add_vertex({VertexKind::kNetSwitch, fmt::format("rail{}", r), -1, r + 1});
+        for (const auto& nics : nics_of_node)
+          topo.add_duplex(nics[static_cast<std::size_t>(r)], leaf, *nl.kind, nl.bandwidth, nl.efficiency, nl.latency / 2, 1);
+        topo.add_duplex(leaf, spine, *nl.kind, nl.bandwidth * nodes / net.oversubscription, nl.efficiency,
+                        nl.latency / 2, 1);
+      }
+    }
+  }
+
+  try {
+    topo.finalize();
+  } catch (const std::runtime_error& e) {
+    throw root.error(fmt::format("unreachable GPUs: {}; check node.fabric, node.host and node.nics", e.what()));
+  }
+  return topo;
+}
+
+}  // namespace
+
+Topology load_system(const std::string& path, const LoadOptions& options) {
+  return build(YamlReader::from_file(path), options);
+}
+
+Topology load_system_from_string(std::string_view yaml, const std::string& name, const LoadOptions& options) {
+  return build(YamlReader::from_string(yaml, name), options);
+}
+
+}  // namespace strata::hw

@@ -1,0 +1,119 @@
+// A hardware system seen two ways:
+//  (1) a hierarchy of levels (name + count per parent, outermost first, e.g. node x 4, gpu x 16), which the
+//      placement/reduction search reasons about;
+//  (2) a physical graph of GPUs, NVSwitches, PCIe switches, CPUs, NICs and network switches joined by directed
+//      links (every duplex wire is two one-way links), with a route between any two GPUs, which the simulator
+//      puts flows on.
+// Both views are built from one YAML description (hw/system_loader.h).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "hw/gpu_spec.h"
+#include "hw/link_kind.h"
+
+namespace strata::hw {
+
+using VertexId = std::int32_t;
+using LinkId = std::int32_t;
+using Rank = std::int32_t;  // a GPU's global index, node-major: rank = node * gpus_per_node + local
+
+enum class VertexKind { kGpu, kNvSwitch, kPcieSwitch, kCpu, kNic, kNetSwitch };
+std::string_view vertex_kind_name(VertexKind k);
+
+struct Vertex {
+  VertexKind kind;
+  std::string name;  // e.g. "n0.gpu3", "n1.nic0", "rail2", "spine"
+  int node = -1;     // owning node, -1 for network switches
+  int local = -1;    // index within its node and kind
+  bool nvls = false;  // NVSwitch with in-switch reduction (NVLink SHARP)
+};
+
+struct Link {
+  VertexId src, dst;
+  std::string kind;  // link-kind catalogue name
+  Transport transport;
+  double bandwidth;  // effective bytes/s in this direction (line rate x efficiency x multiplicity)
+  double latency;    // seconds
+  int multiplicity = 1;
+};
+
+struct Level {
+  std::string name;
+  int count;
+};
+
+class Topology {
+ public:
+  Topology(std::string name, GpuSpec gpu, int nodes, int gpus_per_node, std::vector<Level> levels);
+
+  // --- building (used by the loader and tests) ---
+  VertexId add_vertex(Vertex v);
+  // Adds a full-duplex wire as two directed links with the same parameters; returns the forward link's id.
+  LinkId add_duplex(VertexId a, VertexId b, const LinkKind& kind, double line_bandwidth, double efficiency,
+                    double latency, int multiplicity);
+  void set_gpu_vertex(Rank r, VertexId v);
+  void set_nic_of_gpu(Rank r, VertexId nic);
+  // Verifies every GPU reaches every other; throws std::runtime_error naming an unreachable pair.
+  void finalize();
+
+  // --- hierarchy view ---
+  const std::string& name() const { return name_; }
+  const GpuSpec& gpu() const { return gpu_; }
+  std::span<const Level> levels() const { return levels_; }
+  int nodes() const { return nodes_; }
+  int gpus_per_node() const { return gpus_per_node_; }
+  int num_gpus() const { return nodes_ * gpus_per_node_; }
+  int node_of(Rank r) const { return r / gpus_per_node_; }
+  int local_rank(Rank r) const { return r % gpus_per_node_; }
+  // Coordinates of a rank in the hierarchy, outermost level first (mixed radix, innermost fastest).
+  std::vector<int> coordinates(Rank r) const;
+
+  // --- physical view ---
+  std::span<const Vertex> vertices() const { return vertices_; }
+  std::span<const Link> links() const { return links_; }
+  const Link& link(LinkId l) const { return links_[static_cast<std::size_t>(l)]; }
+  VertexId gpu_vertex(Rank r) const { return gpu_vertex_[static_cast<std::size_t>(r)]; }
+  std::optional<VertexId> nic_of(Rank r) const;
+  int nics_per_node() const;
+  // True when every node's GPUs share an NVSwitch that can reduce in the switch (NVLS).
+  bool nvls_capable() const;
+  // Direct GPU-to-GPU link (no switch in between), if any.
+  std::optional<LinkId> direct_link(Rank a, Rank b) const;
+  // True when all GPUs of a node reach each other through one switch (any pair at the same cost).
+  bool node_is_switched() const { return node_switched_; }
+  void set_node_switched(bool v) { node_switched_ = v; }
+
+  // The links a transfer from GPU a to GPU b crosses, in order. Intra-node traffic takes the cheapest path
+  // that does not pass through another GPU or a NIC; inter-node traffic leaves through a's NIC and enters
+  // through b's NIC (rail affinity, as NCCL does). Deterministic; thread-safe.
+  std::span<const LinkId> route(Rank a, Rank b) const;
+  // Transport class of the slowest kind of hop on the route (net > pcie/host > nvlink).
+  Transport route_transport(Rank a, Rank b) const;
+  double route_latency(Rank a, Rank b) const;
+  double route_bandwidth(Rank a, Rank b) const;  // the smallest link bandwidth along the route
+
+ private:
+  struct RouteCache;
+  std::vector<LinkId> compute_route(Rank a, Rank b) const;
+  std::vector<LinkId> shortest_path(VertexId from, VertexId to, bool network_only) const;
+
+  std::string name_;
+  GpuSpec gpu_;
+  int nodes_, gpus_per_node_;
+  std::vector<Level> levels_;
+  std::vector<Vertex> vertices_;
+  std::vector<Link> links_;
+  std::vector<std::vector<LinkId>> out_links_;
+  std::vector<VertexId> gpu_vertex_;
+  std::vector<VertexId> nic_of_gpu_;
+  bool node_switched_ = false;
+  std::shared_ptr<RouteCache> cache_;
+};
+
+}  // namespace strata::hw

@@ -1,0 +1,60 @@
+// Strict YAML reading: every accessor knows its file and dotted field path, so any problem becomes a
+// ConfigError that names file, line, field and what was expected. Unknown keys are errors, not ignored.
+#pragma once
+
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <yaml-cpp/yaml.h>
+
+#include "hw/config_error.h"
+
+namespace strata {
+
+class YamlReader {
+ public:
+  YamlReader(std::string file, YAML::Node node, std::string field = "")
+      : file_(std::move(file)), node_(std::move(node)), field_(std::move(field)) {}
+
+  // Parses a whole file or text; syntax errors become ConfigErrors with the parser's line.
+  static YamlReader from_file(const std::string& path);
+  static YamlReader from_string(std::string_view text, std::string name);
+
+  const YAML::Node& node() const { return node_; }
+  const std::string& file() const { return file_; }
+  const std::string& field() const { return field_; }
+  bool is_map() const { return node_.IsMap(); }
+  bool is_sequence() const { return node_.IsSequence(); }
+  bool is_scalar() const { return node_.IsScalar(); }
+  std::size_t size() const { return node_.size(); }
+
+  bool has(std::string_view key) const;
+  YamlReader at(std::string_view key) const;  // required child; error if missing
+  std::optional<YamlReader> maybe(std::string_view key) const;
+  YamlReader at(std::size_t index) const;  // sequence element
+
+  // Requires a map whose keys are all in `allowed`.
+  void expect_map(std::initializer_list<std::string_view> allowed) const;
+  void expect_sequence() const;
+
+  std::string as_string() const;
+  long long as_int() const;            // any integer
+  long long as_positive_int() const;   // >= 1
+  double as_double() const;            // any finite number
+  bool as_bool() const;
+  double as_bandwidth() const;  // "450 GB/s"; unit required, > 0
+  double as_bytes() const;      // "4 GiB"; unit required
+  double as_duration() const;   // "0.6 us"; unit required
+  double as_flops() const;      // "989 TFLOPS"
+
+  [[nodiscard]] ConfigError error(std::string_view message) const;
+
+ private:
+  std::string file_;
+  YAML::Node node_;
+  std::string field_;
+};
+
+}  // namespace strata

@@ -1,0 +1,74 @@
+// Direct: every pair exchanges its share at once (NCCL's all-to-all and send/recv; ASTRA-sim's "direct").
+// Latency is a single step; bandwidth depends on every GPU's links carrying all of its traffic at once,
+// which makes it the natural schedule on switched fabrics and for all-to-all.
+#include "sim/algorithms/algorithms.h"
+
+namespace strata::sim::algorithms {
+namespace {
+
+class Direct final : public CollectiveAlgorithm {
+ public:
+  std::string_view name() const override { return "direct"; }
+  std::string_view description() const override {
+    return "all pairs at once: alltoall, sendrecv, and one-step versions of every other collective";
+  }
+  std::string unsupported_reason(const CollectiveSpec& spec, const hw::Topology&) const override {
+    if (spec.op == CollectiveOp::kSendRecv && spec.group.size() != 2)
+      return "sendrecv needs a group of exactly two ranks (sender, receiver)";
+    return {};
+  }
+
+  TaskId build(BuildContext& ctx) const override {
+    const TaskId start = begin_collective(ctx);
+    const int n = ctx.group_size();
+    const double S = ctx.spec.bytes;
+    std::vector<Dep> finals{{start}};
+    const auto send = [&](int a, int b, double payload, std::int32_t label, std::span<const Dep> deps) {
+      const hw::Rank ra = ctx.member(a), rb = ctx.member(b);
+      return ctx.graph.add_transfer(ra, rb, ctx.wire(payload), ctx.step_latency(ra, rb), label, deps, b % 16);
+    };
+    const std::array<Dep, 1> from_start{Dep{start}};
+    switch (ctx.spec.op) {
+      case CollectiveOp::kSendRecv:
+        finals.push_back({send(0, 1, S, ctx.label("send"), from_start)});
+        break;
+      case CollectiveOp::kBroadcast:
+      case CollectiveOp::kReduce: {
+        const auto label = ctx.label(ctx.spec.op == CollectiveOp::kBroadcast ? "scatter" : "gather");
+        for (int i = 1; i < n; ++i)
+          finals.push_back({ctx.spec.op == CollectiveOp::kBroadcast ? send(0, i, S, label, from_start)
+                                                                    : send(i, 0, S, label, from_start)});
+        break;
+      }
+      case CollectiveOp::kAllToAll:
+      case CollectiveOp::kAllGather:
+      case CollectiveOp::kReduceScatter: {
+        // Each rank sends S/n to every other rank (its slice, or the peer's slice to reduce).
+        const auto label = ctx.label("exchange");
+        for (int i = 0; i < n; ++i)
+          for (int j = 0; j < n; ++j)
+            if (i != j) finals.push_back({send(i, j, S / n, label, from_start)});
+        break;
+      }
+      case CollectiveOp::kAllReduce: {
+        // Reduce-scatter directly, then all-gather directly once a rank holds its reduced slice.
+        const auto rs = ctx.label("reduce-scatter"), ag = ctx.label("all-gather");
+        std::vector<std::vector<Dep>> arrived(static_cast<std::size_t>(n));
+        for (int i = 0; i < n; ++i)
+          for (int j = 0; j < n; ++j)
+            if (i != j) arrived[static_cast<std::size_t>(j)].push_back({send(i, j, S / n, rs, from_start)});
+        for (int j = 0; j < n; ++j)
+          for (int k = 0; k < n; ++k)
+            if (j != k) finals.push_back({send(j, k, S / n, ag, arrived[static_cast<std::size_t>(j)])});
+        break;
+      }
+    }
+    return join(ctx, finals);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<CollectiveAlgorithm> make_direct() { return std::make_unique<Direct>(); }
+
+}  // namespace strata::sim::algorithms

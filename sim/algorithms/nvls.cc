@@ -1,0 +1,61 @@
+// NVLS (NVLink SHARP, third-generation NVSwitch and later): the switch reduces and multicasts. For an
+// all-reduce of S bytes on n GPUs each GPU's port carries S + S/n each way: its whole buffer up for the
+// in-switch reduction (multimem.ld_reduce) plus its reduced slice up for the multicast store, and its
+// reduced slice plus everyone's reduced slices down. NCCL rates the switch path at nvlsEfficiency = 0.85 of
+// the NVLink bandwidth on Hopper; with 8 H100 that gives algbw ~ 0.85 * 370.8 * 8/9 = 280 GB/s, in line
+// with NVIDIA's "busBw ~480, algbw ~275" for NVLS on 8 H100 (nccl-tests #212).
+#include <fmt/format.h>
+
+#include "sim/algorithms/algorithms.h"
+#include "sim/nccl_model.h"
+
+namespace strata::sim::algorithms {
+namespace {
+
+constexpr double kNvlsEfficiency = 0.85;
+
+class Nvls final : public CollectiveAlgorithm {
+ public:
+  std::string_view name() const override { return "nvls"; }
+  std::string_view description() const override {
+    return "in-switch reduction and multicast on NVSwitch gen3+ (all-reduce within one node)";
+  }
+  std::string unsupported_reason(const CollectiveSpec& spec, const hw::Topology& topo) const override {
+    if (spec.op != CollectiveOp::kAllReduce) return "nvls implements allreduce only";
+    if (!topo.nvls_capable()) return "the system has no NVSwitch with in-switch reduction (NVSwitch gen3+)";
+    const int node = topo.node_of(spec.group[0]);
+    for (hw::Rank r : spec.group)
+      if (topo.node_of(r) != node) return "nvls works within one node (NCCL's multi-node NVLSTree is not modelled)";
+    if (spec.protocol != Protocol::kSimple) return "nvls uses the simple protocol only";
+    return {};
+  }
+
+  TaskId build(BuildContext& ctx) const override {
+    const TaskId start = begin_collective(ctx);
+    const int n = ctx.group_size();
+    const double wire = ctx.spec.bytes * (n + 1.0) / n / kNvlsEfficiency;
+    const double lat = nccl::hop_latency(hw::Transport::kNvlink, nccl::Family::kNvls, Protocol::kSimple);
+    const std::array<Dep, 1> deps{Dep{start}};
+    std::vector<Dep> finals;
+    const auto up = ctx.label("up"), down = ctx.label("down");
+    for (hw::Rank r : ctx.spec.group) {
+      const hw::VertexId g = ctx.topo.gpu_vertex(r);
+      hw::LinkId to_switch = -1, from_switch = -1;
+      for (hw::LinkId l = 0; l < static_cast<hw::LinkId>(ctx.topo.links().size()); ++l) {
+        const auto& lk = ctx.topo.link(l);
+        const auto other = lk.src == g ? lk.dst : (lk.dst == g ? lk.src : -1);
+        if (other < 0 || ctx.topo.vertices()[static_cast<std::size_t>(other)].kind != hw::VertexKind::kNvSwitch) continue;
+        (lk.src == g ? to_switch : from_switch) = l;
+      }
+      finals.push_back({ctx.graph.add_transfer_on({to_switch}, r, r, wire, lat, up, deps)});
+      finals.push_back({ctx.graph.add_transfer_on({from_switch}, r, r, wire, lat, down, deps)});
+    }
+    return join(ctx, finals);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<CollectiveAlgorithm> make_nvls() { return std::make_unique<Nvls>(); }
+
+}  // namespace strata::sim::algorithms

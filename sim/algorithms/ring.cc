@@ -1,0 +1,195 @@
+// Ring: NCCL's bandwidth-optimal algorithm. All-reduce = 2(n-1) steps (reduce-scatter then all-gather),
+// each moving S/(n C) per rank per channel; reduce-scatter and all-gather = n-1 steps; broadcast and reduce
+// pipeline chunks along the ring as a chain from/to the root. With n ranks and per-rank bandwidth B the
+// all-reduce takes 2(n-1)/n * S/B plus 2(n-1) per-step latencies.
+#include <algorithm>
+#include <functional>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "sim/algorithms/algorithms.h"
+
+namespace strata::sim::algorithms {
+namespace {
+
+// Directed Hamiltonian cycles over direct GPU-GPU links among `members`, starting at members[0].
+std::vector<std::vector<hw::Rank>> hamiltonian_cycles(const hw::Topology& topo, std::span<const hw::Rank> members,
+                                                      std::size_t limit) {
+  std::vector<std::vector<hw::Rank>> cycles;
+  const std::size_t n = members.size();
+  std::vector<hw::Rank> path{members[0]};
+  std::vector<char> used(n, 0);
+  used[0] = 1;
+  std::function<void()> dfs = [&] {
+    if (cycles.size() >= limit) return;
+    if (path.size() == n) {
+      if (topo.direct_link(path.back(), path.front())) cycles.push_back(path);
+      return;
+    }
+    for (std::size_t j = 1; j < n; ++j) {
+      if (used[j] || !topo.direct_link(path.back(), members[j])) continue;
+      used[j] = 1;
+      path.push_back(members[j]);
+      dfs();
+      path.pop_back();
+      used[j] = 0;
+    }
+  };
+  if (n >= 3) dfs();
+  return cycles;
+}
+
+std::vector<hw::Rank> rotate_by(std::vector<hw::Rank> v, std::size_t k) {
+  if (!v.empty()) std::rotate(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k % v.size()), v.end());
+  return v;
+}
+
+class Ring final : public CollectiveAlgorithm {
+ public:
+  std::string_view name() const override { return "ring"; }
+  std::string_view description() const override {
+    return "NCCL-style rings (one per channel), bandwidth-optimal; chain pipeline for broadcast/reduce";
+  }
+  std::string unsupported_reason(const CollectiveSpec& spec, const hw::Topology&) const override {
+    if (spec.op == CollectiveOp::kAllToAll || spec.op == CollectiveOp::kSendRecv)
+      return "ring has no all-to-all or send/recv schedule (use direct)";
+    return {};
+  }
+
+  TaskId build(BuildContext& ctx) const override {
+    const int n = ctx.group_size();
+    const TaskId start = begin_collective(ctx);
+    if (n == 1) return join(ctx, std::array{Dep{start}});
+    const int channels = ctx.channels();
+    const auto orders = ring_orders(ctx, channels);
+    const double per_channel = ctx.spec.bytes / channels;
+    std::vector<Dep> finals;
+    const auto op = ctx.spec.op;
+    for (int c = 0; c < channels; ++c) {
+      const auto& ring = orders[static_cast<std::size_t>(c)];
+      if (op == CollectiveOp::kBroadcast || op == CollectiveOp::kReduce) {
+        // Chain from (broadcast) or to (reduce) the root, pipelined in chunks.
+        std::vector<hw::Rank> chain = ring;
+        const auto root_at = std::find(chain.begin(), chain.end(), ctx.spec.group[0]);
+        std::rotate(chain.begin(), root_at, chain.end());
+        if (op == CollectiveOp::kReduce) std::reverse(chain.begin() + 1, chain.end());
+        const int chunks = ctx.spec.pipeline_chunks > 0
+                               ? ctx.spec.pipeline_chunks
+                               : std::clamp(static_cast<int>(per_channel / (512 * 1024.0)), 1, 64);
+        const double chunk = per_channel / chunks;
+        const auto label = ctx.label(op == CollectiveOp::kBroadcast ? "chain" : "chain-reduce");
+        std::vector<TaskId> prev_chunk(static_cast<std::size_t>(n - 1), -1);
+        std::vector<double> lat(static_cast<std::size_t>(n - 1));
+        for (int i = 0; i + 1 < n; ++i) {
+          const auto [a, b] = op == CollectiveOp::kBroadcast ? std::pair{chain[i], chain[i + 1]}
+                                                             : std::pair{chain[n - 1 - i], chain[n - 2 - i]};
+          lat[static_cast<std::size_t>(i)] = ctx.step_latency(a, b);
+        }
+        for (int k = 0; k < chunks; ++k) {
+          TaskId upstream = -1;
+          for (int i = 0; i + 1 < n; ++i) {
+            // Broadcast flows root -> chain end; reduce flows chain end -> root.
+            const auto [a, b] = op == CollectiveOp::kBroadcast ? std::pair{chain[i], chain[i + 1]}
+                                                               : std::pair{chain[n - 1 - i], chain[n - 2 - i]};
+            std::vector<Dep> deps{upstream < 0 ? Dep{start} : Dep{upstream, DepKind::kDone}};
+            if (prev_chunk[static_cast<std::size_t>(i)] >= 0) deps.push_back({prev_chunk[static_cast<std::size_t>(i)], DepKind::kSent});
+            upstream = ctx.graph.add_transfer(a, b, ctx.wire(chunk), lat[static_cast<std::size_t>(i)], label, deps, c);
+            prev_chunk[static_cast<std::size_t>(i)] = upstream;
+          }
+          if (k == chunks - 1) finals.push_back({upstream});
+        }
+        continue;
+      }
+      const int steps = op == CollectiveOp::kAllReduce ? 2 * (n - 1) : n - 1;
+      const double slice = per_channel / n;
+      const auto last = ring_steps(ctx, ring, steps, slice, start, ctx.label("step"), c);
+      for (TaskId t : last) finals.push_back({t});
+    }
+    return join(ctx, finals);
+  }
+};
+
+}  // namespace
+
+std::vector<std::vector<hw::Rank>> ring_orders(const BuildContext& ctx, int channels) {
+  const auto nodes = ctx.members_by_node();
+  const hw::Topology& topo = ctx.topo;
+  std::vector<std::vector<hw::Rank>> orders(static_cast<std::size_t>(channels));
+  if (!topo.node_is_switched()) {
+    // Directly wired nodes: follow direct links. One node: choose whole cycles, balanced so that a link of
+    // multiplicity m carries about m rings. Several nodes: cut one cycle of each node at different places.
+    if (nodes.size() == 1) {
+      const auto cycles = hamiltonian_cycles(topo, nodes[0], 5040);
+      if (!cycles.empty()) {
+        std::map<hw::LinkId, int> load;
+        for (int c = 0; c < channels; ++c) {
+          std::size_t best = 0;
+          double best_cost = 1e300;
+          for (std::size_t i = 0; i < cycles.size(); ++i) {
+            double cost = 0;
+            for (std::size_t j = 0; j < cycles[i].size(); ++j) {
+              const hw::LinkId l = *topo.direct_link(cycles[i][j], cycles[i][(j + 1) % cycles[i].size()]);
+              cost = std::max(cost, (load[l] + 1.0) / topo.link(l).multiplicity);
+            }
+            if (cost < best_cost) {
+              best_cost = cost;
+              best = i;
+            }
+          }
+          const auto& cyc = cycles[best];
+          for (std::size_t j = 0; j < cyc.size(); ++j) ++load[*topo.direct_link(cyc[j], cyc[(j + 1) % cyc.size()])];
+          orders[static_cast<std::size_t>(c)] = cyc;
+        }
+        return orders;
+      }
+    }
+  }
+  std::vector<std::vector<hw::Rank>> node_paths;
+  for (const auto& members : nodes) {
+    std::vector<hw::Rank> path = members;
+    if (!topo.node_is_switched()) {
+      const auto cycles = hamiltonian_cycles(topo, members, 1);
+      if (!cycles.empty()) path = cycles[0];
+    }
+    node_paths.push_back(std::move(path));
+  }
+  for (int c = 0; c < channels; ++c) {
+    auto& order = orders[static_cast<std::size_t>(c)];
+    for (const auto& path : node_paths) {
+      const std::size_t shift = static_cast<std::size_t>(c) * path.size() / static_cast<std::size_t>(channels);
+      const auto rotated = rotate_by(path, shift);
+      order.insert(order.end(), rotated.begin(), rotated.end());
+    }
+  }
+  return orders;
+}
+
+std::vector<TaskId> ring_steps(BuildContext& ctx, std::span<const hw::Rank> ring, int steps, double slice,
+                               TaskId start, std::int32_t label, int lane) {
+  const auto n = ring.size();
+  std::vector<double> lat(n);
+  for (std::size_t i = 0; i < n; ++i) lat[i] = ctx.step_latency(ring[i], ring[(i + 1) % n]);
+  std::vector<TaskId> prev(n, -1), cur(n, -1);
+  const double wire = ctx.wire(slice);
+  for (int s = 0; s < steps; ++s) {
+    for (std::size_t i = 0; i < n; ++i) {
+      std::array<Dep, 2> deps;
+      std::size_t nd = 0;
+      if (s == 0) {
+        deps[nd++] = Dep{start};
+      } else {
+        deps[nd++] = Dep{prev[i], DepKind::kSent};            // my link is free of my previous step
+        deps[nd++] = Dep{prev[(i + n - 1) % n], DepKind::kDone};  // the data I forward has arrived
+      }
+      cur[i] = ctx.graph.add_transfer(ring[i], ring[(i + 1) % n], wire, lat[i], label,
+                                      std::span<const Dep>(deps.data(), nd), lane);
+    }
+    std::swap(prev, cur);
+  }
+  return prev;
+}
+
+std::unique_ptr<CollectiveAlgorithm> make_ring() { return std::make_unique<Ring>(); }
+
+}  // namespace strata::sim::algorithms

@@ -1,0 +1,101 @@
+// Collective operations over any device group, expanded by a named algorithm into transfers on the task
+// graph. Each algorithm lives in one file under sim/algorithms/ and registers itself in
+// sim/algorithms/builtin.cc; the rest of strata reaches algorithms only by name through the registry.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hw/topology.h"
+#include "sim/task_graph.h"
+
+namespace strata::sim {
+
+enum class CollectiveOp { kAllReduce, kReduceScatter, kAllGather, kReduce, kBroadcast, kAllToAll, kSendRecv };
+std::string_view op_name(CollectiveOp op);
+std::optional<CollectiveOp> parse_op(std::string_view name);
+inline constexpr std::string_view kOpNames = "allreduce, reducescatter, allgather, reduce, broadcast, alltoall, sendrecv";
+
+// NCCL's wire protocols. Simple moves plain data; LL packs 4 B of data with a 4 B flag (50% payload);
+// LL128 carries 120 B of data per 128 B line (93.75%).
+enum class Protocol { kSimple, kLL, kLL128 };
+std::string_view protocol_name(Protocol p);
+std::optional<Protocol> parse_protocol(std::string_view name);
+// Wire bytes per payload byte.
+double protocol_wire_factor(Protocol p);
+
+// nccl-tests' bus-bandwidth factor: busbw = algbw x factor(op, n).
+double busbw_factor(CollectiveOp op, int n);
+
+struct CollectiveSpec {
+  CollectiveOp op = CollectiveOp::kAllReduce;
+  std::vector<hw::Rank> group;  // participating GPUs; group[0] is the root of Reduce/Broadcast, the sender of SendRecv
+  // nccl-tests convention: the size of the operation's buffer. AllReduce/Reduce/Broadcast: the whole vector;
+  // AllGather/ReduceScatter: the whole gathered array (each rank owns bytes/n); AllToAll: each rank's send
+  // buffer (bytes/n to each peer); SendRecv: the message.
+  double bytes = 0;
+  Protocol protocol = Protocol::kSimple;
+  int channels = 0;         // parallel rings/trees; 0 = choose from the topology (one per NIC across nodes)
+  int pipeline_chunks = 0;  // chunks per tree pipeline; 0 = default
+  std::string label;        // trace name prefix; default: op name
+};
+
+// What an algorithm needs to expand a collective.
+class BuildContext {
+ public:
+  BuildContext(const hw::Topology& topo, TaskGraph& graph, const CollectiveSpec& spec, std::string algorithm,
+               std::vector<Dep> after);
+  const hw::Topology& topo;
+  TaskGraph& graph;
+  const CollectiveSpec& spec;
+  const std::string algorithm;  // NCCL latency tables are indexed by the algorithm family
+  const std::vector<Dep> after;  // the collective starts once these are done
+
+  int group_size() const { return static_cast<int>(spec.group.size()); }
+  hw::Rank member(int i) const { return spec.group[static_cast<std::size_t>(i)]; }
+  // Wire bytes for a payload under the spec's protocol.
+  double wire(double payload) const { return payload * protocol_wire_factor(spec.protocol); }
+  // Per-step latency of one hop a -> b: NCCL's per-hop latency for (transport, algorithm, protocol), but
+  // never less than the route's physical latency.
+  double step_latency(hw::Rank a, hw::Rank b) const;
+  std::int32_t label(std::string_view phase);
+  // Channels to use: spec.channels, or one per NIC when the group spans nodes (at least 1).
+  int channels() const;
+  // Group members per node, in group order; nodes in ascending order.
+  std::vector<std::vector<hw::Rank>> members_by_node() const;
+};
+
+class CollectiveAlgorithm {
+ public:
+  virtual ~CollectiveAlgorithm() = default;
+  virtual std::string_view name() const = 0;
+  virtual std::string_view description() const = 0;
+  // Empty when the algorithm can run `spec` on `topo`; otherwise why not.
+  virtual std::string unsupported_reason(const CollectiveSpec& spec, const hw::Topology& topo) const = 0;
+  // Adds the collective's tasks; returns a task that is done when the whole collective is.
+  virtual TaskId build(BuildContext& ctx) const = 0;
+};
+
+class AlgorithmRegistry {
+ public:
+  static AlgorithmRegistry& instance();
+  void add(std::unique_ptr<CollectiveAlgorithm> algorithm);
+  const CollectiveAlgorithm* find(std::string_view name) const;
+  std::vector<const CollectiveAlgorithm*> all() const;  // in registration order
+  std::string names() const;                            // "ring, tree, ..."
+
+ private:
+  AlgorithmRegistry();
+  std::vector<std::unique_ptr<CollectiveAlgorithm>> algorithms_;
+};
+
+// Adds the collective `spec` to `graph` with the named algorithm (not "auto"); throws std::invalid_argument
+// naming the reason when the algorithm cannot run it. Returns the collective's completion task.
+TaskId add_collective(const hw::Topology& topo, TaskGraph& graph, const CollectiveSpec& spec,
+                      std::string_view algorithm, std::span<const Dep> after = {});
+
+}  // namespace strata::sim

@@ -1,0 +1,39 @@
+#include "sim/collective_runner.h"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "sim/nccl_model.h"
+
+namespace strata::sim {
+
+CollectiveResult run_collective(const hw::Topology& topo, const CollectiveRequest& request) {
+  CollectiveResult out;
+  CollectiveSpec spec = request.spec;
+  std::string algorithm = request.algorithm;
+  if (algorithm == "auto") {
+    // Like NCCL: ring, tree and NVLS for reductions and broadcasts, point-to-point (direct) for all-to-all
+    // and send/recv. strata's own schedules (hierarchical, direct all-reduce) run only when named.
+    auto estimates = nccl::estimate_all(topo, spec);
+    const bool p2p = spec.op == CollectiveOp::kAllToAll || spec.op == CollectiveOp::kSendRecv;
+    std::erase_if(estimates, [&](const auto& e) {
+      return p2p ? e.algorithm != "direct" : (e.algorithm != "ring" && e.algorithm != "tree" && e.algorithm != "nvls");
+    });
+    if (!request.auto_protocol) std::erase_if(estimates, [&](const auto& e) { return e.protocol != spec.protocol; });
+    if (estimates.empty())
+      throw std::invalid_argument(fmt::format("no algorithm can run {} on this group", op_name(spec.op)));
+    algorithm = estimates.front().algorithm;
+    spec.protocol = estimates.front().protocol;
+  }
+  add_collective(topo, out.graph, spec, algorithm);
+  out.sim = simulate(topo, out.graph, SimOptions{nullptr, request.record_timeline});
+  out.algorithm = algorithm;
+  out.protocol = spec.protocol;
+  out.seconds = out.sim.seconds();
+  out.algbw = out.seconds > 0 ? spec.bytes / out.seconds : 0;
+  out.busbw = out.algbw * busbw_factor(spec.op, static_cast<int>(spec.group.size()));
+  return out;
+}
+
+}  // namespace strata::sim

@@ -1,0 +1,137 @@
+#include "sim/nccl_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+
+namespace strata::sim::nccl {
+namespace {
+constexpr double kUs = 1e-6;
+constexpr int idx(Protocol p) { return p == Protocol::kLL ? 0 : (p == Protocol::kLL128 ? 1 : 2); }
+// [family][LL, LL128, Simple], microseconds.
+constexpr double kBase[3][3] = {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}};
+// [transport NVLink, PCI, NET][family Tree, Ring, NVLS][LL, LL128, Simple], microseconds.
+constexpr double kHop[3][3][3] = {
+    {{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 25}},
+    {{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 0}},
+    {{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 18}},
+};
+int fam(Family f) { return f == Family::kTree ? 0 : (f == Family::kRing ? 1 : 2); }
+int trans(hw::Transport t) {
+  return t == hw::Transport::kNvlink ? 0 : (t == hw::Transport::kNet ? 2 : 1);
+}
+// llMaxBw: the LL protocol's aggregate cap, GB/s (single node by GPU generation; multi-node, Intel CPUs).
+double ll_max_bw(const hw::Topology& topo, int nodes) {
+  if (nodes > 1) return (nodes == 2 ? 39.0 : 20.4) * 1e9;
+  switch (topo.gpu().arch) {
+    case hw::GpuArch::kVolta: return 39.0e9;
+    case hw::GpuArch::kAmpere: return 87.7e9;
+    case hw::GpuArch::kHopper: return 141.0e9;
+    case hw::GpuArch::kBlackwell: return 282.0e9;
+  }
+  return 39.0e9;
+}
+constexpr double kNvlsEfficiency = 0.85;  // Hopper; NCCL's nvlsEfficiency table
+}  // namespace
+
+Family family_of(std::string_view algorithm) {
+  if (algorithm == "tree") return Family::kTree;
+  if (algorithm == "nvls") return Family::kNvls;
+  return Family::kRing;
+}
+
+double base_latency(Family f, Protocol p) { return kBase[fam(f)][idx(p)] * kUs; }
+double hop_latency(hw::Transport t, Family f, Protocol p) { return kHop[trans(t)][fam(f)][idx(p)] * kUs; }
+
+GroupBandwidth group_bandwidth(const hw::Topology& topo, std::span<const hw::Rank> group) {
+  GroupBandwidth g;
+  g.ranks = static_cast<int>(group.size());
+  std::set<int> nodes;
+  std::vector<int> per_node(static_cast<std::size_t>(topo.nodes()), 0);
+  for (hw::Rank r : group) {
+    nodes.insert(topo.node_of(r));
+    g.ranks_per_node = std::max(g.ranks_per_node, ++per_node[static_cast<std::size_t>(topo.node_of(r))]);
+  }
+  g.nodes = static_cast<int>(nodes.size());
+  // Scale-up: everything a GPU can push to its node peers over NVLink (switch port or direct links).
+  const hw::VertexId v = topo.gpu_vertex(group.empty() ? 0 : group[0]);
+  double nvlink = 0, pcie = 0;
+  for (const auto& l : topo.links()) {
+    if (l.src != v) continue;
+    if (l.transport == hw::Transport::kNvlink) nvlink += l.bandwidth;
+    if (l.transport == hw::Transport::kPcie) pcie = std::max(pcie, l.bandwidth);
+  }
+  g.nvlink = nvlink > 0;
+  g.intra = nvlink > 0 ? nvlink : pcie;
+  g.nvls = topo.nvls_capable() && g.nodes == 1 && g.ranks == topo.gpus_per_node();
+  if (g.nodes > 1) {
+    double nic_bw = 0;
+    int nics = 0;
+    for (const auto& l : topo.links()) {
+      const auto& src = topo.vertices()[static_cast<std::size_t>(l.src)];
+      const auto& dst = topo.vertices()[static_cast<std::size_t>(l.dst)];
+      if (src.kind == hw::VertexKind::kNic && src.node == 0 && dst.kind == hw::VertexKind::kNetSwitch) {
+        nic_bw += l.bandwidth;
+        ++nics;
+      }
+    }
+    // A node's group members can use only as many NICs as there are members on it.
+    g.inter = nics > 0 ? nic_bw * std::min(1.0, static_cast<double>(g.ranks_per_node) / nics) : 0;
+  }
+  return g;
+}
+
+std::vector<Estimate> estimate_all(const hw::Topology& topo, const CollectiveSpec& spec) {
+  const GroupBandwidth g = group_bandwidth(topo, spec.group);
+  const int n = g.ranks;
+  const double S = spec.bytes;
+  const hw::Transport intra_t = g.nvlink ? hw::Transport::kNvlink : hw::Transport::kPcie;
+  std::vector<Estimate> out;
+  for (const CollectiveAlgorithm* algo : AlgorithmRegistry::instance().all()) {
+    for (Protocol p : {Protocol::kLL, Protocol::kLL128, Protocol::kSimple}) {
+      CollectiveSpec trial = spec;
+      trial.protocol = p;
+      if (!algo->unsupported_reason(trial, topo).empty()) continue;
+      const Family f = family_of(algo->name());
+      if (f == Family::kNvls && p != Protocol::kSimple) continue;  // NVLS runs Simple only
+      if (p == Protocol::kLL128 && !g.nvlink) continue;             // NCCL enables LL128 on NVLink only
+      const double intra_lat = hop_latency(intra_t, f, p);
+      const double inter_lat = hop_latency(hw::Transport::kNet, f, p);
+      // Bus bandwidth per rank: the scale-up fabric, or the node's NICs shared by the ring(s).
+      double bus = g.nodes > 1 ? std::min(g.intra, g.inter) : g.intra;
+      double lat = base_latency(f, p);
+      double alg_bw = 0;
+      const std::string name(algo->name());
+      const bool reduce_all = spec.op == CollectiveOp::kAllReduce;
+      const int steps = reduce_all ? 2 * (n - 1) : (n - 1);
+      if (name == "nvls") {
+        lat = intra_lat;
+        alg_bw = g.intra * kNvlsEfficiency * n / (n + 1.0);
+      } else if (name == "tree") {
+        const int ppn = g.ranks_per_node;
+        lat += 2 * ((ppn - 1) * intra_lat + std::log2(std::max(1, g.nodes)) * inter_lat);
+        bus *= 0.92;
+        alg_bw = bus * 0.5;
+        if (spec.op != CollectiveOp::kAllReduce) alg_bw = bus;  // broadcast/reduce pipeline down/up once
+      } else if (name == "ring" || name == "hierarchical") {
+        const int inter_steps = g.nodes > 1 ? (reduce_all ? 2 * (g.nodes - 1) : g.nodes - 1) : 0;
+        lat += (steps - inter_steps) * intra_lat + inter_steps * inter_lat;
+        const double factor = busbw_factor(spec.op, n);
+        alg_bw = factor > 0 ? bus / factor : bus;
+        if (spec.op == CollectiveOp::kBroadcast || spec.op == CollectiveOp::kReduce) alg_bw = bus;
+      } else {  // direct: every pair at once; each rank's traffic over its own links
+        lat += (g.nodes > 1 ? inter_lat : intra_lat);
+        const double factor = busbw_factor(spec.op, n);
+        alg_bw = factor > 0 ? bus / factor : bus;
+      }
+      if (p == Protocol::kLL) alg_bw = std::min(alg_bw * 0.5, ll_max_bw(topo, g.nodes));
+      if (p == Protocol::kLL128) alg_bw *= 120.0 / 128.0;
+      out.push_back({name, p, lat + (alg_bw > 0 ? S / alg_bw : std::numeric_limits<double>::infinity())});
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Estimate& a, const Estimate& b) { return a.seconds < b.seconds; });
+  return out;
+}
+
+}  // namespace strata::sim::nccl

@@ -1,0 +1,82 @@
+#include "sim/task_graph.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace strata::sim {
+
+TaskId TaskGraph::push(Task t, std::span<const Dep> deps) {
+  const auto id = static_cast<TaskId>(tasks_.size());
+  tasks_.push_back(t);
+  for (const Dep& d : deps) add_dep(id, d);
+  return id;
+}
+
+void TaskGraph::add_dep(TaskId task, Dep dep) {
+  if (dep.task < 0 || dep.task >= task) throw std::logic_error("a dependency must name an earlier task");
+  edges_.push_back(Edge{dep.task, task, dep.kind});
+}
+
+TaskId TaskGraph::add_compute(hw::Rank gpu, int stream, const ComputeWork& work, std::int32_t label,
+                              std::span<const Dep> deps) {
+  Task t{TaskKind::kCompute};
+  t.rank = gpu;
+  t.stream = stream;
+  t.work = work;
+  t.label = label;
+  return push(t, deps);
+}
+
+TaskId TaskGraph::add_compute_fixed(hw::Rank gpu, int stream, double seconds, std::int32_t label,
+                                    std::span<const Dep> deps) {
+  Task t{TaskKind::kCompute};
+  t.rank = gpu;
+  t.stream = stream;
+  t.seconds = seconds;
+  t.label = label;
+  return push(t, deps);
+}
+
+TaskId TaskGraph::add_transfer(hw::Rank src, hw::Rank dst, double wire_bytes, double latency_seconds,
+                               std::int32_t label, std::span<const Dep> deps, int lane) {
+  Task t{TaskKind::kTransfer};
+  t.rank = src;
+  t.peer = dst;
+  t.bytes = wire_bytes;
+  t.seconds = latency_seconds;
+  t.label = label;
+  t.lane = lane;
+  return push(t, deps);
+}
+
+TaskId TaskGraph::add_transfer_on(std::vector<hw::LinkId> links, hw::Rank src, hw::Rank dst, double wire_bytes,
+                                  double latency_seconds, std::int32_t label, std::span<const Dep> deps,
+                                  int lane) {
+  routes_.push_back(std::move(links));
+  Task t{TaskKind::kTransfer};
+  t.rank = src;
+  t.peer = dst;
+  t.bytes = wire_bytes;
+  t.seconds = latency_seconds;
+  t.label = label;
+  t.lane = lane;
+  t.route = static_cast<std::int32_t>(routes_.size() - 1);
+  return push(t, deps);
+}
+
+TaskId TaskGraph::add_delay(double seconds, std::int32_t label, std::span<const Dep> deps) {
+  Task t{TaskKind::kDelay};
+  t.seconds = seconds;
+  t.label = label;
+  return push(t, deps);
+}
+
+std::int32_t TaskGraph::intern(std::string_view label) {
+  // Labels are few (one per algorithm phase), so a linear scan from the back is cheap and keeps order.
+  for (std::size_t i = labels_.size(); i-- > 0;)
+    if (labels_[i] == label) return static_cast<std::int32_t>(i);
+  labels_.emplace_back(label);
+  return static_cast<std::int32_t>(labels_.size() - 1);
+}
+
+}  // namespace strata::sim

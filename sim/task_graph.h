@@ -1,0 +1,82 @@
+// A task graph: compute kernels on GPU streams, transfers between GPUs, and pure delays, joined by
+// dependencies. Collective algorithms expand into transfers here; later components (parallelization
+// search, validate/) build whole training steps the same way.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hw/topology.h"
+#include "sim/compute_model.h"
+
+namespace strata::sim {
+
+using TaskId = std::int32_t;
+
+enum class TaskKind : std::uint8_t { kCompute, kTransfer, kDelay };
+
+// What a dependency waits for. For transfers: kSent = the bytes have left the source (its links are free),
+// kDone = delivered at the destination. Compute and delay tasks are sent and done at the same moment.
+enum class DepKind : std::uint8_t { kDone, kSent };
+
+struct Dep {
+  TaskId task;
+  DepKind kind = DepKind::kDone;
+};
+
+struct Task {
+  TaskKind kind;
+  std::int32_t rank = -1;   // compute: GPU; transfer: source GPU
+  std::int32_t peer = -1;   // transfer: destination GPU
+  std::int32_t stream = 0;  // compute: stream on the GPU
+  std::int32_t lane = 0;    // transfer: channel, for trace display
+  std::int32_t label = -1;  // index into TaskGraph::labels()
+  std::int32_t route = -1;  // transfer: index into custom routes, or -1 for the topology's route
+  double bytes = 0;         // transfer: bytes put on the wire
+  double seconds = 0;       // compute: fixed duration if > 0; delay: duration; transfer: delivery latency
+  ComputeWork work;         // compute: used when seconds == 0
+};
+
+class TaskGraph {
+ public:
+  TaskId add_compute(hw::Rank gpu, int stream, const ComputeWork& work, std::int32_t label,
+                     std::span<const Dep> deps = {});
+  TaskId add_compute_fixed(hw::Rank gpu, int stream, double seconds, std::int32_t label,
+                           std::span<const Dep> deps = {});
+  TaskId add_transfer(hw::Rank src, hw::Rank dst, double wire_bytes, double latency_seconds, std::int32_t label,
+                      std::span<const Dep> deps = {}, int lane = 0);
+  // A transfer along explicit links (e.g. GPU -> NVSwitch for in-switch reduction).
+  TaskId add_transfer_on(std::vector<hw::LinkId> links, hw::Rank src, hw::Rank dst, double wire_bytes,
+                         double latency_seconds, std::int32_t label, std::span<const Dep> deps = {},
+                         int lane = 0);
+  TaskId add_delay(double seconds, std::int32_t label, std::span<const Dep> deps = {});
+  void add_dep(TaskId task, Dep dep);
+
+  // Interned label for trace names ("allreduce/ring step 3"); returns its index.
+  std::int32_t intern(std::string_view label);
+
+  std::span<const Task> tasks() const { return tasks_; }
+  const Task& task(TaskId id) const { return tasks_[static_cast<std::size_t>(id)]; }
+  std::size_t size() const { return tasks_.size(); }
+  std::span<const std::string> labels() const { return labels_; }
+  const std::vector<hw::LinkId>& custom_route(std::int32_t i) const { return routes_[static_cast<std::size_t>(i)]; }
+
+  struct Edge {
+    TaskId from, to;
+    DepKind kind;
+  };
+  std::span<const Edge> edges() const { return edges_; }
+
+ private:
+  TaskId push(Task t, std::span<const Dep> deps);
+
+  std::vector<Task> tasks_;
+  std::vector<Edge> edges_;
+  std::vector<std::string> labels_;
+  std::vector<std::vector<hw::LinkId>> routes_;
+};
+
+}  // namespace strata::sim
