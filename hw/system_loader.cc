@@ -26,11 +26,9 @@ std::string catalog_names() {
 
 LinkChoice read_link(const YamlReader& r) {
   LinkChoice c;
-  YamlReader kind_node = r;
-  if (r.is_map()) {
-    r.expect_map({"kind", "bandwidth", "efficiency", "latency"});
-    kind_node = r.at("kind");
-  }
+  // Never assign one YamlReader to another: YAML::Node's operator= writes through to the referenced node.
+  if (r.is_map()) r.expect_map({"kind", "bandwidth", "efficiency", "latency"});
+  const YamlReader kind_node = r.is_map() ? r.at("kind") : r;
   const std::string name = kind_node.as_string();
   c.kind = find_link_kind(name);
   if (!c.kind) throw kind_node.error(fmt::format("unknown link kind '{}' (expected one of: {})", name, catalog_names()));
@@ -49,11 +47,8 @@ LinkChoice read_link(const YamlReader& r) {
 }
 
 GpuSpec read_gpu(const YamlReader& r) {
-  YamlReader model_node = r;
-  if (r.is_map()) {
-    r.expect_map({"model", "hbm_bandwidth", "hbm_capacity", "launch_overhead", "peak"});
-    model_node = r.at("model");
-  }
+  if (r.is_map()) r.expect_map({"model", "hbm_bandwidth", "hbm_capacity", "launch_overhead", "peak"});
+  const YamlReader model_node = r.is_map() ? r.at("model") : r;
   const std::string name = model_node.as_string();
   const GpuSpec* base = find_gpu(name);
   if (!base) {
@@ -276,8 +271,11 @@ Topology build(const YamlReader& root, const LoadOptions& options) {
         const VertexId leaf = topo.add_vertex({VertexKind::kNetSwitch, fmt::format("rail{}", r), -1, r + 1});
         for (const auto& nics : nics_of_node)
           topo.add_duplex(nics[static_cast<std::size_t>(r)], leaf, *nl.kind, nl.bandwidth, nl.efficiency, nl.latency / 2, 1);
+        // Without oversubscription the uplink carries at most what the rail's NICs can inject, so it never
+        // divides bandwidth: a non-shared link keeps it out of the fair-sharing system (and keeps the
+        // flows of different rails from being coupled into one large system).
         topo.add_duplex(leaf, spine, *nl.kind, nl.bandwidth * nodes / net.oversubscription, nl.efficiency,
-                        nl.latency / 2, 1);
+                        nl.latency / 2, 1, net.oversubscription > 1.0);
       }
     }
   }

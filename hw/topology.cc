@@ -47,11 +47,11 @@ VertexId Topology::add_vertex(Vertex v) {
 }
 
 LinkId Topology::add_duplex(VertexId a, VertexId b, const LinkKind& kind, double line_bandwidth,
-                            double efficiency, double latency, int multiplicity) {
+                            double efficiency, double latency, int multiplicity, bool shared) {
   const double bw = line_bandwidth * efficiency * multiplicity;
   const auto id = static_cast<LinkId>(links_.size());
-  links_.push_back(Link{a, b, kind.name, kind.transport, bw, latency, multiplicity});
-  links_.push_back(Link{b, a, kind.name, kind.transport, bw, latency, multiplicity});
+  links_.push_back(Link{a, b, kind.name, kind.transport, bw, latency, multiplicity, shared});
+  links_.push_back(Link{b, a, kind.name, kind.transport, bw, latency, multiplicity, shared});
   out_links_[static_cast<std::size_t>(a)].push_back(id);
   out_links_[static_cast<std::size_t>(b)].push_back(id + 1);
   return id;

@@ -41,6 +41,9 @@ struct Link {
   double bandwidth;  // effective bytes/s in this direction (line rate x efficiency x multiplicity)
   double latency;    // seconds
   int multiplicity = 1;
+  // false for a non-blocking backplane ("fatpipe" in SimGrid's terms): each flow may use the full
+  // bandwidth, flows do not divide it. Only used where the capacity can never bind (see the loader).
+  bool shared = true;
 };
 
 struct Level {
@@ -56,7 +59,7 @@ class Topology {
   VertexId add_vertex(Vertex v);
   // Adds a full-duplex wire as two directed links with the same parameters; returns the forward link's id.
   LinkId add_duplex(VertexId a, VertexId b, const LinkKind& kind, double line_bandwidth, double efficiency,
-                    double latency, int multiplicity);
+                    double latency, int multiplicity, bool shared = true);
   void set_gpu_vertex(Rank r, VertexId v);
   void set_nic_of_gpu(Rank r, VertexId nic);
   // Verifies every GPU reaches every other; throws std::runtime_error naming an unreachable pair.

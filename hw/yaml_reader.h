@@ -17,6 +17,9 @@ class YamlReader {
  public:
   YamlReader(std::string file, YAML::Node node, std::string field = "")
       : file_(std::move(file)), node_(std::move(node)), field_(std::move(field)) {}
+  YamlReader(const YamlReader&) = default;
+  // Assignment is deleted: YAML::Node's operator= writes through to the node it refers to.
+  YamlReader& operator=(const YamlReader&) = delete;
 
   // Parses a whole file or text; syntax errors become ConfigErrors with the parser's line.
   static YamlReader from_file(const std::string& path);

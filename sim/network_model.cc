@@ -5,10 +5,12 @@
 
 namespace strata::sim {
 
-NetworkModel::NetworkModel(Engine& engine, std::vector<double> capacities, FlowListener& listener)
+NetworkModel::NetworkModel(Engine& engine, std::vector<double> capacities, std::vector<char> shared,
+                           FlowListener& listener)
     : engine_(engine),
       listener_(listener),
       capacity_(std::move(capacities)),
+      shared_(std::move(shared)),
       link_bytes_(capacity_.size(), 0.0),
       link_flows_(capacity_.size()),
       link_mark_(capacity_.size(), 0),
@@ -40,7 +42,8 @@ FlowId NetworkModel::start_flow(std::span<const hw::LinkId> route, double bytes,
     engine_.schedule(engine_.now(), *this, (static_cast<std::uint64_t>(f.version) << 32) | static_cast<std::uint32_t>(id));
     return id;
   }
-  for (hw::LinkId l : route) link_flows_[static_cast<std::size_t>(l)].push_back(id);
+  for (hw::LinkId l : route)
+    if (shared_[static_cast<std::size_t>(l)]) link_flows_[static_cast<std::size_t>(l)].push_back(id);
   mark_dirty(route);
   return id;
 }
@@ -78,7 +81,7 @@ void NetworkModel::resolve() {
   comp_links_.clear();
   // Gather every flow and link coupled to the dirty links (breadth-first over shared links).
   for (hw::LinkId l : dirty_links_) {
-    if (link_mark_[static_cast<std::size_t>(l)] == epoch_) continue;
+    if (!shared_[static_cast<std::size_t>(l)] || link_mark_[static_cast<std::size_t>(l)] == epoch_) continue;
     link_mark_[static_cast<std::size_t>(l)] = epoch_;
     comp_links_.push_back(l);
   }
@@ -89,7 +92,7 @@ void NetworkModel::resolve() {
       flow_mark_[static_cast<std::size_t>(fid)] = epoch_;
       comp_flows_.push_back(fid);
       for (hw::LinkId l2 : flows_[static_cast<std::size_t>(fid)].route) {
-        if (link_mark_[static_cast<std::size_t>(l2)] == epoch_) continue;
+        if (!shared_[static_cast<std::size_t>(l2)] || link_mark_[static_cast<std::size_t>(l2)] == epoch_) continue;
         link_mark_[static_cast<std::size_t>(l2)] = epoch_;
         comp_links_.push_back(l2);
       }
@@ -110,7 +113,8 @@ void NetworkModel::resolve() {
   for (FlowId fid : comp_flows_) {
     Flow& f = flows_[static_cast<std::size_t>(fid)];
     settle(f, now);
-    for (hw::LinkId l : f.route) comp_constraints_.push_back(local_index_[static_cast<std::size_t>(l)]);
+    for (hw::LinkId l : f.route)
+      if (shared_[static_cast<std::size_t>(l)]) comp_constraints_.push_back(local_index_[static_cast<std::size_t>(l)]);
     comp_offsets_.push_back(static_cast<std::int32_t>(comp_constraints_.size()));
   }
   solver_.solve_csr(comp_caps_, comp_offsets_, comp_constraints_, comp_rates_, 0.0);
@@ -128,9 +132,10 @@ void NetworkModel::resolve() {
 void NetworkModel::finish_bandwidth_phase(FlowId id) {
   Flow& f = flows_[static_cast<std::size_t>(id)];
   for (hw::LinkId l : f.route) {
+    link_bytes_[static_cast<std::size_t>(l)] += f.bytes;
+    if (!shared_[static_cast<std::size_t>(l)]) continue;
     auto& users = link_flows_[static_cast<std::size_t>(l)];
     users.erase(std::find(users.begin(), users.end(), id));
-    link_bytes_[static_cast<std::size_t>(l)] += f.bytes;
   }
   if (!f.route.empty() && f.bytes > 0) mark_dirty(f.route);
   f.remaining = 0;

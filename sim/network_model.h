@@ -29,8 +29,9 @@ class FlowListener {
 
 class NetworkModel final : public EventHandler {
  public:
-  // `capacities` gives bytes/s per directed link id.
-  NetworkModel(Engine& engine, std::vector<double> capacities, FlowListener& listener);
+  // `capacities` gives bytes/s per directed link id; links with shared[l] == false never divide bandwidth
+  // (their capacity is known not to bind) and take no part in the sharing.
+  NetworkModel(Engine& engine, std::vector<double> capacities, std::vector<char> shared, FlowListener& listener);
 
   // Starts a flow now. `route` must stay valid until the flow is sent (Topology routes are).
   FlowId start_flow(std::span<const hw::LinkId> route, double bytes, double latency_seconds, std::uint64_t user);
@@ -67,6 +68,7 @@ class NetworkModel final : public EventHandler {
   Engine& engine_;
   FlowListener& listener_;
   std::vector<double> capacity_;
+  std::vector<char> shared_;
   std::vector<double> link_bytes_;
   std::vector<std::vector<FlowId>> link_flows_;
   std::vector<Flow> flows_;

@@ -17,7 +17,7 @@ class Run final : public EventHandler, public FlowListener {
  public:
   Run(const hw::Topology& topo, const TaskGraph& graph, const SimOptions& options)
       : topo_(topo), graph_(graph), compute_(options.compute ? options.compute : &roofline_),
-        network_(engine_, capacities(topo), *this), record_(options.record_timeline) {
+        network_(engine_, capacities(topo), shared(topo), *this), record_(options.record_timeline) {
     const std::size_t n = graph.size();
     pending_.assign(n, 0);
     // Successor lists in CSR form, split by what the successor waits for.
@@ -69,6 +69,12 @@ class Run final : public EventHandler, public FlowListener {
     c.reserve(topo.links().size());
     for (const auto& l : topo.links()) c.push_back(l.bandwidth);
     return c;
+  }
+  static std::vector<char> shared(const hw::Topology& topo) {
+    std::vector<char> s;
+    s.reserve(topo.links().size());
+    for (const auto& l : topo.links()) s.push_back(l.shared ? 1 : 0);
+    return s;
   }
   static std::uint64_t stream_key(const Task& t) {
     return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(t.rank)) << 32) | static_cast<std::uint32_t>(t.stream);

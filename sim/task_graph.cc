@@ -19,7 +19,8 @@ void TaskGraph::add_dep(TaskId task, Dep dep) {
 
 TaskId TaskGraph::add_compute(hw::Rank gpu, int stream, const ComputeWork& work, std::int32_t label,
                               std::span<const Dep> deps) {
-  Task t{TaskKind::kCompute};
+  Task t{};
+  t.kind = TaskKind::kCompute;
   t.rank = gpu;
   t.stream = stream;
   t.work = work;
@@ -29,7 +30,8 @@ TaskId TaskGraph::add_compute(hw::Rank gpu, int stream, const ComputeWork& work,
 
 TaskId TaskGraph::add_compute_fixed(hw::Rank gpu, int stream, double seconds, std::int32_t label,
                                     std::span<const Dep> deps) {
-  Task t{TaskKind::kCompute};
+  Task t{};
+  t.kind = TaskKind::kCompute;
   t.rank = gpu;
   t.stream = stream;
   t.seconds = seconds;
@@ -39,7 +41,8 @@ TaskId TaskGraph::add_compute_fixed(hw::Rank gpu, int stream, double seconds, st
 
 TaskId TaskGraph::add_transfer(hw::Rank src, hw::Rank dst, double wire_bytes, double latency_seconds,
                                std::int32_t label, std::span<const Dep> deps, int lane) {
-  Task t{TaskKind::kTransfer};
+  Task t{};
+  t.kind = TaskKind::kTransfer;
   t.rank = src;
   t.peer = dst;
   t.bytes = wire_bytes;
@@ -53,7 +56,8 @@ TaskId TaskGraph::add_transfer_on(std::vector<hw::LinkId> links, hw::Rank src, h
                                   double latency_seconds, std::int32_t label, std::span<const Dep> deps,
                                   int lane) {
   routes_.push_back(std::move(links));
-  Task t{TaskKind::kTransfer};
+  Task t{};
+  t.kind = TaskKind::kTransfer;
   t.rank = src;
   t.peer = dst;
   t.bytes = wire_bytes;
@@ -65,7 +69,8 @@ TaskId TaskGraph::add_transfer_on(std::vector<hw::LinkId> links, hw::Rank src, h
 }
 
 TaskId TaskGraph::add_delay(double seconds, std::int32_t label, std::span<const Dep> deps) {
-  Task t{TaskKind::kDelay};
+  Task t{};
+  t.kind = TaskKind::kDelay;
   t.seconds = seconds;
   t.label = label;
   return push(t, deps);

@@ -1,0 +1,85 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "hw/system_loader.h"
+#include "test_systems.h"
+
+namespace strata::hw {
+
+TEST(Presets, EveryPresetLoadsAndEveryGpuReachesEveryOther) {
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(STRATA_SOURCE_DIR) + "/configs/hw")) {
+    if (entry.path().extension() != ".yaml") continue;
+    ++count;
+    for (int nodes : {1, 2}) {
+      SCOPED_TRACE(entry.path().string());
+      const Topology t = load_system(entry.path().string(), LoadOptions{nodes});
+      EXPECT_EQ(t.nodes(), nodes);
+      for (Rank a = 0; a < t.num_gpus(); ++a)
+        for (Rank b = 0; b < t.num_gpus(); ++b)
+          if (a != b) {
+            EXPECT_FALSE(t.route(a, b).empty()) << a << "->" << b;
+          }
+    }
+  }
+  EXPECT_EQ(count, 6);
+}
+
+TEST(Presets, DgxH100HasPublishedNumbers) {
+  const Topology t = load_system(test::preset("dgx-h100.yaml"), LoadOptions{4});
+  EXPECT_EQ(t.num_gpus(), 32);
+  ASSERT_EQ(t.levels().size(), 2u);
+  EXPECT_EQ(t.levels()[0].name, "node");
+  EXPECT_EQ(t.levels()[0].count, 4);
+  EXPECT_EQ(t.levels()[1].count, 8);
+  EXPECT_EQ(t.nics_per_node(), 8);
+  EXPECT_TRUE(t.nvls_capable());
+  // 18 NVLink4 links x 20.6 GB/s effective (NCCL's SM90 per-link figure) = 370.8 GB/s to any peer.
+  EXPECT_NEAR(t.route_bandwidth(0, 1), 370.8e9, 1e6);
+  // Inter-node: through GPU 0's own NIC (NDR, 47 GB/s effective) to the peer's NIC.
+  EXPECT_NEAR(t.route_bandwidth(0, 8), 47e9, 1e6);
+  EXPECT_EQ(t.route_transport(0, 8), Transport::kNet);
+  EXPECT_EQ(t.route_transport(0, 1), Transport::kNvlink);
+  EXPECT_EQ(t.coordinates(13), (std::vector<int>{1, 5}));
+}
+
+TEST(Presets, Dgx1HybridCubeMeshGivesSixLinksPerGpu) {
+  const Topology t = load_system(test::preset("dgx1-v100.yaml"));
+  for (Rank g = 0; g < 8; ++g) {
+    int links = 0;
+    for (Rank p = 0; p < 8; ++p)
+      if (auto l = t.direct_link(g, p)) links += t.link(*l).multiplicity;
+    EXPECT_EQ(links, 6) << "GPU " << g;
+  }
+  EXPECT_FALSE(t.direct_link(0, 5));           // cross-quad pair without NVLink
+  EXPECT_EQ(t.route_transport(0, 5), Transport::kPcie);  // goes over PCIe/CPU
+  EXPECT_NEAR(t.route_bandwidth(0, 3), 2 * 20e9, 1e3);  // doubled NVLink2 at 20 GB/s each
+}
+
+TEST(Presets, P2SystemsUseThePapersConstants) {
+  const Topology a = load_system(test::preset("gcp-a100x16.yaml"), LoadOptions{2});
+  EXPECT_NEAR(a.route_bandwidth(0, 1), 270e9, 1e3);  // 90% of 300 GB/s
+  EXPECT_NEAR(a.route_bandwidth(0, 16), 8e9, 1e3);   // one NIC at 8 GB/s
+  const Topology v = load_system(test::preset("gcp-v100x8.yaml"));
+  EXPECT_NEAR(v.route_bandwidth(0, 1), 135e9, 1e3);  // 90% of 150 GB/s
+}
+
+TEST(Topology, RoutesAreDeterministicAndRailAffine) {
+  const Topology t = load_system(test::preset("dgx-h100.yaml"), LoadOptions{2});
+  const auto r1 = t.route(3, 11);
+  const Topology t2 = load_system(test::preset("dgx-h100.yaml"), LoadOptions{2});
+  const auto r2 = t2.route(3, 11);
+  ASSERT_EQ(r1.size(), r2.size());
+  for (std::size_t i = 0; i < r1.size(); ++i) EXPECT_EQ(r1[i], r2[i]);
+  // GPU 3 leaves through n0.nic3 and GPU 11 (node 1, local 3) is entered through n1.nic3.
+  bool out_nic = false, in_nic = false;
+  for (LinkId l : r1) {
+    if (t.vertices()[t.link(l).dst].name == "n0.nic3") out_nic = true;
+    if (t.vertices()[t.link(l).src].name == "n1.nic3") in_nic = true;
+  }
+  EXPECT_TRUE(out_nic);
+  EXPECT_TRUE(in_nic);
+}
+
+}  // namespace strata::hw
