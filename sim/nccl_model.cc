@@ -32,7 +32,6 @@ double ll_max_bw(const hw::Topology& topo, int nodes) {
   }
   return 39.0e9;
 }
-constexpr double kNvlsEfficiency = 0.85;  // Hopper; NCCL's nvlsEfficiency table
 }  // namespace
 
 Family family_of(std::string_view algorithm) {

@@ -13,6 +13,8 @@
 namespace strata::sim::nccl {
 
 enum class Family { kTree, kRing, kNvls };
+// NCCL's nvlsEfficiency for Hopper: the share of NVLink bandwidth the in-switch reduction path sustains.
+inline constexpr double kNvlsEfficiency = 0.85;
 // Family of a strata algorithm name for NCCL's latency tables: tree -> Tree, nvls -> NVLS, anything else
 // (ring, direct, hierarchical) -> Ring.
 Family family_of(std::string_view algorithm);

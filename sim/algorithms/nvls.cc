@@ -12,8 +12,6 @@
 namespace strata::sim::algorithms {
 namespace {
 
-constexpr double kNvlsEfficiency = 0.85;
-
 class Nvls final : public CollectiveAlgorithm {
  public:
   std::string_view name() const override { return "nvls"; }
@@ -33,7 +31,7 @@ class Nvls final : public CollectiveAlgorithm {
   TaskId build(BuildContext& ctx) const override {
     const TaskId start = begin_collective(ctx);
     const int n = ctx.group_size();
-    const double wire = ctx.spec.bytes * (n + 1.0) / n / kNvlsEfficiency;
+    const double wire = ctx.spec.bytes * (n + 1.0) / n / nccl::kNvlsEfficiency;
     const double lat = nccl::hop_latency(hw::Transport::kNvlink, nccl::Family::kNvls, Protocol::kSimple);
     const std::array<Dep, 1> deps{Dep{start}};
     std::vector<Dep> finals;
