@@ -58,6 +58,7 @@ std::vector<SweepRow> run_sweep(const hw::Topology& topo, const SweepConfig& con
     req.spec.group = group;
     req.spec.bytes = bytes;
     req.spec.channels = config.channels;
+    req.spec.granularity = config.granularity;
     req.spec.protocol = config.protocol.value_or(sim::Protocol::kSimple);
     req.algorithm = config.algorithm;
     req.auto_protocol = !config.protocol.has_value();

@@ -25,6 +25,7 @@ struct SweepConfig {
   std::optional<sim::Protocol> protocol;  // nullopt: auto
   hw::DType dtype = hw::DType::kFp32;
   int channels = 0;
+  sim::Granularity granularity = sim::Granularity::kFlow;
   std::vector<hw::Rank> group;  // empty: every GPU of the system
 };
 

@@ -46,6 +46,14 @@ std::optional<Protocol> parse_protocol(std::string_view name) {
   return std::nullopt;
 }
 
+std::string_view granularity_name(Granularity g) { return g == Granularity::kFlow ? "flow" : "step"; }
+
+std::optional<Granularity> parse_granularity(std::string_view name) {
+  for (auto g : {Granularity::kFlow, Granularity::kStep})
+    if (granularity_name(g) == name) return g;
+  return std::nullopt;
+}
+
 double protocol_wire_factor(Protocol p) {
   switch (p) {
     case Protocol::kSimple: return 1.0;

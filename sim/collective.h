@@ -28,6 +28,15 @@ std::optional<Protocol> parse_protocol(std::string_view name);
 // Wire bytes per payload byte.
 double protocol_wire_factor(Protocol p);
 
+// How finely an algorithm expands into transfers. kFlow: each pipelined ring, tree or chain of a channel is
+// one flow bundle whose hops advance at a common rate (the pipeline's pace), with the pipeline's latency and
+// fill added; cost is independent of group size, so 1024-GPU collectives simulate in milliseconds. kStep:
+// every per-rank step and chunk is its own transfer with its dependencies (detailed traces; the reference
+// the flow form is tested against).
+enum class Granularity { kFlow, kStep };
+std::string_view granularity_name(Granularity g);
+std::optional<Granularity> parse_granularity(std::string_view name);
+
 // nccl-tests' bus-bandwidth factor: busbw = algbw x factor(op, n).
 double busbw_factor(CollectiveOp op, int n);
 
@@ -40,7 +49,8 @@ struct CollectiveSpec {
   double bytes = 0;
   Protocol protocol = Protocol::kSimple;
   int channels = 0;         // parallel rings/trees; 0 = choose from the topology (one per NIC across nodes)
-  int pipeline_chunks = 0;  // chunks per tree pipeline; 0 = default
+  int pipeline_chunks = 0;  // chunks per tree/chain pipeline; 0 = default
+  Granularity granularity = Granularity::kFlow;
   std::string label;        // trace name prefix; default: op name
 };
 

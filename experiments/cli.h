@@ -1,0 +1,23 @@
+// The `strata` command line is assembled from command groups, one file each (cli_<group>.cc). A group adds
+// its subcommands to the app with callbacks that do the work; options live in state owned by the callbacks.
+// Callbacks report bad input by throwing ConfigError or std::invalid_argument, which main() prints as
+// "strata: error: ..." with exit status 2.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "hw/topology.h"
+
+namespace strata::cli {
+
+void add_hw_commands(CLI::App& app);   // strata hw show|list
+void add_sim_commands(CLI::App& app);  // strata sim collective|algorithms
+void add_run_command(CLI::App& app);   // strata run <experiment.yaml>
+
+// Shared argument parsing: "0-7", "0,8,16", "" (= every GPU); throws ConfigError naming `option`.
+std::vector<hw::Rank> parse_rank_list(const std::string& text, int num_gpus, const std::string& option);
+
+}  // namespace strata::cli

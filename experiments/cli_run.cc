@@ -1,0 +1,28 @@
+// strata run <experiment.yaml>
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "experiments/cli.h"
+#include "experiments/experiment.h"
+
+namespace strata::cli {
+
+void add_run_command(CLI::App& app) {
+  struct Options {
+    std::string file, output = "results";
+    bool no_plots = false;
+  };
+  auto o = std::make_shared<Options>();
+  auto* run = app.add_subcommand("run", "Run a YAML-configured experiment; results go to results/<experiment>/");
+  run->add_option("experiment", o->file, "Experiment YAML, e.g. configs/experiments/quickstart.yaml")->required();
+  run->add_option("--output", o->output, "Root folder for results")->capture_default_str();
+  run->add_flag("--no-plots", o->no_plots, "Skip the matplotlib figures");
+  run->callback([o] {
+    const auto dir = experiments::run_experiment(o->file, experiments::RunOptions{o->output, !o->no_plots});
+    std::cout << fmt::format("results written to {}/\n", dir);
+  });
+}
+
+}  // namespace strata::cli

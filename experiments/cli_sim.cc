@@ -1,0 +1,116 @@
+// strata sim collective|algorithms
+#include <algorithm>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "experiments/cli.h"
+#include "experiments/collective_sweep.h"
+#include "hw/config_error.h"
+#include "hw/system_loader.h"
+#include "hw/units.h"
+#include "sim/collective_runner.h"
+#include "sim/trace.h"
+
+namespace strata::cli {
+namespace {
+
+struct CollectiveOptions {
+  std::string hw, op = "allreduce", algo = "auto", protocol = "auto", sizes = "8B:8GiB", dtype = "fp32", group,
+              trace, granularity = "flow";
+  int nodes = 0, channels = 0;
+};
+
+void run_collective_command(const CollectiveOptions& o) {
+  const auto topo = hw::load_system(o.hw, hw::LoadOptions{o.nodes > 0 ? std::optional<int>(o.nodes) : std::nullopt});
+  experiments::SweepConfig cfg;
+  auto op = sim::parse_op(o.op);
+  if (!op) throw ConfigError(fmt::format("--op: unknown collective '{}' (expected one of: {})", o.op, sim::kOpNames));
+  cfg.op = *op;
+  if (o.algo != "auto" && !sim::AlgorithmRegistry::instance().find(o.algo))
+    throw ConfigError(fmt::format("--algo: unknown algorithm '{}' (expected auto or one of: {})", o.algo,
+                                  sim::AlgorithmRegistry::instance().names()));
+  cfg.algorithm = o.algo;
+  if (o.protocol != "auto") {
+    auto p = sim::parse_protocol(o.protocol);
+    if (!p) throw ConfigError(fmt::format("--protocol: expected auto, simple, ll or ll128, got '{}'", o.protocol));
+    cfg.protocol = *p;
+  }
+  auto g = sim::parse_granularity(o.granularity);
+  if (!g) throw ConfigError(fmt::format("--granularity: expected flow or step, got '{}'", o.granularity));
+  cfg.granularity = *g;
+  auto dt = hw::parse_dtype(o.dtype);
+  if (!dt) throw ConfigError(fmt::format("--dtype: expected fp64, fp32, tf32, fp16, bf16 or fp8, got '{}'", o.dtype));
+  cfg.dtype = *dt;
+  cfg.sizes = experiments::parse_size_range(o.sizes, "--sizes");
+  cfg.channels = o.channels;
+  cfg.group = parse_rank_list(o.group, topo.num_gpus(), "--group");
+  std::cout << experiments::table_header(topo, cfg) << std::flush;
+  const auto rows = experiments::run_sweep(topo, cfg, [&](const experiments::SweepRow& r) {
+    std::cout << experiments::table_row(cfg, r) << std::flush;
+  });
+  std::cout << experiments::table_footer(rows);
+  if (o.trace.empty()) return;
+  sim::CollectiveRequest req;
+  req.spec.op = cfg.op;
+  req.spec.group = cfg.group;
+  req.spec.bytes = cfg.sizes.back();
+  req.spec.channels = cfg.channels;
+  req.spec.granularity = cfg.granularity;
+  req.algorithm = rows.back().algorithm;
+  req.spec.protocol = rows.back().protocol;
+  req.auto_protocol = false;
+  req.record_timeline = true;
+  const auto result = sim::run_collective(topo, req);
+  sim::write_file_atomically(o.trace, sim::chrome_trace_json(topo, result.graph, result.sim));
+  std::cout << fmt::format("# trace of {} written to {} (open in https://ui.perfetto.dev)\n",
+                           units::format_bytes(req.spec.bytes), o.trace);
+  std::cout << "# busiest links:\n";
+  const auto usage = result.sim.link_usage(topo);
+  for (std::size_t i = 0; i < std::min<std::size_t>(5, usage.size()); ++i) {
+    const auto& l = topo.link(usage[i].link);
+    std::cout << fmt::format("#   {} -> {}: {:.1f}% utilized, {}\n", topo.vertices()[static_cast<std::size_t>(l.src)].name,
+                             topo.vertices()[static_cast<std::size_t>(l.dst)].name, usage[i].utilization * 100,
+                             units::format_bytes(usage[i].bytes));
+  }
+}
+
+}  // namespace
+
+void add_sim_commands(CLI::App& app) {
+  auto* sim_cmd = app.add_subcommand("sim", "Simulate on the discrete-event simulator");
+  sim_cmd->require_subcommand(1);
+  auto o = std::make_shared<CollectiveOptions>();
+  auto* coll = sim_cmd->add_subcommand(
+      "collective", "Simulate a collective over a size sweep and print an nccl-tests style table (size, count, "
+                    "type, time, algbw, busbw)");
+  coll->add_option("--hw", o->hw, "System YAML file")->required();
+  coll->add_option("--nodes", o->nodes, "Number of nodes (overrides the file)")->check(CLI::PositiveNumber);
+  coll->add_option("--op", o->op, std::string("Collective: ") + std::string(sim::kOpNames))->capture_default_str();
+  coll->add_option("--algo", o->algo,
+                   "Algorithm: auto (NCCL-like choice) or one of: " + sim::AlgorithmRegistry::instance().names())
+      ->capture_default_str();
+  coll->add_option("--protocol", o->protocol, "Protocol: auto, simple, ll, ll128")->capture_default_str();
+  coll->add_option("--sizes", o->sizes, "Sizes MIN:MAX[:FACTOR] with units (nccl-tests -b/-e/-f), e.g. 8B:8GiB")
+      ->capture_default_str();
+  coll->add_option("--dtype", o->dtype, "Element type for the count column: fp64, fp32, fp16, bf16, fp8")
+      ->capture_default_str();
+  coll->add_option("--channels", o->channels, "Parallel rings/trees (0 = one per NIC across nodes)")
+      ->check(CLI::NonNegativeNumber);
+  coll->add_option("--group", o->group, "Participating GPUs, e.g. 0-7 or 0,8,16 (default: all)");
+  coll->add_option("--granularity", o->granularity,
+                   "flow: each pipelined ring/tree/chain of a channel is one flow bundle (fast); step: every "
+                   "per-rank step and chunk is its own transfer (detailed traces, small groups)")
+      ->capture_default_str();
+  coll->add_option("--trace", o->trace, "Write a Chrome/Perfetto trace of the largest size to this JSON file");
+  coll->callback([o] { run_collective_command(*o); });
+  auto* algos = sim_cmd->add_subcommand("algorithms", "List the registered collective algorithms");
+  algos->callback([] {
+    for (const auto* a : sim::AlgorithmRegistry::instance().all())
+      std::cout << fmt::format("  {:<14} {}\n", a->name(), a->description());
+  });
+}
+
+}  // namespace strata::cli
