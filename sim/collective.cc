@@ -86,6 +86,24 @@ double BuildContext::step_latency(hw::Rank a, hw::Rank b) const {
   return std::max(hop, topo.route_latency(a, b));
 }
 
+CustomRoute BuildContext::bundle_route(std::span<const std::pair<hw::Rank, hw::Rank>> hops) const {
+  std::vector<hw::LinkId> all;
+  for (const auto& [a, b] : hops) {
+    const auto r = topo.route(a, b);
+    all.insert(all.end(), r.begin(), r.end());
+  }
+  std::sort(all.begin(), all.end());
+  CustomRoute out;
+  for (std::size_t i = 0; i < all.size();) {
+    std::size_t j = i;
+    while (j < all.size() && all[j] == all[i]) ++j;
+    out.links.push_back(all[i]);
+    out.weights.push_back(static_cast<double>(j - i));
+    i = j;
+  }
+  return out;
+}
+
 std::int32_t BuildContext::label(std::string_view phase) {
   const std::string prefix = spec.label.empty() ? std::string(op_name(spec.op)) : spec.label;
   return graph.intern(fmt::format("{}/{} {}", prefix, algorithm, phase));

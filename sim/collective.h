@@ -73,6 +73,9 @@ class BuildContext {
   // never less than the route's physical latency.
   double step_latency(hw::Rank a, hw::Rank b) const;
   std::int32_t label(std::string_view phase);
+  // The route of a flow bundle: the topology routes of all `hops` merged, each link weighted by how many
+  // hops cross it (links in ascending id order, so the bundle is deterministic).
+  CustomRoute bundle_route(std::span<const std::pair<hw::Rank, hw::Rank>> hops) const;
   // Channels to use: spec.channels, or one per NIC when the group spans nodes (at least 1).
   int channels() const;
   // Group members per node, in group order; nodes in ascending order.

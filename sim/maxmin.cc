@@ -20,12 +20,15 @@ void MaxMinSolver::solve(std::span<const double> capacities,
 
 void MaxMinSolver::solve_csr(std::span<const double> capacities, std::span<const std::int32_t> offsets,
                              std::span<const std::int32_t> constraints, std::vector<double>& rates,
-                             double unbounded_rate) {
+                             double unbounded_rate, std::span<const double> weights) {
+  const bool weighted = !weights.empty();
+  const auto weight = [&](std::int32_t i) { return weighted ? weights[static_cast<std::size_t>(i)] : 1.0; };
   const std::size_t nc = capacities.size();
   const std::size_t nv = offsets.size() - 1;
   rates.assign(nv, 0.0);
   remaining_.assign(capacities.begin(), capacities.end());
   active_count_.assign(nc, 0);
+  active_weight_.assign(nc, 0.0);
   if (users_.size() < nc) users_.resize(nc);
   for (std::size_t c = 0; c < nc; ++c) users_[c].clear();
   fixed_.assign(nv, 0);
@@ -40,6 +43,7 @@ void MaxMinSolver::solve_csr(std::span<const double> capacities, std::span<const
     for (auto i = offsets[v]; i < offsets[v + 1]; ++i) {
       const auto c = static_cast<std::size_t>(constraints[static_cast<std::size_t>(i)]);
       ++active_count_[c];
+      active_weight_[c] += weight(i);
       users_[c].push_back(static_cast<std::int32_t>(v));
     }
   }
@@ -49,7 +53,7 @@ void MaxMinSolver::solve_csr(std::span<const double> capacities, std::span<const
     std::size_t best = nc;
     for (std::size_t c = 0; c < nc; ++c) {
       if (active_count_[c] == 0) continue;
-      const double share = remaining_[c] / active_count_[c];
+      const double share = remaining_[c] / (weighted ? active_weight_[c] : active_count_[c]);
       if (share < best_share) {
         best_share = share;
         best = c;
@@ -65,7 +69,8 @@ void MaxMinSolver::solve_csr(std::span<const double> capacities, std::span<const
       --unfixed;
       for (auto i = offsets[vi]; i < offsets[vi + 1]; ++i) {
         const auto c = static_cast<std::size_t>(constraints[static_cast<std::size_t>(i)]);
-        remaining_[c] -= best_share;
+        remaining_[c] -= weight(i) * best_share;
+        active_weight_[c] -= weight(i);
         --active_count_[c];
       }
     }

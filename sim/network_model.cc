@@ -17,7 +17,7 @@ NetworkModel::NetworkModel(Engine& engine, std::vector<double> capacities, std::
       local_index_(capacity_.size(), -1) {}
 
 FlowId NetworkModel::start_flow(std::span<const hw::LinkId> route, double bytes, double latency_seconds,
-                                std::uint64_t user) {
+                                std::uint64_t user, std::span<const double> weights) {
   FlowId id;
   if (!free_ids_.empty()) {
     id = free_ids_.back();
@@ -29,6 +29,7 @@ FlowId NetworkModel::start_flow(std::span<const hw::LinkId> route, double bytes,
   }
   Flow& f = flows_[static_cast<std::size_t>(id)];
   f.route = route;
+  f.weights = weights;
   f.bytes = f.remaining = std::max(0.0, bytes);
   f.rate = 0;
   f.last_update = engine_.now();
@@ -109,15 +110,20 @@ void NetworkModel::resolve() {
   }
   comp_offsets_.assign(1, 0);
   comp_constraints_.clear();
+  comp_weights_.clear();
   const SimTime now = engine_.now();
   for (FlowId fid : comp_flows_) {
     Flow& f = flows_[static_cast<std::size_t>(fid)];
     settle(f, now);
-    for (hw::LinkId l : f.route)
-      if (shared_[static_cast<std::size_t>(l)]) comp_constraints_.push_back(local_index_[static_cast<std::size_t>(l)]);
+    for (std::size_t k = 0; k < f.route.size(); ++k) {
+      const auto l = static_cast<std::size_t>(f.route[k]);
+      if (!shared_[l]) continue;
+      comp_constraints_.push_back(local_index_[l]);
+      comp_weights_.push_back(f.weights.empty() ? 1.0 : f.weights[k]);
+    }
     comp_offsets_.push_back(static_cast<std::int32_t>(comp_constraints_.size()));
   }
-  solver_.solve_csr(comp_caps_, comp_offsets_, comp_constraints_, comp_rates_, 0.0);
+  solver_.solve_csr(comp_caps_, comp_offsets_, comp_constraints_, comp_rates_, 0.0, comp_weights_);
   ++solves_;
   for (std::size_t i = 0; i < comp_flows_.size(); ++i) {
     Flow& f = flows_[static_cast<std::size_t>(comp_flows_[i])];
@@ -131,8 +137,9 @@ void NetworkModel::resolve() {
 
 void NetworkModel::finish_bandwidth_phase(FlowId id) {
   Flow& f = flows_[static_cast<std::size_t>(id)];
-  for (hw::LinkId l : f.route) {
-    link_bytes_[static_cast<std::size_t>(l)] += f.bytes;
+  for (std::size_t k = 0; k < f.route.size(); ++k) {
+    const hw::LinkId l = f.route[k];
+    link_bytes_[static_cast<std::size_t>(l)] += f.bytes * (f.weights.empty() ? 1.0 : f.weights[k]);
     if (!shared_[static_cast<std::size_t>(l)]) continue;
     auto& users = link_flows_[static_cast<std::size_t>(l)];
     users.erase(std::find(users.begin(), users.end(), id));

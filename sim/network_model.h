@@ -33,8 +33,11 @@ class NetworkModel final : public EventHandler {
   // (their capacity is known not to bind) and take no part in the sharing.
   NetworkModel(Engine& engine, std::vector<double> capacities, std::vector<char> shared, FlowListener& listener);
 
-  // Starts a flow now. `route` must stay valid until the flow is sent (Topology routes are).
-  FlowId start_flow(std::span<const hw::LinkId> route, double bytes, double latency_seconds, std::uint64_t user);
+  // Starts a flow now. `route` (and `weights`) must stay valid until the flow is sent (Topology routes and
+  // TaskGraph custom routes are). `weights` is empty or parallel to `route`: a bundle of hops moving at one
+  // common rate loads link l with weights[l] x rate and carries weights[l] x bytes over it.
+  FlowId start_flow(std::span<const hw::LinkId> route, double bytes, double latency_seconds, std::uint64_t user,
+                    std::span<const double> weights = {});
 
   // Bytes each link has carried so far (for utilization).
   std::span<const double> link_bytes() const { return link_bytes_; }
@@ -47,6 +50,7 @@ class NetworkModel final : public EventHandler {
  private:
   struct Flow {
     std::span<const hw::LinkId> route;
+    std::span<const double> weights;  // empty: 1 per link
     double remaining = 0;  // bytes still to send
     double bytes = 0;
     double rate = 0;       // bytes/s
@@ -86,6 +90,7 @@ class NetworkModel final : public EventHandler {
   std::vector<std::int32_t> local_index_;
   std::vector<double> comp_caps_, comp_rates_;
   std::vector<std::int32_t> comp_offsets_, comp_constraints_;
+  std::vector<double> comp_weights_;
   MaxMinSolver solver_;
 };
 

@@ -91,10 +91,12 @@ class Run final : public EventHandler, public FlowListener {
         break;
       }
       case TaskKind::kTransfer: {
-        const std::span<const hw::LinkId> route =
-            task.route >= 0 ? std::span<const hw::LinkId>(graph_.custom_route(task.route))
-                            : topo_.route(task.rank, task.peer);
-        network_.start_flow(route, task.bytes, task.seconds, static_cast<std::uint64_t>(t));
+        if (task.route >= 0) {
+          const CustomRoute& r = graph_.custom_route(task.route);
+          network_.start_flow(r.links, task.bytes, task.seconds, static_cast<std::uint64_t>(t), r.weights);
+        } else {
+          network_.start_flow(topo_.route(task.rank, task.peer), task.bytes, task.seconds, static_cast<std::uint64_t>(t));
+        }
         break;
       }
       case TaskKind::kDelay:

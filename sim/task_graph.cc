@@ -52,10 +52,11 @@ TaskId TaskGraph::add_transfer(hw::Rank src, hw::Rank dst, double wire_bytes, do
   return push(t, deps);
 }
 
-TaskId TaskGraph::add_transfer_on(std::vector<hw::LinkId> links, hw::Rank src, hw::Rank dst, double wire_bytes,
-                                  double latency_seconds, std::int32_t label, std::span<const Dep> deps,
-                                  int lane) {
-  routes_.push_back(std::move(links));
+TaskId TaskGraph::add_transfer_on(CustomRoute route, hw::Rank src, hw::Rank dst, double wire_bytes,
+                                  double latency_seconds, std::int32_t label, std::span<const Dep> deps, int lane) {
+  if (!route.weights.empty() && route.weights.size() != route.links.size())
+    throw std::logic_error("custom route: weights must be parallel to links");
+  routes_.push_back(std::move(route));
   Task t{};
   t.kind = TaskKind::kTransfer;
   t.rank = src;

@@ -27,6 +27,14 @@ struct Dep {
   DepKind kind = DepKind::kDone;
 };
 
+// Links a transfer uses instead of the topology's route. `weights` is empty (each link once) or parallel to
+// `links`: the number of a bundle's hops that cross each link (a ring's n hops advancing in lock-step are
+// one bundle; its bytes are per hop).
+struct CustomRoute {
+  std::vector<hw::LinkId> links;
+  std::vector<double> weights;
+};
+
 struct Task {
   TaskKind kind;
   std::int32_t rank = -1;   // compute: GPU; transfer: source GPU
@@ -48,10 +56,10 @@ class TaskGraph {
                            std::span<const Dep> deps = {});
   TaskId add_transfer(hw::Rank src, hw::Rank dst, double wire_bytes, double latency_seconds, std::int32_t label,
                       std::span<const Dep> deps = {}, int lane = 0);
-  // A transfer along explicit links (e.g. GPU -> NVSwitch for in-switch reduction).
-  TaskId add_transfer_on(std::vector<hw::LinkId> links, hw::Rank src, hw::Rank dst, double wire_bytes,
-                         double latency_seconds, std::int32_t label, std::span<const Dep> deps = {},
-                         int lane = 0);
+  // A transfer along explicit links (e.g. GPU -> NVSwitch for in-switch reduction), or a flow bundle: a
+  // route whose links carry `weights` x the bundle's bytes at weights x its rate (see CustomRoute).
+  TaskId add_transfer_on(CustomRoute route, hw::Rank src, hw::Rank dst, double wire_bytes, double latency_seconds,
+                         std::int32_t label, std::span<const Dep> deps = {}, int lane = 0);
   TaskId add_delay(double seconds, std::int32_t label, std::span<const Dep> deps = {});
   void add_dep(TaskId task, Dep dep);
 
@@ -62,7 +70,7 @@ class TaskGraph {
   const Task& task(TaskId id) const { return tasks_[static_cast<std::size_t>(id)]; }
   std::size_t size() const { return tasks_.size(); }
   std::span<const std::string> labels() const { return labels_; }
-  const std::vector<hw::LinkId>& custom_route(std::int32_t i) const { return routes_[static_cast<std::size_t>(i)]; }
+  const CustomRoute& custom_route(std::int32_t i) const { return routes_[static_cast<std::size_t>(i)]; }
 
   struct Edge {
     TaskId from, to;
@@ -76,7 +84,7 @@ class TaskGraph {
   std::vector<Task> tasks_;
   std::vector<Edge> edges_;
   std::vector<std::string> labels_;
-  std::vector<std::vector<hw::LinkId>> routes_;
+  std::vector<CustomRoute> routes_;
 };
 
 }  // namespace strata::sim

@@ -82,3 +82,28 @@ TEST(MaxMin, MatchesBruteForceOnRandomSystems) {
 }
 
 }  // namespace strata::sim
+
+namespace strata::sim {
+
+TEST(MaxMin, WeightedBundleCountsEachHop) {
+  // Link 0 (cap 12) carries a bundle with two hops on it (weight 2) and a plain flow; link 1 (cap 100) only
+  // the bundle. The share on link 0 is 12 / (2 + 1) = 4: the bundle runs at 4 per hop (8 on the link), the
+  // plain flow at 4, exactly what three separate flows would get.
+  MaxMinSolver s;
+  const std::vector<double> caps{12, 100};
+  const std::vector<std::int32_t> offsets{0, 2, 3}, constraints{0, 1, 0};
+  const std::vector<double> weights{2, 1, 1};
+  std::vector<double> rates;
+  s.solve_csr(caps, offsets, constraints, rates, 0.0, weights);
+  EXPECT_DOUBLE_EQ(rates[0], 4);
+  EXPECT_DOUBLE_EQ(rates[1], 4);
+  // Once the plain flow is bounded elsewhere, the bundle takes the rest: (12 - 2) / 2 = 5 per hop.
+  const std::vector<double> caps2{12, 100, 2};
+  const std::vector<std::int32_t> offsets2{0, 2, 4}, constraints2{0, 1, 0, 2};
+  const std::vector<double> weights2{2, 1, 1, 1};
+  s.solve_csr(caps2, offsets2, constraints2, rates, 0.0, weights2);
+  EXPECT_DOUBLE_EQ(rates[1], 2);
+  EXPECT_DOUBLE_EQ(rates[0], 5);
+}
+
+}  // namespace strata::sim

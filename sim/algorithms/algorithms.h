@@ -26,9 +26,19 @@ TaskId join(BuildContext& ctx, std::span<const Dep> deps);
 // over the links' multiplicities.
 std::vector<std::vector<hw::Rank>> ring_orders(const BuildContext& ctx, int channels);
 
-// Adds ring phases for one channel: `steps` consecutive steps around `ring` moving `slice` payload bytes per
-// step. Returns the last transfer task of every position (its completion means that rank is done).
-std::vector<TaskId> ring_steps(BuildContext& ctx, std::span<const hw::Rank> ring, int steps, double slice,
+// Adds `steps` consecutive ring steps around `ring` for one channel, each moving `slice` payload bytes per
+// rank, starting after `start`. Returns tasks whose completion means every rank is done: at step
+// granularity the last transfer of every position, at flow granularity the single bundle.
+std::vector<TaskId> ring_phase(BuildContext& ctx, std::span<const hw::Rank> ring, int steps, double slice,
                                TaskId start, std::int32_t label, int lane);
+
+// A pipelined flow bundle: every hop carries `payload_per_hop` bytes (before protocol overhead) at one common
+// rate, then the whole bundle is done after `latency` seconds.
+TaskId add_bundle(BuildContext& ctx, std::span<const std::pair<hw::Rank, hw::Rank>> hops, double payload_per_hop,
+                  double latency, std::int32_t label, std::span<const Dep> deps, int lane);
+
+// Latency of the slowest chain of `steps` consecutive hops around a ring whose hop latencies are `lat`
+// (step s of rank i waits for step s-1 of rank i-1, so latencies add along windows of the ring).
+double ring_window_latency(std::span<const double> lat, int steps);
 
 }  // namespace strata::sim::algorithms

@@ -39,7 +39,7 @@ class Hierarchical final : public CollectiveAlgorithm {
     std::vector<Dep> phase1;
     for (const auto& members : nodes)
       if (L > 1)
-        for (TaskId t : ring_steps(ctx, members, static_cast<int>(L) - 1, S / L, start, label_rs, 0)) phase1.push_back({t});
+        for (TaskId t : ring_phase(ctx, members, static_cast<int>(L) - 1, S / L, start, label_rs, 0)) phase1.push_back({t});
     const TaskId after1 = join(ctx, phase1.empty() ? std::vector<Dep>{{start}} : phase1);
     // Phase 2: for each local index j, ring all-reduce of S/L over the nodes.
     std::vector<Dep> phase2;
@@ -47,7 +47,7 @@ class Hierarchical final : public CollectiveAlgorithm {
     for (std::size_t j = 0; j < L; ++j) {
       std::vector<hw::Rank> ring;
       for (const auto& members : nodes) ring.push_back(members[j]);
-      for (TaskId t : ring_steps(ctx, ring, 2 * (n_nodes - 1), S / L / n_nodes, after1, label_ar, static_cast<int>(j)))
+      for (TaskId t : ring_phase(ctx, ring, 2 * (n_nodes - 1), S / L / n_nodes, after1, label_ar, static_cast<int>(j)))
         phase2.push_back({t});
     }
     const TaskId after2 = join(ctx, phase2);
@@ -55,7 +55,7 @@ class Hierarchical final : public CollectiveAlgorithm {
     std::vector<Dep> phase3{{after2}};
     for (const auto& members : nodes)
       if (L > 1)
-        for (TaskId t : ring_steps(ctx, members, static_cast<int>(L) - 1, S / L, after2, label_ag, 0)) phase3.push_back({t});
+        for (TaskId t : ring_phase(ctx, members, static_cast<int>(L) - 1, S / L, after2, label_ag, 0)) phase3.push_back({t});
     return join(ctx, phase3);
   }
 };

@@ -45,8 +45,8 @@ class Nvls final : public CollectiveAlgorithm {
         if (other < 0 || ctx.topo.vertices()[static_cast<std::size_t>(other)].kind != hw::VertexKind::kNvSwitch) continue;
         (lk.src == g ? to_switch : from_switch) = l;
       }
-      finals.push_back({ctx.graph.add_transfer_on({to_switch}, r, r, wire, lat, up, deps)});
-      finals.push_back({ctx.graph.add_transfer_on({from_switch}, r, r, wire, lat, down, deps)});
+      finals.push_back({ctx.graph.add_transfer_on(CustomRoute{{to_switch}, {}}, r, r, wire, lat, up, deps)});
+      finals.push_back({ctx.graph.add_transfer_on(CustomRoute{{from_switch}, {}}, r, r, wire, lat, down, deps)});
     }
     return join(ctx, finals);
   }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -38,6 +39,57 @@ std::vector<std::vector<hw::Rank>> hamiltonian_cycles(const hw::Topology& topo, 
   };
   if (n >= 3) dfs();
   return cycles;
+}
+
+// `channels` rings (channels even) that load every direct link exactly up to its multiplicity: channels/2
+// undirected Hamiltonian cycles, each run in both directions, whose edge counts never exceed the link
+// multiplicities. Depth-first search over multisets of cycles; nullopt when none exists.
+std::optional<std::vector<std::vector<hw::Rank>>> exact_ring_split(const hw::Topology& topo,
+                                                                   const std::vector<std::vector<hw::Rank>>& cycles,
+                                                                   int channels) {
+  if (channels < 2 || channels % 2 != 0) return std::nullopt;
+  // Undirected cycles: keep one orientation of each (second vertex below the last).
+  // Per undirected cycle: its wires, each named by its (lower, higher) rank pair so that a cycle and the
+  // reverse of another count against the same wire.
+  std::vector<std::vector<std::pair<hw::Rank, hw::Rank>>> edges;
+  std::vector<std::size_t> which;
+  for (std::size_t i = 0; i < cycles.size(); ++i) {
+    const auto& c = cycles[i];
+    if (c.size() < 3 || c[1] > c.back()) continue;
+    std::vector<std::pair<hw::Rank, hw::Rank>> ws;
+    for (std::size_t j = 0; j < c.size(); ++j) ws.push_back(std::minmax(c[j], c[(j + 1) % c.size()]));
+    edges.push_back(std::move(ws));
+    which.push_back(i);
+  }
+  std::map<std::pair<hw::Rank, hw::Rank>, int> load;
+  std::vector<std::size_t> chosen;
+  const auto fits = [&](std::size_t k) {
+    for (const auto& w : edges[k])
+      if (load[w] + 1 > topo.link(*topo.direct_link(w.first, w.second)).multiplicity) return false;
+    return true;
+  };
+  std::function<bool(std::size_t)> dfs = [&](std::size_t from) {
+    if (static_cast<int>(chosen.size()) * 2 == channels) return true;
+    for (std::size_t k = from; k < edges.size(); ++k) {
+      if (!fits(k)) continue;
+      for (const auto& w : edges[k]) ++load[w];
+      chosen.push_back(k);
+      if (dfs(k)) return true;
+      chosen.pop_back();
+      for (const auto& w : edges[k]) --load[w];
+    }
+    return false;
+  };
+  if (!dfs(0)) return std::nullopt;
+  std::vector<std::vector<hw::Rank>> out;
+  for (std::size_t k : chosen) {
+    const auto& c = cycles[which[k]];
+    out.push_back(c);
+    std::vector<hw::Rank> reversed{c[0]};
+    reversed.insert(reversed.end(), c.rbegin(), c.rend() - 1);
+    out.push_back(std::move(reversed));
+  }
+  return out;
 }
 
 std::vector<hw::Rank> rotate_by(std::vector<hw::Rank> v, std::size_t k) {
@@ -79,23 +131,30 @@ class Ring final : public CollectiveAlgorithm {
                                : std::clamp(static_cast<int>(per_channel / (512 * 1024.0)), 1, 64);
         const double chunk = per_channel / chunks;
         const auto label = ctx.label(op == CollectiveOp::kBroadcast ? "chain" : "chain-reduce");
-        std::vector<TaskId> prev_chunk(static_cast<std::size_t>(n - 1), -1);
-        std::vector<double> lat(static_cast<std::size_t>(n - 1));
+        std::vector<std::pair<hw::Rank, hw::Rank>> hops;
+        std::vector<double> lat;
         for (int i = 0; i + 1 < n; ++i) {
-          const auto [a, b] = op == CollectiveOp::kBroadcast ? std::pair{chain[i], chain[i + 1]}
-                                                             : std::pair{chain[n - 1 - i], chain[n - 2 - i]};
-          lat[static_cast<std::size_t>(i)] = ctx.step_latency(a, b);
+          // Broadcast flows root -> chain end; reduce flows chain end -> root.
+          hops.push_back(op == CollectiveOp::kBroadcast ? std::pair{chain[i], chain[i + 1]}
+                                                        : std::pair{chain[n - 1 - i], chain[n - 2 - i]});
+          lat.push_back(ctx.step_latency(hops.back().first, hops.back().second));
         }
+        if (ctx.spec.granularity == Granularity::kFlow) {
+          // K chunks through n-1 stages: (K + n - 2) chunk times at the pipeline's pace, plus the chain's latency.
+          double chain_latency = 0;
+          for (double l : lat) chain_latency += l;
+          const std::array<Dep, 1> deps{Dep{start}};
+          finals.push_back({add_bundle(ctx, hops, chunk * (chunks + n - 2), chain_latency, label, deps, c)});
+          continue;
+        }
+        std::vector<TaskId> prev_chunk(static_cast<std::size_t>(n - 1), -1);
         for (int k = 0; k < chunks; ++k) {
           TaskId upstream = -1;
-          for (int i = 0; i + 1 < n; ++i) {
-            // Broadcast flows root -> chain end; reduce flows chain end -> root.
-            const auto [a, b] = op == CollectiveOp::kBroadcast ? std::pair{chain[i], chain[i + 1]}
-                                                               : std::pair{chain[n - 1 - i], chain[n - 2 - i]};
+          for (std::size_t i = 0; i < hops.size(); ++i) {
             std::vector<Dep> deps{upstream < 0 ? Dep{start} : Dep{upstream, DepKind::kDone}};
-            if (prev_chunk[static_cast<std::size_t>(i)] >= 0) deps.push_back({prev_chunk[static_cast<std::size_t>(i)], DepKind::kSent});
-            upstream = ctx.graph.add_transfer(a, b, ctx.wire(chunk), lat[static_cast<std::size_t>(i)], label, deps, c);
-            prev_chunk[static_cast<std::size_t>(i)] = upstream;
+            if (prev_chunk[i] >= 0) deps.push_back({prev_chunk[i], DepKind::kSent});
+            upstream = ctx.graph.add_transfer(hops[i].first, hops[i].second, ctx.wire(chunk), lat[i], label, deps, c);
+            prev_chunk[i] = upstream;
           }
           if (k == chunks - 1) finals.push_back({upstream});
         }
@@ -103,7 +162,7 @@ class Ring final : public CollectiveAlgorithm {
       }
       const int steps = op == CollectiveOp::kAllReduce ? 2 * (n - 1) : n - 1;
       const double slice = per_channel / n;
-      const auto last = ring_steps(ctx, ring, steps, slice, start, ctx.label("step"), c);
+      const auto last = ring_phase(ctx, ring, steps, slice, start, ctx.label("step"), c);
       for (TaskId t : last) finals.push_back({t});
     }
     return join(ctx, finals);
@@ -117,11 +176,14 @@ std::vector<std::vector<hw::Rank>> ring_orders(const BuildContext& ctx, int chan
   const hw::Topology& topo = ctx.topo;
   std::vector<std::vector<hw::Rank>> orders(static_cast<std::size_t>(channels));
   if (!topo.node_is_switched()) {
-    // Directly wired nodes: follow direct links. One node: choose whole cycles, balanced so that a link of
-    // multiplicity m carries about m rings. Several nodes: cut one cycle of each node at different places.
+    // Directly wired nodes: follow direct links. One node: choose whole cycles so that a link of multiplicity
+    // m carries m rings (an exact split when one exists, e.g. DGX-1's three undirected Hamiltonian cycles,
+    // each run both ways); otherwise balance greedily. Several nodes: cut one cycle of each node at
+    // different places.
     if (nodes.size() == 1) {
       const auto cycles = hamiltonian_cycles(topo, nodes[0], 5040);
       if (!cycles.empty()) {
+        if (auto exact = exact_ring_split(topo, cycles, channels)) return *exact;
         std::map<hw::LinkId, int> load;
         for (int c = 0; c < channels; ++c) {
           std::size_t best = 0;
@@ -165,11 +227,17 @@ std::vector<std::vector<hw::Rank>> ring_orders(const BuildContext& ctx, int chan
   return orders;
 }
 
-std::vector<TaskId> ring_steps(BuildContext& ctx, std::span<const hw::Rank> ring, int steps, double slice,
+std::vector<TaskId> ring_phase(BuildContext& ctx, std::span<const hw::Rank> ring, int steps, double slice,
                                TaskId start, std::int32_t label, int lane) {
   const auto n = ring.size();
   std::vector<double> lat(n);
   for (std::size_t i = 0; i < n; ++i) lat[i] = ctx.step_latency(ring[i], ring[(i + 1) % n]);
+  if (ctx.spec.granularity == Granularity::kFlow) {
+    std::vector<std::pair<hw::Rank, hw::Rank>> hops(n);
+    for (std::size_t i = 0; i < n; ++i) hops[i] = {ring[i], ring[(i + 1) % n]};
+    const std::array<Dep, 1> deps{Dep{start}};
+    return {add_bundle(ctx, hops, slice * steps, ring_window_latency(lat, steps), label, deps, lane)};
+  }
   std::vector<TaskId> prev(n, -1), cur(n, -1);
   const double wire = ctx.wire(slice);
   for (int s = 0; s < steps; ++s) {

@@ -1,42 +1,79 @@
 // Double binary tree (NCCL's Tree): inside a node the group's GPUs form a chain; across nodes the node
-// leaders form two binary trees in which (almost) every node is a leaf in one tree and interior in the
-// other, each tree carrying half of the data. All-reduce reduces up the trees then broadcasts down,
-// pipelined in chunks, so its latency grows with log2(nodes) instead of the ring's 2(n-1) steps.
+// leaders form binary trees. Trees come in pairs: the second is the mirror of the first, so (almost) every
+// node is a leaf in one tree and interior in the other. Every channel (one per NIC across nodes) carries one
+// pair, with its own leader GPU per node so each pair crosses the network through its own NIC. All-reduce
+// reduces up the trees then broadcasts down, pipelined in chunks, so its latency grows with log2(nodes)
+// instead of the ring's 2(n-1) steps; at large sizes each NIC carries about 2S/C each way, like the ring.
 #include <algorithm>
+#include <cmath>
 
 #include "sim/algorithms/algorithms.h"
 
 namespace strata::sim::algorithms {
 namespace {
 
-// Parent of every group member (-1 for the root) for one tree. `order` lists node indices; the binary
-// tree is the heap over that order (parent of position p is (p-1)/2).
-std::vector<int> tree_parents(const std::vector<std::vector<hw::Rank>>& nodes, const std::vector<int>& order,
-                              std::vector<hw::Rank>& members) {
-  members.clear();
-  std::vector<int> parent;
+// NCCL's tree chunk size: it starts at the Simple protocol's 512 KiB and halves for messages that would
+// otherwise fill a deep pipeline with few chunks (fewer than 8x, 4x, 1x the tree depth chunks, down to 128,
+// 64, 32 KiB), keeping the pipeline's fill cost small (NCCL src/enqueue.cc, tree chunk-size tuning).
+double tree_chunk_bytes(double per_tree, int depth) {
+  double chunk = 512 * 1024.0;
+  while (per_tree / chunk < 8.0 * depth && chunk > 128 * 1024.0) chunk /= 2;
+  while (per_tree / chunk < 4.0 * depth && chunk > 64 * 1024.0) chunk /= 2;
+  while (per_tree / chunk < 1.0 * depth && chunk > 32 * 1024.0) chunk /= 2;
+  return chunk;
+}
+
+
+struct TreeShape {
+  std::vector<hw::Rank> members;
+  std::vector<int> parent;  // index into members; -1 for the root
+  std::vector<std::vector<int>> children;
+  int root = 0;
+};
+
+// One tree: chains inside nodes (members in the given order, the first leads), and the heap over `order`
+// (node indices) across nodes: the parent of position p is (p-1)/2.
+TreeShape make_tree(const std::vector<std::vector<hw::Rank>>& nodes, const std::vector<int>& order) {
+  TreeShape t;
   std::vector<int> leader_index(nodes.size(), -1);
   for (int node : order) {
     const auto& m = nodes[static_cast<std::size_t>(node)];
-    leader_index[static_cast<std::size_t>(node)] = static_cast<int>(members.size());
+    leader_index[static_cast<std::size_t>(node)] = static_cast<int>(t.members.size());
     for (std::size_t i = 0; i < m.size(); ++i) {
-      members.push_back(m[i]);
-      parent.push_back(i == 0 ? -1 : static_cast<int>(members.size()) - 2);  // chain inside the node
+      t.members.push_back(m[i]);
+      t.parent.push_back(i == 0 ? -1 : static_cast<int>(t.members.size()) - 2);
     }
   }
   for (std::size_t p = 1; p < order.size(); ++p) {
     const int node = order[p], up = order[(p - 1) / 2];
-    parent[static_cast<std::size_t>(leader_index[static_cast<std::size_t>(node)])] =
+    t.parent[static_cast<std::size_t>(leader_index[static_cast<std::size_t>(node)])] =
         leader_index[static_cast<std::size_t>(up)];
   }
-  return parent;
+  t.children.resize(t.members.size());
+  for (std::size_t i = 0; i < t.members.size(); ++i) {
+    if (t.parent[i] >= 0)
+      t.children[static_cast<std::size_t>(t.parent[i])].push_back(static_cast<int>(i));
+    else
+      t.root = static_cast<int>(i);
+  }
+  return t;
+}
+
+int depth_of(const TreeShape& t) {
+  int best = 0;
+  for (std::size_t i = 0; i < t.members.size(); ++i) {
+    int d = 0;
+    for (int v = static_cast<int>(i); t.parent[static_cast<std::size_t>(v)] >= 0; v = t.parent[static_cast<std::size_t>(v)]) ++d;
+    best = std::max(best, d);
+  }
+  return best;
 }
 
 class Tree final : public CollectiveAlgorithm {
  public:
   std::string_view name() const override { return "tree"; }
   std::string_view description() const override {
-    return "NCCL-style double binary tree across nodes, chains inside nodes, chunk-pipelined";
+    return "NCCL-style double binary trees across nodes (a pair per channel), chains inside nodes, chunk-pipelined";
   }
   std::string unsupported_reason(const CollectiveSpec& spec, const hw::Topology&) const override {
     if (spec.op != CollectiveOp::kAllReduce && spec.op != CollectiveOp::kBroadcast && spec.op != CollectiveOp::kReduce)
@@ -48,116 +85,166 @@ class Tree final : public CollectiveAlgorithm {
     const TaskId start = begin_collective(ctx);
     const int n = ctx.group_size();
     if (n == 1) return join(ctx, std::array{Dep{start}});
-    auto nodes = ctx.members_by_node();
+    const auto nodes = ctx.members_by_node();
     const auto op = ctx.spec.op;
-    // The root of broadcast/reduce leads its node, and its node is the tree root.
+    // The root of broadcast/reduce leads its node in every tree, and its node is the tree root.
     int root_node = 0;
-    if (op != CollectiveOp::kAllReduce) {
-      for (std::size_t i = 0; i < nodes.size(); ++i) {
-        auto it = std::find(nodes[i].begin(), nodes[i].end(), ctx.spec.group[0]);
-        if (it != nodes[i].end()) {
-          std::rotate(nodes[i].begin(), it, nodes[i].end());
+    if (op != CollectiveOp::kAllReduce)
+      for (std::size_t i = 0; i < nodes.size(); ++i)
+        if (std::find(nodes[i].begin(), nodes[i].end(), ctx.spec.group[0]) != nodes[i].end())
           root_node = static_cast<int>(i);
-        }
-      }
-    }
     std::vector<int> order(nodes.size());
-    for (std::size_t i = 0; i < nodes.size(); ++i) order[i] = static_cast<int>((i + static_cast<std::size_t>(root_node)) % nodes.size());
-    const int trees = op == CollectiveOp::kAllReduce ? 2 : 1;
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+      order[i] = static_cast<int>((i + static_cast<std::size_t>(root_node)) % nodes.size());
+    const int channels = ctx.channels();
+    // All-reduce uses mirrored pairs (each node interior in at most one tree of a pair); broadcast and
+    // reduce have a fixed root, so one tree per channel.
+    const int per_channel = op == CollectiveOp::kAllReduce ? 2 : 1;
+    const int trees = channels * per_channel;
     const double per_tree = ctx.spec.bytes / trees;
-    const int chunks = ctx.spec.pipeline_chunks > 0 ? ctx.spec.pipeline_chunks
-                                                    : std::clamp(static_cast<int>(per_tree / (256 * 1024.0)), 1, 64);
-    const double chunk = per_tree / chunks;
     const auto up_label = ctx.label("up"), down_label = ctx.label("down");
+    const bool do_up = op != CollectiveOp::kBroadcast, do_down = op != CollectiveOp::kReduce;
     std::vector<Dep> finals;
     for (int t = 0; t < trees; ++t) {
+      const int channel = t / per_channel;
+      const bool mirror = t % per_channel == 1;
+      // Channel c enters each node through a different GPU (hence NIC); the root's node keeps the root first.
+      auto rotated = nodes;
+      for (std::size_t i = 0; i < rotated.size(); ++i) {
+        auto& m = rotated[i];
+        if (op != CollectiveOp::kAllReduce && static_cast<int>(i) == root_node) {
+          std::rotate(m.begin(), std::find(m.begin(), m.end(), ctx.spec.group[0]), m.end());
+          continue;
+        }
+        std::rotate(m.begin(), m.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(channel) * m.size() /
+                                                                       static_cast<std::size_t>(channels)),
+                    m.end());
+        if (mirror && m.size() > 1) std::reverse(m.begin() + 1, m.end());  // the chain runs the other way
+      }
       std::vector<int> tree_order = order;
-      if (t == 1) {
-        // Second tree: the mirror order, so leaves of one tree are interior nodes of the other; inside
-        // nodes the chain runs the other way.
-        std::reverse(tree_order.begin(), tree_order.end());
-        for (auto& m : nodes) std::reverse(m.begin(), m.end());
-      }
-      std::vector<hw::Rank> members;
-      const auto parent = tree_parents(nodes, tree_order, members);
-      const std::size_t m = members.size();
-      std::vector<std::vector<int>> children(m);
-      for (std::size_t i = 0; i < m; ++i)
-        if (parent[i] >= 0) children[static_cast<std::size_t>(parent[i])].push_back(static_cast<int>(i));
-      const auto root = static_cast<std::size_t>(std::find(parent.begin(), parent.end(), -1) - parent.begin());
-      std::vector<double> up_lat(m, 0);
-      for (std::size_t i = 0; i < m; ++i)
-        if (parent[i] >= 0) up_lat[i] = ctx.step_latency(members[i], members[static_cast<std::size_t>(parent[i])]);
-      std::vector<TaskId> up_prev(m, -1), up_cur(m, -1);
-      std::vector<std::vector<TaskId>> down_prev(m), down_cur(m);
-      const bool do_up = op != CollectiveOp::kBroadcast, do_down = op != CollectiveOp::kReduce;
-      for (int k = 0; k < chunks; ++k) {
-        // Reduce up in post-order (children before parents).
-        if (do_up) {
-          std::vector<int> post;
-          post.reserve(m);
-          std::vector<std::pair<int, std::size_t>> stack{{static_cast<int>(root), 0}};
-          while (!stack.empty()) {
-            auto& [v, next] = stack.back();
-            if (next < children[static_cast<std::size_t>(v)].size()) {
-              const int c = children[static_cast<std::size_t>(v)][next++];
-              stack.push_back({c, 0});
-            } else {
-              post.push_back(v);
-              stack.pop_back();
-            }
-          }
-          for (int v : post) {
-            const auto vi = static_cast<std::size_t>(v);
-            if (parent[vi] < 0) continue;
-            std::vector<Dep> deps;
-            for (int c : children[vi]) deps.push_back({up_cur[static_cast<std::size_t>(c)], DepKind::kDone});
-            if (children[vi].empty()) deps.push_back({start});
-            if (up_prev[vi] >= 0) deps.push_back({up_prev[vi], DepKind::kSent});
-            up_cur[vi] = ctx.graph.add_transfer(members[vi], members[static_cast<std::size_t>(parent[vi])],
-                                                ctx.wire(chunk), up_lat[vi], up_label, deps, t);
-          }
-        }
-        if (do_down) {
-          // Broadcast down in pre-order (parents before children).
-          std::vector<int> pre{static_cast<int>(root)};
-          for (std::size_t q = 0; q < pre.size(); ++q)
-            for (int c : children[static_cast<std::size_t>(pre[q])]) pre.push_back(c);
-          for (int v : pre) {
-            const auto vi = static_cast<std::size_t>(v);
-            down_cur[vi].assign(children[vi].size(), -1);
-            for (std::size_t ci = 0; ci < children[vi].size(); ++ci) {
-              const auto c = static_cast<std::size_t>(children[vi][ci]);
-              std::vector<Dep> deps;
-              if (parent[vi] < 0) {
-                // The root forwards chunk k once every child's reduced chunk k has arrived.
-                if (do_up)
-                  for (int cc : children[vi]) deps.push_back({up_cur[static_cast<std::size_t>(cc)], DepKind::kDone});
-                if (deps.empty()) deps.push_back({start});
-              } else {
-                const auto p = static_cast<std::size_t>(parent[vi]);
-                const auto idx = static_cast<std::size_t>(std::find(children[p].begin(), children[p].end(), v) - children[p].begin());
-                deps.push_back({down_cur[p][idx], DepKind::kDone});
-              }
-              if (!down_prev[vi].empty()) deps.push_back({down_prev[vi][ci], DepKind::kSent});
-              down_cur[vi][ci] = ctx.graph.add_transfer(members[vi], members[c], ctx.wire(chunk),
-                                                        ctx.step_latency(members[vi], members[c]), down_label, deps, t);
-            }
-          }
-        }
-        if (k == chunks - 1) {
-          if (do_down) {
-            for (std::size_t v = 0; v < m; ++v)
-              for (TaskId d : down_cur[v]) finals.push_back({d});
-          } else {
-            for (int c : children[root]) finals.push_back({up_cur[static_cast<std::size_t>(c)]});
-          }
-        }
-        std::swap(up_prev, up_cur);
-        std::swap(down_prev, down_cur);
-      }
+      if (mirror) std::reverse(tree_order.begin(), tree_order.end());
+      const TreeShape shape = make_tree(rotated, tree_order);
+      const int chunks = ctx.spec.pipeline_chunks > 0
+                             ? ctx.spec.pipeline_chunks
+                             : std::max(1, static_cast<int>(std::ceil(per_tree / tree_chunk_bytes(per_tree, depth_of(shape)))));
+      const double chunk = per_tree / chunks;
+      if (ctx.spec.granularity == Granularity::kFlow)
+        finals.push_back({build_flow(ctx, shape, do_up, do_down, chunk, chunks, start, up_label, t)});
+      else
+        build_steps(ctx, shape, do_up, do_down, chunk, chunks, start, up_label, down_label, t, finals);
     }
     return join(ctx, finals);
+  }
+
+ private:
+  // Flow granularity: the whole pipelined tree is one bundle. With D pipeline stages along the deepest
+  // path (up, then down) and K chunks, the last chunk finishes after (K + D - 1) chunk times at the
+  // bottleneck rate, plus the path's latencies.
+  static TaskId build_flow(BuildContext& ctx, const TreeShape& s, bool do_up, bool do_down, double chunk, int chunks,
+                           TaskId start, std::int32_t label, int lane) {
+    const std::size_t m = s.members.size();
+    std::vector<std::pair<hw::Rank, hw::Rank>> hops;
+    std::vector<int> depth(m, 0);
+    std::vector<double> lat_to_root(m, 0.0), lat_from_root(m, 0.0);
+    // Pre-order from the root so parents are handled before children.
+    std::vector<int> pre{s.root};
+    for (std::size_t q = 0; q < pre.size(); ++q)
+      for (int c : s.children[static_cast<std::size_t>(pre[q])]) pre.push_back(c);
+    for (int v : pre) {
+      const auto vi = static_cast<std::size_t>(v);
+      if (s.parent[vi] < 0) continue;
+      const auto p = static_cast<std::size_t>(s.parent[vi]);
+      depth[vi] = depth[p] + 1;
+      lat_to_root[vi] = lat_to_root[p] + ctx.step_latency(s.members[vi], s.members[p]);
+      lat_from_root[vi] = lat_from_root[p] + ctx.step_latency(s.members[p], s.members[vi]);
+      if (do_up) hops.push_back({s.members[vi], s.members[p]});
+      if (do_down) hops.push_back({s.members[p], s.members[vi]});
+    }
+    const int max_depth = *std::max_element(depth.begin(), depth.end());
+    const int stages = max_depth * ((do_up ? 1 : 0) + (do_down ? 1 : 0));
+    const double latency = (do_up ? *std::max_element(lat_to_root.begin(), lat_to_root.end()) : 0.0) +
+                           (do_down ? *std::max_element(lat_from_root.begin(), lat_from_root.end()) : 0.0);
+    const std::array<Dep, 1> deps{Dep{start}};
+    return add_bundle(ctx, hops, chunk * (chunks + stages - 1), latency, label, deps, lane);
+  }
+
+  // Step granularity: every chunk on every edge is a transfer. A node forwards chunk k up once all its
+  // children's chunk k arrived and its link is free of chunk k-1; the root turns chunks around.
+  static void build_steps(BuildContext& ctx, const TreeShape& s, bool do_up, bool do_down, double chunk, int chunks,
+                          TaskId start, std::int32_t up_label, std::int32_t down_label, int lane,
+                          std::vector<Dep>& finals) {
+    const std::size_t m = s.members.size();
+    const auto root = static_cast<std::size_t>(s.root);
+    std::vector<double> up_lat(m, 0);
+    for (std::size_t i = 0; i < m; ++i)
+      if (s.parent[i] >= 0) up_lat[i] = ctx.step_latency(s.members[i], s.members[static_cast<std::size_t>(s.parent[i])]);
+    // Post-order (children before parents) for the reduction.
+    std::vector<int> post;
+    std::vector<std::pair<int, std::size_t>> stack{{s.root, 0}};
+    while (!stack.empty()) {
+      auto& [v, next] = stack.back();
+      if (next < s.children[static_cast<std::size_t>(v)].size()) {
+        const int c = s.children[static_cast<std::size_t>(v)][next++];
+        stack.push_back({c, 0});
+      } else {
+        post.push_back(v);
+        stack.pop_back();
+      }
+    }
+    std::vector<int> pre{s.root};
+    for (std::size_t q = 0; q < pre.size(); ++q)
+      for (int c : s.children[static_cast<std::size_t>(pre[q])]) pre.push_back(c);
+    std::vector<TaskId> up_prev(m, -1), up_cur(m, -1);
+    std::vector<std::vector<TaskId>> down_prev(m), down_cur(m);
+    for (int k = 0; k < chunks; ++k) {
+      if (do_up) {
+        for (int v : post) {
+          const auto vi = static_cast<std::size_t>(v);
+          if (s.parent[vi] < 0) continue;
+          std::vector<Dep> deps;
+          for (int c : s.children[vi]) deps.push_back({up_cur[static_cast<std::size_t>(c)], DepKind::kDone});
+          if (s.children[vi].empty()) deps.push_back({start});
+          if (up_prev[vi] >= 0) deps.push_back({up_prev[vi], DepKind::kSent});
+          up_cur[vi] = ctx.graph.add_transfer(s.members[vi], s.members[static_cast<std::size_t>(s.parent[vi])],
+                                              ctx.wire(chunk), up_lat[vi], up_label, deps, lane);
+        }
+      }
+      if (do_down) {
+        for (int v : pre) {
+          const auto vi = static_cast<std::size_t>(v);
+          down_cur[vi].assign(s.children[vi].size(), -1);
+          for (std::size_t ci = 0; ci < s.children[vi].size(); ++ci) {
+            const auto c = static_cast<std::size_t>(s.children[vi][ci]);
+            std::vector<Dep> deps;
+            if (s.parent[vi] < 0) {
+              // The root forwards chunk k once every child's reduced chunk k has arrived.
+              if (do_up)
+                for (int cc : s.children[vi]) deps.push_back({up_cur[static_cast<std::size_t>(cc)], DepKind::kDone});
+              if (deps.empty()) deps.push_back({start});
+            } else {
+              const auto p = static_cast<std::size_t>(s.parent[vi]);
+              const auto idx = static_cast<std::size_t>(
+                  std::find(s.children[p].begin(), s.children[p].end(), v) - s.children[p].begin());
+              deps.push_back({down_cur[p][idx], DepKind::kDone});
+            }
+            if (!down_prev[vi].empty()) deps.push_back({down_prev[vi][ci], DepKind::kSent});
+            down_cur[vi][ci] = ctx.graph.add_transfer(s.members[vi], s.members[c], ctx.wire(chunk),
+                                                      ctx.step_latency(s.members[vi], s.members[c]), down_label, deps,
+                                                      lane);
+          }
+        }
+      }
+      if (k == chunks - 1) {
+        if (do_down) {
+          for (std::size_t v = 0; v < m; ++v)
+            for (TaskId d : down_cur[v]) finals.push_back({d});
+        } else {
+          for (int c : s.children[root]) finals.push_back({up_cur[static_cast<std::size_t>(c)]});
+        }
+      }
+      std::swap(up_prev, up_cur);
+      std::swap(down_prev, down_cur);
+    }
   }
 };
 
