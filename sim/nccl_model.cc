@@ -104,6 +104,9 @@ std::vector<Estimate> estimate_all(const hw::Topology& topo, const CollectiveSpe
       const std::string name(algo->name());
       const bool reduce_all = spec.op == CollectiveOp::kAllReduce;
       const int steps = reduce_all ? 2 * (n - 1) : (n - 1);
+      // Protocol caps apply to the bus bandwidth, as in NCCL's tuner: LL carries half its lines as flags
+      // and is capped by llMaxBw; LL128 loses 8 of 128 bytes per line (Ring: 0.92 busBw cap).
+      const double ll_cap = ll_max_bw(topo, g.nodes);
       if (name == "nvls") {
         lat = intra_lat;
         alg_bw = g.intra * kNvlsEfficiency * n / (n + 1.0);
@@ -111,21 +114,23 @@ std::vector<Estimate> estimate_all(const hw::Topology& topo, const CollectiveSpe
         const int ppn = g.ranks_per_node;
         lat += 2 * ((ppn - 1) * intra_lat + std::log2(std::max(1, g.nodes)) * inter_lat);
         bus *= 0.92;
+        if (p == Protocol::kLL) bus = std::min(bus / 3.8, ll_cap);
+        if (p == Protocol::kLL128) bus *= g.nodes > 1 ? 120.0 / 128.0 : 7.0 / 9.0;
         alg_bw = bus * 0.5;
         if (spec.op != CollectiveOp::kAllReduce) alg_bw = bus;  // broadcast/reduce pipeline down/up once
-      } else if (name == "ring" || name == "hierarchical") {
-        const int inter_steps = g.nodes > 1 ? (reduce_all ? 2 * (g.nodes - 1) : g.nodes - 1) : 0;
-        lat += (steps - inter_steps) * intra_lat + inter_steps * inter_lat;
+      } else {
+        if (p == Protocol::kLL) bus = std::min(0.5 * bus, ll_cap);
+        if (p == Protocol::kLL128) bus *= 0.92;
         const double factor = busbw_factor(spec.op, n);
         alg_bw = factor > 0 ? bus / factor : bus;
-        if (spec.op == CollectiveOp::kBroadcast || spec.op == CollectiveOp::kReduce) alg_bw = bus;
-      } else {  // direct: every pair at once; each rank's traffic over its own links
-        lat += (g.nodes > 1 ? inter_lat : intra_lat);
-        const double factor = busbw_factor(spec.op, n);
-        alg_bw = factor > 0 ? bus / factor : bus;
+        if (name == "ring" || name == "hierarchical") {
+          const int inter_steps = g.nodes > 1 ? (reduce_all ? 2 * (g.nodes - 1) : g.nodes - 1) : 0;
+          lat += (steps - inter_steps) * intra_lat + inter_steps * inter_lat;
+          if (spec.op == CollectiveOp::kBroadcast || spec.op == CollectiveOp::kReduce) alg_bw = bus;
+        } else {  // direct: every pair at once; each rank's traffic over its own links
+          lat += (g.nodes > 1 ? inter_lat : intra_lat);
+        }
       }
-      if (p == Protocol::kLL) alg_bw = std::min(alg_bw * 0.5, ll_max_bw(topo, g.nodes));
-      if (p == Protocol::kLL128) alg_bw *= 120.0 / 128.0;
       out.push_back({name, p, lat + (alg_bw > 0 ? S / alg_bw : std::numeric_limits<double>::infinity())});
     }
   }
