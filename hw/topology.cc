@@ -122,7 +122,7 @@ void Topology::finalize() {
     }
 }
 
-std::vector<LinkId> Topology::shortest_path(VertexId from, VertexId to, bool network_only) const {
+std::vector<LinkId> Topology::shortest_path(VertexId from, VertexId to, bool network_only, bool nvlink_only) const {
   // Dijkstra with cost = latency + (1 MiB / bandwidth): prefers fast links, then short paths. Ties break on
   // the smaller vertex id so routes never depend on container order.
   constexpr double kRefBytes = 1024.0 * 1024.0;
@@ -148,6 +148,7 @@ std::vector<LinkId> Topology::shortest_path(VertexId from, VertexId to, bool net
       const Vertex& w = vertices_[static_cast<std::size_t>(lk.dst)];
       if (network_only && w.kind != VertexKind::kNic && w.kind != VertexKind::kNetSwitch) continue;
       if (!network_only && w.node != from_node) continue;
+      if (nvlink_only && lk.transport != Transport::kNvlink) continue;
       const double nd = d + lk.latency + kRefBytes / lk.bandwidth;
       auto& cur = dist[static_cast<std::size_t>(lk.dst)];
       if (nd < cur || (nd == cur && via[static_cast<std::size_t>(lk.dst)] > l)) {
@@ -170,7 +171,13 @@ std::vector<LinkId> Topology::shortest_path(VertexId from, VertexId to, bool net
 
 std::vector<LinkId> Topology::compute_route(Rank a, Rank b) const {
   if (a == b) return {};
-  if (node_of(a) == node_of(b)) return shortest_path(gpu_vertex(a), gpu_vertex(b), false);
+  if (node_of(a) == node_of(b)) {
+    // Like NCCL's P2P transport: NVLink whenever the GPUs reach each other over NVLink alone (a direct link
+    // or an NVSwitch), however thin; otherwise the fastest path over PCIe switches and CPUs.
+    auto nvlink = shortest_path(gpu_vertex(a), gpu_vertex(b), false, true);
+    if (!nvlink.empty()) return nvlink;
+    return shortest_path(gpu_vertex(a), gpu_vertex(b), false);
+  }
   const auto nic_a = nic_of(a), nic_b = nic_of(b);
   if (!nic_a || !nic_b) return {};
   auto out = shortest_path(gpu_vertex(a), *nic_a, false);

@@ -104,7 +104,7 @@ class Topology {
  private:
   struct RouteCache;
   std::vector<LinkId> compute_route(Rank a, Rank b) const;
-  std::vector<LinkId> shortest_path(VertexId from, VertexId to, bool network_only) const;
+  std::vector<LinkId> shortest_path(VertexId from, VertexId to, bool network_only, bool nvlink_only = false) const;
 
   std::string name_;
   GpuSpec gpu_;
