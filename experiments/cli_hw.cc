@@ -35,7 +35,6 @@ void show_system(const hw::Topology& topo) {
     const auto& a = topo.vertices()[static_cast<std::size_t>(l.src)];
     const auto& b = topo.vertices()[static_cast<std::size_t>(l.dst)];
     if ((a.node > 0) || (b.node > 0)) continue;
-    if (a.node < 0 && b.node < 0 && seen.size() > 40) continue;
     const std::string line = fmt::format("    {:<14} <-> {:<14} {:<8} x{:<2} {:>12}  {}", a.name, b.name, l.kind,
                                          l.multiplicity, units::format_bandwidth(l.bandwidth),
                                          units::format_duration(l.latency));
