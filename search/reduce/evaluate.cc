@@ -1,6 +1,7 @@
 #include "search/reduce/evaluate.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <numeric>
@@ -133,12 +134,22 @@ std::vector<PlacementEval> evaluate(const hw::Topology& topo, const EvalConfig& 
   std::vector<ReductionLayout> layouts;
   for (const auto& pl : placements) layouts.emplace_back(pl, config.reduce_axes);
   t0 = Clock::now();
+  std::atomic<std::size_t> simulated{0};
   tbb::parallel_for(std::size_t{0}, tasks.size(), [&](std::size_t t) {
     const auto& task = tasks[t];
     const auto& h = hierarchies[task.placement];
     const auto& program = synthesized[hierarchy_of[task.placement]].programs[task.program];
     const auto lowered = lower(program, h, layouts[task.placement], config.bytes_per_device);
-    for (std::size_t a = 0; a < num_algos; ++a) seconds[t * num_algos + a] = simulate_lowered(topo, lowered, config.algorithms[a]);
+    // Under different forced algorithms a program without AllReduce runs the same rings: simulate it once.
+    std::vector<std::vector<std::string_view>> effective(num_algos);
+    for (std::size_t a = 0; a < num_algos; ++a) {
+      for (const auto& step : lowered.steps) effective[a].push_back(algorithm_for(step.calls.front().op, config.algorithms[a]));
+      const auto same = std::find(effective.begin(), effective.begin() + static_cast<std::ptrdiff_t>(a), effective[a]);
+      const std::size_t prev = static_cast<std::size_t>(same - effective.begin());
+      seconds[t * num_algos + a] =
+          prev < a ? seconds[t * num_algos + prev] : simulate_lowered(topo, lowered, config.algorithms[a]);
+      if (prev == a) simulated.fetch_add(1, std::memory_order_relaxed);
+    }
   });
   const double sim_time = since(t0);
 
@@ -174,7 +185,7 @@ std::vector<PlacementEval> evaluate(const hw::Topology& topo, const EvalConfig& 
   }
   if (stats) {
     stats->distinct_hierarchies = distinct.size();
-    stats->simulations = tasks.size() * num_algos;
+    stats->simulations = simulated.load();
     stats->synthesis_seconds = synth_time;
     stats->simulation_seconds = sim_time;
   }

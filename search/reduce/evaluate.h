@@ -66,7 +66,7 @@ struct PlacementEval {
 
 struct EvalStats {
   std::size_t distinct_hierarchies = 0;
-  std::size_t simulations = 0;
+  std::size_t simulations = 0;  // simulator runs (programs identical under ring and tree run once)
   double synthesis_seconds = 0;   // wall time
   double simulation_seconds = 0;  // wall time
 };
