@@ -1,0 +1,120 @@
+// A computation graph: a DAG of operator nodes over typed tensor values. Nodes are kept in a topological
+// order (a node may only consume values that already exist), which is also the execution and memory
+// order the executor and the single-device simulation use.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "models/ir/attrs.h"
+#include "models/ir/op_def.h"
+#include "models/ir/tensor_type.h"
+
+namespace strata::models {
+
+using ValueId = std::int32_t;
+using NodeId = std::int32_t;
+inline constexpr ValueId kNoValue = -1;
+
+enum class ValueKind : std::uint8_t {
+  kInput,       // fed per step (activations in, labels, seeded output gradients)
+  kParam,       // trainable weight
+  kConstant,    // fixed data (literal, or a non-trainable buffer such as batchnorm running statistics)
+  kActivation,  // produced by a forward node
+  kGradient,    // produced by a backward node (grad_of names the parameter for parameter gradients)
+  kOptState,    // optimizer state (Adam moments), persistent across steps
+};
+std::string_view value_kind_name(ValueKind k);
+
+struct Value {
+  std::string name;
+  TensorType type;
+  ValueKind kind = ValueKind::kActivation;
+  NodeId producer = -1;  // -1 for inputs, params, constants, optimizer state
+  int producer_output = 0;
+  ValueId grad_of = kNoValue;  // for gradients of parameters: the parameter
+  // Literal data (ONNX initializers, scalar constants); row-major, as doubles. Empty: none.
+  std::shared_ptr<const std::vector<double>> data;
+};
+
+struct Node {
+  const OpDef* op = nullptr;
+  std::string name;
+  std::vector<ValueId> inputs;
+  std::vector<ValueId> outputs;
+  Attrs attrs;
+};
+
+// Thrown for malformed graphs (bad operator use, shape mismatch); the message names the node and operator.
+class GraphError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+class Graph {
+ public:
+  explicit Graph(std::string name = "graph") : name_(std::move(name)) {}
+
+  const std::string& name() const { return name_; }
+  void set_name(std::string n) { name_ = std::move(n); }
+
+  ValueId add_input(std::string name, TensorType type);
+  ValueId add_param(std::string name, TensorType type, std::shared_ptr<const std::vector<double>> data = {});
+  ValueId add_constant(std::string name, TensorType type, std::vector<double> data);
+  // A value of any source kind (input/param/constant/optimizer state) without producer.
+  ValueId add_source(std::string name, TensorType type, ValueKind kind,
+                     std::shared_ptr<const std::vector<double>> data = {});
+
+  // Validates arity and attributes (unknown names, wrong kinds, missing required ones; defaults filled in),
+  // runs the shape rule and creates the outputs. `name` empty: "<op><index>". Throws GraphError.
+  std::vector<ValueId> add_node(std::string_view op, std::vector<ValueId> inputs, Attrs attrs = {},
+                                std::string name = {}, ValueKind output_kind = ValueKind::kActivation);
+  // Single-output convenience.
+  ValueId add(std::string_view op, std::vector<ValueId> inputs, Attrs attrs = {}, std::string name = {});
+
+  void mark_output(ValueId v);
+  void set_value_name(ValueId v, std::string name) { values_[idx(v)].name = std::move(name); }
+  void set_grad_of(ValueId grad, ValueId param) { values_[idx(grad)].grad_of = param; }
+
+  std::span<const Value> values() const { return values_; }
+  std::span<const Node> nodes() const { return nodes_; }
+  const Value& value(ValueId v) const { return values_[idx(v)]; }
+  const Node& node(NodeId n) const { return nodes_[idx(n)]; }
+  const TensorType& type(ValueId v) const { return values_[idx(v)].type; }
+  std::span<const ValueId> outputs() const { return outputs_; }
+  // Values of a kind, in creation order.
+  std::vector<ValueId> values_of(ValueKind k) const;
+  // Consumer counts per value (graph outputs count once more).
+  std::vector<int> use_counts() const;
+  ValueId find_value(std::string_view name) const;  // kNoValue when absent
+
+  // Totals over all nodes / params.
+  double total_flops() const;
+  double param_count() const;
+  double param_bytes() const;
+
+ private:
+  static std::size_t idx(std::int32_t i) { return static_cast<std::size_t>(i); }
+  std::string unique_name(std::string base);
+
+  std::string name_;
+  std::vector<Value> values_;
+  std::vector<Node> nodes_;
+  std::vector<ValueId> outputs_;
+};
+
+// Attribute validation shared by add_node and the ONNX importer: fills defaults, rejects unknown names and
+// wrong kinds. Throws GraphError mentioning `where`.
+Attrs complete_attrs(const OpDef& def, Attrs attrs, std::string_view where);
+
+// Input and output types of a node, for shape/cost functions.
+std::vector<TensorType> input_types(const Graph& g, const Node& n);
+std::vector<TensorType> output_types(const Graph& g, const Node& n);
+double node_flops(const Graph& g, const Node& n);
+double node_bytes(const Graph& g, const Node& n);
+
+}  // namespace strata::models

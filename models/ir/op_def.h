@@ -1,0 +1,144 @@
+// The operator table. Every operator is declared by exactly one OpDef entry (in models/ops/<family>.cc):
+// its name, the symbolic name the Z3 verifier uses for it, arity, attributes with defaults, algebraic
+// traits, the shape rule, FLOP and byte counts, the reference kernel in both number systems, and the
+// gradient rule that training-graph derivation uses. The executor, cost model, ONNX bridge, training
+// derivation and (issue 5) the substitution generator and verifier all read this table by name; nothing
+// else switches over operator kinds.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "models/ir/attrs.h"
+#include "models/ir/modp.h"
+#include "models/ir/tensor_type.h"
+
+namespace strata::models {
+
+class Graph;
+struct Node;
+struct GradContext;
+
+// Thrown by shape rules; Graph::add_node adds the node name and operator to the message.
+class ShapeError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+// How the cost model treats an operator (efficiency curves are per kind).
+enum class OpKind : std::uint8_t {
+  kContraction,   // matmul, conv: tensor-core bound when large
+  kElementwise,   // memory bound streaming
+  kReduction,     // reductions, normalizations, softmax
+  kDataMovement,  // concat, split, data-moving transpose, pooling gathers
+  kView,          // reshape, layout-only transpose: no kernel
+  kConstant,      // constants materialized once (weights-side), no per-step kernel
+  kOptimizer,     // optimizer updates
+};
+std::string_view op_kind_name(OpKind k);
+
+struct AttrSpec {
+  std::string_view name{};
+  AttrKind kind;
+  std::optional<AttrValue> default_value;  // nullopt: required
+  std::string_view doc;
+};
+
+// Read-only view of a tensor's elements plus its shape.
+template <class T>
+struct In {
+  const T* data;
+  const Shape* shape;
+  std::int64_t numel;
+  T operator[](std::int64_t i) const { return data[i]; }
+};
+template <class T>
+struct Out {
+  T* data;
+  const Shape* shape;
+  std::int64_t numel;
+  T& operator[](std::int64_t i) const { return data[i]; }
+};
+
+// One kernel invocation: inputs, preallocated outputs (shapes from shape inference), the node's attributes.
+template <class T>
+struct KernelCall {
+  std::span<const In<T>> in;
+  std::span<const Out<T>> out;
+  const Attrs& attrs;
+};
+template <class T>
+using KernelFn = void (*)(const KernelCall<T>&);
+
+struct Kernels {
+  KernelFn<double> real = nullptr;
+  KernelFn<ModP> modp = nullptr;
+};
+// Instantiates one kernel template for both number systems.
+#define STRATA_KERNELS(fn) ::strata::models::Kernels{&fn<double>, &fn<::strata::models::ModP>}
+
+using ShapeFn = std::vector<TensorType> (*)(std::span<const TensorType> in, const Attrs& attrs);
+// FLOPs (a multiply-add counts 2) and HBM bytes of one execution, from the node's types and attributes.
+using CountFn = double (*)(std::span<const TensorType> in, std::span<const TensorType> out, const Attrs& attrs);
+// Emits backward nodes for one forward node (see models/train/grad_context.h).
+using GradFn = void (*)(GradContext& ctx);
+
+struct OpDef {
+  std::string_view name{};    // IR name, unique: "conv2d"
+  std::string_view symbol{};  // uninterpreted-function name for the Z3 verifier: "conv2d"
+  std::string_view summary{};
+  OpKind kind = OpKind::kElementwise;
+  int min_inputs = 1;
+  int max_inputs = 1;  // -1: variadic
+  std::vector<AttrSpec> attrs{};
+  // Attributes passed, in this order, as integer parameters of the verifier's function (TASO §3.1).
+  std::vector<std::string_view> symbol_params{};
+  // Algebraic traits the substitution generator may exploit.
+  bool commutative = false;
+  bool associative = false;
+  bool elementwise = false;
+  std::vector<int> linear_in{};  // inputs in which the op is linear (others fixed)
+  bool backward = false;       // a gradient or optimizer op (not differentiated again)
+  ShapeFn shape = nullptr;
+  CountFn flops = nullptr;
+  CountFn bytes = nullptr;  // nullptr: sum of input and output bytes
+  Kernels kernel{};
+  GradFn grad = nullptr;  // nullptr: not differentiable (constants, backward ops, index inputs)
+  // The ONNX operator that expresses it directly (""): the ONNX bridge maps attributes per op type.
+  std::string_view onnx_op{};
+};
+
+class OpRegistry {
+ public:
+  static const OpRegistry& instance();
+  const OpDef* find(std::string_view name) const;
+  const OpDef& get(std::string_view name) const;  // throws std::invalid_argument listing known ops
+  std::span<const OpDef> all() const { return ops_; }
+  std::string names() const;  // comma-separated, table order
+
+  void add(OpDef def);  // used by the family registration functions only
+
+ private:
+  std::vector<OpDef> ops_;
+};
+
+// Family registration (models/ops/*.cc); OpRegistry::instance() calls each once.
+namespace ops {
+void register_elementwise_ops(OpRegistry& r);
+void register_contraction_ops(OpRegistry& r);
+void register_movement_ops(OpRegistry& r);
+void register_pooling_ops(OpRegistry& r);
+void register_normalization_ops(OpRegistry& r);
+void register_reduction_ops(OpRegistry& r);
+void register_embedding_ops(OpRegistry& r);
+void register_constant_ops(OpRegistry& r);
+void register_optimizer_ops(OpRegistry& r);
+}  // namespace ops
+
+}  // namespace strata::models
