@@ -80,13 +80,16 @@ class Enumerator {
 std::string_view canonicalization_name(Canonicalization c) {
   switch (c) {
     case Canonicalization::kNone: return "none";
+    case Canonicalization::kMasterMinimal: return "master-minimal";
     case Canonicalization::kCommute: return "commute";
+    case Canonicalization::kTrajectory: return "trajectory";
   }
   return "?";
 }
 
 std::optional<Canonicalization> parse_canonicalization(std::string_view name) {
-  for (auto c : {Canonicalization::kNone, Canonicalization::kCommute})
+  for (auto c : {Canonicalization::kNone, Canonicalization::kMasterMinimal, Canonicalization::kCommute,
+                 Canonicalization::kTrajectory})
     if (canonicalization_name(c) == name) return c;
   return std::nullopt;
 }

@@ -1,0 +1,168 @@
+#include "search/subst/verifier.h"
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <optional>
+
+#include <fmt/format.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+#include <z3++.h>
+
+namespace strata::search::subst {
+
+std::string_view to_string(VerifyStatus status) {
+  switch (status) {
+    case VerifyStatus::proved: return "proved";
+    case VerifyStatus::refuted: return "refuted";
+    case VerifyStatus::unknown: return "unknown";
+    case VerifyStatus::invalid: return "invalid";
+  }
+  return "?";
+}
+
+namespace {
+
+// The Z3 vocabulary of one context: the tensor sort and one function per operator symbol.
+class Encoding {
+ public:
+  explicit Encoding(z3::context& ctx) : ctx_(ctx), tensor_(ctx.uninterpreted_sort("T")) {
+    for (const OpInfo& info : all_ops()) {
+      z3::sort_vector domain(ctx_);
+      for (std::size_t i = 0; i < info.params.size(); ++i) domain.push_back(ctx_.int_sort());
+      for (int i = 0; i < info.tensor_args; ++i) domain.push_back(tensor_);
+      functions_.push_back(ctx_.function(std::string(info.name).c_str(), domain, tensor_));
+    }
+  }
+
+  [[nodiscard]] const z3::sort& tensor() const { return tensor_; }
+
+  // Variables map tensor and parameter variable names to Z3 constants.
+  using Variables = std::map<std::string, z3::expr, std::less<>>;
+
+  z3::expr term(const Term& t, const Variables& vars) const {
+    if (t.is_variable()) return vars.at(t.name());
+    z3::expr_vector args(ctx_);
+    for (const Param& p : t.params())
+      args.push_back(p.is_var() ? vars.at(p.var) : ctx_.int_val(static_cast<int64_t>(p.value)));
+    for (const Term& a : t.args()) args.push_back(term(a, vars));
+    return functions_[static_cast<std::size_t>(t.op())](args);
+  }
+
+  // ∀ vars. (params in their domains) → lhs = rhs
+  z3::expr axiom(const Axiom& ax) const {
+    Variables vars;
+    z3::expr_vector bound(ctx_);
+    for (const std::string& name : ax.tensor_variables) {
+      z3::expr c = ctx_.constant(name.c_str(), tensor_);
+      vars.emplace(name, c);
+      bound.push_back(c);
+    }
+    z3::expr guard = ctx_.bool_val(true);
+    for (const ParamVariable& p : ax.param_variables) {
+      z3::expr c = ctx_.int_const(p.name.c_str());
+      vars.emplace(p.name, c);
+      bound.push_back(c);
+      z3::expr_vector alternatives(ctx_);
+      for (std::int64_t v : p.domain) alternatives.push_back(c == ctx_.int_val(static_cast<int64_t>(v)));
+      guard = guard && z3::mk_or(alternatives);
+    }
+    z3::expr body = term(ax.lhs, vars) == term(ax.rhs, vars);
+    if (!ax.param_variables.empty()) body = z3::implies(guard, body);
+    return bound.empty() ? body : z3::forall(bound, body);
+  }
+
+ private:
+  z3::context& ctx_;
+  z3::sort tensor_;
+  std::vector<z3::func_decl> functions_;
+};
+
+// The first parameter of `t` outside its verified domain, described; nullopt when all are inside.
+std::optional<std::string> out_of_domain(const Term& t) {
+  if (t.is_variable()) return std::nullopt;
+  const OpInfo& info = op_info(t.op());
+  for (std::size_t i = 0; i < t.params().size(); ++i)
+    if (!in_domain(info.params[i].kind, t.params()[i].value))
+      return fmt::format("{} parameter {}={} outside the verified {} domain", info.name, info.params[i].name,
+                         t.params()[i].value, param_kind_name(info.params[i].kind));
+  for (const Term& a : t.args())
+    if (auto r = out_of_domain(a)) return r;
+  return std::nullopt;
+}
+
+EquationResult prove(const Equation& eq, const Rule& rule, std::span<const Axiom> axioms, z3::context& ctx,
+                     const Encoding& enc, unsigned timeout_ms) {
+  const auto start = std::chrono::steady_clock::now();
+  EquationResult result;
+  auto finish = [&](VerifyStatus status, std::string reason) {
+    result.status = status;
+    result.reason = std::move(reason);
+    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return result;
+  };
+  for (const Term* side : {&eq.lhs, &eq.rhs})
+    if (auto why = out_of_domain(*side)) return finish(VerifyStatus::invalid, *why);
+  try {
+    Encoding::Variables vars;
+    for (const RuleInput& in : rule.inputs) vars.emplace(in.name, ctx.constant(in.name.c_str(), enc.tensor()));
+    z3::solver solver(ctx);
+    z3::params params(ctx);
+    params.set("timeout", timeout_ms);
+    solver.set(params);
+    for (const Axiom& ax : axioms) solver.add(enc.axiom(ax));
+    solver.add(enc.term(eq.lhs, vars) != enc.term(eq.rhs, vars));
+    switch (solver.check()) {
+      case z3::unsat: return finish(VerifyStatus::proved, "");
+      case z3::sat: return finish(VerifyStatus::refuted, "counter-model of the axioms");
+      case z3::unknown: return finish(VerifyStatus::unknown, solver.reason_unknown());
+    }
+  } catch (const z3::exception& e) {
+    return finish(VerifyStatus::unknown, fmt::format("z3 error: {}", e.msg()));
+  }
+  return finish(VerifyStatus::unknown, "unreachable");
+}
+
+}  // namespace
+
+RuleResult verify_rule(const Rule& rule, std::span<const Axiom> axioms, const VerifyOptions& options) {
+  RuleResult result;
+  result.status = VerifyStatus::proved;
+  z3::context ctx;
+  const Encoding enc(ctx);
+  for (std::size_t i = 0; i < rule.outputs.size(); ++i) {
+    EquationResult eq = prove(rule.outputs[i], rule, axioms, ctx, enc, options.timeout_ms);
+    result.seconds += eq.seconds;
+    if (eq.status != VerifyStatus::proved && result.status == VerifyStatus::proved) {
+      result.status = eq.status;
+      result.reason = rule.outputs.size() > 1 ? fmt::format("output {}: {}", i, eq.reason) : eq.reason;
+    }
+    result.equations.push_back(std::move(eq));
+  }
+  return result;
+}
+
+std::vector<RuleResult> verify_rules(std::span<const Rule> rules, std::span<const Axiom> axioms,
+                                     const VerifyOptions& options, const VerifyProgress& progress) {
+  std::vector<RuleResult> results(rules.size());
+  std::mutex progress_mutex;
+  std::size_t done = 0;
+  const int jobs = options.jobs > 0 ? options.jobs : tbb::this_task_arena::max_concurrency();
+  tbb::task_arena arena(jobs);
+  arena.execute([&] {
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, rules.size(), 1),
+                      [&](const tbb::blocked_range<std::size_t>& range) {
+                        for (std::size_t i = range.begin(); i != range.end(); ++i) {
+                          results[i] = verify_rule(rules[i], axioms, options);
+                          if (progress) {
+                            const std::lock_guard lock(progress_mutex);
+                            progress(++done, rules.size(), i, results[i]);
+                          }
+                        }
+                      });
+  });
+  return results;
+}
+
+}  // namespace strata::search::subst

@@ -1,0 +1,54 @@
+// Proves substitution rules from operator axioms with Z3 (TASO §3, docs/subst.md). Operators are uninterpreted
+// functions over one tensor sort with integer parameters; a rule is proved when, for every mapped output, the
+// axioms entail LHS = RHS (Z3 answers unsat for axioms ∧ LHS ≠ RHS within the per-query timeout). Anything else
+// — a counter-model, a timeout, a parameter outside the axioms' verified domain — leaves the rule unproved, so
+// the verifier is sound as long as the axioms are.
+#pragma once
+
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "search/subst/axioms.h"
+#include "search/subst/rule.h"
+
+namespace strata::search::subst {
+
+enum class VerifyStatus {
+  proved,   // every equation entailed by the axioms
+  refuted,  // Z3 found a model of the axioms in which an equation fails: not entailed
+  unknown,  // timeout or incomplete quantifier reasoning: not proved
+  invalid,  // outside the verifier's scope (e.g. a parameter outside its verified domain): not proved
+};
+std::string_view to_string(VerifyStatus status);
+
+struct VerifyOptions {
+  unsigned timeout_ms = 10000;  // per query (one query per mapped output)
+  int jobs = 0;                 // worker threads; 0 = all hardware threads
+};
+
+struct EquationResult {
+  VerifyStatus status = VerifyStatus::unknown;
+  std::string reason;  // empty when proved; Z3's reason otherwise ("timeout", "counter-model", ...)
+  double seconds = 0;
+};
+
+struct RuleResult {
+  VerifyStatus status = VerifyStatus::unknown;  // proved only when every equation is
+  std::string reason;                           // of the first unproved equation, prefixed by its output number
+  double seconds = 0;
+  std::vector<EquationResult> equations;
+};
+
+// Called once per finished rule, serialised (never concurrently); `done` counts finished rules.
+using VerifyProgress = std::function<void(std::size_t done, std::size_t total, std::size_t index, const RuleResult&)>;
+
+// Verifies one rule in a fresh Z3 context.
+RuleResult verify_rule(const Rule& rule, std::span<const Axiom> axioms, const VerifyOptions& options);
+
+// Verifies all rules in parallel (one Z3 context per rule); results are in rule order.
+std::vector<RuleResult> verify_rules(std::span<const Rule> rules, std::span<const Axiom> axioms,
+                                     const VerifyOptions& options, const VerifyProgress& progress = {});
+
+}  // namespace strata::search::subst
