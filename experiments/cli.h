@@ -16,6 +16,7 @@ namespace strata::cli {
 void add_hw_commands(CLI::App& app);   // strata hw show|list
 void add_sim_commands(CLI::App& app);  // strata sim collective|algorithms
 void add_run_command(CLI::App& app);   // strata run <experiment.yaml>
+void add_model_commands(CLI::App& app);  // strata model list|show|sim|export (models/)
 void add_synth_command(CLI::App& app);  // strata synth (placements + reduction programs, search/reduce)
 
 // Shared argument parsing: "0-7", "0,8,16", "" (= every GPU); throws ConfigError naming `option`.

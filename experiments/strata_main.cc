@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   cli::add_hw_commands(app);
   cli::add_sim_commands(app);
   cli::add_run_command(app);
+  cli::add_model_commands(app);
   cli::add_synth_command(app);
   try {
     app.parse(argc, argv);

@@ -1,0 +1,69 @@
+// Zoo models against published parameter counts and multiply-add counts.
+#include <gtest/gtest.h>
+
+#include "models/zoo/zoo.h"
+
+namespace strata::models {
+namespace {
+
+// Multiply-adds of the contractions (the figure papers quote as "FLOPs" for CNNs).
+double macs(const Graph& g) {
+  double f = 0;
+  for (const auto& n : g.nodes())
+    if (n.op->kind == OpKind::kContraction) f += node_flops(g, n) / 2;
+  return f;
+}
+
+TEST(Zoo, ResNet50MatchesTorchvision) {
+  const auto g = zoo::build_model("resnet50");
+  EXPECT_EQ(g.param_count(), 25557032);  // torchvision resnet50 (weights + batchnorm affine)
+  EXPECT_NEAR(macs(g) / 1e9, 4.1, 0.05);  // ~4.1 G multiply-adds per 224x224 image
+  EXPECT_EQ(g.type(g.outputs()[0]).shape, (Shape{1, 1000}));
+  // Scales linearly with batch.
+  EXPECT_NEAR(macs(zoo::build_model("resnet50", {.batch = 8})), 8 * macs(g), 1.0);
+}
+
+TEST(Zoo, ResNeXt50InceptionSqueezeNet) {
+  const auto rx = zoo::build_model("resnext50");
+  EXPECT_EQ(rx.param_count(), 25028904);  // torchvision resnext50_32x4d
+  EXPECT_NEAR(macs(rx) / 1e9, 4.26, 0.05);
+  const auto inc = zoo::build_model("inception-v3");
+  EXPECT_EQ(inc.param_count(), 27161264 - 3326696);  // torchvision inception_v3 minus its auxiliary head
+  EXPECT_NEAR(macs(inc) / 1e9, 5.7, 0.1);
+  const auto sq = zoo::build_model("squeezenet");
+  EXPECT_EQ(sq.param_count(), 1248424);  // SqueezeNet 1.0
+  EXPECT_EQ(sq.type(sq.outputs()[0]).shape, (Shape{1, 1000}));
+}
+
+TEST(Zoo, TasoBenchmarks) {
+  const auto nas = zoo::build_model("nasnet-a");
+  EXPECT_EQ(nas.type(nas.outputs()[0]).shape, (Shape{1, 5 * 1024, 7, 7}));
+  const auto rnn = zoo::build_model("nasrnn", {.seq_len = 5});
+  // 5 steps x 8 gates x 2 matmuls of 512x512, plus the initial state.
+  EXPECT_EQ(rnn.param_count(), 5 * 8 * 2 * 512 * 512 + 512);
+}
+
+TEST(Zoo, TransformersMatchPublishedParameterCounts) {
+  const auto bert = zoo::build_model("bert-base", {.batch = 2, .seq_len = 16});
+  EXPECT_EQ(bert.param_count(), 109482240);  // bert-base-uncased incl. pooler (~110 M)
+  const auto gpt = zoo::build_model("gpt3-175b", {.seq_len = 8});
+  EXPECT_NEAR(gpt.param_count() / 175e9, 1.0, 0.01);
+  const auto small = zoo::build_model("gpt3-125m", {.seq_len = 8});
+  EXPECT_NEAR(small.param_count() / 125e6, 1.0, 0.01);
+  const auto llama = zoo::build_model("llama-7b", {.seq_len = 8});
+  EXPECT_EQ(llama.param_count(), 6738415616);  // LLaMA-7B
+  // Forward FLOPs of a decoder are ~2 x params per token plus attention.
+  const auto g = zoo::build_model("gpt3-1.3b", {.batch = 1, .seq_len = 2048});
+  const double per_token = g.total_flops() / 2048;
+  EXPECT_GT(per_token, 2 * g.param_count() * 0.95);
+  EXPECT_LT(per_token, 2 * g.param_count() * 1.25);
+}
+
+TEST(Zoo, BadNamesAndOptions) {
+  EXPECT_THROW(zoo::build_model("resnet51"), std::invalid_argument);
+  EXPECT_THROW(zoo::build_model("resnet50", {.seq_len = 4}), std::invalid_argument);
+  EXPECT_THROW(zoo::build_model("bert-base", {.seq_len = 1024}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace strata::models
