@@ -30,6 +30,9 @@ constexpr double kPaperMeanSpeedup = 1.27;
 constexpr double kPaperMaxSpeedup = 2.04;
 constexpr double kPaperCrossNodeMean = 1.28;
 constexpr int kPaperCases = 200;
+// A case counts as improved when the best program is at least 0.5% faster (i.e. the speedup prints as >= 1.01x
+// at two decimals, as in the paper's tables); smaller differences are simulator rounding, not wins.
+constexpr double kImprovedThreshold = 1.005;
 
 struct SystemSpec {
   std::string label, hw;
@@ -188,7 +191,7 @@ std::string run_p2_reproduction(const YamlReader& root, const std::string& path,
                              csv_quote(rd::format_matrix(e.matrix)), e.algorithm, e.cross_node ? 1 : 0,
                              csv_quote(e.hierarchy), e.num_programs, e.baseline_seconds, e.best.seconds, sp, e.best.shape,
                              csv_quote(e.best.text));
-    const bool win = sp > 1.0 + 1e-9;
+    const bool win = sp >= kImprovedThreshold;
     if (win) {
       ++improved;
       sum_win += sp;
@@ -241,6 +244,24 @@ std::string run_p2_reproduction(const YamlReader& root, const std::string& path,
     if (sp.label.find("[4 16] r[0] tree") != std::string::npos && sp.label.rfind("A100", 0) == 0 &&
         sp.label.find("x4") != std::string::npos)
       paper_case = &sp;
+  // Breakdown by system, algorithm and whether the reduction crosses nodes.
+  struct Bucket {
+    std::size_t cases = 0, improved = 0;
+    double sum = 0, max = 1;
+  };
+  std::map<std::string, Bucket> buckets;
+  for (const auto& row : cases) {
+    const auto& cfg = configs[row.config];
+    auto& b = buckets[fmt::format("| {} | {} | {} |", systems[cfg.system].label, row.eval.algorithm,
+                                  row.eval.cross_node ? "across nodes" : "inside a node")];
+    ++b.cases;
+    const double sp = row.eval.speedup();
+    b.max = std::max(b.max, sp);
+    if (sp >= kImprovedThreshold) {
+      ++b.improved;
+      b.sum += sp;
+    }
+  }
   std::map<std::string, std::set<std::size_t>> counts_by_depth;
   for (const auto& row : cases) {
     const auto& h = row.eval.hierarchy;
@@ -290,25 +311,40 @@ std::string run_p2_reproduction(const YamlReader& root, const std::string& path,
   std::vector<std::pair<std::string, int>> shapes(winning_shapes.begin(), winning_shapes.end());
   std::stable_sort(shapes.begin(), shapes.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   for (const auto& [shape, n] : shapes) md += fmt::format("| {} | {} |\n", shape, n);
+  md += "\nBreakdown (improved = best program at least 0.5% faster than AllReduce):\n\n"
+        "| system | algorithm | reduction | cases | improved | mean speedup of improved | max speedup |\n|---|---|---|---|---|---|---|\n";
+  for (const auto& [k, b] : buckets)
+    md += fmt::format("{} {} | {} | {} | {:.2f}x |\n", k, b.cases, b.improved,
+                      b.improved ? fmt::format("{:.2f}x", b.sum / static_cast<double>(b.improved)) : std::string("-"), b.max);
   md += "\n## Why the numbers differ\n\n";
   md += R"(- **Measured vs simulated.** The paper's headline numbers are *measurements* on Google Cloud (XLA -> NCCL); ours are
   predictions of strata's simulator with P2's four bandwidth constants (NVSwitch 270 GB/s, NVLink ring 135 GB/s, PCIe
   32 GB/s, NIC 8 GB/s). The paper itself notes that its measured times do not fit its stated payload (times of
   identically shaped groups do not grow from 2 to 4 nodes; intra-node times imply far less than 270 GB/s), so
-  absolute times and ratios that involve intra-node steps cannot match.
-- **Spread.** The extreme AllReduce spread comes from comparing a reduction kept inside one NVSwitch node (270 GB/s)
-  with one spread over nodes through a single 8 GB/s NIC that all concurrent groups of the node share. In the
-  simulator this ratio is bounded by the bandwidth ratio x the number of groups sharing the NIC; the paper's 448.5x
-  includes measured effects (XLA/NCCL launch, contention in the data-center network) that the model does not have.
-- **Which cases improve.** A synthesized program wins when it moves less data over the slowest level than a flat
-  ring does (ReduceScatter inside the node first, or Reduce to one GPU per node). strata's flat ring already uses
-  one channel per NIC and the node-major ring order, so a flat ring crosses each NIC only twice per step; NCCL
-  measured through XLA does worse, which is why the paper finds more and larger wins in cross-node cases.
-- **Tree.** NCCL implements Tree for AllReduce only; every other collective runs as a ring under NCCL_ALGO=Tree
-  (we do the same). Tree AllReduce baselines are therefore faster than ring baselines on multi-node groups and
-  leave less room for programs.
+  ratios that involve intra-node steps cannot match.
+- **Spread.** In the model the largest AllReduce spread is a pure bandwidth ratio: a reduction group inside one
+  NVSwitch node (270 GB/s per GPU) against one that puts every member on a different node, where all 16 groups of a
+  node share its single 8 GB/s NIC: 270/8 x 16 = 540x for A100 nodes. The paper measured 448.5x for such a pair
+  (its intra-node steps ran below 270 GB/s). Synthesis cannot shrink this gap in the model (the one-GPU-per-node
+  placement has a one-level synthesis hierarchy, and a flat ring is already NIC-optimal there), while it speeds up
+  the in-node Tree baseline (ReduceScatter-AllGather rings beat NCCL's in-node tree chain), so the gap widens; the
+  paper saw it shrink to ~330x.
+- **Which cases improve.** Ring, inside a node: a flat ring over an NVSwitch is already bandwidth-optimal, so no
+  program beats it (the paper's small measured wins there are launch/XLA effects the model does not have). Ring,
+  across nodes: NCCL's ring crosses every node boundary once per direction but sends 2(n-1)/n of the buffer through
+  the NIC per group, while ReduceScatter inside the node first cuts the NIC share to 1/(GPUs of the group in that
+  node) -- this is where strata finds its wins. Tree, across nodes: NCCL's tree is itself
+  hierarchical (chain inside the node, one binary tree between nodes), so in the model it already sends the minimum
+  through the NIC and synthesized programs rarely beat it, whereas the paper measured many Tree wins. Tree, inside a
+  node: the chain-shaped tree is slower than rings, so ReduceScatter-AllGather wins.
+- **Mean and max speedup.** strata's wins concentrate on cross-node Ring cases where the NIC share shrinks by a whole
+  factor, so the mean over improved cases is higher than the paper's and the fraction of improved cases lower; the
+  paper's max (2.04x, V100x4 [8 2 2] Ring) includes PCIe/shared-memory effects across the two CPU domains of a V100
+  node that P2's own simulator also failed to predict.
+- **Tree for other collectives.** NCCL implements Tree for AllReduce only; under NCCL_ALGO=Tree every other
+  collective of a program runs as a ring (we do the same).
 - **Program counts.** The literal rules give 93 programs on a two-level hierarchy, the paper reports 47; see
-  docs/reduce.md ("Program counts"). The best program is almost always among the short ones both counts share.
+  docs/reduce.md ("Program counts"). The best program is a short one both counts share.
 )";
   md += "\n## Files\n\n- `cases.csv`: one row per case (best program, its time, the AllReduce time, speedup)\n"
         "- `programs.csv`: every synthesized program of every case with its predicted time and rank\n"
