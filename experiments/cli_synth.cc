@@ -52,11 +52,14 @@ std::vector<int> parse_int_list(const std::string& text, const std::string& opti
 double parse_size(const std::string& text, const std::string& option) {
   auto b = units::parse_bytes(text);
   if (!b || *b <= 0)
-    throw ConfigError(fmt::format("{}: expected a size with a unit ({}), got '{}'", option, units::kByteUnits, text));
+    throw ConfigError(
+        fmt::format("{}: expected a size with a unit ({}), got '{}'", option, units::kByteUnits, text));
   return *b;
 }
 
-std::string ms(double s) { return fmt::format("{:.3f}", s * 1e3); }
+std::string ms(double s) {
+  return fmt::format("{:.3f}", s * 1e3);
+}
 
 nlohmann::json matrix_json(const rd::Matrix& m) {
   nlohmann::json j = nlohmann::json::array();
@@ -65,19 +68,23 @@ nlohmann::json matrix_json(const rd::Matrix& m) {
 }
 
 // The reduction group of device 0 and how many nodes it spans: a short human form of the placement.
-std::string reduction_group_summary(const hw::Topology& topo, const rd::Placement& p, std::span<const int> reduce) {
+std::string reduction_group_summary(const hw::Topology& topo, const rd::Placement& p,
+                                    std::span<const int> reduce) {
   const auto groups = p.groups(reduce);
   const auto& g = groups.front();
   std::vector<int> nodes;
   for (int d : g)
-    if (std::find(nodes.begin(), nodes.end(), topo.node_of(d)) == nodes.end()) nodes.push_back(topo.node_of(d));
+    if (std::find(nodes.begin(), nodes.end(), topo.node_of(d)) == nodes.end())
+      nodes.push_back(topo.node_of(d));
   std::vector<std::string> names;
   for (std::size_t i = 0; i < g.size() && i < 4; ++i) names.push_back(rd::device_name(topo.levels(), g[i]));
   if (g.size() > 4) names.push_back("...");
-  return fmt::format("{{{}}} {} GPUs / {} node{}", fmt::join(names, ","), g.size(), nodes.size(), nodes.size() > 1 ? "s" : "");
+  return fmt::format("{{{}}} {} GPUs / {} node{}", fmt::join(names, ","), g.size(), nodes.size(),
+                     nodes.size() > 1 ? "s" : "");
 }
 
-void run_joint(const SynthOptions& o, const hw::Topology& topo, const std::vector<int>& axes, const rd::SynthesisOptions& so) {
+void run_joint(const SynthOptions& o, const hw::Topology& topo, const std::vector<int>& axes,
+               const rd::SynthesisOptions& so) {
   std::vector<rd::ReductionSpec> reductions;
   for (const auto& spec : o.joint) {
     const auto colon = spec.find(':');
@@ -91,31 +98,37 @@ void run_joint(const SynthOptions& o, const hw::Topology& topo, const std::vecto
   }
   const auto ph = rd::placement_hierarchy(topo, o.split_levels);
   for (const auto& r : reductions) rd::check_axes(ph.levels, axes, r.reduce_axes);
-  if (o.algo != "ring" && o.algo != "tree") throw ConfigError(fmt::format("--algo: expected ring or tree, got '{}'", o.algo));
+  if (o.algo != "ring" && o.algo != "tree")
+    throw ConfigError(fmt::format("--algo: expected ring or tree, got '{}'", o.algo));
   const auto joint = rd::evaluate_joint(topo, axes, reductions, o.algo, so, o.split_levels);
   if (o.format == "json") {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& j : joint) {
-      nlohmann::json rec{{"matrix", matrix_json(j.matrix)}, {"algorithm", j.algorithm},
-                         {"total_best_seconds", j.total_best_seconds}, {"total_allreduce_seconds", j.total_baseline_seconds}};
+      nlohmann::json rec{{"matrix", matrix_json(j.matrix)},
+                         {"algorithm", j.algorithm},
+                         {"total_best_seconds", j.total_best_seconds},
+                         {"total_allreduce_seconds", j.total_baseline_seconds}};
       for (std::size_t i = 0; i < j.parts.size(); ++i)
-        rec["reductions"].push_back({{"reduction", reductions[i].label}, {"allreduce_seconds", j.parts[i].baseline_seconds},
-                                     {"best_program", j.parts[i].best.text}, {"best_seconds", j.parts[i].best.seconds}});
+        rec["reductions"].push_back({{"reduction", reductions[i].label},
+                                     {"allreduce_seconds", j.parts[i].baseline_seconds},
+                                     {"best_program", j.parts[i].best.text},
+                                     {"best_seconds", j.parts[i].best.seconds}});
       out.push_back(rec);
     }
     std::cout << out.dump(2) << "\n";
     return;
   }
-  std::cout << fmt::format("# joint placement on {} ({} GPUs), axes [{}], algorithm {}: placements ranked by the sum of "
-                           "each reduction's best program\n",
-                           topo.name(), topo.num_gpus(), fmt::join(axes, ","), o.algo);
+  std::cout << fmt::format(
+      "# joint placement on {} ({} GPUs), axes [{}], algorithm {}: placements ranked by the sum of "
+      "each reduction's best program\n",
+      topo.name(), topo.num_gpus(), fmt::join(axes, ","), o.algo);
   std::cout << fmt::format("{:>4}  {:<24} {:>12} {:>14}", "rank", "matrix", "total (ms)", "AllReduce (ms)");
   for (const auto& r : reductions) std::cout << fmt::format("  {:>22}", "best " + r.label + " (ms)");
   std::cout << "\n";
   for (std::size_t i = 0; i < joint.size() && static_cast<int>(i) < o.top; ++i) {
     const auto& j = joint[i];
-    std::cout << fmt::format("{:>4}  {:<24} {:>12} {:>14}", i + 1, rd::format_matrix(j.matrix), ms(j.total_best_seconds),
-                             ms(j.total_baseline_seconds));
+    std::cout << fmt::format("{:>4}  {:<24} {:>12} {:>14}", i + 1, rd::format_matrix(j.matrix),
+                             ms(j.total_best_seconds), ms(j.total_baseline_seconds));
     for (const auto& p : j.parts) std::cout << fmt::format("  {:>22}", ms(p.best.seconds));
     std::cout << "\n";
   }
@@ -123,14 +136,16 @@ void run_joint(const SynthOptions& o, const hw::Topology& topo, const std::vecto
     auto best_alone = std::min_element(joint.begin(), joint.end(), [&](const auto& a, const auto& b) {
       return a.parts[r].best.seconds < b.parts[r].best.seconds;
     });
-    std::cout << fmt::format("# best placement for {} alone: {} (joint total {} ms, {:.2f}x the joint optimum)\n",
-                             reductions[r].label, rd::format_matrix(best_alone->matrix), ms(best_alone->total_best_seconds),
-                             best_alone->total_best_seconds / joint.front().total_best_seconds);
+    std::cout << fmt::format(
+        "# best placement for {} alone: {} (joint total {} ms, {:.2f}x the joint optimum)\n",
+        reductions[r].label, rd::format_matrix(best_alone->matrix), ms(best_alone->total_best_seconds),
+        best_alone->total_best_seconds / joint.front().total_best_seconds);
   }
 }
 
 void run_synth(const SynthOptions& o) {
-  const auto topo = hw::load_system(o.hw, hw::LoadOptions{o.nodes > 0 ? std::optional<int>(o.nodes) : std::nullopt});
+  const auto topo =
+      hw::load_system(o.hw, hw::LoadOptions{o.nodes > 0 ? std::optional<int>(o.nodes) : std::nullopt});
   if (o.axes.empty()) throw ConfigError("--axes: required, e.g. --axes 4,16");
   const auto axes = parse_int_list(o.axes, "--axes");
   if (o.format != "table" && o.format != "json")
@@ -138,7 +153,9 @@ void run_synth(const SynthOptions& o) {
   rd::SynthesisOptions so;
   so.max_size = o.max_size;
   auto canon = rd::parse_canonicalization(o.canonical);
-  if (!canon) throw ConfigError(fmt::format("--canonical: expected one of {}, got '{}'", rd::kCanonicalizationNames, o.canonical));
+  if (!canon)
+    throw ConfigError(
+        fmt::format("--canonical: expected one of {}, got '{}'", rd::kCanonicalizationNames, o.canonical));
   so.canonicalization = *canon;
   if (!o.joint.empty()) {
     run_joint(o, topo, axes, so);
@@ -148,9 +165,12 @@ void run_synth(const SynthOptions& o) {
   cfg.axes = axes;
   cfg.reduce_axes = parse_int_list(o.reduce, "--reduce");
   cfg.bytes_per_device = parse_size(o.bytes, "--bytes");
-  if (o.algo == "both") cfg.algorithms = {"ring", "tree"};
-  else if (o.algo == "ring" || o.algo == "tree") cfg.algorithms = {o.algo};
-  else throw ConfigError(fmt::format("--algo: expected ring, tree or both, got '{}'", o.algo));
+  if (o.algo == "both")
+    cfg.algorithms = {"ring", "tree"};
+  else if (o.algo == "ring" || o.algo == "tree")
+    cfg.algorithms = {o.algo};
+  else
+    throw ConfigError(fmt::format("--algo: expected ring, tree or both, got '{}'", o.algo));
   cfg.synthesis = so;
   cfg.split_non_switched = o.split_levels;
   cfg.keep_all_programs = o.all;
@@ -159,9 +179,11 @@ void run_synth(const SynthOptions& o) {
   rd::EvalStats stats;
   auto results = rd::evaluate(topo, cfg, &stats);
   // Fastest placement first (ties: matrix order, then algorithm order).
-  std::stable_sort(results.begin(), results.end(),
-                   [](const rd::PlacementEval& a, const rd::PlacementEval& b) { return a.best.seconds < b.best.seconds; });
-  const std::size_t shown = o.top > 0 ? std::min<std::size_t>(results.size(), static_cast<std::size_t>(o.top)) : results.size();
+  std::stable_sort(
+      results.begin(), results.end(),
+      [](const rd::PlacementEval& a, const rd::PlacementEval& b) { return a.best.seconds < b.best.seconds; });
+  const std::size_t shown =
+      o.top > 0 ? std::min<std::size_t>(results.size(), static_cast<std::size_t>(o.top)) : results.size();
 
   if (o.format == "json") {
     nlohmann::json out = nlohmann::json::array();
@@ -179,7 +201,8 @@ void run_synth(const SynthOptions& o) {
                          {"reduction_groups", pl.groups(cfg.reduce_axes)}};
       if (o.all) {
         rec["programs"] = nlohmann::json::array();
-        for (const auto& p : e.ranked) rec["programs"].push_back({{"program", p.text}, {"seconds", p.seconds}});
+        for (const auto& p : e.ranked)
+          rec["programs"].push_back({{"program", p.text}, {"seconds", p.seconds}});
       }
       out.push_back(rec);
     }
@@ -187,33 +210,38 @@ void run_synth(const SynthOptions& o) {
     return;
   }
   std::cout << fmt::format(
-      "# strata synth: {} ({} GPUs, levels{}), axes [{}], reduce axes [{}], {} per GPU, NCCL {}\n", topo.name(),
-      topo.num_gpus(), [&] {
+      "# strata synth: {} ({} GPUs, levels{}), axes [{}], reduce axes [{}], {} per GPU, NCCL {}\n",
+      topo.name(), topo.num_gpus(),
+      [&] {
         std::string s;
         for (const auto& l : ph.levels) s += fmt::format(" {}x{}", l.name, l.count);
         return s;
       }(),
-      fmt::join(cfg.axes, ","), fmt::join(cfg.reduce_axes, ","), units::format_bytes(cfg.bytes_per_device), o.algo);
-  std::cout << fmt::format("# {} placements x {} algorithm(s); {} distinct synthesis hierarchies; {} simulations "
-                           "(synthesis {:.3f} s, simulation {:.3f} s wall)\n",
-                           results.size() / cfg.algorithms.size(), cfg.algorithms.size(), stats.distinct_hierarchies,
-                           stats.simulations, stats.synthesis_seconds, stats.simulation_seconds);
-  std::cout << fmt::format("{:>4}  {:<20} {:<5} {:<36} {:>5} {:>14} {:>12} {:>8}  {}\n", "rank", "matrix", "algo",
-                           "reduction group of GPU 0", "progs", "AllReduce (ms)", "best (ms)", "speedup", "best program");
+      fmt::join(cfg.axes, ","), fmt::join(cfg.reduce_axes, ","), units::format_bytes(cfg.bytes_per_device),
+      o.algo);
+  std::cout << fmt::format(
+      "# {} placements x {} algorithm(s); {} distinct synthesis hierarchies; {} simulations "
+      "(synthesis {:.3f} s, simulation {:.3f} s wall)\n",
+      results.size() / cfg.algorithms.size(), cfg.algorithms.size(), stats.distinct_hierarchies,
+      stats.simulations, stats.synthesis_seconds, stats.simulation_seconds);
+  std::cout << fmt::format("{:>4}  {:<20} {:<5} {:<36} {:>5} {:>14} {:>12} {:>8}  {}\n", "rank", "matrix",
+                           "algo", "reduction group of GPU 0", "progs", "AllReduce (ms)", "best (ms)",
+                           "speedup", "best program");
   for (std::size_t i = 0; i < shown; ++i) {
     const auto& e = results[i];
     const rd::Placement pl(ph.levels, cfg.axes, e.matrix);
     std::cout << fmt::format("{:>4}  {:<20} {:<5} {:<36} {:>5} {:>14} {:>12} {:>7.2f}x  {}\n", i + 1,
-                             rd::format_matrix(e.matrix), e.algorithm, reduction_group_summary(topo, pl, cfg.reduce_axes),
-                             e.num_programs, ms(e.baseline_seconds), ms(e.best.seconds), e.speedup(), e.best.text);
+                             rd::format_matrix(e.matrix), e.algorithm,
+                             reduction_group_summary(topo, pl, cfg.reduce_axes), e.num_programs,
+                             ms(e.baseline_seconds), ms(e.best.seconds), e.speedup(), e.best.text);
   }
   double lo = results.front().baseline_seconds, hi = lo;
   for (const auto& e : results) {
     lo = std::min(lo, e.baseline_seconds);
     hi = std::max(hi, e.baseline_seconds);
   }
-  std::cout << fmt::format("# AllReduce spread across placements: {:.1f}x; best-program spread: {:.1f}x\n", hi / lo,
-                           results.back().best.seconds / results.front().best.seconds);
+  std::cout << fmt::format("# AllReduce spread across placements: {:.1f}x; best-program spread: {:.1f}x\n",
+                           hi / lo, results.back().best.seconds / results.front().best.seconds);
   std::cout << "\n# placements (groups of GPUs per axis):\n";
   std::vector<rd::Matrix> described;
   for (std::size_t i = 0; i < shown; ++i) {
@@ -231,8 +259,8 @@ void run_synth(const SynthOptions& o) {
         for (const auto& l : topo.levels()) n.push_back(l.name);
         return n;
       }());
-      const auto lowered = rd::lower(rd::parse_program(e.best.text, h), h, rd::ReductionLayout(pl, cfg.reduce_axes),
-                                     cfg.bytes_per_device);
+      const auto lowered = rd::lower(rd::parse_program(e.best.text, h), h,
+                                     rd::ReductionLayout(pl, cfg.reduce_axes), cfg.bytes_per_device);
       std::cout << fmt::format("{} {} {}\n{}", rd::format_matrix(e.matrix), e.algorithm, e.best.text,
                                rd::to_string(lowered, topo.levels()));
     }
@@ -253,31 +281,42 @@ void run_synth(const SynthOptions& o) {
 
 void add_synth_command(CLI::App& app) {
   auto o = std::make_shared<SynthOptions>();
-  auto* cmd = app.add_subcommand(
-      "synth", "Enumerate placements of parallelism axes and synthesize reduction programs (P2), ranked on the simulator");
+  auto* cmd = app.add_subcommand("synth",
+                                 "Enumerate placements of parallelism axes and synthesize reduction programs "
+                                 "(P2), ranked on the simulator");
   cmd->add_option("--hw", o->hw, "System YAML file, e.g. configs/hw/gcp-a100x16.yaml")->required();
   cmd->add_option("--nodes", o->nodes, "Number of nodes (overrides the file)")->check(CLI::PositiveNumber);
-  cmd->add_option("--axes", o->axes, "Parallelism axis sizes, multiplying to the GPU count, e.g. 4,16")->required();
-  cmd->add_option("--reduce", o->reduce, "Reduction axes (indices into --axes), reduced together, e.g. 0 or 0,2")
+  cmd->add_option("--axes", o->axes, "Parallelism axis sizes, multiplying to the GPU count, e.g. 4,16")
+      ->required();
+  cmd->add_option("--reduce", o->reduce,
+                  "Reduction axes (indices into --axes), reduced together, e.g. 0 or 0,2")
       ->capture_default_str();
-  cmd->add_option("--bytes", o->bytes, "Buffer each GPU reduces, with a unit, e.g. 4GiB")->capture_default_str();
-  cmd->add_option("--algo", o->algo, "NCCL algorithm forced for AllReduce: ring, tree or both (others always ring)")
+  cmd->add_option("--bytes", o->bytes, "Buffer each GPU reduces, with a unit, e.g. 4GiB")
       ->capture_default_str();
-  cmd->add_option("--top", o->top, "Show the N fastest placement rows (0 = all)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--algo", o->algo,
+                  "NCCL algorithm forced for AllReduce: ring, tree or both (others always ring)")
+      ->capture_default_str();
+  cmd->add_option("--top", o->top, "Show the N fastest placement rows (0 = all)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--format", o->format, "Output: table or json")->capture_default_str();
   cmd->add_flag("--all", o->all, "Also list every synthesized program with its predicted time");
   cmd->add_flag("--lowered", o->lowered, "Print the best programs lowered to concrete GPU groups");
-  cmd->add_option("--max-size", o->max_size, "Program size bound (instructions)")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--max-size", o->max_size, "Program size bound (instructions)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--canonical", o->canonical,
                   std::string("Program canonicalization: ") + std::string(rd::kCanonicalizationNames) +
                       " (docs/reduce.md, 'Program counts')")
       ->capture_default_str();
-  cmd->add_flag("--split-levels", o->split_levels,
-                "Split non-switched node levels (rings, cube-meshes) into prime sub-levels, so placements also choose "
-                "which GPUs of a node form groups");
-  cmd->add_option("--joint", o->joint,
-                  "Joint placement for several reductions: AXES:BYTES, repeatable, e.g. --joint 0:4GiB --joint 1:256MiB "
-                  "(axes of one reduction joined by '+'); ranks placements by total time");
+  cmd->add_flag(
+      "--split-levels", o->split_levels,
+      "Split non-switched node levels (rings, cube-meshes) into prime sub-levels, so placements also choose "
+      "which GPUs of a node form groups");
+  cmd->add_option(
+      "--joint", o->joint,
+      "Joint placement for several reductions: AXES:BYTES, repeatable, e.g. --joint 0:4GiB --joint 1:256MiB "
+      "(axes of one reduction joined by '+'); ranks placements by total time");
   cmd->callback([o] { run_synth(*o); });
 }
 

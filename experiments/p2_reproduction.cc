@@ -30,8 +30,8 @@ constexpr double kPaperMeanSpeedup = 1.27;
 constexpr double kPaperMaxSpeedup = 2.04;
 constexpr double kPaperCrossNodeMean = 1.28;
 constexpr int kPaperCases = 200;
-// A case counts as improved when the best program is at least 0.5% faster (i.e. the speedup prints as >= 1.01x
-// at two decimals, as in the paper's tables); smaller differences are simulator rounding, not wins.
+// A case counts as improved when the best program is at least 0.5% faster (i.e. the speedup prints as
+// >= 1.01x at two decimals, as in the paper's tables); smaller differences are simulator rounding, not wins.
 constexpr double kImprovedThreshold = 1.005;
 
 struct SystemSpec {
@@ -71,14 +71,18 @@ std::vector<std::string> read_algorithms(const YamlReader& node) {
   return out;
 }
 
-std::string axes_text(const std::vector<int>& v) { return fmt::format("[{}]", fmt::join(v, " ")); }
-std::string csv_quote(const std::string& s) { return "\"" + s + "\""; }
+std::string axes_text(const std::vector<int>& v) {
+  return fmt::format("[{}]", fmt::join(v, " "));
+}
+std::string csv_quote(const std::string& s) {
+  return "\"" + s + "\"";
+}
 
 }  // namespace
 
 std::string run_p2_reproduction(const YamlReader& root, const std::string& path, const RunOptions& options) {
-  root.expect_map({"experiment", "description", "kind", "systems", "algorithms", "payload_per_node", "max_size",
-                   "canonical"});
+  root.expect_map({"experiment", "description", "kind", "systems", "algorithms", "payload_per_node",
+                   "max_size", "canonical"});
   const std::string name = root.at("experiment").as_string();
   if (name.empty() || name.find('/') != std::string::npos || name.find("..") != std::string::npos)
     throw root.at("experiment").error("expected a plain name (it becomes the results folder)");
@@ -110,7 +114,8 @@ std::string run_p2_reproduction(const YamlReader& root, const std::string& path,
         const auto row = t->at(k);
         row.expect_sequence();
         std::vector<int> axes;
-        for (std::size_t a = 0; a < row.size(); ++a) axes.push_back(static_cast<int>(row.at(a).as_positive_int()));
+        for (std::size_t a = 0; a < row.size(); ++a)
+          axes.push_back(static_cast<int>(row.at(a).as_positive_int()));
         if (axes.size() != 3) throw row.error("expected three axis sizes");
         spec.three_axis.push_back(axes);
       }
@@ -140,7 +145,8 @@ std::string run_p2_reproduction(const YamlReader& root, const std::string& path,
 
   const auto start = Clock::now();
   std::vector<CaseRow> cases;
-  std::string programs_csv = "system,axes,reduce,matrix,algorithm,rank,program,shape,seconds,speedup_vs_allreduce\n";
+  std::string programs_csv =
+      "system,axes,reduce,matrix,algorithm,rank,program,shape,seconds,speedup_vs_allreduce\n";
   double synth_wall = 0, sim_wall = 0;
   std::size_t simulations = 0;
   for (std::size_t c = 0; c < configs.size(); ++c) {
@@ -158,13 +164,15 @@ std::string run_p2_reproduction(const YamlReader& root, const std::string& path,
     synth_wall += stats.synthesis_seconds;
     sim_wall += stats.simulation_seconds;
     simulations += stats.simulations;
-    std::cerr << fmt::format("[{}/{}] {} axes {} reduce {}: {} cases, {} simulations\n", c + 1, configs.size(),
-                             sys_spec.label, axes_text(cfg.axes), axes_text(cfg.reduce), evals.size(), stats.simulations);
+    std::cerr << fmt::format("[{}/{}] {} axes {} reduce {}: {} cases, {} simulations\n", c + 1,
+                             configs.size(), sys_spec.label, axes_text(cfg.axes), axes_text(cfg.reduce),
+                             evals.size(), stats.simulations);
     for (auto& e : evals) {
       for (std::size_t r = 0; r < e.ranked.size(); ++r)
-        programs_csv += fmt::format("{},{},{},{},{},{},{},{},{:.6e},{:.4f}\n", sys_spec.label, csv_quote(axes_text(cfg.axes)),
-                                    csv_quote(axes_text(cfg.reduce)), csv_quote(rd::format_matrix(e.matrix)), e.algorithm,
-                                    r + 1, csv_quote(e.ranked[r].text), e.ranked[r].shape, e.ranked[r].seconds,
+        programs_csv += fmt::format("{},{},{},{},{},{},{},{},{:.6e},{:.4f}\n", sys_spec.label,
+                                    csv_quote(axes_text(cfg.axes)), csv_quote(axes_text(cfg.reduce)),
+                                    csv_quote(rd::format_matrix(e.matrix)), e.algorithm, r + 1,
+                                    csv_quote(e.ranked[r].text), e.ranked[r].shape, e.ranked[r].seconds,
                                     e.baseline_seconds / e.ranked[r].seconds);
       e.ranked.clear();
       cases.push_back({c, std::move(e)});
@@ -174,7 +182,8 @@ std::string run_p2_reproduction(const YamlReader& root, const std::string& path,
 
   // --- aggregate ---
   std::string cases_csv =
-      "system,nodes,gpus,axes,reduce,matrix,algorithm,cross_node,synthesis_hierarchy,programs,allreduce_s,best_s,"
+      "system,nodes,gpus,axes,reduce,matrix,algorithm,cross_node,synthesis_hierarchy,programs,allreduce_s,"
+      "best_s,"
       "speedup,best_shape,best_program\n";
   std::size_t improved = 0, cross = 0, cross_improved = 0;
   double sum_win = 0, sum_cross_win = 0, max_speedup = 0;
@@ -187,10 +196,10 @@ std::string run_p2_reproduction(const YamlReader& root, const std::string& path,
     const auto& s = systems[cfg.system];
     const double sp = e.speedup();
     cases_csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.6e},{:.6e},{:.4f},{},{}\n", s.label, s.nodes,
-                             topos[cfg.system].num_gpus(), csv_quote(axes_text(cfg.axes)), csv_quote(axes_text(cfg.reduce)),
-                             csv_quote(rd::format_matrix(e.matrix)), e.algorithm, e.cross_node ? 1 : 0,
-                             csv_quote(e.hierarchy), e.num_programs, e.baseline_seconds, e.best.seconds, sp, e.best.shape,
-                             csv_quote(e.best.text));
+                             topos[cfg.system].num_gpus(), csv_quote(axes_text(cfg.axes)),
+                             csv_quote(axes_text(cfg.reduce)), csv_quote(rd::format_matrix(e.matrix)),
+                             e.algorithm, e.cross_node ? 1 : 0, csv_quote(e.hierarchy), e.num_programs,
+                             e.baseline_seconds, e.best.seconds, sp, e.best.shape, csv_quote(e.best.text));
     const bool win = sp >= kImprovedThreshold;
     if (win) {
       ++improved;
@@ -209,7 +218,8 @@ std::string run_p2_reproduction(const YamlReader& root, const std::string& path,
       max_case = &row;
     }
   }
-  // Spread per configuration (system, axes, reduction, algorithm): AllReduce and best-program time across matrices.
+  // Spread per configuration (system, axes, reduction, algorithm): AllReduce and best-program time across
+  // matrices.
   struct Spread {
     std::string label;
     std::size_t matrices = 0;
@@ -232,11 +242,14 @@ std::string run_p2_reproduction(const YamlReader& root, const std::string& path,
     sp.best_min = std::min(sp.best_min, row.eval.best.seconds);
     sp.best_max = std::max(sp.best_max, row.eval.best.seconds);
   }
-  std::string spread_csv = "configuration,matrices,allreduce_min_s,allreduce_max_s,allreduce_spread,best_min_s,best_max_s,best_spread\n";
+  std::string spread_csv =
+      "configuration,matrices,allreduce_min_s,allreduce_max_s,allreduce_spread,best_min_s,best_max_s,best_"
+      "spread\n";
   const Spread* max_spread = nullptr;
   for (const auto& sp : spreads) {
-    spread_csv += fmt::format("{},{},{:.6e},{:.6e},{:.3f},{:.6e},{:.6e},{:.3f}\n", csv_quote(sp.label), sp.matrices, sp.ar_min,
-                              sp.ar_max, sp.ar_spread(), sp.best_min, sp.best_max, sp.best_spread());
+    spread_csv +=
+        fmt::format("{},{},{:.6e},{:.6e},{:.3f},{:.6e},{:.6e},{:.3f}\n", csv_quote(sp.label), sp.matrices,
+                    sp.ar_min, sp.ar_max, sp.ar_spread(), sp.best_min, sp.best_max, sp.best_spread());
     if (sp.matrices > 1 && (!max_spread || sp.ar_spread() > max_spread->ar_spread())) max_spread = &sp;
   }
   const Spread* paper_case = nullptr;
@@ -265,7 +278,7 @@ std::string run_p2_reproduction(const YamlReader& root, const std::string& path,
   std::map<std::string, std::set<std::size_t>> counts_by_depth;
   for (const auto& row : cases) {
     const auto& h = row.eval.hierarchy;
-    const auto depth = static_cast<std::size_t>(std::count(h.begin(), h.end(), ',') );
+    const auto depth = static_cast<std::size_t>(std::count(h.begin(), h.end(), ','));
     counts_by_depth[fmt::format("{} non-root level(s)", depth)].insert(row.eval.num_programs);
   }
 
@@ -280,44 +293,63 @@ std::string run_p2_reproduction(const YamlReader& root, const std::string& path,
   const double cross_mean = cross_improved ? sum_cross_win / static_cast<double>(cross_improved) : 1.0;
   std::string md = fmt::format("# {}\n\n{}\n\n", name, description);
   md += fmt::format(
-      "Grid: {} systems, {} configurations, **{} cases** (matrix x reduction x NCCL algorithm; the paper has {}). "
+      "Grid: {} systems, {} configurations, **{} cases** (matrix x reduction x NCCL algorithm; the paper has "
+      "{}). "
       "Payload {} per node per GPU (P2: 2^29 float32 x nodes). Programs synthesized with size bound {} and "
       "canonicalization `{}`; every program lowered to device groups and simulated on the strata simulator "
       "(flow-level network model with NCCL ring/tree collectives; tree only for AllReduce, as in NCCL).\n\n",
       systems.size(), configs.size(), cases.size(), kPaperCases, units::format_bytes(payload_per_node),
       synthesis.max_size, rd::canonicalization_name(synthesis.canonicalization));
-  md += "## Headline numbers beside the paper\n\n| quantity | paper (measured on GCP) | strata (simulated) |\n|---|---|---|\n";
-  md += fmt::format("| largest AllReduce spread across placements | {:.1f}x (A100x4, [4 16], reduce 0, Tree) | {:.1f}x ({}) |\n",
-                    kPaperMaxSpread, max_spread ? max_spread->ar_spread() : 0.0, max_spread ? max_spread->label : "-");
+  md +=
+      "## Headline numbers beside the paper\n\n| quantity | paper (measured on GCP) | strata (simulated) "
+      "|\n|---|---|---|\n";
+  md += fmt::format(
+      "| largest AllReduce spread across placements | {:.1f}x (A100x4, [4 16], reduce 0, Tree) | {:.1f}x "
+      "({}) |\n",
+      kPaperMaxSpread, max_spread ? max_spread->ar_spread() : 0.0, max_spread ? max_spread->label : "-");
   if (paper_case)
-    md += fmt::format("| spread of the paper's case (A100x4 [4 16] reduce 0 Tree): AllReduce / best programs | 448.5x / ~330x | {:.1f}x / {:.1f}x |\n",
-                      paper_case->ar_spread(), paper_case->best_spread());
-  md += fmt::format("| cases where a synthesized program beats AllReduce | {:.0f}% (138/200) | {:.0f}% ({}/{}) |\n",
-                    kPaperImprovedFraction * 100, frac * 100, improved, cases.size());
-  md += fmt::format("| mean speedup over the winning cases | {:.2f}x | {:.2f}x |\n", kPaperMeanSpeedup, mean_win);
+    md += fmt::format(
+        "| spread of the paper's case (A100x4 [4 16] reduce 0 Tree): AllReduce / best programs | 448.5x / "
+        "~330x | {:.1f}x / {:.1f}x |\n",
+        paper_case->ar_spread(), paper_case->best_spread());
+  md += fmt::format(
+      "| cases where a synthesized program beats AllReduce | {:.0f}% (138/200) | {:.0f}% ({}/{}) |\n",
+      kPaperImprovedFraction * 100, frac * 100, improved, cases.size());
+  md += fmt::format("| mean speedup over the winning cases | {:.2f}x | {:.2f}x |\n", kPaperMeanSpeedup,
+                    mean_win);
   if (max_case)
-    md += fmt::format("| max speedup | {:.2f}x (V100x4, [8 2 2], Ring) | {:.2f}x ({} {} r{} {} {}) |\n", kPaperMaxSpeedup,
-                      max_speedup, systems[configs[max_case->config].system].label,
+    md += fmt::format("| max speedup | {:.2f}x (V100x4, [8 2 2], Ring) | {:.2f}x ({} {} r{} {} {}) |\n",
+                      kPaperMaxSpeedup, max_speedup, systems[configs[max_case->config].system].label,
                       axes_text(configs[max_case->config].axes), axes_text(configs[max_case->config].reduce),
                       rd::format_matrix(max_case->eval.matrix), max_case->eval.algorithm);
-  md += fmt::format("| cross-node reductions: mean speedup of the winning cases | {:.2f}x (144 cross-node cases) | {:.2f}x ({}/{} cross-node cases improved) |\n",
-                    kPaperCrossNodeMean, cross_mean, cross_improved, cross);
+  md += fmt::format(
+      "| cross-node reductions: mean speedup of the winning cases | {:.2f}x (144 cross-node cases) | {:.2f}x "
+      "({}/{} cross-node cases improved) |\n",
+      kPaperCrossNodeMean, cross_mean, cross_improved, cross);
   md += "| programs per synthesis hierarchy | 3 (one level), 47 (two levels) |";
   for (const auto& [k, v] : counts_by_depth) md += fmt::format(" {}: {};", k, fmt::join(v, "/"));
   md += " |\n";
-  md += fmt::format("| synthesis + simulation time, whole grid | up to 1.16 s synthesis and 3.1 s simulation per case | {:.2f} s total ({:.3f} s synthesis, {:.2f} s simulation wall, {} simulations) |\n\n",
-                    total_wall, synth_wall, sim_wall, simulations);
+  md += fmt::format(
+      "| synthesis + simulation time, whole grid | up to 1.16 s synthesis and 3.1 s simulation per case | "
+      "{:.2f} s total ({:.3f} s synthesis, {:.2f} s simulation wall, {} simulations) |\n\n",
+      total_wall, synth_wall, sim_wall, simulations);
   md += "Winning program shapes (cases where a program beats AllReduce):\n\n| shape | cases |\n|---|---|\n";
   std::vector<std::pair<std::string, int>> shapes(winning_shapes.begin(), winning_shapes.end());
-  std::stable_sort(shapes.begin(), shapes.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::stable_sort(shapes.begin(), shapes.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
   for (const auto& [shape, n] : shapes) md += fmt::format("| {} | {} |\n", shape, n);
-  md += "\nBreakdown (improved = best program at least 0.5% faster than AllReduce):\n\n"
-        "| system | algorithm | reduction | cases | improved | mean speedup of improved | max speedup |\n|---|---|---|---|---|---|---|\n";
+  md +=
+      "\nBreakdown (improved = best program at least 0.5% faster than AllReduce):\n\n"
+      "| system | algorithm | reduction | cases | improved | mean speedup of improved | max speedup "
+      "|\n|---|---|---|---|---|---|---|\n";
   for (const auto& [k, b] : buckets)
-    md += fmt::format("{} {} | {} | {} | {:.2f}x |\n", k, b.cases, b.improved,
-                      b.improved ? fmt::format("{:.2f}x", b.sum / static_cast<double>(b.improved)) : std::string("-"), b.max);
+    md += fmt::format(
+        "{} {} | {} | {} | {:.2f}x |\n", k, b.cases, b.improved,
+        b.improved ? fmt::format("{:.2f}x", b.sum / static_cast<double>(b.improved)) : std::string("-"),
+        b.max);
   md += "\n## Why the numbers differ\n\n";
-  md += R"(- **Measured vs simulated.** The paper's headline numbers are *measurements* on Google Cloud (XLA -> NCCL); ours are
+  md +=
+      R"(- **Measured vs simulated.** The paper's headline numbers are *measurements* on Google Cloud (XLA -> NCCL); ours are
   predictions of strata's simulator with P2's four bandwidth constants (NVSwitch 270 GB/s, NVLink ring 135 GB/s, PCIe
   32 GB/s, NIC 8 GB/s). The paper itself notes that its measured times do not fit its stated payload (times of
   identically shaped groups do not grow from 2 to 4 nodes; intra-node times imply far less than 270 GB/s), so
@@ -346,16 +378,19 @@ std::string run_p2_reproduction(const YamlReader& root, const std::string& path,
 - **Program counts.** The literal rules give 93 programs on a two-level hierarchy, the paper reports 47; see
   docs/reduce.md ("Program counts"). The best program is a short one both counts share.
 )";
-  md += "\n## Files\n\n- `cases.csv`: one row per case (best program, its time, the AllReduce time, speedup)\n"
-        "- `programs.csv`: every synthesized program of every case with its predicted time and rank\n"
-        "- `spread.csv`: per configuration, AllReduce and best-program time across placements\n"
-        "- `spread.png`: placement spread per configuration; `speedup_hist.png`: speedup histogram\n";
+  md +=
+      "\n## Files\n\n- `cases.csv`: one row per case (best program, its time, the AllReduce time, speedup)\n"
+      "- `programs.csv`: every synthesized program of every case with its predicted time and rank\n"
+      "- `spread.csv`: per configuration, AllReduce and best-program time across placements\n"
+      "- `spread.png`: placement spread per configuration; `speedup_hist.png`: speedup histogram\n";
 
   if (options.plots) {
     const auto script = std::filesystem::path(STRATA_SOURCE_DIR) / "experiments/plots/p2_reproduction.py";
-    const std::string cmd = fmt::format("/usr/bin/python3 '{}' '{}' '{}'", script.string(), out_dir.string(), name);
+    const std::string cmd =
+        fmt::format("/usr/bin/python3 '{}' '{}' '{}'", script.string(), out_dir.string(), name);
     if (std::system(cmd.c_str()) != 0) {
-      std::cerr << "warning: plotting failed (needs /usr/bin/python3 with matplotlib); CSV and summary are written\n";
+      std::cerr << "warning: plotting failed (needs /usr/bin/python3 with matplotlib); CSV and summary are "
+                   "written\n";
       md += "\n(The figures could not be drawn: /usr/bin/python3 with matplotlib is needed.)\n";
     }
   }

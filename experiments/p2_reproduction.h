@@ -1,5 +1,6 @@
-// The `p2-reproduction` experiment kind: P2's evaluation grid (docs/reference p2.md section 11) run on strata's
-// placement enumeration, program synthesis and simulator, reported beside the paper's headline numbers.
+// The `p2-reproduction` experiment kind: P2's evaluation grid (docs/reference p2.md section 11) run on
+// strata's placement enumeration, program synthesis and simulator, reported beside the paper's headline
+// numbers.
 #pragma once
 
 #include <string>

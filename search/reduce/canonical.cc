@@ -11,7 +11,8 @@ namespace {
 // A Master step is redundant-by-construction when some device of the corresponding Parallel groups, outside
 // the Master groups, still holds data: the step then reduces only part of what is there and later steps must
 // redo the rest. Master is meant for the state after a Reduce, where only first devices hold anything.
-bool uses_master_while_others_hold_data(const Program& p, const SynthesisHierarchy& h, const std::vector<ChunkState>& states) {
+bool uses_master_while_others_hold_data(const Program& p, const SynthesisHierarchy& h,
+                                        const std::vector<ChunkState>& states) {
   for (std::size_t i = 0; i < p.size(); ++i) {
     if (p[i].form.kind != FormKind::kMaster) continue;
     const auto parallel = groups_of(h, p[i].slice, Form{FormKind::kParallel, p[i].form.level});
@@ -40,7 +41,8 @@ std::string commutation_class_key(const Program& p, const SynthesisHierarchy& h)
       std::swap(swapped[i], swapped[i + 1]);
       ChunkState s = states[i];
       if (!s.apply(swapped[i].op, groups_of(h, swapped[i].slice, swapped[i].form)).empty()) continue;
-      if (!s.apply(swapped[i + 1].op, groups_of(h, swapped[i + 1].slice, swapped[i + 1].form)).empty()) continue;
+      if (!s.apply(swapped[i + 1].op, groups_of(h, swapped[i + 1].slice, swapped[i + 1].form)).empty())
+        continue;
       if (s == states[i + 2]) visit(swapped);
     }
   };
@@ -50,7 +52,8 @@ std::string commutation_class_key(const Program& p, const SynthesisHierarchy& h)
 
 }  // namespace
 
-std::vector<Program> canonicalize(const std::vector<Program>& programs, const SynthesisHierarchy& h, Canonicalization c) {
+std::vector<Program> canonicalize(const std::vector<Program>& programs, const SynthesisHierarchy& h,
+                                  Canonicalization c) {
   if (c == Canonicalization::kNone) return programs;
   std::vector<Program> out;
   std::set<std::string> seen_keys;
@@ -58,12 +61,15 @@ std::vector<Program> canonicalize(const std::vector<Program>& programs, const Sy
     const auto states = trace_program(p, h);
     std::string key;
     switch (c) {
-      case Canonicalization::kNone: break;
+      case Canonicalization::kNone:
+        break;
       case Canonicalization::kMasterMinimal:
         if (uses_master_while_others_hold_data(p, h, states)) continue;
         key = to_string(p, h);
         break;
-      case Canonicalization::kCommute: key = commutation_class_key(p, h); break;
+      case Canonicalization::kCommute:
+        key = commutation_class_key(p, h);
+        break;
       case Canonicalization::kTrajectory:
         for (const auto& s : states) key += s.to_string() + "|";
         break;

@@ -11,6 +11,7 @@ namespace strata::search::reduce {
 
 // Keeps one representative (the first in input order) of every equivalence class under `c`; the input
 // order is preserved. kNone returns the input.
-std::vector<Program> canonicalize(const std::vector<Program>& programs, const SynthesisHierarchy& h, Canonicalization c);
+std::vector<Program> canonicalize(const std::vector<Program>& programs, const SynthesisHierarchy& h,
+                                  Canonicalization c);
 
 }  // namespace strata::search::reduce

@@ -16,7 +16,9 @@ namespace strata::search::reduce {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 std::vector<int> prime_factors(int n) {
   std::vector<int> f;
@@ -54,7 +56,8 @@ double simulate_lowered(const hw::Topology& topo, const LoweredProgram& lowered,
       spec.op = call.op;
       spec.group = call.group;
       spec.bytes = call.bytes;
-      const sim::TaskId done = sim::add_collective(topo, graph, spec, algorithm_for(call.op, algorithm), deps);
+      const sim::TaskId done =
+          sim::add_collective(topo, graph, spec, algorithm_for(call.op, algorithm), deps);
       for (int d : call.group) updates.emplace_back(static_cast<std::size_t>(d), done);
     }
     for (const auto& [d, t] : updates) last[d] = t;
@@ -85,10 +88,12 @@ PlacementHierarchy placement_hierarchy(const hw::Topology& topo, bool split_non_
 std::vector<PlacementEval> evaluate(const hw::Topology& topo, const EvalConfig& config, EvalStats* stats) {
   const auto ph = placement_hierarchy(topo, config.split_non_switched);
   check_axes(ph.levels, config.axes, config.reduce_axes);
-  if (!(config.bytes_per_device > 0)) throw std::invalid_argument("--bytes: the buffer size must be positive");
+  if (!(config.bytes_per_device > 0))
+    throw std::invalid_argument("--bytes: the buffer size must be positive");
   if (config.algorithms.empty()) throw std::invalid_argument("--algo: no algorithm given");
   for (const auto& a : config.algorithms)
-    if (a != "ring" && a != "tree") throw std::invalid_argument(fmt::format("--algo: expected ring or tree, got '{}'", a));
+    if (a != "ring" && a != "tree")
+      throw std::invalid_argument(fmt::format("--algo: expected ring or tree, got '{}'", a));
   std::vector<int> counts;
   for (const auto& l : ph.levels) counts.push_back(l.count);
   std::vector<std::string> hw_names;
@@ -143,8 +148,10 @@ std::vector<PlacementEval> evaluate(const hw::Topology& topo, const EvalConfig& 
     // Under different forced algorithms a program without AllReduce runs the same rings: simulate it once.
     std::vector<std::vector<std::string_view>> effective(num_algos);
     for (std::size_t a = 0; a < num_algos; ++a) {
-      for (const auto& step : lowered.steps) effective[a].push_back(algorithm_for(step.calls.front().op, config.algorithms[a]));
-      const auto same = std::find(effective.begin(), effective.begin() + static_cast<std::ptrdiff_t>(a), effective[a]);
+      for (const auto& step : lowered.steps)
+        effective[a].push_back(algorithm_for(step.calls.front().op, config.algorithms[a]));
+      const auto same =
+          std::find(effective.begin(), effective.begin() + static_cast<std::ptrdiff_t>(a), effective[a]);
       const std::size_t prev = static_cast<std::size_t>(same - effective.begin());
       seconds[t * num_algos + a] =
           prev < a ? seconds[t * num_algos + prev] : simulate_lowered(topo, lowered, config.algorithms[a]);
@@ -173,7 +180,8 @@ std::vector<PlacementEval> evaluate(const hw::Topology& topo, const EvalConfig& 
         const double s = seconds[(first_task[p] + i) * num_algos + a];
         ranked.push_back(ProgramTime{i, to_string(programs[i], h), shape_name(programs[i]), s});
         // The baseline is the single AllReduce over the whole reduction group (the first program of size 1).
-        if (programs[i].size() == 1 && programs[i][0].slice == 0 && programs[i][0].op == sim::CollectiveOp::kAllReduce)
+        if (programs[i].size() == 1 && programs[i][0].slice == 0 &&
+            programs[i][0].op == sim::CollectiveOp::kAllReduce)
           e.baseline_seconds = s;
       }
       std::stable_sort(ranked.begin(), ranked.end(),
@@ -219,8 +227,9 @@ std::vector<JointEval> evaluate_joint(const hw::Topology& topo, std::span<const 
     }
     out.push_back(std::move(j));
   }
-  std::stable_sort(out.begin(), out.end(),
-                   [](const JointEval& a, const JointEval& b) { return a.total_best_seconds < b.total_best_seconds; });
+  std::stable_sort(out.begin(), out.end(), [](const JointEval& a, const JointEval& b) {
+    return a.total_best_seconds < b.total_best_seconds;
+  });
   return out;
 }
 

@@ -37,12 +37,12 @@ PlacementHierarchy placement_hierarchy(const hw::Topology& topo, bool split_non_
 
 struct EvalConfig {
   std::vector<int> axes;
-  std::vector<int> reduce_axes;       // reduced together (one reduction over several axes)
-  double bytes_per_device = 0;        // the buffer every device reduces
+  std::vector<int> reduce_axes;  // reduced together (one reduction over several axes)
+  double bytes_per_device = 0;   // the buffer every device reduces
   std::vector<std::string> algorithms{"ring"};
   SynthesisOptions synthesis;
-  bool split_non_switched = false;    // see PlacementHierarchy
-  bool keep_all_programs = false;     // fill PlacementEval::ranked with every program, not only the best
+  bool split_non_switched = false;  // see PlacementHierarchy
+  bool keep_all_programs = false;   // fill PlacementEval::ranked with every program, not only the best
 };
 
 struct ProgramTime {
@@ -55,9 +55,9 @@ struct ProgramTime {
 struct PlacementEval {
   Matrix matrix;
   std::string algorithm;
-  std::string hierarchy;          // the synthesis hierarchy, e.g. "[root 1, node 4, gpu 16]"
+  std::string hierarchy;  // the synthesis hierarchy, e.g. "[root 1, node 4, gpu 16]"
   std::size_t num_programs = 0;
-  double baseline_seconds = 0;    // one AllReduce over each reduction group
+  double baseline_seconds = 0;  // one AllReduce over each reduction group
   ProgramTime best;
   std::vector<ProgramTime> ranked;  // fastest first (ties: synthesis order); empty unless keep_all_programs
   bool cross_node = false;          // a reduced axis has a factor > 1 on the top level
@@ -66,13 +66,14 @@ struct PlacementEval {
 
 struct EvalStats {
   std::size_t distinct_hierarchies = 0;
-  std::size_t simulations = 0;  // simulator runs (programs identical under ring and tree run once)
+  std::size_t simulations = 0;    // simulator runs (programs identical under ring and tree run once)
   double synthesis_seconds = 0;   // wall time
   double simulation_seconds = 0;  // wall time
 };
 
 // Every placement x algorithm, ordered by matrix (lexicographic) then by the order of config.algorithms.
-std::vector<PlacementEval> evaluate(const hw::Topology& topo, const EvalConfig& config, EvalStats* stats = nullptr);
+std::vector<PlacementEval> evaluate(const hw::Topology& topo, const EvalConfig& config,
+                                    EvalStats* stats = nullptr);
 
 // Joint placement choice for several reductions (beyond P2): each reduction has its own axes and size; a
 // placement's cost is the sum over reductions of its best program's time.

@@ -22,8 +22,10 @@ ReductionLayout::ReductionLayout(const Placement& placement, std::span<const int
   std::vector<Digit> digits;  // most significant first
   for (int j = 0; j < placement.num_levels(); ++j)
     for (int i = 0; i < placement.num_axes(); ++i)
-      if (is_reduce[static_cast<std::size_t>(i)] && placement.matrix()[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] > 1)
-        digits.push_back({placement.matrix()[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)], placement.digit_weight(i, j)});
+      if (is_reduce[static_cast<std::size_t>(i)] &&
+          placement.matrix()[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] > 1)
+        digits.push_back({placement.matrix()[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)],
+                          placement.digit_weight(i, j)});
   int k = 1;
   for (const auto& d : digits) k *= d.radix;
   offset_.assign(static_cast<std::size_t>(k), 0);

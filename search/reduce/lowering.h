@@ -17,7 +17,8 @@ namespace strata::search::reduce {
 
 // One collective call of a lowered step: its devices (root first) and its size in nccl-tests convention
 // (AllReduce/Reduce/Broadcast: the vector each device holds; ReduceScatter: the whole input; AllGather: the
-// whole output), derived from the chunk semantics: a device holding r of the k chunks holds r/k of the buffer.
+// whole output), derived from the chunk semantics: a device holding r of the k chunks holds r/k of the
+// buffer.
 struct LoweredCall {
   sim::CollectiveOp op;
   std::vector<hw::Rank> group;

@@ -27,7 +27,8 @@ void enumerate_column(std::span<const int> levels, std::size_t level, std::size_
   if (axis == num_axes) {
     if (level_left != 1) return;
     if (level + 1 == levels.size()) {
-      if (std::all_of(axis_left.begin(), axis_left.end(), [](int a) { return a == 1; })) out.push_back(current);
+      if (std::all_of(axis_left.begin(), axis_left.end(), [](int a) { return a == 1; }))
+        out.push_back(current);
       return;
     }
     enumerate_column(levels, level + 1, 0, levels[level + 1], axis_left, current, out);
@@ -53,8 +54,9 @@ std::vector<Matrix> enumerate_matrices(std::span<const int> level_counts, std::s
   for (int a : axis_sizes)
     if (a < 1) throw std::invalid_argument(fmt::format("axis size {} is not positive", a));
   if (product(level_counts) != product(axis_sizes))
-    throw std::invalid_argument(fmt::format("the axis sizes [{}] multiply to {}, but the system has {} devices",
-                                            fmt::join(axis_sizes, ","), product(axis_sizes), product(level_counts)));
+    throw std::invalid_argument(
+        fmt::format("the axis sizes [{}] multiply to {}, but the system has {} devices",
+                    fmt::join(axis_sizes, ","), product(axis_sizes), product(level_counts)));
   std::vector<Matrix> out;
   std::vector<int> axis_left(axis_sizes.begin(), axis_sizes.end());
   Matrix current(axis_sizes.size(), std::vector<int>(level_counts.size(), 1));
@@ -75,15 +77,16 @@ Placement::Placement(std::vector<hw::Level> levels, std::vector<int> axes, Matri
   for (std::size_t i = 0; i < axes_.size(); ++i) {
     if (matrix_[i].size() != levels_.size()) throw std::invalid_argument("matrix needs one column per level");
     if (product(matrix_[i]) != axes_[i])
-      throw std::invalid_argument(fmt::format("row {} of {} does not multiply to axis size {}", i,
-                                              format_matrix(matrix_), axes_[i]));
+      throw std::invalid_argument(
+          fmt::format("row {} of {} does not multiply to axis size {}", i, format_matrix(matrix_), axes_[i]));
   }
   for (std::size_t j = 0; j < levels_.size(); ++j) {
     long long col = 1;
     for (const auto& row : matrix_) col *= row[j];
     if (col != levels_[j].count)
-      throw std::invalid_argument(fmt::format("column {} of {} does not multiply to level '{}' cardinality {}", j,
-                                              format_matrix(matrix_), levels_[j].name, levels_[j].count));
+      throw std::invalid_argument(
+          fmt::format("column {} of {} does not multiply to level '{}' cardinality {}", j,
+                      format_matrix(matrix_), levels_[j].name, levels_[j].count));
     num_devices_ *= levels_[j].count;
   }
   // Level j's children are worth the product of the cardinalities below it; inside the level, axis i's digit
@@ -119,7 +122,8 @@ int Placement::device(std::span<const int> coordinates) const {
   int d = 0;
   for (std::size_t i = 0; i < axes_.size(); ++i) {
     int c = coordinates[i];
-    if (c < 0 || c >= axes_[i]) throw std::invalid_argument(fmt::format("coordinate {} out of range for axis {}", c, i));
+    if (c < 0 || c >= axes_[i])
+      throw std::invalid_argument(fmt::format("coordinate {} out of range for axis {}", c, i));
     for (std::size_t j = levels_.size(); j-- > 0;) {
       d += (c % matrix_[i][j]) * weight_[i][j];
       c /= matrix_[i][j];
@@ -166,7 +170,8 @@ std::string device_name(std::span<const hw::Level> levels, int device) {
 }
 
 std::string Placement::describe(int max_groups_per_axis) const {
-  std::string s = fmt::format("matrix {} (rows: axes [{}], columns: levels", format_matrix(matrix_), fmt::join(axes_, ","));
+  std::string s = fmt::format("matrix {} (rows: axes [{}], columns: levels", format_matrix(matrix_),
+                              fmt::join(axes_, ","));
   for (const auto& l : levels_) s += fmt::format(" {}x{}", l.name, l.count);
   s += ")\n";
   for (int a = 0; a < num_axes(); ++a) {
@@ -184,7 +189,8 @@ std::string Placement::describe(int max_groups_per_axis) const {
   return s;
 }
 
-void check_axes(std::span<const hw::Level> levels, std::span<const int> axes, std::span<const int> reduce_axes) {
+void check_axes(std::span<const hw::Level> levels, std::span<const int> axes,
+                std::span<const int> reduce_axes) {
   long long devices = 1;
   for (const auto& l : levels) devices *= l.count;
   if (axes.empty()) throw std::invalid_argument("--axes: at least one parallelism axis is needed");
@@ -197,8 +203,8 @@ void check_axes(std::span<const hw::Level> levels, std::span<const int> axes, st
   std::vector<int> seen;
   for (int r : reduce_axes) {
     if (r < 0 || r >= static_cast<int>(axes.size()))
-      throw std::invalid_argument(fmt::format("--reduce: axis {} does not exist (axes are numbered 0..{})", r,
-                                              axes.size() - 1));
+      throw std::invalid_argument(
+          fmt::format("--reduce: axis {} does not exist (axes are numbered 0..{})", r, axes.size() - 1));
     if (std::find(seen.begin(), seen.end(), r) != seen.end())
       throw std::invalid_argument(fmt::format("--reduce: axis {} is named twice", r));
     seen.push_back(r);

@@ -24,10 +24,10 @@ std::string format_matrix(const Matrix& m);
 // A matrix made concrete: which physical device holds which axis coordinates.
 //
 // Layout convention (P2 Fig. 2b-2d; docs/reference p2.md section 4.3): the device index is the mixed-radix
-// number of the per-level child indices (top level most significant); a level's child index is the mixed-radix
-// number of the per-axis digits of that level (axis 0 most significant); an axis coordinate is the mixed-radix
-// number of its digits over the levels (top level most significant). Device indices equal hw::Rank when the
-// hierarchy is the topology's levels() (node-major).
+// number of the per-level child indices (top level most significant); a level's child index is the
+// mixed-radix number of the per-axis digits of that level (axis 0 most significant); an axis coordinate is
+// the mixed-radix number of its digits over the levels (top level most significant). Device indices equal
+// hw::Rank when the hierarchy is the topology's levels() (node-major).
 class Placement {
  public:
   Placement(std::vector<hw::Level> levels, std::vector<int> axes, Matrix matrix);
@@ -40,7 +40,9 @@ class Placement {
   int num_levels() const { return static_cast<int>(levels_.size()); }
 
   // Place value of digit u[axis][level] in the device index: device = sum of digit x weight.
-  int digit_weight(int axis, int level) const { return weight_[static_cast<std::size_t>(axis)][static_cast<std::size_t>(level)]; }
+  int digit_weight(int axis, int level) const {
+    return weight_[static_cast<std::size_t>(axis)][static_cast<std::size_t>(level)];
+  }
   // Coordinates of every axis for a device.
   std::vector<int> coordinates(int device) const;
   int device(std::span<const int> coordinates) const;
@@ -65,6 +67,7 @@ std::string device_name(std::span<const hw::Level> levels, int device);
 
 // Checks that `axes` multiply to the device count and `reduce_axes` are distinct valid axis indices; throws
 // std::invalid_argument saying what is wrong.
-void check_axes(std::span<const hw::Level> levels, std::span<const int> axes, std::span<const int> reduce_axes);
+void check_axes(std::span<const hw::Level> levels, std::span<const int> axes,
+                std::span<const int> reduce_axes);
 
 }  // namespace strata::search::reduce

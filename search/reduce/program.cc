@@ -13,9 +13,11 @@ namespace strata::search::reduce {
 SynthesisHierarchy::SynthesisHierarchy(std::vector<SynthLevel> levels) {
   levels_.push_back(SynthLevel{"root", 1, -1});
   for (auto& l : levels) {
-    if (l.cardinality < 1) throw std::invalid_argument(fmt::format("level '{}' has cardinality {}", l.name, l.cardinality));
+    if (l.cardinality < 1)
+      throw std::invalid_argument(fmt::format("level '{}' has cardinality {}", l.name, l.cardinality));
     if (l.name.empty() || find(l.name) >= 0)
-      throw std::invalid_argument(fmt::format("synthesis level names must be distinct and non-empty ('{}')", l.name));
+      throw std::invalid_argument(
+          fmt::format("synthesis level names must be distinct and non-empty ('{}')", l.name));
     num_devices_ *= l.cardinality;
     levels_.push_back(std::move(l));
   }
@@ -35,27 +37,40 @@ std::vector<int> SynthesisHierarchy::cardinalities() const {
 
 std::string SynthesisHierarchy::to_string() const {
   std::string s = "[";
-  for (std::size_t i = 0; i < levels_.size(); ++i) s += fmt::format("{}{} {}", i ? ", " : "", levels_[i].name, levels_[i].cardinality);
+  for (std::size_t i = 0; i < levels_.size(); ++i)
+    s += fmt::format("{}{} {}", i ? ", " : "", levels_[i].name, levels_[i].cardinality);
   return s + "]";
 }
 
 std::string_view dsl_name(sim::CollectiveOp op) {
   switch (op) {
-    case sim::CollectiveOp::kAllReduce: return "AllReduce";
-    case sim::CollectiveOp::kReduceScatter: return "ReduceScatter";
-    case sim::CollectiveOp::kAllGather: return "AllGather";
-    case sim::CollectiveOp::kReduce: return "Reduce";
-    case sim::CollectiveOp::kBroadcast: return "Broadcast";
-    default: return "?";
+    case sim::CollectiveOp::kAllReduce:
+      return "AllReduce";
+    case sim::CollectiveOp::kReduceScatter:
+      return "ReduceScatter";
+    case sim::CollectiveOp::kAllGather:
+      return "AllGather";
+    case sim::CollectiveOp::kReduce:
+      return "Reduce";
+    case sim::CollectiveOp::kBroadcast:
+      return "Broadcast";
+    default:
+      return "?";
   }
 }
 
 std::string to_string(const Instruction& in, const SynthesisHierarchy& h) {
   std::string form;
   switch (in.form.kind) {
-    case FormKind::kInsideGroup: form = "InsideGroup"; break;
-    case FormKind::kParallel: form = fmt::format("Parallel({})", h.level(in.form.level).name); break;
-    case FormKind::kMaster: form = fmt::format("Master({})", h.level(in.form.level).name); break;
+    case FormKind::kInsideGroup:
+      form = "InsideGroup";
+      break;
+    case FormKind::kParallel:
+      form = fmt::format("Parallel({})", h.level(in.form.level).name);
+      break;
+    case FormKind::kMaster:
+      form = fmt::format("Master({})", h.level(in.form.level).name);
+      break;
   }
   return fmt::format("({}, {}, {})", h.level(in.slice).name, form, dsl_name(in.op));
 }
@@ -101,7 +116,8 @@ class Parser {
 
  private:
   [[noreturn]] void fail(const std::string& what) const {
-    throw std::invalid_argument(fmt::format("program text, character {}: {} (in \"{}\")", pos_ + 1, what, text_));
+    throw std::invalid_argument(
+        fmt::format("program text, character {}: {} (in \"{}\")", pos_ + 1, what, text_));
   }
   void skip_space() {
     while (pos_ < text_.size() && (std::isspace(static_cast<unsigned char>(text_[pos_])) != 0)) ++pos_;
@@ -114,8 +130,8 @@ class Parser {
   std::string word() {
     skip_space();
     const std::size_t start = pos_;
-    while (pos_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[pos_])) != 0 || text_[pos_] == '_' ||
-                                   text_[pos_] == '-'))
+    while (pos_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[pos_])) != 0 ||
+                                   text_[pos_] == '_' || text_[pos_] == '-'))
       ++pos_;
     if (start == pos_) fail("expected a name");
     return std::string(text_.substr(start, pos_ - start));
@@ -124,7 +140,8 @@ class Parser {
     const std::size_t at = pos_;
     const std::string w = word();
     int l = h_.find(w);
-    if (l < 0 && std::all_of(w.begin(), w.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; })) {
+    if (l < 0 && std::all_of(w.begin(), w.end(),
+                             [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; })) {
       l = std::stoi(w);
       if (l > h_.depth()) l = -1;
     }
@@ -152,7 +169,8 @@ class Parser {
       in.form = Form{form == "parallel" ? FormKind::kParallel : FormKind::kMaster, l};
       if (l >= in.slice) {
         pos_ = form_at;
-        fail(fmt::format("the level of {} must be an ancestor of the slice '{}'", form, h_.level(in.slice).name));
+        fail(fmt::format("the level of {} must be an ancestor of the slice '{}'", form,
+                         h_.level(in.slice).name));
       }
     } else {
       pos_ = form_at;
@@ -182,19 +200,26 @@ class Parser {
 
 }  // namespace
 
-Program parse_program(std::string_view text, const SynthesisHierarchy& h) { return Parser(text, h).parse(); }
+Program parse_program(std::string_view text, const SynthesisHierarchy& h) {
+  return Parser(text, h).parse();
+}
 
 Grouping groups_of(const SynthesisHierarchy& h, int slice, Form form) {
   const int depth = h.depth();
-  if (slice < 0 || slice > depth) throw std::invalid_argument(fmt::format("slice level {} does not exist", slice));
+  if (slice < 0 || slice > depth)
+    throw std::invalid_argument(fmt::format("slice level {} does not exist", slice));
   if (form.kind != FormKind::kInsideGroup && (form.level < 0 || form.level >= slice))
-    throw std::invalid_argument(fmt::format("form level {} is not an ancestor of slice level {}", form.level, slice));
-  // key: levels that stay fixed inside a group; members vary over the others. Position = levels below the slice.
+    throw std::invalid_argument(
+        fmt::format("form level {} is not an ancestor of slice level {}", form.level, slice));
+  // key: levels that stay fixed inside a group; members vary over the others. Position = levels below the
+  // slice.
   std::vector<bool> fixed(static_cast<std::size_t>(depth + 1), false);
   int top = form.kind == FormKind::kInsideGroup ? slice : form.level;
   for (int l = 1; l <= depth; ++l) {
-    if (form.kind == FormKind::kInsideGroup) fixed[static_cast<std::size_t>(l)] = l <= slice;
-    else fixed[static_cast<std::size_t>(l)] = l <= top || l > slice;
+    if (form.kind == FormKind::kInsideGroup)
+      fixed[static_cast<std::size_t>(l)] = l <= slice;
+    else
+      fixed[static_cast<std::size_t>(l)] = l <= top || l > slice;
   }
   std::map<std::vector<int>, std::vector<int>> by_key;
   std::vector<int> t(static_cast<std::size_t>(depth + 1), 0);
@@ -206,11 +231,13 @@ Grouping groups_of(const SynthesisHierarchy& h, int slice, Form form) {
     }
     if (form.kind == FormKind::kMaster) {
       bool position_zero = true;
-      for (int l = slice + 1; l <= depth; ++l) position_zero = position_zero && t[static_cast<std::size_t>(l)] == 0;
+      for (int l = slice + 1; l <= depth; ++l)
+        position_zero = position_zero && t[static_cast<std::size_t>(l)] == 0;
       if (!position_zero) continue;
     }
     std::vector<int> key;
-    for (int l = 1; l <= depth; ++l) key.push_back(fixed[static_cast<std::size_t>(l)] ? t[static_cast<std::size_t>(l)] : -1);
+    for (int l = 1; l <= depth; ++l)
+      key.push_back(fixed[static_cast<std::size_t>(l)] ? t[static_cast<std::size_t>(l)] : -1);
     by_key[key].push_back(d);
   }
   Grouping out;

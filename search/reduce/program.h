@@ -41,9 +41,9 @@ class SynthesisHierarchy {
 };
 
 // The collectives the DSL composes (a subset of sim::CollectiveOp).
-inline constexpr sim::CollectiveOp kDslCollectives[] = {sim::CollectiveOp::kAllReduce, sim::CollectiveOp::kReduceScatter,
-                                                        sim::CollectiveOp::kAllGather, sim::CollectiveOp::kReduce,
-                                                        sim::CollectiveOp::kBroadcast};
+inline constexpr sim::CollectiveOp kDslCollectives[] = {
+    sim::CollectiveOp::kAllReduce, sim::CollectiveOp::kReduceScatter, sim::CollectiveOp::kAllGather,
+    sim::CollectiveOp::kReduce, sim::CollectiveOp::kBroadcast};
 std::string_view dsl_name(sim::CollectiveOp op);  // "AllReduce", ...
 
 enum class FormKind { kInsideGroup, kParallel, kMaster };
@@ -74,8 +74,8 @@ Program parse_program(std::string_view text, const SynthesisHierarchy& h);
 
 // Device groups of one (slice, form) on the synthesis hierarchy (docs/reference p2.md section 6):
 //   InsideGroup at slice e:  devices under one level-e node;
-//   Parallel(e') at slice e: within every level-e' node, the devices at the same position of its slice groups;
-//   Master(e') at slice e:   the Parallel(e') groups of position 0 (one group per level-e' node).
+//   Parallel(e') at slice e: within every level-e' node, the devices at the same position of its slice
+//   groups; Master(e') at slice e:   the Parallel(e') groups of position 0 (one group per level-e' node).
 // Groups list device ids in increasing order (the first is the root of Reduce/Broadcast) and are ordered by
 // their first device. Devices outside every group take no part. Throws std::invalid_argument if the form's
 // level is not an ancestor of the slice.

@@ -9,7 +9,8 @@
 namespace strata::search::reduce {
 
 ChunkState::ChunkState(int k)
-    : k_(k), words_(static_cast<std::size_t>((k + 63) / 64)),
+    : k_(k),
+      words_(static_cast<std::size_t>((k + 63) / 64)),
       bits_(static_cast<std::size_t>(k) * static_cast<std::size_t>(k) * words_, 0) {}
 
 ChunkState ChunkState::initial(int k) {
@@ -27,7 +28,9 @@ bool ChunkState::row_empty(int device, int r) const {
   return true;
 }
 
-bool ChunkState::holds_row(int device, int r) const { return !row_empty(device, r); }
+bool ChunkState::holds_row(int device, int r) const {
+  return !row_empty(device, r);
+}
 
 bool ChunkState::bit(int device, int r, int column) const {
   return ((row(device, r)[static_cast<std::size_t>(column) / 64] >> (column % 64)) & 1U) != 0;
@@ -43,7 +46,8 @@ bool ChunkState::is_final() const {
   for (std::size_t i = 0; i < bits_.size(); ++i) {
     const std::size_t word = i % words_;
     const int bits_in_word = word + 1 == words_ ? k_ - static_cast<int>(word) * 64 : 64;
-    const std::uint64_t full = bits_in_word == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bits_in_word) - 1;
+    const std::uint64_t full =
+        bits_in_word == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bits_in_word) - 1;
     if (bits_[i] != full) return false;
   }
   return true;
@@ -142,13 +146,15 @@ std::string ChunkState::apply(sim::CollectiveOp op, std::span<const int> group) 
       for (int d : group) write(d, root);
       return {};
     }
-    default: return fmt::format("{} is not part of the reduction DSL", sim::op_name(op));
+    default:
+      return fmt::format("{} is not part of the reduction DSL", sim::op_name(op));
   }
 }
 
 std::string ChunkState::apply(sim::CollectiveOp op, const Grouping& groups) {
   for (const auto& grp : groups)
-    if (auto why = apply(op, grp); !why.empty()) return fmt::format("group starting at device {}: {}", grp.front(), why);
+    if (auto why = apply(op, grp); !why.empty())
+      return fmt::format("group starting at device {}: {}", grp.front(), why);
   return {};
 }
 

@@ -46,9 +46,15 @@ class ChunkState {
 
  private:
   explicit ChunkState(int k);
-  std::uint64_t* row(int device, int r) { return &bits_[(static_cast<std::size_t>(device) * static_cast<std::size_t>(k_) + static_cast<std::size_t>(r)) * words_]; }
+  std::uint64_t* row(int device, int r) {
+    return &bits_[(static_cast<std::size_t>(device) * static_cast<std::size_t>(k_) +
+                   static_cast<std::size_t>(r)) *
+                  words_];
+  }
   const std::uint64_t* row(int device, int r) const {
-    return &bits_[(static_cast<std::size_t>(device) * static_cast<std::size_t>(k_) + static_cast<std::size_t>(r)) * words_];
+    return &bits_[(static_cast<std::size_t>(device) * static_cast<std::size_t>(k_) +
+                   static_cast<std::size_t>(r)) *
+                  words_];
   }
   bool row_empty(int device, int r) const;
 

@@ -79,10 +79,14 @@ class Enumerator {
 
 std::string_view canonicalization_name(Canonicalization c) {
   switch (c) {
-    case Canonicalization::kNone: return "none";
-    case Canonicalization::kMasterMinimal: return "master-minimal";
-    case Canonicalization::kCommute: return "commute";
-    case Canonicalization::kTrajectory: return "trajectory";
+    case Canonicalization::kNone:
+      return "none";
+    case Canonicalization::kMasterMinimal:
+      return "master-minimal";
+    case Canonicalization::kCommute:
+      return "commute";
+    case Canonicalization::kTrajectory:
+      return "trajectory";
   }
   return "?";
 }
@@ -119,7 +123,8 @@ SynthesisHierarchy synthesis_hierarchy(const Placement& placement, std::span<con
   int current = -1;
   for (int j = 0; j < placement.num_levels(); ++j) {
     int f = 1;
-    for (int a : reduce_axes) f *= placement.matrix()[static_cast<std::size_t>(a)][static_cast<std::size_t>(j)];
+    for (int a : reduce_axes)
+      f *= placement.matrix()[static_cast<std::size_t>(a)][static_cast<std::size_t>(j)];
     const int hw = hw_level.empty() ? j : hw_level[static_cast<std::size_t>(j)];
     if (f == 1) continue;
     if (hw == current) {
@@ -127,24 +132,30 @@ SynthesisHierarchy synthesis_hierarchy(const Placement& placement, std::span<con
       continue;
     }
     current = hw;
-    const std::string name = hw_level.empty() || hw_names.empty() ? placement.levels()[static_cast<std::size_t>(j)].name
-                                                                   : hw_names[static_cast<std::size_t>(hw)];
+    const std::string name = hw_level.empty() || hw_names.empty()
+                                 ? placement.levels()[static_cast<std::size_t>(j)].name
+                                 : hw_names[static_cast<std::size_t>(hw)];
     levels.push_back(SynthLevel{name, f, hw});
   }
   return SynthesisHierarchy(std::move(levels));
 }
 
-bool lemma_admits(std::span<const int> cardinalities, const std::vector<bool>& is_reduction_level, int slice, Form form) {
+bool lemma_admits(std::span<const int> cardinalities, const std::vector<bool>& is_reduction_level, int slice,
+                  Form form) {
   const int depth = static_cast<int>(cardinalities.size()) - 1;
   auto ok = [&](int from, int to) {
     for (int l = from; l <= to; ++l)
-      if (cardinalities[static_cast<std::size_t>(l)] != 1 && !is_reduction_level[static_cast<std::size_t>(l)]) return false;
+      if (cardinalities[static_cast<std::size_t>(l)] != 1 && !is_reduction_level[static_cast<std::size_t>(l)])
+        return false;
     return true;
   };
   switch (form.kind) {
-    case FormKind::kInsideGroup: return ok(slice + 1, depth);            // Lemma B.5
-    case FormKind::kParallel: return ok(form.level + 1, slice);          // Corollary B.4
-    case FormKind::kMaster: return ok(form.level + 1, depth);            // Lemma B.6
+    case FormKind::kInsideGroup:
+      return ok(slice + 1, depth);  // Lemma B.5
+    case FormKind::kParallel:
+      return ok(form.level + 1, slice);  // Corollary B.4
+    case FormKind::kMaster:
+      return ok(form.level + 1, depth);  // Lemma B.6
   }
   return false;
 }

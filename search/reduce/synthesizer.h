@@ -5,9 +5,9 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
-#include <span>
 #include <vector>
 
 #include "search/reduce/placement.h"
@@ -34,7 +34,7 @@ struct SynthesisOptions {
 };
 
 struct SynthesisResult {
-  std::vector<Program> programs;            // by size, then by instruction order of distinct_groupings x collectives
+  std::vector<Program> programs;  // by size, then by instruction order of distinct_groupings x collectives
   std::vector<std::int64_t> count_by_size;  // index = size (0 unused)
   std::int64_t prefixes_explored = 0;       // valid prefixes visited (after pruning)
   std::int64_t steps_rejected = 0;          // instruction applications refused by a precondition
@@ -47,12 +47,14 @@ SynthesisResult synthesize(const SynthesisHierarchy& h, const SynthesisOptions& 
 // given, maps each placement level to the hardware level it belongs to (sub-levels of a split level collapse
 // together and take its name from `hw_names`); empty = every placement level is its own hardware level.
 SynthesisHierarchy synthesis_hierarchy(const Placement& placement, std::span<const int> reduce_axes,
-                                       std::span<const int> hw_level = {}, std::span<const std::string> hw_names = {});
+                                       std::span<const int> hw_level = {},
+                                       std::span<const std::string> hw_names = {});
 
 // Validity lemmas B.4-B.6 of P2 App. B as a static filter: on a hierarchy whose levels are flagged as
 // reduction factors or not, (slice, form) can only be valid if every level its groups span (B.4, B.5) or,
 // for Master, every level below the form's level (B.6) is a reduction factor or has cardinality 1. On
 // hierarchy (d) every level is a reduction factor and the filter admits everything.
-bool lemma_admits(std::span<const int> cardinalities, const std::vector<bool>& is_reduction_level, int slice, Form form);
+bool lemma_admits(std::span<const int> cardinalities, const std::vector<bool>& is_reduction_level, int slice,
+                  Form form);
 
 }  // namespace strata::search::reduce

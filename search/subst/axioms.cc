@@ -203,7 +203,7 @@ std::string format_axiom(const Axiom& axiom) {
   std::string vars = fmt::format("{}", fmt::join(axiom.tensor_variables, " "));
   for (const ParamVariable& p : axiom.param_variables)
     vars += fmt::format("{}{}∈{{{}}}", vars.empty() ? "" : " ", p.name, fmt::join(p.domain, ","));
-  return fmt::format("{}: {}{}{} == {}", axiom.name, vars.empty() ? "" : "∀ ", vars, vars.empty() ? "" : ". ",
+  return fmt::format("{}: {}{}{}{} == {}", axiom.name, vars.empty() ? "" : "∀ ", vars, vars.empty() ? "" : ". ",
                      to_string(axiom.lhs), to_string(axiom.rhs));
 }
 

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -19,6 +20,27 @@ const RuleInput* Rule::find_input(std::string_view input_name) const {
     if (in.name == input_name) return &in;
   return nullptr;
 }
+
+namespace {
+
+void collect_ops(const Term& t, std::set<std::string>& ops) {
+  if (t.is_variable()) return;
+  std::string key = to_string(t);
+  if (t.op() == Op::split_0 || t.op() == Op::split_1) key = "split" + key.substr(key.find('('));
+  ops.insert(std::move(key));
+  for (const Term& a : t.args()) collect_ops(a, ops);
+}
+
+int graph_op_count(const Rule& rule, bool source) {
+  std::set<std::string> ops;
+  for (const Equation& eq : rule.outputs) collect_ops(source ? eq.lhs : eq.rhs, ops);
+  return static_cast<int>(ops.size());
+}
+
+}  // namespace
+
+int source_op_count(const Rule& rule) { return graph_op_count(rule, true); }
+int target_op_count(const Rule& rule) { return graph_op_count(rule, false); }
 
 std::string shape_to_string(const std::optional<Shape>& shape) {
   if (!shape) return "?";

@@ -43,6 +43,11 @@ struct Rule {
   }
 };
 
+// Number of operators in the source (lhs) and target (rhs) graph of a rule: distinct subterms count once, the two
+// outputs of one split (split_0/split_1 of the same tensor and axis) count as one operator, constants count.
+int source_op_count(const Rule& rule);
+int target_op_count(const Rule& rule);
+
 // "2x4", "4x4x3x3", "scalar" (0-D), "?" (unknown).
 std::string shape_to_string(const std::optional<Shape>& shape);
 std::optional<std::optional<Shape>> parse_shape(std::string_view text);  // outer nullopt: malformed

@@ -1,9 +1,11 @@
 #include "search/subst/verifier.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 
 #include <fmt/format.h>
 #include <tbb/parallel_for.h>
@@ -79,6 +81,31 @@ class Encoding {
   std::vector<z3::func_decl> functions_;
 };
 
+void configure(z3::solver& solver, z3::context& ctx, const VerifyOptions& options) {
+  z3::params params(ctx);
+  params.set("timeout", options.timeout_ms);
+  for (const auto& [name, value] : options.z3_params) {
+    if (value == "true" || value == "false")
+      params.set(name.c_str(), value == "true");
+    else if (!value.empty() && std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      params.set(name.c_str(), static_cast<unsigned>(std::stoul(value)));
+    else
+      params.set(name.c_str(), value.c_str());
+  }
+  solver.set(params);
+}
+
+// Rejects unknown or mistyped Z3 parameters before any rule is attempted.
+void check_options(const VerifyOptions& options) {
+  try {
+    z3::context ctx;
+    z3::solver solver(ctx);
+    configure(solver, ctx, options);
+  } catch (const z3::exception& e) {
+    throw std::invalid_argument(fmt::format("Z3 solver parameters: {}", e.msg()));
+  }
+}
+
 // The first parameter of `t` outside its verified domain, described; nullopt when all are inside.
 std::optional<std::string> out_of_domain(const Term& t) {
   if (t.is_variable()) return std::nullopt;
@@ -93,7 +120,7 @@ std::optional<std::string> out_of_domain(const Term& t) {
 }
 
 EquationResult prove(const Equation& eq, const Rule& rule, std::span<const Axiom> axioms, z3::context& ctx,
-                     const Encoding& enc, unsigned timeout_ms) {
+                     const Encoding& enc, const VerifyOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   EquationResult result;
   auto finish = [&](VerifyStatus status, std::string reason) {
@@ -108,9 +135,7 @@ EquationResult prove(const Equation& eq, const Rule& rule, std::span<const Axiom
     Encoding::Variables vars;
     for (const RuleInput& in : rule.inputs) vars.emplace(in.name, ctx.constant(in.name.c_str(), enc.tensor()));
     z3::solver solver(ctx);
-    z3::params params(ctx);
-    params.set("timeout", timeout_ms);
-    solver.set(params);
+    configure(solver, ctx, options);
     for (const Axiom& ax : axioms) solver.add(enc.axiom(ax));
     solver.add(enc.term(eq.lhs, vars) != enc.term(eq.rhs, vars));
     switch (solver.check()) {
@@ -127,12 +152,13 @@ EquationResult prove(const Equation& eq, const Rule& rule, std::span<const Axiom
 }  // namespace
 
 RuleResult verify_rule(const Rule& rule, std::span<const Axiom> axioms, const VerifyOptions& options) {
+  check_options(options);
   RuleResult result;
   result.status = VerifyStatus::proved;
   z3::context ctx;
   const Encoding enc(ctx);
   for (std::size_t i = 0; i < rule.outputs.size(); ++i) {
-    EquationResult eq = prove(rule.outputs[i], rule, axioms, ctx, enc, options.timeout_ms);
+    EquationResult eq = prove(rule.outputs[i], rule, axioms, ctx, enc, options);
     result.seconds += eq.seconds;
     if (eq.status != VerifyStatus::proved && result.status == VerifyStatus::proved) {
       result.status = eq.status;
@@ -145,6 +171,7 @@ RuleResult verify_rule(const Rule& rule, std::span<const Axiom> axioms, const Ve
 
 std::vector<RuleResult> verify_rules(std::span<const Rule> rules, std::span<const Axiom> axioms,
                                      const VerifyOptions& options, const VerifyProgress& progress) {
+  check_options(options);
   std::vector<RuleResult> results(rules.size());
   std::mutex progress_mutex;
   std::size_t done = 0;

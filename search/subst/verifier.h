@@ -26,6 +26,9 @@ std::string_view to_string(VerifyStatus status);
 struct VerifyOptions {
   unsigned timeout_ms = 10000;  // per query (one query per mapped output)
   int jobs = 0;                 // worker threads; 0 = all hardware threads
+  // Extra Z3 solver parameters (name, value), e.g. {"mbqi", "false"}; values "true"/"false" are booleans,
+  // unsigned integers are numbers, anything else a string.
+  std::vector<std::pair<std::string, std::string>> z3_params;
 };
 
 struct EquationResult {

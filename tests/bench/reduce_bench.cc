@@ -33,10 +33,11 @@ void BM_P2Grid(benchmark::State& state) {
     bool three_axis_ring_only;
   };
   const std::string dir = STRATA_SOURCE_DIR "/configs/hw/";
-  const std::vector<System> systems{{dir + "gcp-a100x16.yaml", 2, {}, false},
-                                    {dir + "gcp-a100x16.yaml", 4, {{16, 2, 2}, {8, 2, 4}, {4, 2, 8}, {2, 2, 16}}, false},
-                                    {dir + "gcp-v100x8.yaml", 2, {}, false},
-                                    {dir + "gcp-v100x8.yaml", 4, {{2, 2, 8}, {8, 2, 2}}, true}};
+  const std::vector<System> systems{
+      {dir + "gcp-a100x16.yaml", 2, {}, false},
+      {dir + "gcp-a100x16.yaml", 4, {{16, 2, 2}, {8, 2, 4}, {4, 2, 8}, {2, 2, 16}}, false},
+      {dir + "gcp-v100x8.yaml", 2, {}, false},
+      {dir + "gcp-v100x8.yaml", 4, {{2, 2, 8}, {8, 2, 2}}, true}};
   std::vector<strata::hw::Topology> topos;
   for (const auto& s : systems) topos.push_back(strata::hw::load_system(s.hw, {s.nodes}));
   std::size_t cases = 0;

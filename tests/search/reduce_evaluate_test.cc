@@ -23,9 +23,11 @@ TEST(ReduceLowering, InstantiatesThePatternOverNonReductionAxes) {
   ASSERT_EQ(h.to_string(), "[root 1, node 2, gpu 2]");
   const rd::ReductionLayout layout(p, reduce);
   const double B = 1024;
-  const auto lowered = rd::lower(
-      rd::parse_program("(node, InsideGroup, ReduceScatter); (node, Parallel(root), AllReduce); (node, InsideGroup, AllGather)", h),
-      h, layout, B);
+  const auto lowered =
+      rd::lower(rd::parse_program("(node, InsideGroup, ReduceScatter); (node, Parallel(root), AllReduce); "
+                                  "(node, InsideGroup, AllGather)",
+                                  h),
+                h, layout, B);
   ASSERT_EQ(lowered.steps.size(), 3u);
   using G = std::vector<int>;
   auto groups = [&](std::size_t s) {
@@ -48,7 +50,8 @@ TEST(ReduceLowering, InstantiatesThePatternOverNonReductionAxes) {
   EXPECT_EQ(flat_groups, p.groups(reduce));
   // Reduce-Master-Broadcast: only the node roots of each group take part in the middle step.
   const auto rab = rd::lower(
-      rd::parse_program("(node, InsideGroup, Reduce); (node, Master(root), AllReduce); (node, InsideGroup, Broadcast)", h),
+      rd::parse_program(
+          "(node, InsideGroup, Reduce); (node, Master(root), AllReduce); (node, InsideGroup, Broadcast)", h),
       h, layout, B);
   std::vector<G> middle;
   for (const auto& c : rab.steps[1].calls) middle.push_back(c.group);
@@ -76,7 +79,8 @@ TEST(ReduceEvaluate, BaselineEqualsConcurrentAllReducesOverThePlacementsGroups) 
       spec.bytes = cfg.bytes_per_device;
       strata::sim::add_collective(topo, graph, spec, e.algorithm);
     }
-    EXPECT_NEAR(e.baseline_seconds, strata::sim::simulate(topo, graph).seconds(), 1e-12) << rd::format_matrix(e.matrix);
+    EXPECT_NEAR(e.baseline_seconds, strata::sim::simulate(topo, graph).seconds(), 1e-12)
+        << rd::format_matrix(e.matrix);
     EXPECT_LE(e.best.seconds, e.baseline_seconds);
   }
 }
@@ -107,7 +111,8 @@ TEST(ReduceEvaluate, DeterministicUnderTbbParallelism) {
 TEST(ReduceEvaluate, JointPlacementRanksByTotalTime) {
   const auto topo = strata::hw::load_system("configs/hw/gcp-a100x16.yaml", {2});
   const std::vector<int> axes{4, 8};
-  const std::vector<rd::ReductionSpec> reductions{{{0}, 1024.0 * 1024 * 1024, "gradients"}, {{1}, 64.0 * 1024 * 1024, "activations"}};
+  const std::vector<rd::ReductionSpec> reductions{{{0}, 1024.0 * 1024 * 1024, "gradients"},
+                                                  {{1}, 64.0 * 1024 * 1024, "activations"}};
   const auto joint = rd::evaluate_joint(topo, axes, reductions, "ring", {});
   ASSERT_EQ(joint.size(), 2u);
   for (const auto& j : joint) {
@@ -163,10 +168,13 @@ TEST(ReduceCanonical, OptionsKeepOneProgramPerClassInOrder) {
   };
   EXPECT_TRUE(has(commute, "(node, InsideGroup, AllReduce); (node, Parallel(root), AllReduce)"));
   EXPECT_FALSE(has(commute, "(node, Parallel(root), AllReduce); (node, InsideGroup, AllReduce)"));
-  EXPECT_TRUE(has(kept, "(node, InsideGroup, Reduce); (node, Master(root), AllReduce); (root, InsideGroup, Broadcast)"));
-  EXPECT_FALSE(has(kept, "(node, InsideGroup, Reduce); (node, Master(root), AllReduce); (node, InsideGroup, Broadcast)"));
+  EXPECT_TRUE(has(
+      kept, "(node, InsideGroup, Reduce); (node, Master(root), AllReduce); (root, InsideGroup, Broadcast)"));
+  EXPECT_FALSE(has(
+      kept, "(node, InsideGroup, Reduce); (node, Master(root), AllReduce); (node, InsideGroup, Broadcast)"));
   // One-level hierarchies keep their 3 programs under every option.
   const rd::SynthesisHierarchy one({{"gpu", 8, 0}});
-  for (auto c : {rd::Canonicalization::kMasterMinimal, rd::Canonicalization::kCommute, rd::Canonicalization::kTrajectory})
+  for (auto c : {rd::Canonicalization::kMasterMinimal, rd::Canonicalization::kCommute,
+                 rd::Canonicalization::kTrajectory})
     EXPECT_EQ(rd::synthesize(one, {5, c}).programs.size(), 3u);
 }

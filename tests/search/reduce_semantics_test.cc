@@ -1,5 +1,5 @@
-// Chunk-state semantics (P2 section 3.2; docs/reference p2.md section 5): pre- and postconditions of each rule,
-// and the invalid programs of P2 Fig. 4.
+// Chunk-state semantics (P2 section 3.2; docs/reference p2.md section 5): pre- and postconditions of each
+// rule, and the invalid programs of P2 Fig. 4.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -97,21 +97,27 @@ TEST(ReduceSemantics, FinalStateIsTerminal) {
 TEST(ReduceSemantics, RejectsThePapersInvalidPrograms) {
   const rd::SynthesisHierarchy h({{"node", 2, 0}, {"gpu", 2, 1}});
   // ReduceScatter then AllReduce over the same pair: would sum different halves together.
-  EXPECT_THROW(rd::trace_program(rd::parse_program("(node, InsideGroup, ReduceScatter); (node, InsideGroup, AllReduce)", h), h),
-               std::invalid_argument);
+  EXPECT_THROW(
+      rd::trace_program(
+          rd::parse_program("(node, InsideGroup, ReduceScatter); (node, InsideGroup, AllReduce)", h), h),
+      std::invalid_argument);
   // AllReduce inside nodes, then across, then across everything again: A0's and C0's data summed twice.
-  EXPECT_THROW(rd::trace_program(rd::parse_program("(node, InsideGroup, AllReduce); (node, Parallel(root), AllReduce); "
-                                                   "(root, InsideGroup, AllReduce)",
-                                                   h),
-                                 h),
+  EXPECT_THROW(rd::trace_program(
+                   rd::parse_program("(node, InsideGroup, AllReduce); (node, Parallel(root), AllReduce); "
+                                     "(root, InsideGroup, AllReduce)",
+                                     h),
+                   h),
                std::invalid_argument);
-  EXPECT_THROW(rd::trace_program(rd::parse_program("(node, InsideGroup, AllReduce); (node, InsideGroup, AllReduce)", h), h),
+  EXPECT_THROW(rd::trace_program(
+                   rd::parse_program("(node, InsideGroup, AllReduce); (node, InsideGroup, AllReduce)", h), h),
                std::invalid_argument);
   // After Reduce inside the nodes, only the node roots hold data: a Parallel AllReduce across nodes would run
   // on empty groups (rejected), the Master form is the valid one.
-  EXPECT_THROW(rd::trace_program(rd::parse_program("(node, InsideGroup, Reduce); (node, Parallel(root), AllReduce)", h), h),
+  EXPECT_THROW(rd::trace_program(
+                   rd::parse_program("(node, InsideGroup, Reduce); (node, Parallel(root), AllReduce)", h), h),
                std::invalid_argument);
-  EXPECT_NO_THROW(rd::trace_program(rd::parse_program("(node, InsideGroup, Reduce); (node, Master(root), AllReduce)", h), h));
+  EXPECT_NO_THROW(rd::trace_program(
+      rd::parse_program("(node, InsideGroup, Reduce); (node, Master(root), AllReduce)", h), h));
 }
 
 TEST(ReduceSemantics, ThePapersNamedProgramsReachTheAllReduceState) {
@@ -120,7 +126,8 @@ TEST(ReduceSemantics, ThePapersNamedProgramsReachTheAllReduceState) {
            "(root, InsideGroup, AllReduce)",
            "(node, InsideGroup, AllReduce); (node, Parallel(root), AllReduce)",
            "(node, InsideGroup, Reduce); (node, Master(root), AllReduce); (node, InsideGroup, Broadcast)",
-           "(node, InsideGroup, ReduceScatter); (node, Parallel(root), AllReduce); (node, InsideGroup, AllGather)",
+           "(node, InsideGroup, ReduceScatter); (node, Parallel(root), AllReduce); (node, InsideGroup, "
+           "AllGather)",
        }) {
     EXPECT_TRUE(rd::trace_program(rd::parse_program(text, h), h).back().is_final()) << text;
   }
