@@ -2,12 +2,19 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "experiments/cli.h"
+#include "hw/config_error.h"
+#include "hw/system_loader.h"
 #include "hw/units.h"
+#include "models/cost/cost_model.h"
+#include "models/simulate/graph_sim.h"
+#include "models/train/training.h"
 #include "models/zoo/zoo.h"
+#include "sim/trace.h"
 
 namespace strata::cli {
 namespace {
@@ -16,6 +23,10 @@ struct ModelOptions {
   std::string model, dtype = "f32";
   std::int64_t batch = 0, seq = 0;
   bool nodes = false;
+  // sim
+  std::string hw, profile, trace, optimizer = "adam";
+  bool train = false;
+  int gpu = 0, top = 15;
 };
 
 models::Graph load_model(const ModelOptions& o) {
@@ -26,6 +37,8 @@ models::Graph load_model(const ModelOptions& o) {
 }
 
 std::string count_str(double n) {
+  if (n >= 1e15) return fmt::format("{:.2f} P", n / 1e15);
+  if (n >= 1e12) return fmt::format("{:.2f} T", n / 1e12);
   if (n >= 1e9) return fmt::format("{:.2f} G", n / 1e9);
   if (n >= 1e6) return fmt::format("{:.2f} M", n / 1e6);
   if (n >= 1e3) return fmt::format("{:.2f} K", n / 1e3);
@@ -75,6 +88,62 @@ void show_model(const models::Graph& g, bool list_nodes) {
   }
 }
 
+void sim_model(const ModelOptions& o) {
+  using namespace models;
+  const auto topo = hw::load_system(o.hw);
+  if (o.gpu < 0 || o.gpu >= topo.num_gpus())
+    throw ConfigError(fmt::format("--gpu: {} is not a GPU of {} (0..{})", o.gpu, o.hw, topo.num_gpus() - 1));
+  Graph forward = load_model(o);
+  const auto batch = forward.values_of(ValueKind::kInput).empty() ? 1 : forward.type(forward.values_of(ValueKind::kInput)[0]).shape.at(0);
+  Graph g = forward;
+  if (o.train) {
+    TrainOptions t;
+    if (o.optimizer == "adam") t.optimizer = Optimizer::kAdam;
+    else if (o.optimizer == "sgd") t.optimizer = Optimizer::kSgd;
+    else throw std::invalid_argument(fmt::format("--optimizer: expected adam or sgd, got '{}'", o.optimizer));
+    g = derive_training_graph(forward, t).graph;
+  }
+  std::optional<ProfileDb> db;
+  if (!o.profile.empty()) db = ProfileDb::load(o.profile);
+  const CostModel cost(topo.gpu(), RooflineParams::defaults(), db ? &*db : nullptr);
+  const auto r = simulate_graph(g, topo, cost, {.gpu = o.gpu, .record_timeline = !o.trace.empty()});
+  const auto& gpu = topo.gpu();
+  const auto dt = *parse_dtype(o.dtype);
+  std::cout << fmt::format("model: {} ({}, batch {}, {}) on {} GPU {} ({})\n", forward.name(),
+                           o.train ? "training step, " + o.optimizer : std::string("inference"), batch, dtype_name(dt),
+                           topo.name(), o.gpu, gpu.name);
+  const double peak = gpu.peak_flops(to_hw(dt));
+  std::cout << fmt::format("step time: {}   throughput: {:.1f} samples/s   achieved: {:.1f} TFLOP/s ({:.1f}% of {} peak)\n",
+                           units::format_duration(r.seconds), static_cast<double>(batch) / r.seconds,
+                           r.flops / r.seconds / 1e12, 100 * r.flops / r.seconds / peak, hw::dtype_name(to_hw(dt)));
+  int views = 0, measured = 0;
+  for (const auto& b : r.by_op) measured += b.measured;
+  for (const auto& n : g.nodes()) views += is_view(n);
+  std::cout << fmt::format("kernels: {} (+{} views without a kernel), {} timed from the profile database\n",
+                           g.nodes().size() - static_cast<std::size_t>(views), views, measured);
+  const auto& m = r.memory;
+  std::cout << fmt::format("peak memory: {} = parameters {} + optimizer state {} + inputs/constants {} + "
+                           "activations/gradients {} (during '{}'); HBM {}{}\n",
+                           units::format_bytes(m.peak()), units::format_bytes(m.params), units::format_bytes(m.optimizer_state),
+                           units::format_bytes(m.inputs + m.constants), units::format_bytes(m.peak_transient),
+                           m.peak_node >= 0 ? g.node(m.peak_node).name : std::string("-"), units::format_bytes(gpu.hbm_capacity),
+                           m.peak() > gpu.hbm_capacity ? " -- DOES NOT FIT on one GPU" : "");
+  std::cout << fmt::format("\n  {:<20} {:>6} {:>12} {:>7} {:>12} {:>12}\n", "operator", "count", "time", "share", "FLOP", "bytes");
+  int shown = 0;
+  for (const auto& b : r.by_op) {
+    if (shown++ >= o.top) break;
+    std::cout << fmt::format("  {:<20} {:>6} {:>12} {:>6.1f}% {:>12} {:>12}\n", b.op, b.count,
+                             units::format_duration(b.seconds), 100 * b.seconds / r.seconds, count_str(b.flops),
+                             units::format_bytes(b.bytes));
+  }
+  if (static_cast<int>(r.by_op.size()) > o.top)
+    std::cout << fmt::format("  ... {} more operator types (--top)\n", r.by_op.size() - static_cast<std::size_t>(o.top));
+  if (!o.trace.empty()) {
+    sim::write_file_atomically(o.trace, sim::chrome_trace_json(topo, r.tasks, r.sim));
+    std::cout << fmt::format("# trace written to {} (open in https://ui.perfetto.dev)\n", o.trace);
+  }
+}
+
 void add_common(CLI::App* cmd, ModelOptions& o) {
   cmd->add_option("--batch", o.batch, "Batch size (default: the model's)")->check(CLI::PositiveNumber);
   cmd->add_option("--seq", o.seq, "Sequence length for sequence models (default: the model's)")->check(CLI::PositiveNumber);
@@ -102,6 +171,21 @@ void add_model_commands(CLI::App& app) {
   add_common(show, *o);
   show->add_flag("--nodes", o->nodes, "List every node with its types and attributes");
   show->callback([o] { show_model(load_model(*o), o->nodes); });
+  auto so = std::make_shared<ModelOptions>();
+  so->dtype = "f16";
+  auto* simc = model->add_subcommand(
+      "sim", "Simulate one inference pass or training step of a model on one GPU: step time, per-operator "
+             "breakdown (roofline cost model or measured profiles), peak memory");
+  simc->add_option("model", so->model, "Zoo model name")->required();
+  simc->add_option("--hw", so->hw, "System YAML file (the GPU model comes from it)")->required();
+  add_common(simc, *so);
+  simc->add_flag("--train", so->train, "Simulate a training step: forward, backward, optimizer update");
+  simc->add_option("--optimizer", so->optimizer, "Training optimizer: adam or sgd")->capture_default_str();
+  simc->add_option("--gpu", so->gpu, "GPU rank to run on")->capture_default_str();
+  simc->add_option("--profile", so->profile, "Measured-profile database (JSON) overriding the roofline per kernel");
+  simc->add_option("--trace", so->trace, "Write a Chrome/Perfetto trace of the step to this JSON file");
+  simc->add_option("--top", so->top, "Operator types shown in the breakdown")->capture_default_str();
+  simc->callback([so] { sim_model(*so); });
 }
 
 }  // namespace strata::cli

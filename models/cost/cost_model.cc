@@ -1,0 +1,130 @@
+#include "models/cost/cost_model.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "hw/config_error.h"
+#include "sim/trace.h"
+
+namespace strata::models {
+
+// Engineering priors, not measurements: large tensor-core GEMMs/convolutions reach ~80% of peak and lose
+// half of that at ~2 us of ideal work; streaming kernels reach 80-90% of HBM bandwidth above a few MB;
+// reductions and normalizations, with their two passes and cross-thread sums, less. Calibrated profiles
+// (validate/) replace these where available; docs/models.md lists them.
+RooflineParams RooflineParams::defaults() {
+  RooflineParams p;
+  auto set = [&](OpKind k, Efficiency c, Efficiency m) { p.by_kind[static_cast<std::size_t>(k)] = {c, m}; };
+  set(OpKind::kContraction, {0.80, 2e-6}, {0.80, 1e-6});
+  set(OpKind::kElementwise, {0.50, 1e-6}, {0.90, 1e-6});
+  set(OpKind::kReduction, {0.50, 2e-6}, {0.80, 2e-6});
+  set(OpKind::kDataMovement, {0.50, 1e-6}, {0.75, 1e-6});
+  set(OpKind::kView, {1.0, 0}, {1.0, 0});
+  set(OpKind::kConstant, {0.50, 1e-6}, {0.90, 1e-6});
+  set(OpKind::kOptimizer, {0.50, 1e-6}, {0.85, 1e-6});
+  return p;
+}
+
+bool is_view(const Node& n) {
+  return n.op->kind == OpKind::kView || (n.op->name == "transpose" && n.attrs.i("shuffle") == 0);
+}
+
+std::string profile_key(const Graph& g, const Node& n, std::string_view device) {
+  std::string types;
+  for (auto v : n.inputs) types += (types.empty() ? "" : ";") + type_str(g.type(v));
+  return fmt::format("{}|{}|{}|{}", n.op->name, n.attrs.str(), types, device);
+}
+
+OpCost CostModel::node_cost(const Graph& g, const Node& n) const {
+  OpCost c;
+  c.flops = node_flops(g, n);
+  c.bytes = node_bytes(g, n);
+  if (is_view(n)) {
+    c.is_view = true;
+    return c;
+  }
+  if (db_) {
+    if (const double* s = db_->find(profile_key(g, n, gpu_.name))) {
+      c.seconds = *s;
+      c.measured = true;
+      return c;
+    }
+  }
+  const auto& eff = params_.by_kind[static_cast<std::size_t>(n.op->kind)];
+  const DType dt = n.outputs.empty() ? DType::kF32 : g.type(n.outputs[0]).dtype;
+  const double peak = gpu_.peak_flops(to_hw(dt));
+  const double tc_ideal = c.flops / peak, tm_ideal = c.bytes / gpu_.hbm_bandwidth;
+  const double tc = c.flops > 0 ? tc_ideal / eff.compute.at(tc_ideal) : 0.0;
+  const double tm = c.bytes > 0 ? tm_ideal / eff.memory.at(tm_ideal) : 0.0;
+  c.compute_bound = tc >= tm;
+  c.seconds = gpu_.launch_overhead + std::max(tc, tm);
+  return c;
+}
+
+const double* ProfileDb::find(const std::string& key) const {
+  auto it = entries_.find(key);
+  return it == entries_.end() ? nullptr : &it->second;
+}
+
+ProfileDb ProfileDb::load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError(fmt::format("{}: cannot open profile database", path));
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ConfigError(fmt::format("{}: not valid JSON: {}", path, e.what()));
+  }
+  if (!j.is_object() || !j.contains("entries") || !j["entries"].is_array())
+    throw ConfigError(fmt::format("{}: expected an object with an \"entries\" array", path));
+  ProfileDb db;
+  std::size_t i = 0;
+  for (const auto& e : j["entries"]) {
+    auto field = [&](const char* name) -> const nlohmann::json& {
+      if (!e.is_object() || !e.contains(name))
+        throw ConfigError(fmt::format("{}: entries[{}]: missing field \"{}\" (entries need op, attrs, inputs, device, seconds)", path, i, name));
+      return e[name];
+    };
+    const auto& op = field("op");
+    const auto& attrs = field("attrs");
+    const auto& inputs = field("inputs");
+    const auto& device = field("device");
+    const auto& seconds = field("seconds");
+    if (!op.is_string() || !attrs.is_string() || !device.is_string())
+      throw ConfigError(fmt::format("{}: entries[{}]: op, attrs and device must be strings", path, i));
+    if (!inputs.is_array()) throw ConfigError(fmt::format("{}: entries[{}].inputs: expected an array of type strings like \"f16[8,1024]\"", path, i));
+    if (!seconds.is_number() || seconds.get<double>() < 0)
+      throw ConfigError(fmt::format("{}: entries[{}].seconds: expected a non-negative number", path, i));
+    std::string types;
+    for (const auto& t : inputs) {
+      if (!t.is_string()) throw ConfigError(fmt::format("{}: entries[{}].inputs: expected strings", path, i));
+      types += (types.empty() ? "" : ";") + t.get<std::string>();
+    }
+    db.add(fmt::format("{}|{}|{}|{}", op.get<std::string>(), attrs.get<std::string>(), types, device.get<std::string>()),
+           seconds.get<double>());
+    ++i;
+  }
+  return db;
+}
+
+void ProfileDb::save(const std::string& path) const {
+  nlohmann::json entries = nlohmann::json::array();
+  for (const auto& [key, seconds] : entries_) {
+    std::vector<std::string> parts;
+    std::stringstream ss(key);
+    std::string part;
+    while (std::getline(ss, part, '|')) parts.push_back(part);
+    parts.resize(4);
+    nlohmann::json inputs = nlohmann::json::array();
+    std::stringstream ts(parts[2]);
+    while (std::getline(ts, part, ';')) inputs.push_back(part);
+    entries.push_back({{"op", parts[0]}, {"attrs", parts[1]}, {"inputs", inputs}, {"device", parts[3]}, {"seconds", seconds}});
+  }
+  sim::write_file_atomically(path, nlohmann::json{{"entries", entries}}.dump(2) + "\n");
+}
+
+}  // namespace strata::models

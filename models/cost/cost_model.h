@@ -1,0 +1,80 @@
+// Per-operator time on one GPU. A roofline — FLOPs over (peak x efficiency) against bytes over (HBM
+// bandwidth x efficiency), plus the launch overhead — with efficiencies that depend on the operator kind
+// and saturate with kernel size (small kernels cannot fill the GPU). A measured-profile database
+// (written by validate/) overrides the roofline wherever it has an entry for the exact operator,
+// attributes, input types and device.
+#pragma once
+
+#include <array>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "hw/gpu_spec.h"
+#include "models/ir/graph.h"
+
+namespace strata::models {
+
+// eff(t) = max * t / (t + half), t = the kernel's ideal (peak-rate) time in seconds.
+struct Efficiency {
+  double max = 1.0;
+  double half_seconds = 0.0;
+  double at(double ideal_seconds) const {
+    return half_seconds <= 0 ? max : max * ideal_seconds / (ideal_seconds + half_seconds);
+  }
+};
+
+struct KindEfficiency {
+  Efficiency compute, memory;
+};
+
+struct RooflineParams {
+  // Indexed by OpKind.
+  std::array<KindEfficiency, 7> by_kind;
+  static RooflineParams defaults();
+};
+
+// Key of a measured kernel: "op|attrs|input types|device", e.g.
+// "matmul|activation=none,trans_a=0,trans_b=0|f16[2048,4096];f16[4096,4096]|a100-sxm4-80gb".
+std::string profile_key(const Graph& g, const Node& n, std::string_view device);
+
+class ProfileDb {
+ public:
+  // JSON: {"entries": [{"op": ..., "attrs": ..., "inputs": ["f16[..]", ...], "device": ..., "seconds": ...}]}.
+  // Throws ConfigError naming the file, entry index and field.
+  static ProfileDb load(const std::string& path);
+  void save(const std::string& path) const;  // atomically
+  void add(const std::string& key, double seconds) { entries_[key] = seconds; }
+  const double* find(const std::string& key) const;
+  std::size_t size() const { return entries_.size(); }
+
+ private:
+  std::map<std::string, double> entries_;
+};
+
+struct OpCost {
+  double seconds = 0;
+  double flops = 0;
+  double bytes = 0;
+  bool measured = false;  // from the profile database
+  bool is_view = false;   // no kernel (reshape, layout-only transpose)
+  bool compute_bound = false;
+};
+
+class CostModel {
+ public:
+  explicit CostModel(hw::GpuSpec gpu, RooflineParams params = RooflineParams::defaults(), const ProfileDb* db = nullptr)
+      : gpu_(std::move(gpu)), params_(params), db_(db) {}
+  OpCost node_cost(const Graph& g, const Node& n) const;
+  const hw::GpuSpec& gpu() const { return gpu_; }
+
+ private:
+  hw::GpuSpec gpu_;
+  RooflineParams params_;
+  const ProfileDb* db_;
+};
+
+// A node that launches no kernel: it only reinterprets its input's memory.
+bool is_view(const Node& n);
+
+}  // namespace strata::models
