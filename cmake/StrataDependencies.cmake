@@ -20,3 +20,12 @@ if(CUDAToolkit_FOUND)
 else()
   message(STATUS "strata: CUDA not found; building the CPU-only configuration")
 endif()
+
+# Z3 (search/subst verifier): Debian's libz3-dev ships z3++.h and libz3.so but no CMake package config.
+find_path(Z3_INCLUDE_DIR z3++.h REQUIRED)
+find_library(Z3_LIBRARY z3 REQUIRED)
+if(NOT TARGET Z3::z3)
+  add_library(Z3::z3 UNKNOWN IMPORTED)
+  set_target_properties(Z3::z3 PROPERTIES IMPORTED_LOCATION "${Z3_LIBRARY}"
+                                          INTERFACE_INCLUDE_DIRECTORIES "${Z3_INCLUDE_DIR}")
+endif()

@@ -1,0 +1,238 @@
+// strata subst verify|coverage|show|axioms: substitution rules, their Z3 verification and rule-set coverage
+// (search/subst, docs/subst.md).
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "experiments/cli.h"
+#include "hw/config_error.h"
+#include "search/subst/axioms.h"
+#include "search/subst/coverage.h"
+#include "search/subst/rule.h"
+#include "search/subst/verifier.h"
+#include "sim/trace.h"
+
+namespace strata::cli {
+namespace {
+
+namespace ss = search::subst;
+
+struct RuleFileOptions {
+  std::string format = "auto";
+  std::string taso_shapes = "table";
+};
+
+void add_rule_file_options(CLI::App* cmd, RuleFileOptions& o) {
+  cmd->add_option("--format", o.format, "rule file format: auto (TASO if lines start with INDEX<TAB>), strata, taso")
+      ->check(CLI::IsMember({"auto", "strata", "taso"}))
+      ->capture_default_str();
+  cmd->add_option("--taso-shapes", o.taso_shapes,
+                  "input shapes of TASO equation files: table (input_1..input_20 of TASO's generator) or unknown "
+                  "(ids are pattern variables, as in the shipped 133-rule file)")
+      ->check(CLI::IsMember({"table", "unknown"}))
+      ->capture_default_str();
+}
+
+std::vector<ss::Rule> load(const std::string& path, const RuleFileOptions& o) {
+  const auto format = o.format == "strata" ? ss::RuleFileFormat::strata
+                      : o.format == "taso" ? ss::RuleFileFormat::taso
+                                           : ss::RuleFileFormat::automatic;
+  return ss::load_rules(path, format, o.taso_shapes == "unknown" ? ss::TasoShapes::unknown
+                                                                   : ss::TasoShapes::generator_table);
+}
+
+std::size_t equation_count(std::span<const ss::Rule> rules) {
+  std::size_t n = 0;
+  for (const auto& r : rules) n += r.outputs.size();
+  return n;
+}
+
+struct VerifyCli {
+  std::string path, json;
+  RuleFileOptions file;
+  unsigned timeout_ms = 10000;
+  int jobs = 0;
+  bool failures_only = false;
+  std::vector<std::string> z3;
+};
+
+void run_verify(const VerifyCli& o) {
+  const auto rules = load(o.path, o.file);
+  const auto axioms = ss::taso_axioms();
+  ss::VerifyOptions vo;
+  vo.timeout_ms = o.timeout_ms;
+  vo.jobs = o.jobs;
+  for (const auto& kv : o.z3) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw ConfigError(fmt::format("--z3: expected NAME=VALUE (a Z3 solver parameter), got '{}'", kv));
+    vo.z3_params.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  const bool tty = isatty(fileno(stderr)) != 0;
+  std::map<ss::VerifyStatus, std::size_t> counts;
+  const auto start = std::chrono::steady_clock::now();
+  auto progress = [&](std::size_t done, std::size_t total, std::size_t, const ss::RuleResult& r) {
+    ++counts[r.status];
+    const bool report = tty || done == total || done % std::max<std::size_t>(1, total / 10) == 0;
+    if (!report) return;
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::cerr << fmt::format("{}verifying: {}/{} rules, {} proved, {} not proved, {:.1f} s{}", tty ? "\r" : "", done,
+                             total, counts[ss::VerifyStatus::proved], done - counts[ss::VerifyStatus::proved], s,
+                             tty && done != total ? "" : "\n");
+  };
+  const auto results = ss::verify_rules(rules, axioms, vo, progress);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  std::cout << fmt::format("# {}: {} rules, {} equations; {} axioms + lemmas; timeout {} ms per equation\n", o.path,
+                           rules.size(), equation_count(rules), axioms.size(), o.timeout_ms);
+  std::cout << fmt::format("{:<10} {:>3} {:<8} {:>10}  {}\n", "rule", "out", "status", "time (ms)", "reason");
+  for (std::size_t i = 0; i < rules.size(); ++i) {
+    const auto& r = results[i];
+    if (o.failures_only && r.status == ss::VerifyStatus::proved) continue;
+    std::cout << fmt::format("{:<10} {:>3} {:<8} {:>10.1f}  {}\n", rules[i].name, rules[i].outputs.size(),
+                             ss::to_string(r.status), r.seconds * 1e3, r.reason);
+  }
+  std::size_t c[4] = {};
+  for (const auto& r : results) ++c[static_cast<int>(r.status)];
+  std::cout << fmt::format("# summary: {} rules: {} proved, {} refuted, {} unknown, {} invalid; {:.1f} s wall on {} "
+                           "thread(s)\n",
+                           rules.size(), c[0], c[1], c[2], c[3], wall,
+                           o.jobs > 0 ? o.jobs : static_cast<int>(std::thread::hardware_concurrency()));
+  if (!o.json.empty()) {
+    nlohmann::json j;
+    j["path"] = o.path;
+    j["timeout_ms"] = o.timeout_ms;
+    j["seconds"] = wall;
+    for (std::size_t i = 0; i < rules.size(); ++i) {
+      j["rules"].push_back({{"name", rules[i].name},
+                            {"status", ss::to_string(results[i].status)},
+                            {"reason", results[i].reason},
+                            {"seconds", results[i].seconds}});
+      j["status"].push_back(results[i].status == ss::VerifyStatus::proved ? "proved" : "unknown");
+    }
+    sim::write_file_atomically(o.json, j.dump(1) + "\n");
+    std::cerr << fmt::format("wrote {}\n", o.json);
+  }
+}
+
+struct CoverageCli {
+  std::string ours, theirs;
+  RuleFileOptions ours_file, theirs_file;
+  int examples = 5;
+  bool no_orientation = false;
+};
+
+void run_coverage(const CoverageCli& o) {
+  const auto a = load(o.ours, o.ours_file);
+  const auto b = load(o.theirs, o.theirs_file);
+  const auto rep = ss::compare_rule_sets(a, b, !o.no_orientation);
+  std::cout << fmt::format("# coverage modulo input renaming{}{}\n", rep.options.match_shapes ? " (shape-preserving)" : " (shapes ignored: some inputs have unknown shapes)",
+                           rep.options.modulo_orientation ? " and orientation" : "");
+  std::cout << fmt::format("A = {}: {} rules ({} distinct), {} equations\n", o.ours, rep.a_rules, rep.a_distinct,
+                           rep.a_equations);
+  std::cout << fmt::format("B = {}: {} rules ({} distinct), {} equations\n", o.theirs, rep.b_rules, rep.b_distinct,
+                           rep.b_equations);
+  std::cout << fmt::format("in both:   {} rules of A occur in B, {} rules of B occur in A\n", rep.a_in_b, rep.b_in_a);
+  std::cout << fmt::format("only in A: {} rules\nonly in B: {} rules\n", rep.only_in_a.size(), rep.only_in_b.size());
+  std::cout << fmt::format("equations: {} of A's {} occur in B, {} of B's {} occur in A\n", rep.a_equations_in_b,
+                           rep.a_equations, rep.b_equations_in_a, rep.b_equations);
+  auto list = [&](std::string_view title, const std::vector<std::size_t>& idx, std::span<const ss::Rule> rules) {
+    if (idx.empty() || o.examples <= 0) return;
+    std::cout << fmt::format("\n# examples only in {} ({} of {}):\n", title, std::min<std::size_t>(idx.size(), o.examples), idx.size());
+    for (std::size_t k = 0; k < idx.size() && static_cast<int>(k) < o.examples; ++k)
+      std::cout << ss::format_rule(rules[idx[k]]);
+  };
+  list("A", rep.only_in_a, a);
+  list("B", rep.only_in_b, b);
+}
+
+struct ShowCli {
+  std::string path;
+  RuleFileOptions file;
+  bool summary_only = false;
+};
+
+void run_show(const ShowCli& o) {
+  const auto rules = load(o.path, o.file);
+  std::map<std::pair<int, int>, int> sizes;
+  std::map<std::string, int> op_uses;
+  std::size_t multi = 0;
+  for (const auto& r : rules) {
+    const int src = ss::source_op_count(r), dst = ss::target_op_count(r);
+    ++sizes[{src, dst}];
+    if (r.outputs.size() > 1) ++multi;
+    if (!o.summary_only) {
+      std::string inputs;
+      for (const auto& in : r.inputs) inputs += fmt::format("{}{}: {}", inputs.empty() ? "" : ", ", in.name, ss::shape_to_string(in.shape));
+      std::cout << fmt::format("rule {}  ({} → {} operators, {} output{})  [{}]\n  inputs: {}\n", r.name, src, dst,
+                               r.outputs.size(), r.outputs.size() > 1 ? "s" : "", r.origin, inputs);
+      for (std::size_t i = 0; i < r.outputs.size(); ++i)
+        std::cout << fmt::format("  source{}: {}\n  target{}: {}\n", r.outputs.size() > 1 ? fmt::format("[{}]", i) : "",
+                                 ss::to_string(r.outputs[i].lhs), r.outputs.size() > 1 ? fmt::format("[{}]", i) : "",
+                                 ss::to_string(r.outputs[i].rhs));
+    }
+  }
+  std::cout << fmt::format("# {}: {} rules, {} equations, {} multi-output rules\n", o.path, rules.size(),
+                           equation_count(rules), multi);
+  std::vector<std::pair<std::pair<int, int>, int>> by_count(sizes.begin(), sizes.end());
+  std::stable_sort(by_count.begin(), by_count.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
+  std::string hist;
+  for (const auto& [k, n] : by_count) hist += fmt::format("{}({},{}) {}", hist.empty() ? "" : ", ", k.first, k.second, n);
+  std::cout << fmt::format("# (source ops, target ops): {}\n", hist);
+}
+
+}  // namespace
+
+void add_subst_commands(CLI::App& app) {
+  auto* subst = app.add_subcommand("subst", "substitution rules: Z3 verification, coverage, listing (docs/subst.md)");
+  subst->require_subcommand(1);
+
+  auto verify = std::make_shared<VerifyCli>();
+  auto* v = subst->add_subcommand("verify", "prove every rule from TASO's operator axioms with Z3 (per-equation timeout)");
+  v->add_option("rules", verify->path, "rule file (strata format or TASO equation file)")->required()->check(CLI::ExistingFile);
+  v->add_option("--timeout-ms", verify->timeout_ms, "Z3 timeout per equation in milliseconds")->capture_default_str()->check(CLI::Range(1u, 3600000u));
+  v->add_option("--jobs", verify->jobs, "worker threads (0 = all hardware threads)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  v->add_option("--z3", verify->z3, "extra Z3 solver parameter NAME=VALUE (repeatable), e.g. --z3 mbqi=false");
+  v->add_flag("--failures-only", verify->failures_only, "list only rules that were not proved");
+  v->add_option("--json", verify->json, "also write per-rule outcomes to this JSON file");
+  add_rule_file_options(v, verify->file);
+  v->callback([verify] { run_verify(*verify); });
+
+  auto cov = std::make_shared<CoverageCli>();
+  auto* c = subst->add_subcommand("coverage", "compare two rule sets modulo input renaming (and orientation)");
+  c->add_option("ours", cov->ours, "rule set A")->required()->check(CLI::ExistingFile);
+  c->add_option("theirs", cov->theirs, "rule set B")->required()->check(CLI::ExistingFile);
+  c->add_option("--examples", cov->examples, "rules to list from each difference")->capture_default_str();
+  c->add_flag("--no-orientation", cov->no_orientation, "treat A == B and B == A as different rules");
+  add_rule_file_options(c, cov->ours_file);
+  c->callback([cov] {
+    cov->theirs_file = cov->ours_file;
+    run_coverage(*cov);
+  });
+
+  auto show = std::make_shared<ShowCli>();
+  auto* s = subst->add_subcommand("show", "list the rules of a file with their inputs, sizes and a summary");
+  s->add_option("rules", show->path, "rule file")->required()->check(CLI::ExistingFile);
+  s->add_flag("--summary", show->summary_only, "print only the summary");
+  add_rule_file_options(s, show->file);
+  s->callback([show] { run_show(*show); });
+
+  auto* a = subst->add_subcommand("axioms", "list the operator axioms and lemmas the verifier uses");
+  a->callback([] {
+    const auto axioms = ss::taso_axioms();
+    int i = 0;
+    for (const auto& ax : axioms)
+      std::cout << fmt::format("{:>2} {:<6} {}\n   {}\n", ++i, ax.kind == ss::AxiomKind::lemma ? "lemma" : "axiom",
+                               ss::format_axiom(ax), ax.note);
+  });
+}
+
+}  // namespace strata::cli
