@@ -25,6 +25,7 @@ def main() -> None:
     ax.bar([x - 0.2 for x in xs], ar, width=0.4, label="AllReduce")
     ax.bar([x + 0.2 for x in xs], best, width=0.4, label="best synthesized program")
     ax.set_yscale("log")
+    ax.set_ylim(bottom=1)
     ax.set_xticks(list(xs))
     ax.set_xticklabels(labels, rotation=90, fontsize=6)
     ax.set_ylabel("slowest / fastest placement")

@@ -179,8 +179,10 @@ std::string Placement::describe(int max_groups_per_axis) const {
     const auto gs = groups(one);
     s += fmt::format("  axis {} (size {}): {} groups; ", a, axes_[static_cast<std::size_t>(a)], gs.size());
     for (std::size_t g = 0; g < gs.size() && static_cast<int>(g) < max_groups_per_axis; ++g) {
+      // Long groups: the first four members, then how many more.
       std::vector<std::string> names;
-      for (int d : gs[g]) names.push_back(device_name(levels_, d));
+      for (std::size_t m = 0; m < gs[g].size() && m < 4; ++m) names.push_back(device_name(levels_, gs[g][m]));
+      if (gs[g].size() > 4) names.push_back(fmt::format("...+{}", gs[g].size() - 4));
       s += fmt::format("{}{{{}}}", g ? " " : "", fmt::join(names, ","));
     }
     if (static_cast<int>(gs.size()) > max_groups_per_axis) s += " ...";
