@@ -241,7 +241,7 @@ std::vector<Rule> parse_rules(std::string_view text, std::string_view file) {
       if (!rules.empty()) check_rule_complete(rules.back(), file, header_line);
       Rule rule = parse_header(line.text, file, line.number);
       if (const auto it = name_line.find(rule.name); it != name_line.end())
-        throw error_at(file, line.number, line.text.find(rule.name),
+        throw error_at(file, line.number, line.text.find_first_not_of(" \t", 4),
                        fmt::format("rule name '{}' already used on line {}", rule.name, it->second));
       name_line.emplace(rule.name, line.number);
       header_line = line.number;

@@ -101,6 +101,7 @@ void check_options(const VerifyOptions& options) {
     z3::context ctx;
     z3::solver solver(ctx);
     configure(solver, ctx, options);
+    (void)solver.check();  // Z3 validates parameter names only when the solver runs
   } catch (const z3::exception& e) {
     throw std::invalid_argument(fmt::format("Z3 solver parameters: {}", e.msg()));
   }
