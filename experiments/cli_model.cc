@@ -11,6 +11,7 @@
 #include "hw/system_loader.h"
 #include "hw/units.h"
 #include "models/cost/cost_model.h"
+#include "models/onnx/onnx.h"
 #include "models/simulate/graph_sim.h"
 #include "models/train/training.h"
 #include "models/zoo/zoo.h"
@@ -20,7 +21,8 @@ namespace strata::cli {
 namespace {
 
 struct ModelOptions {
-  std::string model, dtype = "f32";
+  std::string model, dtype = "f32", output;
+  std::vector<std::string> dims;  // NAME=VALUE for symbolic ONNX dimensions
   std::int64_t batch = 0, seq = 0;
   bool nodes = false;
   // sim
@@ -29,7 +31,27 @@ struct ModelOptions {
   int gpu = 0, top = 15;
 };
 
+bool is_onnx_path(const std::string& m) { return m.size() > 5 && m.ends_with(".onnx"); }
+
 models::Graph load_model(const ModelOptions& o) {
+  if (is_onnx_path(o.model)) {
+    if (o.batch || o.seq) throw std::invalid_argument("--batch/--seq apply to zoo models; for ONNX files use --dim NAME=VALUE");
+    models::OnnxImportOptions opt;
+    for (const auto& d : o.dims) {
+      const auto eq = d.find('=');
+      std::int64_t v = 0;
+      try {
+        v = eq == std::string::npos ? 0 : std::stoll(d.substr(eq + 1));
+      } catch (const std::exception&) {
+        v = 0;
+      }
+      if (eq == std::string::npos || eq == 0 || v <= 0)
+        throw std::invalid_argument(fmt::format("--dim: expected NAME=POSITIVE_INTEGER, got '{}'", d));
+      opt.dims[d.substr(0, eq)] = v;
+    }
+    return models::import_onnx(o.model, opt);
+  }
+  if (!o.dims.empty()) throw std::invalid_argument("--dim applies to ONNX files only");
   auto dt = models::parse_dtype(o.dtype);
   if (!dt || !models::is_float(*dt))
     throw std::invalid_argument(fmt::format("--dtype: expected f32, f16, bf16 or f64, got '{}'", o.dtype));
@@ -88,6 +110,12 @@ void show_model(const models::Graph& g, bool list_nodes) {
   }
 }
 
+models::Optimizer parse_optimizer(const std::string& name) {
+  if (name == "adam") return models::Optimizer::kAdam;
+  if (name == "sgd") return models::Optimizer::kSgd;
+  throw std::invalid_argument(fmt::format("--optimizer: expected adam or sgd, got '{}'", name));
+}
+
 void sim_model(const ModelOptions& o) {
   using namespace models;
   const auto topo = hw::load_system(o.hw);
@@ -97,18 +125,14 @@ void sim_model(const ModelOptions& o) {
   const auto batch = forward.values_of(ValueKind::kInput).empty() ? 1 : forward.type(forward.values_of(ValueKind::kInput)[0]).shape.at(0);
   Graph g = forward;
   if (o.train) {
-    TrainOptions t;
-    if (o.optimizer == "adam") t.optimizer = Optimizer::kAdam;
-    else if (o.optimizer == "sgd") t.optimizer = Optimizer::kSgd;
-    else throw std::invalid_argument(fmt::format("--optimizer: expected adam or sgd, got '{}'", o.optimizer));
-    g = derive_training_graph(forward, t).graph;
+    g = derive_training_graph(forward, {.optimizer = parse_optimizer(o.optimizer)}).graph;
   }
   std::optional<ProfileDb> db;
   if (!o.profile.empty()) db = ProfileDb::load(o.profile);
   const CostModel cost(topo.gpu(), RooflineParams::defaults(), db ? &*db : nullptr);
   const auto r = simulate_graph(g, topo, cost, {.gpu = o.gpu, .record_timeline = !o.trace.empty()});
   const auto& gpu = topo.gpu();
-  const auto dt = *parse_dtype(o.dtype);
+  const DType dt = g.outputs().empty() ? DType::kF32 : g.type(g.outputs()[0]).dtype;
   std::cout << fmt::format("model: {} ({}, batch {}, {}) on {} GPU {} ({})\n", forward.name(),
                            o.train ? "training step, " + o.optimizer : std::string("inference"), batch, dtype_name(dt),
                            topo.name(), o.gpu, gpu.name);
@@ -145,6 +169,7 @@ void sim_model(const ModelOptions& o) {
 }
 
 void add_common(CLI::App* cmd, ModelOptions& o) {
+  cmd->add_option("--dim", o.dims, "ONNX files: value of a symbolic input dimension, NAME=VALUE (repeatable)");
   cmd->add_option("--batch", o.batch, "Batch size (default: the model's)")->check(CLI::PositiveNumber);
   cmd->add_option("--seq", o.seq, "Sequence length for sequence models (default: the model's)")->check(CLI::PositiveNumber);
   cmd->add_option("--dtype", o.dtype, "Element type of weights and activations: f32, f16, bf16")->capture_default_str();
@@ -167,7 +192,7 @@ void add_model_commands(CLI::App& app) {
   });
   auto o = std::make_shared<ModelOptions>();
   auto* show = model->add_subcommand("show", "Show a model: inputs, outputs, operators, parameters, FLOPs, memory");
-  show->add_option("model", o->model, "Zoo model name (see `strata model list`)")->required();
+  show->add_option("model", o->model, "Zoo model name (see `strata model list`) or an .onnx file")->required();
   add_common(show, *o);
   show->add_flag("--nodes", o->nodes, "List every node with its types and attributes");
   show->callback([o] { show_model(load_model(*o), o->nodes); });
@@ -176,7 +201,7 @@ void add_model_commands(CLI::App& app) {
   auto* simc = model->add_subcommand(
       "sim", "Simulate one inference pass or training step of a model on one GPU: step time, per-operator "
              "breakdown (roofline cost model or measured profiles), peak memory");
-  simc->add_option("model", so->model, "Zoo model name")->required();
+  simc->add_option("model", so->model, "Zoo model name or an .onnx file")->required();
   simc->add_option("--hw", so->hw, "System YAML file (the GPU model comes from it)")->required();
   add_common(simc, *so);
   simc->add_flag("--train", so->train, "Simulate a training step: forward, backward, optimizer update");
@@ -186,6 +211,20 @@ void add_model_commands(CLI::App& app) {
   simc->add_option("--trace", so->trace, "Write a Chrome/Perfetto trace of the step to this JSON file");
   simc->add_option("--top", so->top, "Operator types shown in the breakdown")->capture_default_str();
   simc->callback([so] { sim_model(*so); });
+  auto eo = std::make_shared<ModelOptions>();
+  auto* exp = model->add_subcommand("export", "Export a model (zoo name or .onnx) to ONNX: standard operators where ONNX "
+                                              "has them, domain ai.strata otherwise");
+  exp->add_option("model", eo->model, "Zoo model name or an .onnx file")->required();
+  exp->add_option("-o,--output", eo->output, "Output .onnx file")->required();
+  add_common(exp, *eo);
+  exp->add_flag("--train", eo->train, "Export the training step (forward, backward, optimizer update) instead");
+  exp->add_option("--optimizer", eo->optimizer, "Training optimizer: adam or sgd")->capture_default_str();
+  exp->callback([eo] {
+    auto g = load_model(*eo);
+    if (eo->train) g = models::derive_training_graph(g, {.optimizer = parse_optimizer(eo->optimizer)}).graph;
+    models::export_onnx(g, eo->output);
+    std::cout << fmt::format("wrote {}: {} nodes, {} parameters\n", eo->output, g.nodes().size(), count_str(g.param_count()));
+  });
 }
 
 }  // namespace strata::cli

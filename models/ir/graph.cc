@@ -187,14 +187,14 @@ double Graph::total_flops() const {
 double Graph::param_count() const {
   double c = 0;
   for (const auto& v : values_)
-    if (v.kind == ValueKind::kParam) c += static_cast<double>(v.type.numel());
+    if (v.kind == ValueKind::kParam && v.producer < 0) c += static_cast<double>(v.type.numel());
   return c;
 }
 
 double Graph::param_bytes() const {
   double c = 0;
   for (const auto& v : values_)
-    if (v.kind == ValueKind::kParam) c += v.type.bytes();
+    if (v.kind == ValueKind::kParam && v.producer < 0) c += v.type.bytes();
   return c;
 }
 

@@ -79,6 +79,7 @@ class Graph {
   void mark_output(ValueId v);
   void set_value_name(ValueId v, std::string name) { values_[idx(v)].name = std::move(name); }
   void set_grad_of(ValueId grad, ValueId param) { values_[idx(grad)].grad_of = param; }
+  void set_value_kind(ValueId v, ValueKind k) { values_[idx(v)].kind = k; }
 
   std::span<const Value> values() const { return values_; }
   std::span<const Node> nodes() const { return nodes_; }
@@ -92,7 +93,7 @@ class Graph {
   std::vector<int> use_counts() const;
   ValueId find_value(std::string_view name) const;  // kNoValue when absent
 
-  // Totals over all nodes / params.
+  // Totals over all nodes / trainable parameters (source values of kind kParam; updated copies excluded).
   double total_flops() const;
   double param_count() const;
   double param_bytes() const;

@@ -110,6 +110,8 @@ TrainingGraph derive_training_graph(const Graph& forward, const TrainOptions& op
       const auto m = g.add_source(pname + ".adam_m", st, ValueKind::kOptState);
       const auto v = g.add_source(pname + ".adam_v", st, ValueKind::kOptState);
       auto outs = g.add_node("adam_update", {p, d, m, v}, {{"lr", options.lr}}, pname + "/update", ValueKind::kParam);
+      g.set_value_kind(outs[1], ValueKind::kOptState);
+      g.set_value_kind(outs[2], ValueKind::kOptState);
       for (auto o : outs) g.mark_output(o);
     }
   }
