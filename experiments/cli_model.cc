@@ -1,4 +1,4 @@
-// strata model list|show|sim|export
+// strata model list|ops|show|sim|export
 #include <iostream>
 #include <map>
 #include <memory>
@@ -82,7 +82,12 @@ void show_model(const models::Graph& g, bool list_nodes) {
                            units::format_bytes(g.param_bytes()));
   std::cout << fmt::format("forward FLOPs: {}FLOP ({} multiply-adds in matmul/conv)\n", count_str(g.total_flops()),
                            count_str(macs));
-  std::cout << fmt::format("activations (all forward tensors): {}\n", units::format_bytes(act));
+  const auto mem = memory_profile(g);
+  std::cout << fmt::format("activations: {} in all; peak memory of one pass {} (parameters {} + inputs/constants {} + "
+                           "live activations {})\n",
+                           units::format_bytes(act), units::format_bytes(mem.peak()), units::format_bytes(mem.params),
+                           units::format_bytes(mem.inputs + mem.constants + mem.optimizer_state),
+                           units::format_bytes(mem.peak_transient));
   struct Row {
     int count = 0;
     double flops = 0, bytes = 0;
@@ -188,6 +193,22 @@ void add_model_commands(CLI::App& app) {
       const auto g = e.build({});
       std::cout << fmt::format("{:<14} {:<12} {:>10} {:>7} {:>6}  {}\n", e.name, e.family, count_str(g.param_count()),
                                e.default_batch, e.default_seq ? std::to_string(e.default_seq) : "-", e.description);
+    }
+  });
+  auto* ops = model->add_subcommand("ops", "List the operator table: name, verifier symbol, kind, arity, attributes");
+  ops->callback([] {
+    for (const auto& op : models::OpRegistry::instance().all()) {
+      std::string attrs;
+      for (const auto& a : op.attrs)
+        attrs += fmt::format("{}{}{}", attrs.empty() ? "" : ", ", a.name,
+                             a.default_value ? "=" + models::attr_value_str(*a.default_value) : std::string(" (required)"));
+      const std::string arity = op.max_inputs < 0 ? fmt::format("{}+", op.min_inputs)
+                                : op.min_inputs == op.max_inputs ? std::to_string(op.min_inputs)
+                                                                 : fmt::format("{}-{}", op.min_inputs, op.max_inputs);
+      std::cout << fmt::format("{:<20} {:<20} {:<13} {:>4} {:<4} {}\n    {}{}\n", op.name, op.symbol,
+                               models::op_kind_name(op.kind), arity, op.backward ? "bwd" : (op.grad ? "grad" : "-"),
+                               op.onnx_op.empty() ? "" : "onnx:" + std::string(op.onnx_op), op.summary,
+                               attrs.empty() ? "" : "\n    attributes: " + attrs);
     }
   });
   auto o = std::make_shared<ModelOptions>();

@@ -59,13 +59,28 @@ template <class T>
 void gemm(const T* a, const T* b, T* o, MatDims d, bool ta, bool tb) {
   const std::int64_t a_si = ta ? 1 : d.k, a_sk = ta ? d.m : 1;
   const std::int64_t b_sk = tb ? 1 : d.n, b_sj = tb ? d.k : 1;
+  if (tb && !ta) {  // rows of a against rows of b: contiguous dot products
+    for (std::int64_t i = 0; i < d.m; ++i)
+      for (std::int64_t j = 0; j < d.n; ++j) {
+        const T* arow = a + i * d.k;
+        const T* brow = b + j * d.k;
+        T acc{};
+        for (std::int64_t k = 0; k < d.k; ++k) acc += arow[k] * brow[k];
+        o[i * d.n + j] = acc;
+      }
+    return;
+  }
   for (std::int64_t i = 0; i < d.m * d.n; ++i) o[i] = T{};
   for (std::int64_t i = 0; i < d.m; ++i)
     for (std::int64_t k = 0; k < d.k; ++k) {
       const T av = a[i * a_si + k * a_sk];
       const T* brow = b + k * b_sk;
       T* orow = o + i * d.n;
-      for (std::int64_t j = 0; j < d.n; ++j) orow[j] += av * brow[j * b_sj];
+      if (b_sj == 1) {
+        for (std::int64_t j = 0; j < d.n; ++j) orow[j] += av * brow[j];
+      } else {
+        for (std::int64_t j = 0; j < d.n; ++j) orow[j] += av * brow[j * b_sj];
+      }
     }
 }
 
