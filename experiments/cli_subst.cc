@@ -56,7 +56,7 @@ std::size_t equation_count(std::span<const ss::Rule> rules) {
 }
 
 struct VerifyCli {
-  std::string path, json;
+  std::string path, json, output;
   RuleFileOptions file;
   unsigned timeout_ms = 10000;
   int jobs = 0;
@@ -106,6 +106,13 @@ void run_verify(const VerifyCli& o) {
                            "thread(s)\n",
                            rules.size(), c[0], c[1], c[2], c[3], wall,
                            o.jobs > 0 ? o.jobs : static_cast<int>(std::thread::hardware_concurrency()));
+  if (!o.output.empty()) {
+    std::vector<ss::Rule> proved;
+    for (std::size_t i = 0; i < rules.size(); ++i)
+      if (results[i].status == ss::VerifyStatus::proved) proved.push_back(rules[i]);
+    ss::save_rules(o.output, proved);
+    std::cerr << fmt::format("wrote {} proved rules to {}\n", proved.size(), o.output);
+  }
   if (!o.json.empty()) {
     nlohmann::json j;
     j["path"] = o.path;
@@ -203,6 +210,7 @@ void add_subst_commands(CLI::App& app) {
   v->add_option("--z3", verify->z3, "extra Z3 solver parameter NAME=VALUE (repeatable), e.g. --z3 mbqi=false");
   v->add_flag("--failures-only", verify->failures_only, "list only rules that were not proved");
   v->add_option("--json", verify->json, "also write per-rule outcomes to this JSON file");
+  v->add_option("-o,--output", verify->output, "write the proved rules to this file (strata rule format)");
   add_rule_file_options(v, verify->file);
   v->callback([verify] { run_verify(*verify); });
 

@@ -4,6 +4,7 @@
 #include <array>
 #include <iterator>
 #include <sstream>
+#include <stdexcept>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -205,6 +206,54 @@ std::string format_axiom(const Axiom& axiom) {
     vars += fmt::format("{}{}∈{{{}}}", vars.empty() ? "" : " ", p.name, fmt::join(p.domain, ","));
   return fmt::format("{}: {}{}{}{} == {}", axiom.name, vars.empty() ? "" : "∀ ", vars, vars.empty() ? "" : ". ",
                      to_string(axiom.lhs), to_string(axiom.rhs));
+}
+
+std::vector<std::vector<std::int64_t>> parameter_assignments(const Axiom& axiom) {
+  std::vector<std::vector<std::int64_t>> out{{}};
+  for (const ParamVariable& p : axiom.param_variables) {
+    std::vector<std::vector<std::int64_t>> next;
+    for (const auto& prefix : out)
+      for (std::int64_t v : p.domain) {
+        next.push_back(prefix);
+        next.back().push_back(v);
+      }
+    out = std::move(next);
+  }
+  return out;
+}
+
+namespace {
+
+Term substitute(const Term& t, const Axiom& axiom, std::span<const std::int64_t> values) {
+  if (t.is_variable()) return t;
+  std::vector<Param> params;
+  for (const Param& p : t.params()) {
+    if (!p.is_var()) {
+      params.push_back(p);
+      continue;
+    }
+    std::size_t i = 0;
+    while (axiom.param_variables[i].name != p.var) ++i;
+    params.push_back(Param{values[i], {}});
+  }
+  std::vector<Term> args;
+  for (const Term& a : t.args()) args.push_back(substitute(a, axiom, values));
+  return Term::apply(t.op(), std::move(params), std::move(args));
+}
+
+}  // namespace
+
+std::pair<Term, Term> instantiate(const Axiom& axiom, std::span<const std::int64_t> values) {
+  if (values.size() != axiom.param_variables.size())
+    throw std::invalid_argument(fmt::format("axiom {} has {} parameter variables, got {} values", axiom.name,
+                                            axiom.param_variables.size(), values.size()));
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const auto& d = axiom.param_variables[i].domain;
+    if (!std::binary_search(d.begin(), d.end(), values[i]))
+      throw std::invalid_argument(fmt::format("axiom {}: {}={} is outside its domain {{{}}}", axiom.name,
+                                              axiom.param_variables[i].name, values[i], fmt::join(d, ",")));
+  }
+  return {substitute(axiom.lhs, axiom, values), substitute(axiom.rhs, axiom, values)};
 }
 
 }  // namespace strata::search::subst

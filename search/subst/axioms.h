@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "search/subst/term.h"
@@ -58,6 +59,14 @@ std::vector<Axiom> taso_axioms();
 // them lets the verifier "prove" known-false rules; used to show the soundness tests can fail.
 std::span<const AxiomSpec> taso_rejected_axiom_table();
 
-std::string format_axiom(const Axiom& axiom);  // "name: forall x y (sx in {1,2}). LHS == RHS"
+std::string format_axiom(const Axiom& axiom);
+
+// Every assignment of the parameter variables (values in the order of param_variables), as the cartesian product
+// of their domains in lexicographic order: the instances an axiom validation has to evaluate.
+std::vector<std::vector<std::int64_t>> parameter_assignments(const Axiom& axiom);
+
+// The axiom's two sides with its parameter variables replaced by `values` (in the order of param_variables);
+// tensor variables stay variables. Throws std::invalid_argument on a wrong count or a value outside a domain.
+std::pair<Term, Term> instantiate(const Axiom& axiom, std::span<const std::int64_t> values);  // "name: forall x y (sx in {1,2}). LHS == RHS"
 
 }  // namespace strata::search::subst

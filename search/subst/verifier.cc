@@ -103,7 +103,9 @@ void check_options(const VerifyOptions& options) {
     configure(solver, ctx, options);
     (void)solver.check();  // Z3 validates parameter names only when the solver runs
   } catch (const z3::exception& e) {
-    throw std::invalid_argument(fmt::format("Z3 solver parameters: {}", e.msg()));
+    // Z3 appends the list of all legal parameters; its first line names the problem.
+    const std::string_view msg = e.msg();
+    throw std::invalid_argument(fmt::format("--z3: {} (see `z3 -p` for Z3's solver parameters)", msg.substr(0, msg.find('\n'))));
   }
 }
 

@@ -137,33 +137,35 @@ TEST(Verifier, LemmasFollowFromTheAxioms) {
     if (a.kind == AxiomKind::lemma) lemmas.push_back(a);
   std::erase_if(axioms, [](const Axiom& a) { return a.kind == AxiomKind::lemma; });
   ASSERT_EQ(axioms.size(), 44u);
-  // Each lemma as a rule (tensor variables become inputs, parameter variables their smallest domain value), proved
-  // from the axioms and the lemmas before it (I_m @ x = x needs I_mᵀ = I_m).
+  // Each lemma as rules (tensor variables become inputs; one rule per parameter assignment), proved from the
+  // axioms and the lemmas before it (I_m @ x = x needs I_mᵀ = I_m).
   for (const Axiom& lemma : lemmas) {
-    auto concrete = [&](const Term& t, auto&& self) -> Term {
-      if (t.is_variable()) return t;
-      std::vector<Param> params;
-      for (const Param& p : t.params()) {
-        if (!p.is_var()) {
-          params.push_back(p);
-          continue;
-        }
-        const auto v = std::find_if(lemma.param_variables.begin(), lemma.param_variables.end(),
-                                    [&](const ParamVariable& pv) { return pv.name == p.var; });
-        params.push_back(Param{v->domain.front(), {}});
-      }
-      std::vector<Term> args;
-      for (const Term& a : t.args()) args.push_back(self(a, self));
-      return Term::apply(t.op(), std::move(params), std::move(args));
-    };
-    Rule rule;
-    rule.name = lemma.name;
-    for (const std::string& v : lemma.tensor_variables) rule.inputs.push_back({v, std::nullopt});
-    rule.outputs.push_back({concrete(lemma.lhs, concrete), concrete(lemma.rhs, concrete)});
-    const RuleResult r = verify_rule(rule, axioms, test_options());
-    EXPECT_EQ(r.status, VerifyStatus::proved) << lemma.name << ": " << r.reason;
+    std::vector<Rule> rules;
+    for (const auto& values : parameter_assignments(lemma)) {
+      Rule rule;
+      rule.name = lemma.name;
+      for (const std::string& v : lemma.tensor_variables) rule.inputs.push_back({v, std::nullopt});
+      auto [lhs, rhs] = instantiate(lemma, values);
+      rule.outputs.push_back({std::move(lhs), std::move(rhs)});
+      rules.push_back(std::move(rule));
+    }
+    for (const RuleResult& r : verify_rules(rules, axioms, test_options()))
+      EXPECT_EQ(r.status, VerifyStatus::proved) << lemma.name << ": " << r.reason;
     axioms.push_back(lemma);
   }
+}
+
+TEST(AxiomTable, InstancesCoverTheParameterDomains) {
+  const auto axioms = taso_axioms();
+  const Axiom& pool = axioms[46];  // concat_poolavg_batch: kx ky sx sy pad, each with 2 values
+  EXPECT_EQ(parameter_assignments(pool).size(), 32u);
+  EXPECT_EQ(parameter_assignments(axioms[0]).size(), 1u);  // no parameters: one empty assignment
+  const std::vector<std::int64_t> values{3, 1, 2, 1, 1};
+  const auto [lhs, rhs] = instantiate(pool, values);
+  EXPECT_EQ(to_string(lhs), "concat(0,poolavg(3,1,2,1,1,x),poolavg(3,1,2,1,1,y))");
+  EXPECT_EQ(to_string(rhs), "poolavg(3,1,2,1,1,concat(0,x,y))");
+  const std::vector<std::int64_t> bad{3, 1, 4, 1, 1};
+  EXPECT_THROW((void)instantiate(pool, bad), std::invalid_argument);
 }
 
 TEST(Verifier, RejectsFalseRulesAndParametersOutsideTheVerifiedDomain) {
