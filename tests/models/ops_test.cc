@@ -193,6 +193,17 @@ TEST(Constants, TasoConstants) {
   EXPECT_EQ(ic[27 + 4], 1);   // (1,1,1,1)
 }
 
+TEST(Optimizer, SgdAndAdamFirstStep) {
+  expect_near(run1("sgd_update", {{{2}, {1, 2}}, {{2}, {0.5, -1}}}, {{"lr", 0.1}}), {0.95, 2.1});
+  // Adam's first bias-corrected step moves each parameter by lr against the gradient's sign.
+  const auto out = testing::run_op<double>("adam_update", {{{2}, {1, 2}}, {{2}, {0.5, -3}}, {{2}, {0, 0}}, {{2}, {0, 0}}},
+                                           {{"lr", 0.1}});
+  ASSERT_EQ(out.size(), 3u);
+  expect_near(out[0], {0.9, 2.1}, 1e-6);
+  expect_near(out[1], {0.05, -0.3});               // m = (1 - 0.9) g
+  expect_near(out[2], {0.00025, 0.009}, 1e-12);    // v = (1 - 0.999) g^2
+}
+
 TEST(Attributes, UnknownAndMissingAreErrors) {
   EXPECT_THROW(testing::build("relu", {{{2}, {}}}, {{"alpha", 1.0}}), GraphError);
   EXPECT_THROW(testing::build("concat", {{{2}, {}}}), GraphError);  // axis required
