@@ -385,10 +385,26 @@ void import_batchnorm(Importer& im) {
 void import_layernorm(Importer& im) {
   im.allow_attrs({"axis", "epsilon", "stash_type"});
   if (im.attr_i("stash_type", 1) != 1) im.unsupported("stash_type other than 1 (float) is not supported");
-  im.require_outputs(1);
+  im.require_outputs(3);
   std::vector<ValueId> in = {im.in(0), im.in(1)};
   if (im.has_in(2)) in.push_back(im.in(2));
-  im.bind(0, im.add("layernorm", in, {{"axis", im.attr_i("axis", -1)}, {"epsilon", im.attr_f("epsilon", 1e-5)}}));
+  const std::int64_t axis = im.attr_i("axis", -1);
+  const double eps = im.attr_f("epsilon", 1e-5);
+  im.bind(0, im.add("layernorm", in, {{"axis", axis}, {"epsilon", eps}}));
+  const bool mean_out = im.node->output_size() > 1 && !im.node->output(1).empty();
+  const bool inv_out = im.node->output_size() > 2 && !im.node->output(2).empty();
+  if (!mean_out && !inv_out) return;
+  // The optional statistics outputs, written out: mean and 1/sqrt(var + eps) over dims [axis, rank).
+  const auto rank = static_cast<std::int64_t>(im.shape(0).size());
+  Ints axes;
+  for (std::int64_t a = axis < 0 ? axis + rank : axis; a < rank; ++a) axes.push_back(a);
+  const Attrs reduce{{"axes", axes}, {"keepdims", std::int64_t{1}}};
+  const auto mean = im.add("reduce_mean", {im.in(0)}, reduce);
+  im.bind(1, mean);
+  if (!inv_out) return;
+  const auto centred = im.add("ewsub", {im.in(0), mean});
+  const auto var = im.add("reduce_mean", {im.add("ewmul", {centred, centred})}, reduce);
+  im.bind(2, im.add("rsqrt", {im.add("ewadd", {var, im.scalar(eps, im.g.type(var).dtype)})}));
 }
 
 void import_softmax(Importer& im) {

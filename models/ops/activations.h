@@ -48,4 +48,13 @@ struct Silu {
   static constexpr double kFlops = 5;
 };
 
+// 1/sqrt(x) (normalizations written out as separate operators, ONNX LayerNormalization's InvStdDev).
+struct Rsqrt {
+  static double f(double x) { return 1 / std::sqrt(x); }
+  static double df(double x) { return -0.5 / (x * std::sqrt(x)); }
+  static ModP p(ModP x) { return Num<ModP>::rsqrt(x); }
+  static ModP dp(ModP x) { return uninterpreted(0x5B, x); }
+  static constexpr double kFlops = 2;
+};
+
 }  // namespace strata::models::ops

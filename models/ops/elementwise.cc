@@ -116,7 +116,7 @@ void unary_grad(GradContext& c) {
   if (c.need(0)) c.set_dx(0, c.emit(GradName, {c.x(0), c.dout()}));
 }
 constexpr char kReluGrad[] = "relu_grad", kSigmoidGrad[] = "sigmoid_grad", kTanhGrad[] = "tanh_grad",
-               kGeluGrad[] = "gelu_grad", kSiluGrad[] = "silu_grad";
+               kGeluGrad[] = "gelu_grad", kSiluGrad[] = "silu_grad", kRsqrtGrad[] = "rsqrt_grad";
 
 }  // namespace
 
@@ -141,6 +141,7 @@ void register_elementwise_ops(OpRegistry& r) {
   add_unary<Tanh>(r, "tanh", kTanhGrad, "tanh", "tanh(x)", "Tanh", unary_grad<kTanhGrad>);
   add_unary<Gelu>(r, "gelu", kGeluGrad, "gelu", "x * Phi(x) (exact erf form)", "Gelu", unary_grad<kGeluGrad>);
   add_unary<Silu>(r, "silu", kSiluGrad, "silu", "x * sigmoid(x) (swish)", "", unary_grad<kSiluGrad>);
+  add_unary<Rsqrt>(r, "rsqrt", kRsqrtGrad, "rsqrt", "1 / sqrt(x)", "", unary_grad<kRsqrtGrad>);
 }
 
 }  // namespace strata::models::ops

@@ -84,6 +84,7 @@ std::vector<GradCase> grad_cases() {
       {"tanh", "tanh", {{{5}, {}}}, {}},
       {"gelu", "gelu", {{{5}, {}}}, {}},
       {"silu", "silu", {{{5}, {}}}, {}},
+      {"rsqrt", "rsqrt", {{{4}, {0.5, 1.0, 2.0, 3.0}}}, {}},
       {"matmul", "matmul", {{{2, 3}, {}}, {{3, 4}, {}}}, {}},
       {"matmul_trans_a", "matmul", {{{3, 2}, {}}, {{3, 4}, {}}}, {{"trans_a", std::int64_t{1}}}},
       {"matmul_trans_b_relu", "matmul", {{{2, 3}, {}}, {{4, 3}, {}}}, {{"trans_b", std::int64_t{1}}, {"activation", std::string("relu")}}},

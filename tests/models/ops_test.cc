@@ -53,6 +53,7 @@ TEST(Elementwise, Activations) {
   expect_near(run1("tanh", {{{1}, {0.5}}}), {0.4621171573});
   expect_near(run1("gelu", {{{2}, {1, -1}}}), {0.8413447461, -0.1586552539});
   expect_near(run1("silu", {{{1}, {1}}}), {0.7310585786});
+  expect_near(run1("rsqrt", {{{2}, {4, 0.25}}}), {0.5, 2});
   expect_near(run1("relu_grad", {{{2}, {-1, 2}}, {{2}, {5, 7}}}), {0, 7});
 }
 
