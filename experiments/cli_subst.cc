@@ -31,12 +31,14 @@ struct RuleFileOptions {
 };
 
 void add_rule_file_options(CLI::App* cmd, RuleFileOptions& o) {
-  cmd->add_option("--format", o.format, "rule file format: auto (TASO if lines start with INDEX<TAB>), strata, taso")
+  cmd->add_option("--format", o.format,
+                  "rule file format: auto (TASO if lines start with INDEX<TAB>), strata, taso")
       ->check(CLI::IsMember({"auto", "strata", "taso"}))
       ->capture_default_str();
-  cmd->add_option("--taso-shapes", o.taso_shapes,
-                  "input shapes of TASO equation files: table (input_1..input_20 of TASO's generator) or unknown "
-                  "(ids are pattern variables, as in the shipped 133-rule file)")
+  cmd->add_option(
+         "--taso-shapes", o.taso_shapes,
+         "input shapes of TASO equation files: table (input_1..input_20 of TASO's generator) or unknown "
+         "(ids are pattern variables, as in the shipped 133-rule file)")
       ->check(CLI::IsMember({"table", "unknown"}))
       ->capture_default_str();
 }
@@ -45,8 +47,8 @@ std::vector<ss::Rule> load(const std::string& path, const RuleFileOptions& o) {
   const auto format = o.format == "strata" ? ss::RuleFileFormat::strata
                       : o.format == "taso" ? ss::RuleFileFormat::taso
                                            : ss::RuleFileFormat::automatic;
-  return ss::load_rules(path, format, o.taso_shapes == "unknown" ? ss::TasoShapes::unknown
-                                                                   : ss::TasoShapes::generator_table);
+  return ss::load_rules(
+      path, format, o.taso_shapes == "unknown" ? ss::TasoShapes::unknown : ss::TasoShapes::generator_table);
 }
 
 std::size_t equation_count(std::span<const ss::Rule> rules) {
@@ -84,15 +86,15 @@ void run_verify(const VerifyCli& o) {
     const bool report = tty || done == total || done % std::max<std::size_t>(1, total / 10) == 0;
     if (!report) return;
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::cerr << fmt::format("{}verifying: {}/{} rules, {} proved, {} not proved, {:.1f} s{}", tty ? "\r" : "", done,
-                             total, counts[ss::VerifyStatus::proved], done - counts[ss::VerifyStatus::proved], s,
-                             tty && done != total ? "" : "\n");
+    std::cerr << fmt::format("{}verifying: {}/{} rules, {} proved, {} not proved, {:.1f} s{}",
+                             tty ? "\r" : "", done, total, counts[ss::VerifyStatus::proved],
+                             done - counts[ss::VerifyStatus::proved], s, tty && done != total ? "" : "\n");
   };
   const auto results = ss::verify_rules(rules, axioms, vo, progress);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-  std::cout << fmt::format("# {}: {} rules, {} equations; {} axioms + lemmas; timeout {} ms per equation\n", o.path,
-                           rules.size(), equation_count(rules), axioms.size(), o.timeout_ms);
+  std::cout << fmt::format("# {}: {} rules, {} equations; {} axioms + lemmas; timeout {} ms per equation\n",
+                           o.path, rules.size(), equation_count(rules), axioms.size(), o.timeout_ms);
   std::cout << fmt::format("{:<10} {:>3} {:<8} {:>10}  {}\n", "rule", "out", "status", "time (ms)", "reason");
   for (std::size_t i = 0; i < rules.size(); ++i) {
     const auto& r = results[i];
@@ -102,10 +104,11 @@ void run_verify(const VerifyCli& o) {
   }
   std::size_t c[4] = {};
   for (const auto& r : results) ++c[static_cast<int>(r.status)];
-  std::cout << fmt::format("# summary: {} rules: {} proved, {} refuted, {} unknown, {} invalid; {:.1f} s wall on {} "
-                           "thread(s)\n",
-                           rules.size(), c[0], c[1], c[2], c[3], wall,
-                           o.jobs > 0 ? o.jobs : static_cast<int>(std::thread::hardware_concurrency()));
+  std::cout << fmt::format(
+      "# summary: {} rules: {} proved, {} refuted, {} unknown, {} invalid; {:.1f} s wall on {} "
+      "thread(s)\n",
+      rules.size(), c[0], c[1], c[2], c[3], wall,
+      o.jobs > 0 ? o.jobs : static_cast<int>(std::thread::hardware_concurrency()));
   if (!o.output.empty()) {
     std::vector<ss::Rule> proved;
     for (std::size_t i = 0; i < rules.size(); ++i)
@@ -141,19 +144,25 @@ void run_coverage(const CoverageCli& o) {
   const auto a = load(o.ours, o.ours_file);
   const auto b = load(o.theirs, o.theirs_file);
   const auto rep = ss::compare_rule_sets(a, b, !o.no_orientation);
-  std::cout << fmt::format("# coverage modulo input renaming{}{}\n", rep.options.match_shapes ? " (shape-preserving)" : " (shapes ignored: some inputs have unknown shapes)",
-                           rep.options.modulo_orientation ? " and orientation" : "");
-  std::cout << fmt::format("A = {}: {} rules ({} distinct), {} equations\n", o.ours, rep.a_rules, rep.a_distinct,
-                           rep.a_equations);
-  std::cout << fmt::format("B = {}: {} rules ({} distinct), {} equations\n", o.theirs, rep.b_rules, rep.b_distinct,
-                           rep.b_equations);
-  std::cout << fmt::format("in both:   {} rules of A occur in B, {} rules of B occur in A\n", rep.a_in_b, rep.b_in_a);
-  std::cout << fmt::format("only in A: {} rules\nonly in B: {} rules\n", rep.only_in_a.size(), rep.only_in_b.size());
-  std::cout << fmt::format("equations: {} of A's {} occur in B, {} of B's {} occur in A\n", rep.a_equations_in_b,
-                           rep.a_equations, rep.b_equations_in_a, rep.b_equations);
-  auto list = [&](std::string_view title, const std::vector<std::size_t>& idx, std::span<const ss::Rule> rules) {
+  std::cout << fmt::format(
+      "# coverage modulo input renaming{}{}\n",
+      rep.options.match_shapes ? " (shape-preserving)" : " (shapes ignored: some inputs have unknown shapes)",
+      rep.options.modulo_orientation ? " and orientation" : "");
+  std::cout << fmt::format("A = {}: {} rules ({} distinct), {} equations\n", o.ours, rep.a_rules,
+                           rep.a_distinct, rep.a_equations);
+  std::cout << fmt::format("B = {}: {} rules ({} distinct), {} equations\n", o.theirs, rep.b_rules,
+                           rep.b_distinct, rep.b_equations);
+  std::cout << fmt::format("in both:   {} rules of A occur in B, {} rules of B occur in A\n", rep.a_in_b,
+                           rep.b_in_a);
+  std::cout << fmt::format("only in A: {} rules\nonly in B: {} rules\n", rep.only_in_a.size(),
+                           rep.only_in_b.size());
+  std::cout << fmt::format("equations: {} of A's {} occur in B, {} of B's {} occur in A\n",
+                           rep.a_equations_in_b, rep.a_equations, rep.b_equations_in_a, rep.b_equations);
+  auto list = [&](std::string_view title, const std::vector<std::size_t>& idx,
+                  std::span<const ss::Rule> rules) {
     if (idx.empty() || o.examples <= 0) return;
-    std::cout << fmt::format("\n# examples only in {} ({} of {}):\n", title, std::min<std::size_t>(idx.size(), o.examples), idx.size());
+    std::cout << fmt::format("\n# examples only in {} ({} of {}):\n", title,
+                             std::min<std::size_t>(idx.size(), o.examples), idx.size());
     for (std::size_t k = 0; k < idx.size() && static_cast<int>(k) < o.examples; ++k)
       std::cout << ss::format_rule(rules[idx[k]]);
   };
@@ -178,36 +187,49 @@ void run_show(const ShowCli& o) {
     if (r.outputs.size() > 1) ++multi;
     if (!o.summary_only) {
       std::string inputs;
-      for (const auto& in : r.inputs) inputs += fmt::format("{}{}: {}", inputs.empty() ? "" : ", ", in.name, ss::shape_to_string(in.shape));
-      std::cout << fmt::format("rule {}  ({} → {} operators, {} output{})  [{}]\n  inputs: {}\n", r.name, src, dst,
-                               r.outputs.size(), r.outputs.size() > 1 ? "s" : "", r.origin, inputs);
+      for (const auto& in : r.inputs)
+        inputs += fmt::format("{}{}: {}", inputs.empty() ? "" : ", ", in.name, ss::shape_to_string(in.shape));
+      std::cout << fmt::format("rule {}  ({} → {} operators, {} output{})  [{}]\n  inputs: {}\n", r.name, src,
+                               dst, r.outputs.size(), r.outputs.size() > 1 ? "s" : "", r.origin, inputs);
       for (std::size_t i = 0; i < r.outputs.size(); ++i)
-        std::cout << fmt::format("  source{}: {}\n  target{}: {}\n", r.outputs.size() > 1 ? fmt::format("[{}]", i) : "",
-                                 ss::to_string(r.outputs[i].lhs), r.outputs.size() > 1 ? fmt::format("[{}]", i) : "",
-                                 ss::to_string(r.outputs[i].rhs));
+        std::cout << fmt::format(
+            "  source{}: {}\n  target{}: {}\n", r.outputs.size() > 1 ? fmt::format("[{}]", i) : "",
+            ss::to_string(r.outputs[i].lhs), r.outputs.size() > 1 ? fmt::format("[{}]", i) : "",
+            ss::to_string(r.outputs[i].rhs));
     }
   }
   std::cout << fmt::format("# {}: {} rules, {} equations, {} multi-output rules\n", o.path, rules.size(),
                            equation_count(rules), multi);
   std::vector<std::pair<std::pair<int, int>, int>> by_count(sizes.begin(), sizes.end());
-  std::stable_sort(by_count.begin(), by_count.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
+  std::stable_sort(by_count.begin(), by_count.end(),
+                   [](const auto& x, const auto& y) { return x.second > y.second; });
   std::string hist;
-  for (const auto& [k, n] : by_count) hist += fmt::format("{}({},{}) {}", hist.empty() ? "" : ", ", k.first, k.second, n);
+  for (const auto& [k, n] : by_count)
+    hist += fmt::format("{}({},{}) {}", hist.empty() ? "" : ", ", k.first, k.second, n);
   std::cout << fmt::format("# (source ops, target ops): {}\n", hist);
 }
 
 }  // namespace
 
 void add_subst_commands(CLI::App& app) {
-  auto* subst = app.add_subcommand("subst", "substitution rules: Z3 verification, coverage, listing (docs/subst.md)");
+  auto* subst =
+      app.add_subcommand("subst", "substitution rules: Z3 verification, coverage, listing (docs/subst.md)");
   subst->require_subcommand(1);
 
   auto verify = std::make_shared<VerifyCli>();
-  auto* v = subst->add_subcommand("verify", "prove every rule from TASO's operator axioms with Z3 (per-equation timeout)");
-  v->add_option("rules", verify->path, "rule file (strata format or TASO equation file)")->required()->check(CLI::ExistingFile);
-  v->add_option("--timeout-ms", verify->timeout_ms, "Z3 timeout per equation in milliseconds")->capture_default_str()->check(CLI::Range(1u, 3600000u));
-  v->add_option("--jobs", verify->jobs, "worker threads (0 = all hardware threads)")->capture_default_str()->check(CLI::NonNegativeNumber);
-  v->add_option("--z3", verify->z3, "extra Z3 solver parameter NAME=VALUE (repeatable), e.g. --z3 mbqi=false");
+  auto* v = subst->add_subcommand(
+      "verify", "prove every rule from TASO's operator axioms with Z3 (per-equation timeout)");
+  v->add_option("rules", verify->path, "rule file (strata format or TASO equation file)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  v->add_option("--timeout-ms", verify->timeout_ms, "Z3 timeout per equation in milliseconds")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 3600000u));
+  v->add_option("--jobs", verify->jobs, "worker threads (0 = all hardware threads)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  v->add_option("--z3", verify->z3,
+                "extra Z3 solver parameter NAME=VALUE (repeatable), e.g. --z3 mbqi=false");
   v->add_flag("--failures-only", verify->failures_only, "list only rules that were not proved");
   v->add_option("--json", verify->json, "also write per-rule outcomes to this JSON file");
   v->add_option("-o,--output", verify->output, "write the proved rules to this file (strata rule format)");
@@ -215,7 +237,8 @@ void add_subst_commands(CLI::App& app) {
   v->callback([verify] { run_verify(*verify); });
 
   auto cov = std::make_shared<CoverageCli>();
-  auto* c = subst->add_subcommand("coverage", "compare two rule sets modulo input renaming (and orientation)");
+  auto* c =
+      subst->add_subcommand("coverage", "compare two rule sets modulo input renaming (and orientation)");
   c->add_option("ours", cov->ours, "rule set A")->required()->check(CLI::ExistingFile);
   c->add_option("theirs", cov->theirs, "rule set B")->required()->check(CLI::ExistingFile);
   c->add_option("--examples", cov->examples, "rules to list from each difference")->capture_default_str();
@@ -238,8 +261,9 @@ void add_subst_commands(CLI::App& app) {
     const auto axioms = ss::taso_axioms();
     int i = 0;
     for (const auto& ax : axioms)
-      std::cout << fmt::format("{:>2} {:<6} {}\n   {}\n", ++i, ax.kind == ss::AxiomKind::lemma ? "lemma" : "axiom",
-                               ss::format_axiom(ax), ax.note);
+      std::cout << fmt::format("{:>2} {:<6} {}\n   {}\n", ++i,
+                               ax.kind == ss::AxiomKind::lemma ? "lemma" : "axiom", ss::format_axiom(ax),
+                               ax.note);
   });
 }
 

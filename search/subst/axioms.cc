@@ -20,9 +20,11 @@ using enum AxiomKind;
 // sizes, ax a concat/split axis. Literal parameters: pad 0 = SAME, acti 0 = none / 2 = relu.
 constexpr std::array<AxiomSpec, 47> kTasoAxioms{{
     // Element-wise algebra
-    {"ewadd_assoc", axiom, "x y z", "ewadd(x,ewadd(y,z)) == ewadd(ewadd(x,y),z)", "x + (y + z) = (x + y) + z"},
+    {"ewadd_assoc", axiom, "x y z", "ewadd(x,ewadd(y,z)) == ewadd(ewadd(x,y),z)",
+     "x + (y + z) = (x + y) + z"},
     {"ewadd_comm", axiom, "x y", "ewadd(x,y) == ewadd(y,x)", "x + y = y + x"},
-    {"ewmul_assoc", axiom, "x y z", "ewmul(x,ewmul(y,z)) == ewmul(ewmul(x,y),z)", "x ⊙ (y ⊙ z) = (x ⊙ y) ⊙ z"},
+    {"ewmul_assoc", axiom, "x y z", "ewmul(x,ewmul(y,z)) == ewmul(ewmul(x,y),z)",
+     "x ⊙ (y ⊙ z) = (x ⊙ y) ⊙ z"},
     {"ewmul_comm", axiom, "x y", "ewmul(x,y) == ewmul(y,x)", "x ⊙ y = y ⊙ x"},
     {"ewmul_ewadd_distrib", axiom, "x y z", "ewmul(ewadd(x,y),z) == ewadd(ewmul(x,z),ewmul(y,z))",
      "(x + y) ⊙ z = x ⊙ z + y ⊙ z"},
@@ -38,7 +40,8 @@ constexpr std::array<AxiomSpec, 47> kTasoAxioms{{
     {"conv_smul_input_weight", axiom, "sx sy pad acti x y s",
      "conv2d(sx,sy,pad,acti,smul(x,s),y) == conv2d(sx,sy,pad,acti,x,smul(y,s))",
      "conv_{σ,π,α}(s·x, y) = conv_{σ,π,α}(x, s·y)"},
-    {"smul_conv", axiom, "sx sy pad x y s", "smul(conv2d(sx,sy,pad,0,x,y),s) == conv2d(sx,sy,pad,0,smul(x,s),y)",
+    {"smul_conv", axiom, "sx sy pad x y s",
+     "smul(conv2d(sx,sy,pad,0,x,y),s) == conv2d(sx,sy,pad,0,smul(x,s),y)",
      "s·conv_{σ,π,none}(x, y) = conv_{σ,π,none}(s·x, y)"},
     // ReLU
     {"relu_conv", axiom, "sx sy pad x y", "relu(conv2d(sx,sy,pad,0,x,y)) == conv2d(sx,sy,pad,2,x,y)",
@@ -54,20 +57,26 @@ constexpr std::array<AxiomSpec, 47> kTasoAxioms{{
      "conv2d(sx,sy,pad,0,ewadd(x,y),z) == ewadd(conv2d(sx,sy,pad,0,x,z),conv2d(sx,sy,pad,0,y,z))",
      "conv(x + y, z) = conv(x, z) + conv(y, z)"},
     {"conv_channel_concat", axiom, "sx sy pad x y z w",
-     "ewadd(conv2d(sx,sy,pad,0,x,y),conv2d(sx,sy,pad,0,z,w)) == conv2d(sx,sy,pad,0,concat(1,x,z),concat(1,y,w))",
+     "ewadd(conv2d(sx,sy,pad,0,x,y),conv2d(sx,sy,pad,0,z,w)) == "
+     "conv2d(sx,sy,pad,0,concat(1,x,z),concat(1,y,w))",
      "conv(x, y) + conv(z, w) = conv([x|z]_1, [y|w]_1)"},
     // Concatenation
-    {"matmul_concat_sum", axiom, "x y z w", "ewadd(matmul(x,y),matmul(z,w)) == matmul(concat(1,x,z),concat(0,y,w))",
+    {"matmul_concat_sum", axiom, "x y z w",
+     "ewadd(matmul(x,y),matmul(z,w)) == matmul(concat(1,x,z),concat(0,y,w))",
      "x@y + z@w = [x|z]_1 @ [y|w]_0"},
-    {"concat_ewadd", axiom, "ax x y z w", "concat(ax,ewadd(x,y),ewadd(z,w)) == ewadd(concat(ax,x,z),concat(ax,y,w))",
+    {"concat_ewadd", axiom, "ax x y z w",
+     "concat(ax,ewadd(x,y),ewadd(z,w)) == ewadd(concat(ax,x,z),concat(ax,y,w))",
      "[x + y | z + w]_a = [x|z]_a + [y|w]_a"},
-    {"concat_ewmul", axiom, "ax x y z w", "concat(ax,ewmul(x,y),ewmul(z,w)) == ewmul(concat(ax,x,z),concat(ax,y,w))",
+    {"concat_ewmul", axiom, "ax x y z w",
+     "concat(ax,ewmul(x,y),ewmul(z,w)) == ewmul(concat(ax,x,z),concat(ax,y,w))",
      "[x ⊙ y | z ⊙ w]_a = [x|z]_a ⊙ [y|w]_a"},
     {"concat_conv_batch", axiom, "sx sy pad acti x y z",
-     "concat(0,conv2d(sx,sy,pad,acti,x,z),conv2d(sx,sy,pad,acti,y,z)) == conv2d(sx,sy,pad,acti,concat(0,x,y),z)",
+     "concat(0,conv2d(sx,sy,pad,acti,x,z),conv2d(sx,sy,pad,acti,y,z)) == "
+     "conv2d(sx,sy,pad,acti,concat(0,x,y),z)",
      "[conv(x, z) | conv(y, z)]_0 = conv([x|y]_0, z)"},
     {"concat_conv_out_channels", axiom, "sx sy pad acti x y z",
-     "concat(1,conv2d(sx,sy,pad,acti,x,y),conv2d(sx,sy,pad,acti,x,z)) == conv2d(sx,sy,pad,acti,x,concat(0,y,z))",
+     "concat(1,conv2d(sx,sy,pad,acti,x,y),conv2d(sx,sy,pad,acti,x,z)) == "
+     "conv2d(sx,sy,pad,acti,x,concat(0,y,z))",
      "[conv(x, y) | conv(x, z)]_1 = conv(x, [y|z]_0)"},
     // Matmul, split
     {"matmul_assoc", axiom, "x y z", "matmul(x,matmul(y,z)) == matmul(matmul(x,y),z)", "x@(y@z) = (x@y)@z"},
@@ -92,18 +101,23 @@ constexpr std::array<AxiomSpec, 47> kTasoAxioms{{
      "(x ⊙ y)ᵀ = xᵀ ⊙ yᵀ"},
     // Pooling
     {"concat_poolavg_channels", axiom, "kx ky sx sy pad x y",
-     "concat(1,poolavg(kx,ky,sx,sy,pad,x),poolavg(kx,ky,sx,sy,pad,y)) == poolavg(kx,ky,sx,sy,pad,concat(1,x,y))",
+     "concat(1,poolavg(kx,ky,sx,sy,pad,x),poolavg(kx,ky,sx,sy,pad,y)) == "
+     "poolavg(kx,ky,sx,sy,pad,concat(1,x,y))",
      "[avg(x) | avg(y)]_1 = avg([x|y]_1)"},
     {"concat_poolmax_batch", axiom, "kx ky sx sy pad x y",
-     "concat(0,poolmax(kx,ky,sx,sy,pad,x),poolmax(kx,ky,sx,sy,pad,y)) == poolmax(kx,ky,sx,sy,pad,concat(0,x,y))",
+     "concat(0,poolmax(kx,ky,sx,sy,pad,x),poolmax(kx,ky,sx,sy,pad,y)) == "
+     "poolmax(kx,ky,sx,sy,pad,concat(0,x,y))",
      "[max(x) | max(y)]_0 = max([x|y]_0)"},
     {"concat_poolmax_channels", axiom, "kx ky sx sy pad x y",
-     "concat(1,poolmax(kx,ky,sx,sy,pad,x),poolmax(kx,ky,sx,sy,pad,y)) == poolmax(kx,ky,sx,sy,pad,concat(1,x,y))",
+     "concat(1,poolmax(kx,ky,sx,sy,pad,x),poolmax(kx,ky,sx,sy,pad,y)) == "
+     "poolmax(kx,ky,sx,sy,pad,concat(1,x,y))",
      "[max(x) | max(y)]_1 = max([x|y]_1)"},
     // Constants
-    {"conv_cpool", axiom, "sx sy pad kx ky x", "conv2d(sx,sy,pad,0,x,Cpool(kx,ky)) == poolavg(kx,ky,sx,sy,pad,x)",
+    {"conv_cpool", axiom, "sx sy pad kx ky x",
+     "conv2d(sx,sy,pad,0,x,Cpool(kx,ky)) == poolavg(kx,ky,sx,sy,pad,x)",
      "conv_{σ,π,none}(x, C_p^k) = avg_{k,σ,π}(x)"},
-    {"conv_iconv", axiom, "kx ky x", "conv2d(1,1,0,0,x,Iconv(kx,ky)) == x", "conv_{1,SAME,none}(x, I_c^k) = x"},
+    {"conv_iconv", axiom, "kx ky x", "conv2d(1,1,0,0,x,Iconv(kx,ky)) == x",
+     "conv_{1,SAME,none}(x, I_c^k) = x"},
     {"matmul_imatmul", axiom, "x", "matmul(x,Imatmul) == x", "x @ I_m = x"},
     {"ewmul_iewmul", axiom, "x", "ewmul(x,Iewmul) == x", "x ⊙ 𝟙 = x"},
     {"poolavg_iconv", axiom, "kx ky", "poolavg(kx,ky,1,1,0,Iconv(kx,ky)) == Cpool(kx,ky)",
@@ -115,7 +129,8 @@ constexpr std::array<AxiomSpec, 47> kTasoAxioms{{
     {"transpose_imatmul", lemma, "", "transpose(Imatmul) == Imatmul", "I_mᵀ = I_m"},
     {"imatmul_matmul", lemma, "x", "matmul(Imatmul,x) == x", "I_m @ x = x"},
     {"concat_poolavg_batch", lemma, "kx ky sx sy pad x y",
-     "concat(0,poolavg(kx,ky,sx,sy,pad,x),poolavg(kx,ky,sx,sy,pad,y)) == poolavg(kx,ky,sx,sy,pad,concat(0,x,y))",
+     "concat(0,poolavg(kx,ky,sx,sy,pad,x),poolavg(kx,ky,sx,sy,pad,y)) == "
+     "poolavg(kx,ky,sx,sy,pad,concat(0,x,y))",
      "[avg(x) | avg(y)]_0 = avg([x|y]_0)"},
 }};
 
@@ -125,7 +140,8 @@ constexpr std::array<AxiomSpec, 2> kRejectedAxioms{{
     {"grouped_conv_concat", axiom, "sx sy pad acti x y z w",
      "concat(1,conv2d(sx,sy,pad,acti,x,y),conv2d(sx,sy,pad,acti,z,w)) == "
      "conv2d(sx,sy,pad,acti,concat(1,x,z),concat(0,y,w))",
-     "[conv(x,y) | conv(z,w)]_1 = conv([x|z]_1, [y|w]_0) — wrong unless the grouping matches (caught with N=[1,3])"},
+     "[conv(x,y) | conv(z,w)]_1 = conv([x|z]_1, [y|w]_0) — wrong unless the grouping matches (caught with "
+     "N=[1,3])"},
 }};
 
 // Records, for every parameter variable, the domain of each position it occupies.
@@ -185,13 +201,17 @@ Axiom parse_axiom(const AxiomSpec& spec) {
   std::sort(declared.begin(), declared.end());
   std::sort(used.begin(), used.end());
   if (declared != used)
-    throw fail(fmt::format("declared variables [{}] differ from the variables used [{}]", fmt::join(declared, " "),
-                           fmt::join(used, " ")));
+    throw fail(fmt::format("declared variables [{}] differ from the variables used [{}]",
+                           fmt::join(declared, " "), fmt::join(used, " ")));
   return ax;
 }
 
-std::span<const AxiomSpec> taso_axiom_table() { return kTasoAxioms; }
-std::span<const AxiomSpec> taso_rejected_axiom_table() { return kRejectedAxioms; }
+std::span<const AxiomSpec> taso_axiom_table() {
+  return kTasoAxioms;
+}
+std::span<const AxiomSpec> taso_rejected_axiom_table() {
+  return kRejectedAxioms;
+}
 
 std::vector<Axiom> taso_axioms() {
   std::vector<Axiom> out;
@@ -204,8 +224,8 @@ std::string format_axiom(const Axiom& axiom) {
   std::string vars = fmt::format("{}", fmt::join(axiom.tensor_variables, " "));
   for (const ParamVariable& p : axiom.param_variables)
     vars += fmt::format("{}{}∈{{{}}}", vars.empty() ? "" : " ", p.name, fmt::join(p.domain, ","));
-  return fmt::format("{}: {}{}{}{} == {}", axiom.name, vars.empty() ? "" : "∀ ", vars, vars.empty() ? "" : ". ",
-                     to_string(axiom.lhs), to_string(axiom.rhs));
+  return fmt::format("{}: {}{}{}{} == {}", axiom.name, vars.empty() ? "" : "∀ ", vars,
+                     vars.empty() ? "" : ". ", to_string(axiom.lhs), to_string(axiom.rhs));
 }
 
 std::vector<std::vector<std::int64_t>> parameter_assignments(const Axiom& axiom) {

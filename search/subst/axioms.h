@@ -24,9 +24,9 @@ struct AxiomSpec {
   std::string_view name;
   AxiomKind kind;
   std::string_view variables;  // the quantified variables, space separated (tensors and parameters)
-  std::string_view equation;   // "LHS == RHS" in rule-file term syntax; identifiers in parameter positions are
-                               // parameter variables
-  std::string_view note;       // what it says, in TASO's notation (taso.md §3.2)
+  std::string_view equation;  // "LHS == RHS" in rule-file term syntax; identifiers in parameter positions are
+                              // parameter variables
+  std::string_view note;      // what it says, in TASO's notation (taso.md §3.2)
 };
 
 struct ParamVariable {
@@ -55,18 +55,20 @@ std::span<const AxiomSpec> taso_axiom_table();
 std::vector<Axiom> taso_axioms();
 
 // Properties TASO's authors wrote down and then rejected as wrong (kept in verify.py as comments): concat
-// associativity (conflicts with split semantics) and the general grouped-convolution concat rule. Adding one of
-// them lets the verifier "prove" known-false rules; used to show the soundness tests can fail.
+// associativity (conflicts with split semantics) and the general grouped-convolution concat rule. Adding one
+// of them lets the verifier "prove" known-false rules; used to show the soundness tests can fail.
 std::span<const AxiomSpec> taso_rejected_axiom_table();
 
 std::string format_axiom(const Axiom& axiom);
 
-// Every assignment of the parameter variables (values in the order of param_variables), as the cartesian product
-// of their domains in lexicographic order: the instances an axiom validation has to evaluate.
+// Every assignment of the parameter variables (values in the order of param_variables), as the cartesian
+// product of their domains in lexicographic order: the instances an axiom validation has to evaluate.
 std::vector<std::vector<std::int64_t>> parameter_assignments(const Axiom& axiom);
 
 // The axiom's two sides with its parameter variables replaced by `values` (in the order of param_variables);
 // tensor variables stay variables. Throws std::invalid_argument on a wrong count or a value outside a domain.
-std::pair<Term, Term> instantiate(const Axiom& axiom, std::span<const std::int64_t> values);  // "name: forall x y (sx in {1,2}). LHS == RHS"
+std::pair<Term, Term> instantiate(
+    const Axiom& axiom,
+    std::span<const std::int64_t> values);  // "name: forall x y (sx in {1,2}). LHS == RHS"
 
 }  // namespace strata::search::subst

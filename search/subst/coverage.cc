@@ -46,7 +46,8 @@ class Canonicalizer {
   std::string out_;
 };
 
-std::string serialise(const Rule& rule, std::span<const Equation* const> order, bool swap, bool match_shapes) {
+std::string serialise(const Rule& rule, std::span<const Equation* const> order, bool swap,
+                      bool match_shapes) {
   Canonicalizer c(rule, match_shapes);
   for (const Equation* eq : order) {
     c.term(swap ? eq->rhs : eq->lhs);
@@ -59,7 +60,8 @@ std::string serialise(const Rule& rule, std::span<const Equation* const> order, 
 
 bool all_shapes_known(std::span<const Rule> rules) {
   return std::all_of(rules.begin(), rules.end(), [](const Rule& r) {
-    return std::all_of(r.inputs.begin(), r.inputs.end(), [](const RuleInput& in) { return in.shape.has_value(); });
+    return std::all_of(r.inputs.begin(), r.inputs.end(),
+                       [](const RuleInput& in) { return in.shape.has_value(); });
   });
 }
 
@@ -98,7 +100,8 @@ CoverageReport compare_rule_sets(std::span<const Rule> a, std::span<const Rule> 
 
   auto forms = [&](std::span<const Rule> rules) {
     std::vector<std::string> out(rules.size());
-    tbb::parallel_for(std::size_t{0}, rules.size(), [&](std::size_t i) { out[i] = canonical_form(rules[i], report.options); });
+    tbb::parallel_for(std::size_t{0}, rules.size(),
+                      [&](std::size_t i) { out[i] = canonical_form(rules[i], report.options); });
     return out;
   };
   auto equation_forms = [&](std::span<const Rule> rules) {

@@ -1,6 +1,6 @@
-// Comparing rule sets modulo renaming of inputs (docs/subst.md): two rules are the same when a bijection between
-// their inputs that preserves shapes maps one onto the other, possibly with the two sides swapped (orientation)
-// and the mapped outputs reordered. Decided exactly through a canonical form.
+// Comparing rule sets modulo renaming of inputs (docs/subst.md): two rules are the same when a bijection
+// between their inputs that preserves shapes maps one onto the other, possibly with the two sides swapped
+// (orientation) and the mapped outputs reordered. Decided exactly through a canonical form.
 #pragma once
 
 #include <cstddef>
@@ -13,7 +13,7 @@
 namespace strata::search::subst {
 
 struct CanonicalOptions {
-  bool match_shapes = true;     // renamings must preserve input shapes (unknown shapes form their own class)
+  bool match_shapes = true;  // renamings must preserve input shapes (unknown shapes form their own class)
   bool modulo_orientation = true;  // SOURCE == TARGET equals TARGET == SOURCE
 };
 
@@ -36,6 +36,7 @@ struct CoverageReport {
 };
 
 // Shapes are matched only when every input of both sets has a known shape (see CoverageReport::options).
-CoverageReport compare_rule_sets(std::span<const Rule> a, std::span<const Rule> b, bool modulo_orientation = true);
+CoverageReport compare_rule_sets(std::span<const Rule> a, std::span<const Rule> b,
+                                 bool modulo_orientation = true);
 
 }  // namespace strata::search::subst

@@ -52,8 +52,12 @@ constexpr std::array<std::int64_t, 4> kAxes{0, 1, 2, 3};
 
 }  // namespace
 
-const OpInfo& op_info(Op op) { return kOps[static_cast<std::size_t>(op)]; }
-std::span<const OpInfo> all_ops() { return kOps; }
+const OpInfo& op_info(Op op) {
+  return kOps[static_cast<std::size_t>(op)];
+}
+std::span<const OpInfo> all_ops() {
+  return kOps;
+}
 
 std::optional<Op> find_op(std::string_view name) {
   for (const auto& info : kOps)
@@ -63,22 +67,32 @@ std::optional<Op> find_op(std::string_view name) {
 
 std::string_view param_kind_name(ParamKind kind) {
   switch (kind) {
-    case stride: return "stride";
-    case padding: return "padding";
-    case activation: return "activation";
-    case kernel: return "kernel";
-    case axis: return "axis";
+    case stride:
+      return "stride";
+    case padding:
+      return "padding";
+    case activation:
+      return "activation";
+    case kernel:
+      return "kernel";
+    case axis:
+      return "axis";
   }
   return "?";
 }
 
 std::span<const std::int64_t> param_domain(ParamKind kind) {
   switch (kind) {
-    case stride: return kStrides;
-    case padding: return kPaddings;
-    case activation: return kActivations;
-    case kernel: return kKernels;
-    case axis: return kAxes;
+    case stride:
+      return kStrides;
+    case padding:
+      return kPaddings;
+    case activation:
+      return kActivations;
+    case kernel:
+      return kKernels;
+    case axis:
+      return kAxes;
   }
   return {};
 }

@@ -1,6 +1,6 @@
-// The operator symbols of substitution rules: TASO's verifier vocabulary (docs/reference/taso.md §2.2, §3.1), each
-// declared once with its integer parameters, their verified domains and its tensor arity. Terms, the rule file
-// format, the Z3 encoding and the axiom table are all derived from this table.
+// The operator symbols of substitution rules: TASO's verifier vocabulary (docs/reference/taso.md §2.2, §3.1),
+// each declared once with its integer parameters, their verified domains and its tensor arity. Terms, the
+// rule file format, the Z3 encoding and the axiom table are all derived from this table.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +16,7 @@ enum class Op : std::uint8_t {
   smul,       // smul(a, s): tensor a times 0-D scalar s
   matmul,     // 2-D matrix product
   transpose,  // 2-D transpose
-  relu,
+  relu,       // max(x, 0)
   conv2d,     // conv2d(sh, sw, pad, acti, x, w): NCHW input, OIHW weight, groups = C(x) / w.dim1
   poolavg,    // poolavg(kh, kw, sh, sw, pad, x)
   poolmax,    // poolmax(kh, kw, sh, sw, pad, x)
@@ -35,7 +35,7 @@ inline constexpr int kNumOps = static_cast<int>(Op::Iewmul) + 1;
 // (TASO's verify.py and validate_axioms.py). Rules with parameters outside it are not verified.
 enum class ParamKind : std::uint8_t { stride, padding, activation, kernel, axis };
 
-inline constexpr int kPadSame = 0, kPadValid = 1;    // TASO PaddingMode
+inline constexpr int kPadSame = 0, kPadValid = 1;   // TASO PaddingMode
 inline constexpr int kActiNone = 0, kActiRelu = 2;  // TASO ActiMode
 
 struct ParamSpec {

@@ -39,8 +39,12 @@ int graph_op_count(const Rule& rule, bool source) {
 
 }  // namespace
 
-int source_op_count(const Rule& rule) { return graph_op_count(rule, true); }
-int target_op_count(const Rule& rule) { return graph_op_count(rule, false); }
+int source_op_count(const Rule& rule) {
+  return graph_op_count(rule, true);
+}
+int target_op_count(const Rule& rule) {
+  return graph_op_count(rule, false);
+}
 
 std::string shape_to_string(const std::optional<Shape>& shape) {
   if (!shape) return "?";
@@ -100,7 +104,8 @@ void skip_space(std::string_view s, std::size_t& pos) {
   while (pos < s.size() && (s[pos] == ' ' || s[pos] == '\t')) ++pos;
 }
 
-[[nodiscard]] ConfigError error_at(std::string_view file, int line, std::size_t column0, std::string_view message) {
+[[nodiscard]] ConfigError error_at(std::string_view file, int line, std::size_t column0,
+                                   std::string_view message) {
   return ConfigError(fmt::format("{}:{}:{}: {}", file, line, column0 + 1, message));
 }
 
@@ -126,13 +131,15 @@ Equation parse_equation(std::string_view line, std::size_t pos, std::string_view
   Term lhs = parse_term(line, pos, origin);
   skip_space(line, pos);
   if (line.substr(pos, 2) != "==")
-    throw error_at(file, number, pos, fmt::format("expected '==' between the two sides, got {}", describe(line, pos)));
+    throw error_at(file, number, pos,
+                   fmt::format("expected '==' between the two sides, got {}", describe(line, pos)));
   pos += 2;
   Term rhs = parse_term(line, pos, origin);
   skip_space(line, pos);
   if (pos != line.size())
-    throw error_at(file, number, pos, fmt::format("expected end of line after the right-hand side, got {}",
-                                                  describe(line, pos)));
+    throw error_at(
+        file, number, pos,
+        fmt::format("expected end of line after the right-hand side, got {}", describe(line, pos)));
   return {std::move(lhs), std::move(rhs)};
 }
 
@@ -144,24 +151,26 @@ bool is_name_char(char c) {
 Rule parse_header(std::string_view line, std::string_view file, int number) {
   std::size_t pos = 0;
   if (line.substr(0, 4) != "rule" || (line.size() > 4 && line[4] != ' ' && line[4] != '\t'))
-    throw error_at(file, number, 0,
-                   fmt::format("expected an entry 'rule NAME (INPUT: SHAPE, ...)' (equation lines are indented), "
-                               "got {}",
-                               describe(line, 0)));
+    throw error_at(
+        file, number, 0,
+        fmt::format("expected an entry 'rule NAME (INPUT: SHAPE, ...)' (equation lines are indented), "
+                    "got {}",
+                    describe(line, 0)));
   pos = 4;
   skip_space(line, pos);
   const std::size_t name_start = pos;
   while (pos < line.size() && is_name_char(line[pos])) ++pos;
   if (pos == name_start)
-    throw error_at(file, number, pos, fmt::format("expected a rule name ([A-Za-z0-9_.-/]+), got {}",
-                                                  describe(line, pos)));
+    throw error_at(file, number, pos,
+                   fmt::format("expected a rule name ([A-Za-z0-9_.-/]+), got {}", describe(line, pos)));
   Rule rule;
   rule.name = std::string(line.substr(name_start, pos - name_start));
   rule.origin = fmt::format("{}:{}", file, number);
   skip_space(line, pos);
   if (pos >= line.size() || line[pos] != '(')
-    throw error_at(file, number, pos, fmt::format("expected '(' opening the input list of rule '{}', got {}",
-                                                  rule.name, describe(line, pos)));
+    throw error_at(file, number, pos,
+                   fmt::format("expected '(' opening the input list of rule '{}', got {}", rule.name,
+                               describe(line, pos)));
   ++pos;
   skip_space(line, pos);
   if (pos < line.size() && line[pos] == ')') {
@@ -170,29 +179,33 @@ Rule parse_header(std::string_view line, std::string_view file, int number) {
     while (true) {
       skip_space(line, pos);
       const std::size_t in_start = pos;
-      while (pos < line.size() && (std::isalnum(static_cast<unsigned char>(line[pos])) != 0 || line[pos] == '_'))
+      while (pos < line.size() &&
+             (std::isalnum(static_cast<unsigned char>(line[pos])) != 0 || line[pos] == '_'))
         ++pos;
       const std::string_view in_name = line.substr(in_start, pos - in_start);
       if (!is_valid_variable_name(in_name))
-        throw error_at(file, number, in_start,
-                       fmt::format("expected an input name ([A-Za-z_][A-Za-z0-9_]*, not an operator name), got {}",
-                                   describe(line, in_start)));
+        throw error_at(
+            file, number, in_start,
+            fmt::format("expected an input name ([A-Za-z_][A-Za-z0-9_]*, not an operator name), got {}",
+                        describe(line, in_start)));
       if (rule.find_input(in_name) != nullptr)
         throw error_at(file, number, in_start, fmt::format("input '{}' declared twice", in_name));
       skip_space(line, pos);
       if (pos >= line.size() || line[pos] != ':')
-        throw error_at(file, number, pos, fmt::format("expected ':' and a shape after input '{}', got {}", in_name,
-                                                      describe(line, pos)));
+        throw error_at(
+            file, number, pos,
+            fmt::format("expected ':' and a shape after input '{}', got {}", in_name, describe(line, pos)));
       ++pos;
       skip_space(line, pos);
       const std::size_t shape_start = pos;
-      while (pos < line.size() && line[pos] != ',' && line[pos] != ')' && line[pos] != ' ' && line[pos] != '\t')
+      while (pos < line.size() && line[pos] != ',' && line[pos] != ')' && line[pos] != ' ' &&
+             line[pos] != '\t')
         ++pos;
       const auto shape = parse_shape(line.substr(shape_start, pos - shape_start));
       if (!shape)
         throw error_at(file, number, shape_start,
-                       fmt::format("expected a shape of input '{}' (e.g. 2x4, 4x4x3x3, scalar, ?), got {}", in_name,
-                                   describe(line, shape_start)));
+                       fmt::format("expected a shape of input '{}' (e.g. 2x4, 4x4x3x3, scalar, ?), got {}",
+                                   in_name, describe(line, shape_start)));
       rule.inputs.push_back({std::string(in_name), *shape});
       skip_space(line, pos);
       if (pos < line.size() && line[pos] == ',') {
@@ -203,21 +216,22 @@ Rule parse_header(std::string_view line, std::string_view file, int number) {
         ++pos;
         break;
       }
-      throw error_at(file, number, pos, fmt::format("expected ',' or ')' in the input list, got {}",
-                                                    describe(line, pos)));
+      throw error_at(file, number, pos,
+                     fmt::format("expected ',' or ')' in the input list, got {}", describe(line, pos)));
     }
   }
   skip_space(line, pos);
   if (pos != line.size())
-    throw error_at(file, number, pos, fmt::format("expected end of line after the input list, got {}",
-                                                  describe(line, pos)));
+    throw error_at(file, number, pos,
+                   fmt::format("expected end of line after the input list, got {}", describe(line, pos)));
   return rule;
 }
 
 void check_rule_complete(const Rule& rule, std::string_view file, int header_line) {
   if (rule.outputs.empty())
-    throw error_at(file, header_line, 0,
-                   fmt::format("rule '{}' has no equations (expected indented 'LHS == RHS' lines)", rule.name));
+    throw error_at(
+        file, header_line, 0,
+        fmt::format("rule '{}' has no equations (expected indented 'LHS == RHS' lines)", rule.name));
   std::vector<std::string> used;
   for (const Equation& eq : rule.outputs) {
     collect_variables(eq.lhs, used);
@@ -225,8 +239,9 @@ void check_rule_complete(const Rule& rule, std::string_view file, int header_lin
   }
   for (const RuleInput& in : rule.inputs)
     if (std::find(used.begin(), used.end(), in.name) == used.end())
-      throw error_at(file, header_line, 0,
-                     fmt::format("rule '{}': input '{}' is declared but used by no equation", rule.name, in.name));
+      throw error_at(
+          file, header_line, 0,
+          fmt::format("rule '{}': input '{}' is declared but used by no equation", rule.name, in.name));
 }
 
 }  // namespace
@@ -249,16 +264,18 @@ std::vector<Rule> parse_rules(std::string_view text, std::string_view file) {
       continue;
     }
     if (rules.empty())
-      throw error_at(file, line.number, 0, "expected 'rule NAME (INPUT: SHAPE, ...)' before the first equation");
+      throw error_at(file, line.number, 0,
+                     "expected 'rule NAME (INPUT: SHAPE, ...)' before the first equation");
     Equation eq = parse_equation(line.text, 0, file, line.number);
     std::vector<std::string> vars;
     collect_variables(eq.lhs, vars);
     collect_variables(eq.rhs, vars);
     for (const std::string& v : vars)
       if (rules.back().find_input(v) == nullptr)
-        throw error_at(file, line.number, find_identifier(line.text, v),
-                       fmt::format("'{}' is not an input of rule '{}' (declare it as '{}: SHAPE' in the header)", v,
-                                   rules.back().name, v));
+        throw error_at(
+            file, line.number, find_identifier(line.text, v),
+            fmt::format("'{}' is not an input of rule '{}' (declare it as '{}: SHAPE' in the header)", v,
+                        rules.back().name, v));
     rules.back().outputs.push_back(std::move(eq));
   }
   if (!rules.empty()) check_rule_complete(rules.back(), file, header_line);
@@ -324,17 +341,19 @@ std::vector<Rule> parse_taso_equations(std::string_view text, std::string_view f
     long index = 0;
     const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), index);
     const std::size_t digits = static_cast<std::size_t>(ptr - s.data());
-    if (ec != std::errc() || digits == 0 || index < 0 || digits >= s.size() || (s[digits] != '\t' && s[digits] != ' '))
+    if (ec != std::errc() || digits == 0 || index < 0 || digits >= s.size() ||
+        (s[digits] != '\t' && s[digits] != ' '))
       throw error_at(file, line.number, 0,
                      fmt::format("expected 'INDEX<TAB>LHS == RHS' with a non-negative integer INDEX, got {}",
                                  describe(s, 0)));
     Equation eq = parse_equation(s, digits + 1, file, line.number);
     if (index != previous) {
       if (const auto it = index_line.find(index); it != index_line.end())
-        throw error_at(file, line.number, 0,
-                       fmt::format("rule index {} was already used on line {}; the equations of a multi-output rule "
-                                   "must be consecutive",
-                                   index, it->second));
+        throw error_at(
+            file, line.number, 0,
+            fmt::format("rule index {} was already used on line {}; the equations of a multi-output rule "
+                        "must be consecutive",
+                        index, it->second));
       index_line.emplace(index, line.number);
       Rule rule;
       rule.name = std::to_string(index);
@@ -352,10 +371,11 @@ std::vector<Rule> parse_taso_equations(std::string_view text, std::string_view f
       if (shapes == TasoShapes::generator_table) {
         shape = taso_generator_input_shape(taso_input_number(v));
         if (!shape)
-          throw error_at(file, line.number, find_identifier(s, v),
-                         fmt::format("'{}' is not one of the generator's inputs input_1..input_20 (read the file "
-                                     "with unknown input shapes to accept other names)",
-                                     v));
+          throw error_at(
+              file, line.number, find_identifier(s, v),
+              fmt::format("'{}' is not one of the generator's inputs input_1..input_20 (read the file "
+                          "with unknown input shapes to accept other names)",
+                          v));
       }
       rule.inputs.push_back({v, shape});
     }
@@ -386,7 +406,8 @@ std::vector<Rule> load_rules(const std::string& path, RuleFileFormat format, Tas
       break;
     }
   }
-  return format == RuleFileFormat::taso ? parse_taso_equations(text, path, taso_shapes) : parse_rules(text, path);
+  return format == RuleFileFormat::taso ? parse_taso_equations(text, path, taso_shapes)
+                                        : parse_rules(text, path);
 }
 
 void save_rules(const std::string& path, std::span<const Rule> rules) {

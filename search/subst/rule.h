@@ -29,8 +29,8 @@ struct Equation {
   friend bool operator==(const Equation&, const Equation&) = default;
 };
 
-// A substitution: the source graph (all lhs) may be replaced by the target graph (all rhs). Multi-output rules
-// have one equation per mapped output.
+// A substitution: the source graph (all lhs) may be replaced by the target graph (all rhs). Multi-output
+// rules have one equation per mapped output.
 struct Rule {
   std::string name;
   std::vector<RuleInput> inputs;
@@ -43,8 +43,9 @@ struct Rule {
   }
 };
 
-// Number of operators in the source (lhs) and target (rhs) graph of a rule: distinct subterms count once, the two
-// outputs of one split (split_0/split_1 of the same tensor and axis) count as one operator, constants count.
+// Number of operators in the source (lhs) and target (rhs) graph of a rule: distinct subterms count once, the
+// two outputs of one split (split_0/split_1 of the same tensor and axis) count as one operator, constants
+// count.
 int source_op_count(const Rule& rule);
 int target_op_count(const Rule& rule);
 
@@ -62,14 +63,15 @@ std::string format_rule(const Rule& rule);
 
 // How input shapes of a TASO equation file are assigned.
 enum class TasoShapes {
-  generator_table,  // input_1..input_20 get the public generator's shapes (taso.md §2.3); other names are errors
+  generator_table,  // input_1..input_20 get the public generator's shapes (taso.md §2.3); other names are
+                    // errors
   unknown,          // any variable name, shapes unknown (the shipped 133-rule file)
 };
 // The public generator's shape of input_N (1 <= n <= 20).
 std::optional<Shape> taso_generator_input_shape(int n);
 
-// TASO equation files: one line "INDEX<TAB>LHS == RHS" per mapped output; the lines of a multi-output rule share
-// the index and are consecutive. Rules are named by their index.
+// TASO equation files: one line "INDEX<TAB>LHS == RHS" per mapped output; the lines of a multi-output rule
+// share the index and are consecutive. Rules are named by their index.
 std::vector<Rule> parse_taso_equations(std::string_view text, std::string_view file, TasoShapes shapes);
 
 enum class RuleFileFormat { automatic, strata, taso };

@@ -72,21 +72,28 @@ int op_count(const Term& term) {
   return n;
 }
 
-void collect_variables(const Term& term, std::vector<std::string>& tensors, std::vector<std::string>* params) {
+void collect_variables(const Term& term, std::vector<std::string>& tensors,
+                       std::vector<std::string>* params) {
   if (term.is_variable()) {
-    if (std::find(tensors.begin(), tensors.end(), term.name()) == tensors.end()) tensors.push_back(term.name());
+    if (std::find(tensors.begin(), tensors.end(), term.name()) == tensors.end())
+      tensors.push_back(term.name());
     return;
   }
   if (params != nullptr)
     for (const Param& p : term.params())
-      if (p.is_var() && std::find(params->begin(), params->end(), p.var) == params->end()) params->push_back(p.var);
+      if (p.is_var() && std::find(params->begin(), params->end(), p.var) == params->end())
+        params->push_back(p.var);
   for (const Term& a : term.args()) collect_variables(a, tensors, params);
 }
 
 namespace {
 
-bool is_ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0 || c == '_'; }
-bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; }
+bool is_ident_start(char c) {
+  return std::isalpha(static_cast<unsigned char>(c)) != 0 || c == '_';
+}
+bool is_ident_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
+}
 
 class TermParser {
  public:
@@ -97,7 +104,8 @@ class TermParser {
     skip_space();
     const std::size_t start = pos_;
     const std::string_view id = identifier();
-    if (id.empty()) throw error(start, fmt::format("expected a term (operator or variable name), got {}", here()));
+    if (id.empty())
+      throw error(start, fmt::format("expected a term (operator or variable name), got {}", here()));
     const auto op = find_op(id);
     if (!op) {
       skip_space();
@@ -150,8 +158,8 @@ class TermParser {
     if (is_ident_start(peek())) {
       const std::string_view id = identifier();
       if (!allow_param_vars_)
-        throw error(start, fmt::format("expected an integer for parameter '{}' ({}) of {}, got '{}'", spec.name,
-                                       param_kind_name(spec.kind), info.name, id));
+        throw error(start, fmt::format("expected an integer for parameter '{}' ({}) of {}, got '{}'",
+                                       spec.name, param_kind_name(spec.kind), info.name, id));
       return Param{0, std::string(id)};
     }
     std::size_t end = pos_;

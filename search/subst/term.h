@@ -29,7 +29,7 @@ class Term {
 
   [[nodiscard]] bool is_variable() const { return is_variable_; }
   [[nodiscard]] const std::string& name() const { return name_; }  // variables only
-  [[nodiscard]] Op op() const { return op_; }                       // applications only
+  [[nodiscard]] Op op() const { return op_; }                      // applications only
   [[nodiscard]] const std::vector<Param>& params() const { return params_; }
   [[nodiscard]] const std::vector<Term>& args() const { return args_; }
 
@@ -53,7 +53,8 @@ int op_count(const Term& term);
 
 // Appends the names of tensor variables (and of parameter variables, when asked) not yet in the lists, in
 // depth-first left-to-right order of first occurrence.
-void collect_variables(const Term& term, std::vector<std::string>& tensors, std::vector<std::string>* params = nullptr);
+void collect_variables(const Term& term, std::vector<std::string>& tensors,
+                       std::vector<std::string>* params = nullptr);
 
 // Where a piece of text starts in its file, for error messages.
 struct TextOrigin {
@@ -62,10 +63,11 @@ struct TextOrigin {
   int column = 1;  // 1-based column of text[0]
 };
 
-// Parses one term from text[pos...] (whitespace allowed between tokens) and leaves pos after it. An identifier
-// that is not an operator name is a tensor variable; parameter positions take integer literals, or identifiers
-// when allow_param_vars. Throws ConfigError "file:line:column: ..." naming what was expected.
-Term parse_term(std::string_view text, std::size_t& pos, const TextOrigin& origin, bool allow_param_vars = false);
+// Parses one term from text[pos...] (whitespace allowed between tokens) and leaves pos after it. An
+// identifier that is not an operator name is a tensor variable; parameter positions take integer literals, or
+// identifiers when allow_param_vars. Throws ConfigError "file:line:column: ..." naming what was expected.
+Term parse_term(std::string_view text, std::size_t& pos, const TextOrigin& origin,
+                bool allow_param_vars = false);
 
 // True for names usable as variables: [A-Za-z_][A-Za-z0-9_]* and not an operator name.
 bool is_valid_variable_name(std::string_view name);

@@ -16,10 +16,14 @@ namespace strata::search::subst {
 
 std::string_view to_string(VerifyStatus status) {
   switch (status) {
-    case VerifyStatus::proved: return "proved";
-    case VerifyStatus::refuted: return "refuted";
-    case VerifyStatus::unknown: return "unknown";
-    case VerifyStatus::invalid: return "invalid";
+    case VerifyStatus::proved:
+      return "proved";
+    case VerifyStatus::refuted:
+      return "refuted";
+    case VerifyStatus::unknown:
+      return "unknown";
+    case VerifyStatus::invalid:
+      return "invalid";
   }
   return "?";
 }
@@ -87,7 +91,8 @@ void configure(z3::solver& solver, z3::context& ctx, const VerifyOptions& option
   for (const auto& [name, value] : options.z3_params) {
     if (value == "true" || value == "false")
       params.set(name.c_str(), value == "true");
-    else if (!value.empty() && std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    else if (!value.empty() &&
+             std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; }))
       params.set(name.c_str(), static_cast<unsigned>(std::stoul(value)));
     else
       params.set(name.c_str(), value.c_str());
@@ -105,7 +110,8 @@ void check_options(const VerifyOptions& options) {
   } catch (const z3::exception& e) {
     // Z3 appends the list of all legal parameters; its first line names the problem.
     const std::string_view msg = e.msg();
-    throw std::invalid_argument(fmt::format("--z3: {} (see `z3 -p` for Z3's solver parameters)", msg.substr(0, msg.find('\n'))));
+    throw std::invalid_argument(
+        fmt::format("--z3: {} (see `z3 -p` for Z3's solver parameters)", msg.substr(0, msg.find('\n'))));
   }
 }
 
@@ -136,15 +142,19 @@ EquationResult prove(const Equation& eq, const Rule& rule, std::span<const Axiom
     if (auto why = out_of_domain(*side)) return finish(VerifyStatus::invalid, *why);
   try {
     Encoding::Variables vars;
-    for (const RuleInput& in : rule.inputs) vars.emplace(in.name, ctx.constant(in.name.c_str(), enc.tensor()));
+    for (const RuleInput& in : rule.inputs)
+      vars.emplace(in.name, ctx.constant(in.name.c_str(), enc.tensor()));
     z3::solver solver(ctx);
     configure(solver, ctx, options);
     for (const Axiom& ax : axioms) solver.add(enc.axiom(ax));
     solver.add(enc.term(eq.lhs, vars) != enc.term(eq.rhs, vars));
     switch (solver.check()) {
-      case z3::unsat: return finish(VerifyStatus::proved, "");
-      case z3::sat: return finish(VerifyStatus::refuted, "counter-model of the axioms");
-      case z3::unknown: return finish(VerifyStatus::unknown, solver.reason_unknown());
+      case z3::unsat:
+        return finish(VerifyStatus::proved, "");
+      case z3::sat:
+        return finish(VerifyStatus::refuted, "counter-model of the axioms");
+      case z3::unknown:
+        return finish(VerifyStatus::unknown, solver.reason_unknown());
     }
   } catch (const z3::exception& e) {
     return finish(VerifyStatus::unknown, fmt::format("z3 error: {}", e.msg()));

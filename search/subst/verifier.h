@@ -1,8 +1,8 @@
-// Proves substitution rules from operator axioms with Z3 (TASO §3, docs/subst.md). Operators are uninterpreted
-// functions over one tensor sort with integer parameters; a rule is proved when, for every mapped output, the
-// axioms entail LHS = RHS (Z3 answers unsat for axioms ∧ LHS ≠ RHS within the per-query timeout). Anything else
-// — a counter-model, a timeout, a parameter outside the axioms' verified domain — leaves the rule unproved, so
-// the verifier is sound as long as the axioms are.
+// Proves substitution rules from operator axioms with Z3 (TASO §3, docs/subst.md). Operators are
+// uninterpreted functions over one tensor sort with integer parameters; a rule is proved when, for every
+// mapped output, the axioms entail LHS = RHS (Z3 answers unsat for axioms ∧ LHS ≠ RHS within the per-query
+// timeout). Anything else — a counter-model, a timeout, a parameter outside the axioms' verified domain —
+// leaves the rule unproved, so the verifier is sound as long as the axioms are.
 #pragma once
 
 #include <functional>
@@ -39,13 +39,14 @@ struct EquationResult {
 
 struct RuleResult {
   VerifyStatus status = VerifyStatus::unknown;  // proved only when every equation is
-  std::string reason;                           // of the first unproved equation, prefixed by its output number
+  std::string reason;  // of the first unproved equation, prefixed by its output number
   double seconds = 0;
   std::vector<EquationResult> equations;
 };
 
 // Called once per finished rule, serialised (never concurrently); `done` counts finished rules.
-using VerifyProgress = std::function<void(std::size_t done, std::size_t total, std::size_t index, const RuleResult&)>;
+using VerifyProgress =
+    std::function<void(std::size_t done, std::size_t total, std::size_t index, const RuleResult&)>;
 
 // Verifies one rule in a fresh Z3 context.
 RuleResult verify_rule(const Rule& rule, std::span<const Axiom> axioms, const VerifyOptions& options);

@@ -13,10 +13,13 @@ namespace {
 
 namespace ss = strata::search::subst;
 
-std::string data(const std::string& name) { return STRATA_SOURCE_DIR "/tests/subst/data/taso-rules/" + name; }
+std::string data(const std::string& name) {
+  return STRATA_SOURCE_DIR "/tests/subst/data/taso-rules/" + name;
+}
 
 void BM_LoadTaso820(benchmark::State& state) {
-  for (auto _ : state) benchmark::DoNotOptimize(ss::load_rules(data("taso_sosp19ae_820_equations.txt")).size());
+  for (auto _ : state)
+    benchmark::DoNotOptimize(ss::load_rules(data("taso_sosp19ae_820_equations.txt")).size());
 }
 BENCHMARK(BM_LoadTaso820)->Unit(benchmark::kMillisecond);
 

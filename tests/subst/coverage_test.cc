@@ -25,8 +25,8 @@ Term rename(const Term& t, const std::map<std::string, std::string>& names) {
   return Term::apply(t.op(), t.params(), std::move(args));
 }
 
-// Brute force: is there a shape-preserving bijection of inputs, an orientation and an output order under which
-// a and b are identical?
+// Brute force: is there a shape-preserving bijection of inputs, an orientation and an output order under
+// which a and b are identical?
 bool same_by_brute_force(const Rule& a, const Rule& b) {
   if (a.inputs.size() != b.inputs.size() || a.outputs.size() != b.outputs.size()) return false;
   std::vector<std::size_t> perm(b.inputs.size());
@@ -69,14 +69,15 @@ TEST(Coverage, CanonicalFormHandlesRenamingOrientationAndOutputOrder) {
   EXPECT_NE(canonical_form(rules[0], {.match_shapes = true, .modulo_orientation = false}),
             canonical_form(rules[1], {.match_shapes = true, .modulo_orientation = false}));
   EXPECT_NE(canonical_form(rules[0]), canonical_form(rules[2]));  // y has another shape
-  EXPECT_EQ(canonical_form(rules[0], {.match_shapes = false}), canonical_form(rules[2], {.match_shapes = false}));
+  EXPECT_EQ(canonical_form(rules[0], {.match_shapes = false}),
+            canonical_form(rules[2], {.match_shapes = false}));
   EXPECT_EQ(canonical_form(rules[3]), canonical_form(rules[4]));  // outputs in the other order
   for (const Rule& x : rules)
     for (const Rule& y : rules) EXPECT_EQ(canonical_form(x) == canonical_form(y), same_by_brute_force(x, y));
 }
 
-// Exactness on real data: canonical-form equality agrees with brute force on all pairs of a sample of rules that
-// share input count and sizes (where the question is not trivially "no").
+// Exactness on real data: canonical-form equality agrees with brute force on all pairs of a sample of rules
+// that share input count and sizes (where the question is not trivially "no").
 TEST(Coverage, CanonicalFormAgreesWithBruteForceOnTasoRules) {
   const auto rules = load_rules(taso_data(kTaso820));
   int pairs = 0, equal = 0;
@@ -111,7 +112,8 @@ TEST(Coverage, Every619RuleOccursInThe820File) {
 }
 
 TEST(Coverage, ShippedRulesMostlyOccurInThe820File) {
-  // README: 121 of the 133 shipped rules occur verbatim (as text) in the 820 file; modulo renaming at least those.
+  // README: 121 of the 133 shipped rules occur verbatim (as text) in the 820 file; modulo renaming at least
+  // those.
   const auto r133 = load_rules(taso_data(kTaso133), RuleFileFormat::taso, TasoShapes::unknown);
   const auto r820 = load_rules(taso_data(kTaso820));
   const auto rep = compare_rule_sets(r133, r820);

@@ -1,6 +1,8 @@
 // The rule file formats: strata's own (parse/format round trip, error messages naming file:line:column) and
 // TASO's published equation files (counts and sizes against taso.md / the taso-rules README).
+#include <cctype>
 #include <map>
+#include <ostream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -66,6 +68,13 @@ struct BadInput {
   std::string expected;
 };
 
+// Stable, readable test names for ctest: the expected position and message, letters and digits only.
+void PrintTo(const BadInput& input, std::ostream* os) {
+  std::string name;
+  for (char c : input.expected.substr(10, 40)) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  *os << name;
+}
+
 class RuleFormatErrors : public ::testing::TestWithParam<BadInput> {};
 
 TEST_P(RuleFormatErrors, NameFileLineColumnAndWhatWasExpected) {
@@ -86,11 +95,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"rule r (x: 2x4x5x5, w: 4x4x3x3)\n  conv2d(1,1,x,w) == x\n",
                  "bad.rules:2:14: expected an integer for parameter 'pad' (padding) of conv2d"},
         BadInput{"rule r (x: 2x4)\n  relu(x) = x\n", "bad.rules:2:11: expected '==' between the two sides"},
-        BadInput{"rule r (x: 2x4)\n  relu(x,x) == x\n", "bad.rules:2:9: expected ')' after the 1 arguments of relu"},
+        BadInput{"rule r (x: 2x4)\n  relu(x,x) == x\n",
+                 "bad.rules:2:9: expected ')' after the 1 arguments of relu"},
         BadInput{"rule r (x: 2x4)\n  relu(x) == x )\n", "bad.rules:2:16: expected end of line"},
         BadInput{"  relu(x) == x\n", "bad.rules:1:1: expected 'rule NAME (INPUT: SHAPE, ...)' before"},
         BadInput{"rule r (x: 2x4)\n", "bad.rules:1:1: rule 'r' has no equations"},
-        BadInput{"rule r (x: 2x4, y: 2x4)\n  relu(x) == x\n", "bad.rules:1:1: rule 'r': input 'y' is declared but"},
+        BadInput{"rule r (x: 2x4, y: 2x4)\n  relu(x) == x\n",
+                 "bad.rules:1:1: rule 'r': input 'y' is declared but"},
         BadInput{"rule r (x: 2x4)\n  relu(x) == x\nrule r (x: 2x4)\n  x == relu(x)\n",
                  "bad.rules:3:6: rule name 'r' already used on line 1"},
         BadInput{"rule r (x: 2x4, x: 4x4)\n  x == x\n", "bad.rules:1:17: input 'x' declared twice"},
@@ -147,14 +158,16 @@ TEST(TasoEquations, ErrorsNameTheLine) {
     }
     return std::string("accepted");
   };
-  EXPECT_EQ(message("0\trelu(input_1) == input_1\n1\tinput_1 == input_2\n0\tinput_1 == input_1\n",
-                    TasoShapes::generator_table),
-            "t.txt:3:1: rule index 0 was already used on line 1; the equations of a multi-output rule must be "
-            "consecutive");
+  EXPECT_EQ(
+      message("0\trelu(input_1) == input_1\n1\tinput_1 == input_2\n0\tinput_1 == input_1\n",
+              TasoShapes::generator_table),
+      "t.txt:3:1: rule index 0 was already used on line 1; the equations of a multi-output rule must be "
+      "consecutive");
   EXPECT_EQ(message("0\trelu(input_21) == input_1\n", TasoShapes::generator_table).substr(0, 35),
             "t.txt:1:8: 'input_21' is not one of");
   EXPECT_EQ(message("0\trelu(x) == x\n", TasoShapes::unknown), "accepted");
-  EXPECT_EQ(message("x\trelu(x) == x\n", TasoShapes::unknown).substr(0, 36), "t.txt:1:1: expected 'INDEX<TAB>LHS =");
+  EXPECT_EQ(message("x\trelu(x) == x\n", TasoShapes::unknown).substr(0, 36),
+            "t.txt:1:1: expected 'INDEX<TAB>LHS =");
   EXPECT_EQ(message("3\trelu(input_1) input_1\n", TasoShapes::unknown).substr(0, 55),
             "t.txt:1:17: expected '==' between the two sides, got 'i");
 }

@@ -1,6 +1,6 @@
-// The Z3 verifier against the outcomes of TASO's own verifier (tests/subst/data/taso-rules/*.json): the shipped
-// 133 rules are proved except the four that need shape conditions, the known-false rules of the 820 file are
-// never accepted, and a wrong axiom makes a known-false rule provable (so these tests can fail).
+// The Z3 verifier against the outcomes of TASO's own verifier (tests/subst/data/taso-rules/*.json): the
+// shipped 133 rules are proved except the four that need shape conditions, the known-false rules of the 820
+// file are never accepted, and a wrong axiom makes a known-false rule provable (so these tests can fail).
 #include <algorithm>
 #include <set>
 
@@ -21,8 +21,8 @@ using testing::kTaso820;
 using testing::read_text;
 using testing::taso_data;
 
-// Short per-equation timeout: every provable reference rule is proved in < 0.4 s (docs/subst.md), and the unprovable
-// ones only cost their timeout.
+// Short per-equation timeout: every provable reference rule is proved in < 0.4 s (docs/subst.md), and the
+// unprovable ones only cost their timeout.
 constexpr unsigned kTestTimeoutMs = 2000;
 
 // TASO's blacklist of the 820 file (verify.py); all but #695 are false (taso-rules README).
@@ -49,8 +49,9 @@ std::vector<Rule> pick(const std::vector<Rule>& rules, const std::vector<int>& i
 TEST(AxiomTable, Has44AxiomsAnd3LemmasWithParameterDomains) {
   const auto axioms = taso_axioms();
   ASSERT_EQ(axioms.size(), 47u);
-  EXPECT_EQ(std::count_if(axioms.begin(), axioms.end(), [](const Axiom& a) { return a.kind == AxiomKind::lemma; }),
-            3);
+  EXPECT_EQ(
+      std::count_if(axioms.begin(), axioms.end(), [](const Axiom& a) { return a.kind == AxiomKind::lemma; }),
+      3);
   const Axiom& cpool = axioms[38];  // conv_{σ,π,none}(x, C_p^k) = avg_{k,σ,π}(x)
   EXPECT_EQ(cpool.name, "conv_cpool");
   EXPECT_EQ(cpool.tensor_variables, std::vector<std::string>{"x"});
@@ -99,8 +100,8 @@ TEST(Verifier, NoKnownFalseRuleOfThe820FileIsAccepted) {
   }
 }
 
-// A fixed subset of the 820 file (every 16th rule: 52 rules, incl. two-output ones), matching TASO's outcomes.
-// The whole file is verified from the CLI (docs/subst.md records the run).
+// A fixed subset of the 820 file (every 16th rule: 52 rules, incl. two-output ones), matching TASO's
+// outcomes. The whole file is verified from the CLI (docs/subst.md records the run).
 TEST(Verifier, EverySixteenthRuleOfThe820FileMatchesTasosOutcome) {
   const auto all = load_rules(taso_data(kTaso820));
   std::vector<int> indices;
@@ -117,7 +118,8 @@ TEST(Verifier, EverySixteenthRuleOfThe820FileMatchesTasosOutcome) {
   EXPECT_GT(multi, 0);
 }
 
-// Soundness is only as good as the axioms: with a property TASO rejected as wrong, known-false rules "verify".
+// Soundness is only as good as the axioms: with a property TASO rejected as wrong, known-false rules
+// "verify".
 TEST(Verifier, AWrongAxiomMakesKnownFalseRulesProvable) {
   const auto all = load_rules(taso_data(kTaso820));
   const auto rules = pick(all, {620, 696});  // grouped-convolution merges valid only under shape conditions
