@@ -31,11 +31,14 @@ struct ModelOptions {
   int gpu = 0, top = 15;
 };
 
-bool is_onnx_path(const std::string& m) { return m.size() > 5 && m.ends_with(".onnx"); }
+bool is_onnx_path(const std::string& m) {
+  return m.size() > 5 && m.ends_with(".onnx");
+}
 
 models::Graph load_model(const ModelOptions& o) {
   if (is_onnx_path(o.model)) {
-    if (o.batch || o.seq) throw std::invalid_argument("--batch/--seq apply to zoo models; for ONNX files use --dim NAME=VALUE");
+    if (o.batch || o.seq)
+      throw std::invalid_argument("--batch/--seq apply to zoo models; for ONNX files use --dim NAME=VALUE");
     models::OnnxImportOptions opt;
     for (const auto& d : o.dims) {
       const auto eq = d.find('=');
@@ -72,7 +75,8 @@ void show_model(const models::Graph& g, bool list_nodes) {
   std::cout << fmt::format("model: {}\n", g.name());
   for (auto v : g.values_of(ValueKind::kInput))
     std::cout << fmt::format("  input   {:<28} {}\n", g.value(v).name, type_str(g.type(v)));
-  for (auto v : g.outputs()) std::cout << fmt::format("  output  {:<28} {}\n", g.value(v).name, type_str(g.type(v)));
+  for (auto v : g.outputs())
+    std::cout << fmt::format("  output  {:<28} {}\n", g.value(v).name, type_str(g.type(v)));
   double macs = 0, act = 0;
   for (const auto& n : g.nodes())
     if (n.op->kind == OpKind::kContraction) macs += node_flops(g, n) / 2;
@@ -80,14 +84,15 @@ void show_model(const models::Graph& g, bool list_nodes) {
     if (v.kind == ValueKind::kActivation) act += v.type.bytes();
   std::cout << fmt::format("nodes: {}   parameters: {} ({})\n", g.nodes().size(), count_str(g.param_count()),
                            units::format_bytes(g.param_bytes()));
-  std::cout << fmt::format("forward FLOPs: {}FLOP ({} multiply-adds in matmul/conv)\n", count_str(g.total_flops()),
-                           count_str(macs));
+  std::cout << fmt::format("forward FLOPs: {}FLOP ({} multiply-adds in matmul/conv)\n",
+                           count_str(g.total_flops()), count_str(macs));
   const auto mem = memory_profile(g);
-  std::cout << fmt::format("activations: {} in all; peak memory of one pass {} (parameters {} + inputs/constants {} + "
-                           "live activations {})\n",
-                           units::format_bytes(act), units::format_bytes(mem.peak()), units::format_bytes(mem.params),
-                           units::format_bytes(mem.inputs + mem.constants + mem.optimizer_state),
-                           units::format_bytes(mem.peak_transient));
+  std::cout << fmt::format(
+      "activations: {} in all; peak memory of one pass {} (parameters {} + inputs/constants {} + "
+      "live activations {})\n",
+      units::format_bytes(act), units::format_bytes(mem.peak()), units::format_bytes(mem.params),
+      units::format_bytes(mem.inputs + mem.constants + mem.optimizer_state),
+      units::format_bytes(mem.peak_transient));
   struct Row {
     int count = 0;
     double flops = 0, bytes = 0;
@@ -100,7 +105,8 @@ void show_model(const models::Graph& g, bool list_nodes) {
     r.bytes += node_bytes(g, n);
   }
   const double total = std::max(g.total_flops(), 1.0);
-  std::cout << fmt::format("\n  {:<20} {:>6} {:>12} {:>7} {:>12}\n", "operator", "count", "FLOP", "share", "bytes");
+  std::cout << fmt::format("\n  {:<20} {:>6} {:>12} {:>7} {:>12}\n", "operator", "count", "FLOP", "share",
+                           "bytes");
   for (const auto& [op, r] : rows)
     std::cout << fmt::format("  {:<20} {:>6} {:>12} {:>6.1f}% {:>12}\n", op, r.count, count_str(r.flops),
                              100 * r.flops / total, units::format_bytes(r.bytes));
@@ -127,7 +133,9 @@ void sim_model(const ModelOptions& o) {
   if (o.gpu < 0 || o.gpu >= topo.num_gpus())
     throw ConfigError(fmt::format("--gpu: {} is not a GPU of {} (0..{})", o.gpu, o.hw, topo.num_gpus() - 1));
   Graph forward = load_model(o);
-  const auto batch = forward.values_of(ValueKind::kInput).empty() ? 1 : forward.type(forward.values_of(ValueKind::kInput)[0]).shape.at(0);
+  const auto batch = forward.values_of(ValueKind::kInput).empty()
+                         ? 1
+                         : forward.type(forward.values_of(ValueKind::kInput)[0]).shape.at(0);
   Graph g = forward;
   if (o.train) {
     g = derive_training_graph(forward, {.optimizer = parse_optimizer(o.optimizer)}).graph;
@@ -139,34 +147,38 @@ void sim_model(const ModelOptions& o) {
   const auto& gpu = topo.gpu();
   const DType dt = g.outputs().empty() ? DType::kF32 : g.type(g.outputs()[0]).dtype;
   std::cout << fmt::format("model: {} ({}, batch {}, {}) on {} GPU {} ({})\n", forward.name(),
-                           o.train ? "training step, " + o.optimizer : std::string("inference"), batch, dtype_name(dt),
-                           topo.name(), o.gpu, gpu.name);
+                           o.train ? "training step, " + o.optimizer : std::string("inference"), batch,
+                           dtype_name(dt), topo.name(), o.gpu, gpu.name);
   const double peak = gpu.peak_flops(to_hw(dt));
-  std::cout << fmt::format("step time: {}   throughput: {:.1f} samples/s   achieved: {:.1f} TFLOP/s ({:.1f}% of {} peak)\n",
-                           units::format_duration(r.seconds), static_cast<double>(batch) / r.seconds,
-                           r.flops / r.seconds / 1e12, 100 * r.flops / r.seconds / peak, hw::dtype_name(to_hw(dt)));
+  std::cout << fmt::format(
+      "step time: {}   throughput: {:.1f} samples/s   achieved: {:.1f} TFLOP/s ({:.1f}% of {} peak)\n",
+      units::format_duration(r.seconds), static_cast<double>(batch) / r.seconds, r.flops / r.seconds / 1e12,
+      100 * r.flops / r.seconds / peak, hw::dtype_name(to_hw(dt)));
   int views = 0, measured = 0;
   for (const auto& b : r.by_op) measured += b.measured;
   for (const auto& n : g.nodes()) views += is_view(n);
   std::cout << fmt::format("kernels: {} (+{} views without a kernel), {} timed from the profile database\n",
                            g.nodes().size() - static_cast<std::size_t>(views), views, measured);
   const auto& m = r.memory;
-  std::cout << fmt::format("peak memory: {} = parameters {} + optimizer state {} + inputs/constants {} + "
-                           "activations/gradients {} (during '{}'); HBM {}{}\n",
-                           units::format_bytes(m.peak()), units::format_bytes(m.params), units::format_bytes(m.optimizer_state),
-                           units::format_bytes(m.inputs + m.constants), units::format_bytes(m.peak_transient),
-                           m.peak_node >= 0 ? g.node(m.peak_node).name : std::string("-"), units::format_bytes(gpu.hbm_capacity),
-                           m.peak() > gpu.hbm_capacity ? " -- DOES NOT FIT on one GPU" : "");
-  std::cout << fmt::format("\n  {:<20} {:>6} {:>12} {:>7} {:>12} {:>12}\n", "operator", "count", "time", "share", "FLOP", "bytes");
+  std::cout << fmt::format(
+      "peak memory: {} = parameters {} + optimizer state {} + inputs/constants {} + "
+      "activations/gradients {} (during '{}'); HBM {}{}\n",
+      units::format_bytes(m.peak()), units::format_bytes(m.params), units::format_bytes(m.optimizer_state),
+      units::format_bytes(m.inputs + m.constants), units::format_bytes(m.peak_transient),
+      m.peak_node >= 0 ? g.node(m.peak_node).name : std::string("-"), units::format_bytes(gpu.hbm_capacity),
+      m.peak() > gpu.hbm_capacity ? " -- DOES NOT FIT on one GPU" : "");
+  std::cout << fmt::format("\n  {:<20} {:>6} {:>12} {:>7} {:>12} {:>12}\n", "operator", "count", "time",
+                           "share", "FLOP", "bytes");
   int shown = 0;
   for (const auto& b : r.by_op) {
     if (shown++ >= o.top) break;
     std::cout << fmt::format("  {:<20} {:>6} {:>12} {:>6.1f}% {:>12} {:>12}\n", b.op, b.count,
-                             units::format_duration(b.seconds), 100 * b.seconds / r.seconds, count_str(b.flops),
-                             units::format_bytes(b.bytes));
+                             units::format_duration(b.seconds), 100 * b.seconds / r.seconds,
+                             count_str(b.flops), units::format_bytes(b.bytes));
   }
   if (static_cast<int>(r.by_op.size()) > o.top)
-    std::cout << fmt::format("  ... {} more operator types (--top)\n", r.by_op.size() - static_cast<std::size_t>(o.top));
+    std::cout << fmt::format("  ... {} more operator types (--top)\n",
+                             r.by_op.size() - static_cast<std::size_t>(o.top));
   if (!o.trace.empty()) {
     sim::write_file_atomically(o.trace, sim::chrome_trace_json(topo, r.tasks, r.sim));
     std::cout << fmt::format("# trace written to {} (open in https://ui.perfetto.dev)\n", o.trace);
@@ -174,77 +186,94 @@ void sim_model(const ModelOptions& o) {
 }
 
 void add_common(CLI::App* cmd, ModelOptions& o) {
-  cmd->add_option("--dim", o.dims, "ONNX files: value of a symbolic input dimension, NAME=VALUE (repeatable)");
+  cmd->add_option("--dim", o.dims,
+                  "ONNX files: value of a symbolic input dimension, NAME=VALUE (repeatable)");
   cmd->add_option("--batch", o.batch, "Batch size (default: the model's)")->check(CLI::PositiveNumber);
-  cmd->add_option("--seq", o.seq, "Sequence length for sequence models (default: the model's)")->check(CLI::PositiveNumber);
-  cmd->add_option("--dtype", o.dtype, "Element type of weights and activations: f32, f16, bf16")->capture_default_str();
+  cmd->add_option("--seq", o.seq, "Sequence length for sequence models (default: the model's)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--dtype", o.dtype, "Element type of weights and activations: f32, f16, bf16")
+      ->capture_default_str();
 }
 
 }  // namespace
 
 void add_model_commands(CLI::App& app) {
-  auto* model = app.add_subcommand("model", "Computation graphs: model zoo, ONNX import/export, single-GPU simulation");
+  auto* model =
+      app.add_subcommand("model", "Computation graphs: model zoo, ONNX import/export, single-GPU simulation");
   model->require_subcommand(1);
   auto* list = model->add_subcommand("list", "List the zoo models with their parameter counts");
   list->callback([] {
-    std::cout << fmt::format("{:<14} {:<12} {:>10} {:>7} {:>6}  {}\n", "name", "family", "params", "batch", "seq",
-                             "description");
+    std::cout << fmt::format("{:<14} {:<12} {:>10} {:>7} {:>6}  {}\n", "name", "family", "params", "batch",
+                             "seq", "description");
     for (const auto& e : models::zoo::zoo_models()) {
       const auto g = e.build({});
-      std::cout << fmt::format("{:<14} {:<12} {:>10} {:>7} {:>6}  {}\n", e.name, e.family, count_str(g.param_count()),
-                               e.default_batch, e.default_seq ? std::to_string(e.default_seq) : "-", e.description);
+      std::cout << fmt::format("{:<14} {:<12} {:>10} {:>7} {:>6}  {}\n", e.name, e.family,
+                               count_str(g.param_count()), e.default_batch,
+                               e.default_seq ? std::to_string(e.default_seq) : "-", e.description);
     }
   });
-  auto* ops = model->add_subcommand("ops", "List the operator table: name, verifier symbol, kind, arity, attributes");
+  auto* ops =
+      model->add_subcommand("ops", "List the operator table: name, verifier symbol, kind, arity, attributes");
   ops->callback([] {
     for (const auto& op : models::OpRegistry::instance().all()) {
       std::string attrs;
       for (const auto& a : op.attrs)
-        attrs += fmt::format("{}{}{}", attrs.empty() ? "" : ", ", a.name,
-                             a.default_value ? "=" + models::attr_value_str(*a.default_value) : std::string(" (required)"));
+        attrs += fmt::format(
+            "{}{}{}", attrs.empty() ? "" : ", ", a.name,
+            a.default_value ? "=" + models::attr_value_str(*a.default_value) : std::string(" (required)"));
       const std::string arity = op.max_inputs < 0 ? fmt::format("{}+", op.min_inputs)
-                                : op.min_inputs == op.max_inputs ? std::to_string(op.min_inputs)
-                                                                 : fmt::format("{}-{}", op.min_inputs, op.max_inputs);
+                                : op.min_inputs == op.max_inputs
+                                    ? std::to_string(op.min_inputs)
+                                    : fmt::format("{}-{}", op.min_inputs, op.max_inputs);
       std::cout << fmt::format("{:<20} {:<20} {:<13} {:>4} {:<4} {}\n    {}{}\n", op.name, op.symbol,
-                               models::op_kind_name(op.kind), arity, op.backward ? "bwd" : (op.grad ? "grad" : "-"),
+                               models::op_kind_name(op.kind), arity,
+                               op.backward ? "bwd" : (op.grad ? "grad" : "-"),
                                op.onnx_op.empty() ? "" : "onnx:" + std::string(op.onnx_op), op.summary,
                                attrs.empty() ? "" : "\n    attributes: " + attrs);
     }
   });
   auto o = std::make_shared<ModelOptions>();
-  auto* show = model->add_subcommand("show", "Show a model: inputs, outputs, operators, parameters, FLOPs, memory");
-  show->add_option("model", o->model, "Zoo model name (see `strata model list`) or an .onnx file")->required();
+  auto* show =
+      model->add_subcommand("show", "Show a model: inputs, outputs, operators, parameters, FLOPs, memory");
+  show->add_option("model", o->model, "Zoo model name (see `strata model list`) or an .onnx file")
+      ->required();
   add_common(show, *o);
   show->add_flag("--nodes", o->nodes, "List every node with its types and attributes");
   show->callback([o] { show_model(load_model(*o), o->nodes); });
   auto so = std::make_shared<ModelOptions>();
   so->dtype = "f16";
   auto* simc = model->add_subcommand(
-      "sim", "Simulate one inference pass or training step of a model on one GPU: step time, per-operator "
-             "breakdown (roofline cost model or measured profiles), peak memory");
+      "sim",
+      "Simulate one inference pass or training step of a model on one GPU: step time, per-operator "
+      "breakdown (roofline cost model or measured profiles), peak memory");
   simc->add_option("model", so->model, "Zoo model name or an .onnx file")->required();
   simc->add_option("--hw", so->hw, "System YAML file (the GPU model comes from it)")->required();
   add_common(simc, *so);
   simc->add_flag("--train", so->train, "Simulate a training step: forward, backward, optimizer update");
   simc->add_option("--optimizer", so->optimizer, "Training optimizer: adam or sgd")->capture_default_str();
   simc->add_option("--gpu", so->gpu, "GPU rank to run on")->capture_default_str();
-  simc->add_option("--profile", so->profile, "Measured-profile database (JSON) overriding the roofline per kernel");
+  simc->add_option("--profile", so->profile,
+                   "Measured-profile database (JSON) overriding the roofline per kernel");
   simc->add_option("--trace", so->trace, "Write a Chrome/Perfetto trace of the step to this JSON file");
   simc->add_option("--top", so->top, "Operator types shown in the breakdown")->capture_default_str();
   simc->callback([so] { sim_model(*so); });
   auto eo = std::make_shared<ModelOptions>();
-  auto* exp = model->add_subcommand("export", "Export a model (zoo name or .onnx) to ONNX: standard operators where ONNX "
-                                              "has them, domain ai.strata otherwise");
+  auto* exp =
+      model->add_subcommand("export",
+                            "Export a model (zoo name or .onnx) to ONNX: standard operators where ONNX "
+                            "has them, domain ai.strata otherwise");
   exp->add_option("model", eo->model, "Zoo model name or an .onnx file")->required();
   exp->add_option("-o,--output", eo->output, "Output .onnx file")->required();
   add_common(exp, *eo);
-  exp->add_flag("--train", eo->train, "Export the training step (forward, backward, optimizer update) instead");
+  exp->add_flag("--train", eo->train,
+                "Export the training step (forward, backward, optimizer update) instead");
   exp->add_option("--optimizer", eo->optimizer, "Training optimizer: adam or sgd")->capture_default_str();
   exp->callback([eo] {
     auto g = load_model(*eo);
     if (eo->train) g = models::derive_training_graph(g, {.optimizer = parse_optimizer(eo->optimizer)}).graph;
     models::export_onnx(g, eo->output);
-    std::cout << fmt::format("wrote {}: {} nodes, {} parameters\n", eo->output, g.nodes().size(), count_str(g.param_count()));
+    std::cout << fmt::format("wrote {}: {} nodes, {} parameters\n", eo->output, g.nodes().size(),
+                             count_str(g.param_count()));
   });
 }
 

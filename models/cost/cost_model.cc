@@ -86,7 +86,9 @@ ProfileDb ProfileDb::load(const std::string& path) {
   for (const auto& e : j["entries"]) {
     auto field = [&](const char* name) -> const nlohmann::json& {
       if (!e.is_object() || !e.contains(name))
-        throw ConfigError(fmt::format("{}: entries[{}]: missing field \"{}\" (entries need op, attrs, inputs, device, seconds)", path, i, name));
+        throw ConfigError(fmt::format(
+            "{}: entries[{}]: missing field \"{}\" (entries need op, attrs, inputs, device, seconds)", path,
+            i, name));
       return e[name];
     };
     const auto& op = field("op");
@@ -96,7 +98,9 @@ ProfileDb ProfileDb::load(const std::string& path) {
     const auto& seconds = field("seconds");
     if (!op.is_string() || !attrs.is_string() || !device.is_string())
       throw ConfigError(fmt::format("{}: entries[{}]: op, attrs and device must be strings", path, i));
-    if (!inputs.is_array()) throw ConfigError(fmt::format("{}: entries[{}].inputs: expected an array of type strings like \"f16[8,1024]\"", path, i));
+    if (!inputs.is_array())
+      throw ConfigError(fmt::format(
+          "{}: entries[{}].inputs: expected an array of type strings like \"f16[8,1024]\"", path, i));
     if (!seconds.is_number() || seconds.get<double>() < 0)
       throw ConfigError(fmt::format("{}: entries[{}].seconds: expected a non-negative number", path, i));
     std::string types;
@@ -104,7 +108,8 @@ ProfileDb ProfileDb::load(const std::string& path) {
       if (!t.is_string()) throw ConfigError(fmt::format("{}: entries[{}].inputs: expected strings", path, i));
       types += (types.empty() ? "" : ";") + t.get<std::string>();
     }
-    db.add(fmt::format("{}|{}|{}|{}", op.get<std::string>(), attrs.get<std::string>(), types, device.get<std::string>()),
+    db.add(fmt::format("{}|{}|{}|{}", op.get<std::string>(), attrs.get<std::string>(), types,
+                       device.get<std::string>()),
            seconds.get<double>());
     ++i;
   }
@@ -122,7 +127,11 @@ void ProfileDb::save(const std::string& path) const {
     nlohmann::json inputs = nlohmann::json::array();
     std::stringstream ts(parts[2]);
     while (std::getline(ts, part, ';')) inputs.push_back(part);
-    entries.push_back({{"op", parts[0]}, {"attrs", parts[1]}, {"inputs", inputs}, {"device", parts[3]}, {"seconds", seconds}});
+    entries.push_back({{"op", parts[0]},
+                       {"attrs", parts[1]},
+                       {"inputs", inputs},
+                       {"device", parts[3]},
+                       {"seconds", seconds}});
   }
   sim::write_file_atomically(path, nlohmann::json{{"entries", entries}}.dump(2) + "\n");
 }

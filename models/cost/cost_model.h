@@ -40,8 +40,8 @@ std::string profile_key(const Graph& g, const Node& n, std::string_view device);
 
 class ProfileDb {
  public:
-  // JSON: {"entries": [{"op": ..., "attrs": ..., "inputs": ["f16[..]", ...], "device": ..., "seconds": ...}]}.
-  // Throws ConfigError naming the file, entry index and field.
+  // JSON: {"entries": [{"op": ..., "attrs": ..., "inputs": ["f16[..]", ...], "device": ..., "seconds":
+  // ...}]}. Throws ConfigError naming the file, entry index and field.
   static ProfileDb load(const std::string& path);
   void save(const std::string& path) const;  // atomically
   void add(const std::string& key, double seconds) { entries_[key] = seconds; }
@@ -63,7 +63,8 @@ struct OpCost {
 
 class CostModel {
  public:
-  explicit CostModel(hw::GpuSpec gpu, RooflineParams params = RooflineParams::defaults(), const ProfileDb* db = nullptr)
+  explicit CostModel(hw::GpuSpec gpu, RooflineParams params = RooflineParams::defaults(),
+                     const ProfileDb* db = nullptr)
       : gpu_(std::move(gpu)), params_(params), db_(db) {}
   OpCost node_cost(const Graph& g, const Node& n) const;
   const hw::GpuSpec& gpu() const { return gpu_; }

@@ -30,7 +30,8 @@ std::vector<T> random_values(std::int64_t n, std::uint64_t seed, std::string_vie
   for (auto& v : out) {
     state = mix(state);
     if (integer) {
-      v = Num<T>::from_int(static_cast<std::int64_t>(state % static_cast<std::uint64_t>(std::max<std::int64_t>(index_bound, 1))));
+      v = Num<T>::from_int(static_cast<std::int64_t>(
+          state % static_cast<std::uint64_t>(std::max<std::int64_t>(index_bound, 1))));
     } else if constexpr (std::is_same_v<T, double>) {
       v = static_cast<double>(state >> 11) / 9007199254740992.0 * 2.0 - 1.0;
     } else {
@@ -46,11 +47,12 @@ template <class T>
 std::vector<std::vector<T>> execute(const Graph& g, const Feeds<T>& feeds, const ExecOptions& options) {
   std::vector<std::vector<T>> data(g.values().size());
   for (const auto& [id, values] : feeds) {
-    if (id < 0 || static_cast<std::size_t>(id) >= data.size()) throw GraphError(fmt::format("feed for unknown value id {}", id));
+    if (id < 0 || static_cast<std::size_t>(id) >= data.size())
+      throw GraphError(fmt::format("feed for unknown value id {}", id));
     const auto& v = g.value(id);
     if (static_cast<std::int64_t>(values.size()) != v.type.numel())
-      throw GraphError(fmt::format("feed for '{}' has {} elements, its type {} needs {}", v.name, values.size(),
-                                   type_str(v.type), v.type.numel()));
+      throw GraphError(fmt::format("feed for '{}' has {} elements, its type {} needs {}", v.name,
+                                   values.size(), type_str(v.type), v.type.numel()));
     data[static_cast<std::size_t>(id)] = values;
   }
   for (std::size_t i = 0; i < data.size(); ++i) {
@@ -61,9 +63,11 @@ std::vector<std::vector<T>> execute(const Graph& g, const Feeds<T>& feeds, const
       d.reserve(v.data->size());
       for (double x : *v.data) d.push_back(Num<T>::from_double(x));
     } else if (options.randomize_missing) {
-      data[i] = random_values<T>(v.type.numel(), options.seed, v.name, !is_float(v.type.dtype), options.random_index_bound);
+      data[i] = random_values<T>(v.type.numel(), options.seed, v.name, !is_float(v.type.dtype),
+                                 options.random_index_bound);
     } else {
-      throw GraphError(fmt::format("no value fed for {} '{}' ({})", value_kind_name(v.kind), v.name, type_str(v.type)));
+      throw GraphError(
+          fmt::format("no value fed for {} '{}' ({})", value_kind_name(v.kind), v.name, type_str(v.type)));
     }
   }
   std::vector<In<T>> ins;
@@ -81,7 +85,10 @@ std::vector<std::vector<T>> execute(const Graph& g, const Feeds<T>& feeds, const
       outs.push_back({d.data(), &g.type(v).shape, static_cast<std::int64_t>(d.size())});
     }
     const KernelCall<T> call{ins, outs, node.attrs};
-    if constexpr (std::is_same_v<T, double>) node.op->kernel.real(call); else node.op->kernel.modp(call);
+    if constexpr (std::is_same_v<T, double>)
+      node.op->kernel.real(call);
+    else
+      node.op->kernel.modp(call);
   }
   return data;
 }

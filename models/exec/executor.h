@@ -30,9 +30,11 @@ struct ExecOptions {
 // Returns the data of every value (indexed by ValueId). Throws GraphError for missing or mis-sized feeds and
 // std::out_of_range for bad indices.
 template <class T>
-std::vector<std::vector<T>> execute(const Graph& g, const Feeds<T>& feeds = {}, const ExecOptions& options = {});
+std::vector<std::vector<T>> execute(const Graph& g, const Feeds<T>& feeds = {},
+                                    const ExecOptions& options = {});
 
-extern template std::vector<std::vector<double>> execute(const Graph&, const Feeds<double>&, const ExecOptions&);
+extern template std::vector<std::vector<double>> execute(const Graph&, const Feeds<double>&,
+                                                         const ExecOptions&);
 extern template std::vector<std::vector<ModP>> execute(const Graph&, const Feeds<ModP>&, const ExecOptions&);
 
 // Deterministic pseudo-random tensor contents for a named value.

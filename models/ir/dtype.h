@@ -12,7 +12,7 @@ namespace strata::models {
 
 enum class DType : std::uint8_t { kF32, kF16, kBF16, kF64, kI64, kI32 };
 
-std::string_view dtype_name(DType t);                 // "f32", "f16", "bf16", "f64", "i64", "i32"
+std::string_view dtype_name(DType t);                  // "f32", "f16", "bf16", "f64", "i64", "i32"
 std::optional<DType> parse_dtype(std::string_view s);  // accepts the names above and fp32/fp16/fp64
 int dtype_bytes(DType t);
 bool is_float(DType t);

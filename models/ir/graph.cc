@@ -6,12 +6,18 @@ namespace strata::models {
 
 std::string_view value_kind_name(ValueKind k) {
   switch (k) {
-    case ValueKind::kInput: return "input";
-    case ValueKind::kParam: return "param";
-    case ValueKind::kConstant: return "constant";
-    case ValueKind::kActivation: return "activation";
-    case ValueKind::kGradient: return "gradient";
-    case ValueKind::kOptState: return "optimizer-state";
+    case ValueKind::kInput:
+      return "input";
+    case ValueKind::kParam:
+      return "param";
+    case ValueKind::kConstant:
+      return "constant";
+    case ValueKind::kActivation:
+      return "activation";
+    case ValueKind::kGradient:
+      return "gradient";
+    case ValueKind::kOptState:
+      return "optimizer-state";
   }
   return "?";
 }
@@ -19,9 +25,11 @@ std::string_view value_kind_name(ValueKind k) {
 ValueId Graph::add_source(std::string name, TensorType type, ValueKind kind,
                           std::shared_ptr<const std::vector<double>> data) {
   for (auto d : type.shape)
-    if (d < 0) throw GraphError(fmt::format("value '{}': negative dimension in {}", name, shape_str(type.shape)));
+    if (d < 0)
+      throw GraphError(fmt::format("value '{}': negative dimension in {}", name, shape_str(type.shape)));
   if (data && static_cast<std::int64_t>(data->size()) != type.numel())
-    throw GraphError(fmt::format("value '{}': {} data elements for shape {}", name, data->size(), shape_str(type.shape)));
+    throw GraphError(
+        fmt::format("value '{}': {} data elements for shape {}", name, data->size(), shape_str(type.shape)));
   Value v;
   v.name = std::move(name);
   v.type = std::move(type);
@@ -50,8 +58,8 @@ Attrs complete_attrs(const OpDef& def, Attrs attrs, std::string_view where) {
     if (!spec) {
       std::string known;
       for (const auto& s : def.attrs) known += (known.empty() ? "" : ", ") + std::string(s.name);
-      throw GraphError(fmt::format("{}: operator '{}' has no attribute '{}' (attributes: {})", where, def.name, k,
-                                   known.empty() ? "none" : known));
+      throw GraphError(fmt::format("{}: operator '{}' has no attribute '{}' (attributes: {})", where,
+                                   def.name, k, known.empty() ? "none" : known));
     }
     if (kind_of(v) != spec->kind) {
       // Integers are accepted where floats are expected.
@@ -66,16 +74,19 @@ Attrs complete_attrs(const OpDef& def, Attrs attrs, std::string_view where) {
   for (const auto& s : def.attrs) {
     if (attrs.has(s.name)) continue;
     if (!s.default_value)
-      throw GraphError(fmt::format("{}: operator '{}' requires attribute '{}' ({})", where, def.name, s.name, s.doc));
+      throw GraphError(
+          fmt::format("{}: operator '{}' requires attribute '{}' ({})", where, def.name, s.name, s.doc));
     attrs.set(s.name, *s.default_value);
   }
   return attrs;
 }
 
-std::string Graph::unique_name(std::string base) { return base + std::to_string(nodes_.size()); }
+std::string Graph::unique_name(std::string base) {
+  return base + std::to_string(nodes_.size());
+}
 
-std::vector<ValueId> Graph::add_node(std::string_view op, std::vector<ValueId> inputs, Attrs attrs, std::string name,
-                                     ValueKind output_kind) {
+std::vector<ValueId> Graph::add_node(std::string_view op, std::vector<ValueId> inputs, Attrs attrs,
+                                     std::string name, ValueKind output_kind) {
   const auto* def = OpRegistry::instance().find(op);
   if (!def)
     throw GraphError(fmt::format("node '{}': unknown operator '{}' (known: {})", name, op,
@@ -131,7 +142,9 @@ ValueId Graph::add(std::string_view op, std::vector<ValueId> inputs, Attrs attrs
   return outs[0];
 }
 
-void Graph::mark_output(ValueId v) { outputs_.push_back(v); }
+void Graph::mark_output(ValueId v) {
+  outputs_.push_back(v);
+}
 
 std::vector<ValueId> Graph::values_of(ValueKind k) const {
   std::vector<ValueId> out;

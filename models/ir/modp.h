@@ -75,9 +75,11 @@ inline ModP ModP::from_double(double x) {
   if (x == std::floor(x) && std::fabs(x) < 9e15) return from_int(static_cast<std::int64_t>(x));
   for (int e = 1; e <= 30; ++e) {
     const double s = std::ldexp(x, e);
-    if (s == std::floor(s) && std::fabs(s) < 9e15) return from_int(static_cast<std::int64_t>(s)) * from_int(std::int64_t{1} << e).inv();
+    if (s == std::floor(s) && std::fabs(s) < 9e15)
+      return from_int(static_cast<std::int64_t>(s)) * from_int(std::int64_t{1} << e).inv();
   }
-  return from_int(static_cast<std::int64_t>(std::llround(std::ldexp(x, 24)))) * from_int(std::int64_t{1} << 24).inv();
+  return from_int(static_cast<std::int64_t>(std::llround(std::ldexp(x, 24)))) *
+         from_int(std::int64_t{1} << 24).inv();
 }
 
 }  // namespace strata::models

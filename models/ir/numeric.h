@@ -40,11 +40,17 @@ struct Num<ModP> {
 // field stand-ins (polynomial where the real function's structure allows, uninterpreted otherwise).
 template <class F, class T>
 T apply_f(T x) {
-  if constexpr (std::is_same_v<T, double>) return F::f(x); else return F::p(x);
+  if constexpr (std::is_same_v<T, double>)
+    return F::f(x);
+  else
+    return F::p(x);
 }
 template <class F, class T>
 T apply_df(T x) {
-  if constexpr (std::is_same_v<T, double>) return F::df(x); else return F::dp(x);
+  if constexpr (std::is_same_v<T, double>)
+    return F::df(x);
+  else
+    return F::dp(x);
 }
 
 }  // namespace strata::models

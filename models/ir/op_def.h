@@ -81,11 +81,15 @@ struct Kernels {
   KernelFn<ModP> modp = nullptr;
 };
 // Instantiates one kernel template for both number systems.
-#define STRATA_KERNELS(fn) ::strata::models::Kernels{&fn<double>, &fn<::strata::models::ModP>}
+#define STRATA_KERNELS(fn)                   \
+  ::strata::models::Kernels {                \
+    &fn<double>, &fn<::strata::models::ModP> \
+  }
 
 using ShapeFn = std::vector<TensorType> (*)(std::span<const TensorType> in, const Attrs& attrs);
 // FLOPs (a multiply-add counts 2) and HBM bytes of one execution, from the node's types and attributes.
-using CountFn = double (*)(std::span<const TensorType> in, std::span<const TensorType> out, const Attrs& attrs);
+using CountFn = double (*)(std::span<const TensorType> in, std::span<const TensorType> out,
+                           const Attrs& attrs);
 // Emits backward nodes for one forward node (see models/train/grad_context.h).
 using GradFn = void (*)(GradContext& ctx);
 
@@ -104,7 +108,7 @@ struct OpDef {
   bool associative = false;
   bool elementwise = false;
   std::vector<int> linear_in{};  // inputs in which the op is linear (others fixed)
-  bool backward = false;       // a gradient or optimizer op (not differentiated again)
+  bool backward = false;         // a gradient or optimizer op (not differentiated again)
   ShapeFn shape = nullptr;
   CountFn flops = nullptr;
   CountFn bytes = nullptr;  // nullptr: sum of input and output bytes

@@ -8,13 +8,20 @@ namespace strata::models {
 
 std::string_view op_kind_name(OpKind k) {
   switch (k) {
-    case OpKind::kContraction: return "contraction";
-    case OpKind::kElementwise: return "elementwise";
-    case OpKind::kReduction: return "reduction";
-    case OpKind::kDataMovement: return "data-movement";
-    case OpKind::kView: return "view";
-    case OpKind::kConstant: return "constant";
-    case OpKind::kOptimizer: return "optimizer";
+    case OpKind::kContraction:
+      return "contraction";
+    case OpKind::kElementwise:
+      return "elementwise";
+    case OpKind::kReduction:
+      return "reduction";
+    case OpKind::kDataMovement:
+      return "data-movement";
+    case OpKind::kView:
+      return "view";
+    case OpKind::kConstant:
+      return "constant";
+    case OpKind::kOptimizer:
+      return "optimizer";
   }
   return "?";
 }

@@ -10,16 +10,23 @@ std::int64_t numel(std::span<const std::int64_t> shape) {
   return n;
 }
 
-std::int64_t TensorType::numel() const { return models::numel(shape); }
+std::int64_t TensorType::numel() const {
+  return models::numel(shape);
+}
 
-std::string shape_str(std::span<const std::int64_t> shape) { return fmt::format("[{}]", fmt::join(shape, ",")); }
+std::string shape_str(std::span<const std::int64_t> shape) {
+  return fmt::format("[{}]", fmt::join(shape, ","));
+}
 
-std::string type_str(const TensorType& t) { return std::string(dtype_name(t.dtype)) + shape_str(t.shape); }
+std::string type_str(const TensorType& t) {
+  return std::string(dtype_name(t.dtype)) + shape_str(t.shape);
+}
 
 std::vector<std::int64_t> strides_of(std::span<const std::int64_t> shape) {
   std::vector<std::int64_t> s(shape.size(), 1);
   for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i)
-    s[static_cast<std::size_t>(i)] = s[static_cast<std::size_t>(i) + 1] * shape[static_cast<std::size_t>(i) + 1];
+    s[static_cast<std::size_t>(i)] =
+        s[static_cast<std::size_t>(i) + 1] * shape[static_cast<std::size_t>(i) + 1];
   return s;
 }
 

@@ -24,7 +24,7 @@ struct TensorType {
 
 std::int64_t numel(std::span<const std::int64_t> shape);
 std::string shape_str(std::span<const std::int64_t> shape);  // "[2,3,4]"
-std::string type_str(const TensorType& t);                     // "f32[2,3,4]"
+std::string type_str(const TensorType& t);                   // "f32[2,3,4]"
 // Row-major strides of a shape.
 std::vector<std::int64_t> strides_of(std::span<const std::int64_t> shape);
 

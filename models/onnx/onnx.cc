@@ -23,23 +23,36 @@ constexpr int kExportOpset = 17;
 // ---------------- element types and tensor data ----------------
 std::optional<DType> from_onnx_type(int t) {
   switch (t) {
-    case ::onnx::TensorProto_DataType_FLOAT: return DType::kF32;
-    case ::onnx::TensorProto_DataType_FLOAT16: return DType::kF16;
-    case ::onnx::TensorProto_DataType_BFLOAT16: return DType::kBF16;
-    case ::onnx::TensorProto_DataType_DOUBLE: return DType::kF64;
-    case ::onnx::TensorProto_DataType_INT64: return DType::kI64;
-    case ::onnx::TensorProto_DataType_INT32: return DType::kI32;
-    default: return std::nullopt;
+    case ::onnx::TensorProto_DataType_FLOAT:
+      return DType::kF32;
+    case ::onnx::TensorProto_DataType_FLOAT16:
+      return DType::kF16;
+    case ::onnx::TensorProto_DataType_BFLOAT16:
+      return DType::kBF16;
+    case ::onnx::TensorProto_DataType_DOUBLE:
+      return DType::kF64;
+    case ::onnx::TensorProto_DataType_INT64:
+      return DType::kI64;
+    case ::onnx::TensorProto_DataType_INT32:
+      return DType::kI32;
+    default:
+      return std::nullopt;
   }
 }
 int to_onnx_type(DType t) {
   switch (t) {
-    case DType::kF32: return ::onnx::TensorProto_DataType_FLOAT;
-    case DType::kF16: return ::onnx::TensorProto_DataType_FLOAT16;
-    case DType::kBF16: return ::onnx::TensorProto_DataType_BFLOAT16;
-    case DType::kF64: return ::onnx::TensorProto_DataType_DOUBLE;
-    case DType::kI64: return ::onnx::TensorProto_DataType_INT64;
-    case DType::kI32: return ::onnx::TensorProto_DataType_INT32;
+    case DType::kF32:
+      return ::onnx::TensorProto_DataType_FLOAT;
+    case DType::kF16:
+      return ::onnx::TensorProto_DataType_FLOAT16;
+    case DType::kBF16:
+      return ::onnx::TensorProto_DataType_BFLOAT16;
+    case DType::kF64:
+      return ::onnx::TensorProto_DataType_DOUBLE;
+    case DType::kI64:
+      return ::onnx::TensorProto_DataType_INT64;
+    case DType::kI32:
+      return ::onnx::TensorProto_DataType_INT32;
   }
   return ::onnx::TensorProto_DataType_FLOAT;
 }
@@ -106,25 +119,32 @@ OnnxTensor tensor_from_proto(const ::onnx::TensorProto& t, const std::string& wh
   out.name = t.name();
   const auto dt = from_onnx_type(t.data_type());
   if (!dt)
-    throw OnnxUnsupported(fmt::format("{}: tensor '{}' has element type {} (supported: FLOAT, FLOAT16, BFLOAT16, "
-                                      "DOUBLE, INT64, INT32)", where, t.name(), onnx_type_name(t.data_type())));
+    throw OnnxUnsupported(
+        fmt::format("{}: tensor '{}' has element type {} (supported: FLOAT, FLOAT16, BFLOAT16, "
+                    "DOUBLE, INT64, INT32)",
+                    where, t.name(), onnx_type_name(t.data_type())));
   out.type.dtype = *dt;
   for (auto d : t.dims()) out.type.shape.push_back(d);
   if (t.data_location() == ::onnx::TensorProto_DataLocation_EXTERNAL)
-    throw OnnxUnsupported(fmt::format("{}: tensor '{}' stores its data externally (not supported)", where, t.name()));
+    throw OnnxUnsupported(
+        fmt::format("{}: tensor '{}' stores its data externally (not supported)", where, t.name()));
   const bool raw = t.has_raw_data();
   switch (t.data_type()) {
     case ::onnx::TensorProto_DataType_FLOAT:
-      out.data = raw ? from_raw<float>(t.raw_data()) : std::vector<double>(t.float_data().begin(), t.float_data().end());
+      out.data = raw ? from_raw<float>(t.raw_data())
+                     : std::vector<double>(t.float_data().begin(), t.float_data().end());
       break;
     case ::onnx::TensorProto_DataType_DOUBLE:
-      out.data = raw ? from_raw<double>(t.raw_data()) : std::vector<double>(t.double_data().begin(), t.double_data().end());
+      out.data = raw ? from_raw<double>(t.raw_data())
+                     : std::vector<double>(t.double_data().begin(), t.double_data().end());
       break;
     case ::onnx::TensorProto_DataType_INT64:
-      out.data = raw ? from_raw<std::int64_t>(t.raw_data()) : std::vector<double>(t.int64_data().begin(), t.int64_data().end());
+      out.data = raw ? from_raw<std::int64_t>(t.raw_data())
+                     : std::vector<double>(t.int64_data().begin(), t.int64_data().end());
       break;
     case ::onnx::TensorProto_DataType_INT32:
-      out.data = raw ? from_raw<std::int32_t>(t.raw_data()) : std::vector<double>(t.int32_data().begin(), t.int32_data().end());
+      out.data = raw ? from_raw<std::int32_t>(t.raw_data())
+                     : std::vector<double>(t.int32_data().begin(), t.int32_data().end());
       break;
     default: {  // 16-bit floats: raw uint16 or int32_data holding the bits
       std::vector<std::uint16_t> bits;
@@ -141,12 +161,13 @@ OnnxTensor tensor_from_proto(const ::onnx::TensorProto& t, const std::string& wh
     }
   }
   if (static_cast<std::int64_t>(out.data.size()) != out.type.numel())
-    throw OnnxError(fmt::format("{}: tensor '{}' has {} values for shape {}", where, t.name(), out.data.size(),
-                                shape_str(out.type.shape)));
+    throw OnnxError(fmt::format("{}: tensor '{}' has {} values for shape {}", where, t.name(),
+                                out.data.size(), shape_str(out.type.shape)));
   return out;
 }
 
-void fill_proto(::onnx::TensorProto& t, const std::string& name, const TensorType& type, const std::vector<double>& data) {
+void fill_proto(::onnx::TensorProto& t, const std::string& name, const TensorType& type,
+                const std::vector<double>& data) {
   t.set_name(name);
   t.set_data_type(to_onnx_type(type.dtype));
   for (auto d : type.shape) t.add_dims(d);
@@ -154,12 +175,24 @@ void fill_proto(::onnx::TensorProto& t, const std::string& name, const TensorTyp
   auto put = [&](auto v) { raw.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
   for (double x : data) {
     switch (type.dtype) {
-      case DType::kF32: put(static_cast<float>(x)); break;
-      case DType::kF64: put(x); break;
-      case DType::kI64: put(static_cast<std::int64_t>(std::llround(x))); break;
-      case DType::kI32: put(static_cast<std::int32_t>(std::llround(x))); break;
-      case DType::kF16: put(float_to_half(static_cast<float>(x))); break;
-      case DType::kBF16: put(static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(static_cast<float>(x)) >> 16)); break;
+      case DType::kF32:
+        put(static_cast<float>(x));
+        break;
+      case DType::kF64:
+        put(x);
+        break;
+      case DType::kI64:
+        put(static_cast<std::int64_t>(std::llround(x)));
+        break;
+      case DType::kI32:
+        put(static_cast<std::int32_t>(std::llround(x)));
+        break;
+      case DType::kF16:
+        put(float_to_half(static_cast<float>(x)));
+        break;
+      case DType::kBF16:
+        put(static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(static_cast<float>(x)) >> 16));
+        break;
     }
   }
   t.set_raw_data(raw);
@@ -182,7 +215,9 @@ struct Importer {
   // Transposes the exporter wrote for matmul's trans_a/trans_b: folded back into the matmul that reads them.
   std::map<std::string, ValueId> pending_transpose;
 
-  std::string where() const { return fmt::format("{}: node '{}' ({})", source, node->name(), node->op_type()); }
+  std::string where() const {
+    return fmt::format("{}: node '{}' ({})", source, node->name(), node->op_type());
+  }
   [[noreturn]] void unsupported(const std::string& msg) const { throw OnnxUnsupported(where() + ": " + msg); }
   [[noreturn]] void malformed(const std::string& msg) const { throw OnnxError(where() + ": " + msg); }
 
@@ -202,7 +237,8 @@ struct Importer {
       pending_transpose.erase(p);
     }
     auto it = values.find(node->input(i));
-    if (it == values.end()) malformed(fmt::format("input '{}' is not produced by an earlier node", node->input(i)));
+    if (it == values.end())
+      malformed(fmt::format("input '{}' is not produced by an earlier node", node->input(i)));
     return it->second;
   }
   Shape shape(int i) { return g.type(in(i)).shape; }
@@ -218,9 +254,18 @@ struct Importer {
       if (a.name() == name) return &a;
     return nullptr;
   }
-  std::int64_t attr_i(std::string_view name, std::int64_t def) const { const auto* a = attr(name); return a ? a->i() : def; }
-  double attr_f(std::string_view name, double def) const { const auto* a = attr(name); return a ? a->f() : def; }
-  std::string attr_s(std::string_view name, std::string def) const { const auto* a = attr(name); return a ? a->s() : def; }
+  std::int64_t attr_i(std::string_view name, std::int64_t def) const {
+    const auto* a = attr(name);
+    return a ? a->i() : def;
+  }
+  double attr_f(std::string_view name, double def) const {
+    const auto* a = attr(name);
+    return a ? a->f() : def;
+  }
+  std::string attr_s(std::string_view name, std::string def) const {
+    const auto* a = attr(name);
+    return a ? a->s() : def;
+  }
   std::optional<Ints> attr_ints(std::string_view name) const {
     const auto* a = attr(name);
     if (!a) return std::nullopt;
@@ -233,19 +278,25 @@ struct Importer {
       if (!ok) {
         std::string list;
         for (auto n : allowed) list += (list.empty() ? "" : ", ") + std::string(n);
-        unsupported(fmt::format("attribute '{}' is not supported (supported: {})", a.name(), list.empty() ? "none" : list));
+        unsupported(fmt::format("attribute '{}' is not supported (supported: {})", a.name(),
+                                list.empty() ? "none" : list));
       }
     }
   }
   void require_outputs(int n) const {
     for (int i = n; i < node->output_size(); ++i)
-      if (!node->output(i).empty()) unsupported(fmt::format("output {} ('{}') is not supported; only the first {} output(s)", i, node->output(i), n));
+      if (!node->output(i).empty())
+        unsupported(fmt::format("output {} ('{}') is not supported; only the first {} output(s)", i,
+                                node->output(i), n));
   }
-  ValueId add(std::string_view op, std::vector<ValueId> inputs, Attrs attrs = {}) { return add_multi(op, std::move(inputs), std::move(attrs))[0]; }
+  ValueId add(std::string_view op, std::vector<ValueId> inputs, Attrs attrs = {}) {
+    return add_multi(op, std::move(inputs), std::move(attrs))[0];
+  }
   std::vector<ValueId> add_multi(std::string_view op, std::vector<ValueId> inputs, Attrs attrs = {}) {
     const std::string base = node->name().empty() ? node->op_type() + std::to_string(emitted) : node->name();
     try {
-      return g.add_node(op, std::move(inputs), std::move(attrs), emitted++ == 0 ? base : fmt::format("{}/{}", base, emitted));
+      return g.add_node(op, std::move(inputs), std::move(attrs),
+                        emitted++ == 0 ? base : fmt::format("{}/{}", base, emitted));
     } catch (const GraphError& e) {
       malformed(e.what());
     }
@@ -283,7 +334,8 @@ Ints pads_for(Importer& im, const Shape& x, const Ints& kernel, const Ints& stri
 
 void require_rank(Importer& im, int input, int rank) {
   if (static_cast<int>(im.shape(input).size()) != rank)
-    im.unsupported(fmt::format("input {} has rank {}; only rank {} (2-D NCHW) is supported", input, im.shape(input).size(), rank));
+    im.unsupported(fmt::format("input {} has rank {}; only rank {} (2-D NCHW) is supported", input,
+                               im.shape(input).size(), rank));
 }
 
 void unary(Importer& im, std::string_view op) {
@@ -311,17 +363,21 @@ void import_matmul(Importer& im) {
       ab[i] = im.in(i);
     }
   }
-  if (im.g.type(ab[0]).rank() < 2 || im.g.type(ab[1]).rank() < 2) im.unsupported("1-D operands are not supported");
+  if (im.g.type(ab[0]).rank() < 2 || im.g.type(ab[1]).rank() < 2)
+    im.unsupported("1-D operands are not supported");
   const bool two_d = im.g.type(ab[0]).rank() == 2 && im.g.type(ab[1]).rank() == 2;
   im.bind(0, im.add(two_d ? "matmul" : "batch_matmul", {ab[0], ab[1]},
-                    {{"trans_a", trans[0]}, {"trans_b", trans[1]}, {"activation", std::string(im.fuse_relu ? "relu" : "none")}}));
+                    {{"trans_a", trans[0]},
+                     {"trans_b", trans[1]},
+                     {"activation", std::string(im.fuse_relu ? "relu" : "none")}}));
 }
 
 void import_gemm(Importer& im) {
   im.allow_attrs({"alpha", "beta", "transA", "transB"});
   const double alpha = im.attr_f("alpha", 1.0), beta = im.attr_f("beta", 1.0);
   const DType dt = im.g.type(im.in(0)).dtype;
-  ValueId y = im.add("matmul", {im.in(0), im.in(1)}, {{"trans_a", im.attr_i("transA", 0)}, {"trans_b", im.attr_i("transB", 0)}});
+  ValueId y = im.add("matmul", {im.in(0), im.in(1)},
+                     {{"trans_a", im.attr_i("transA", 0)}, {"trans_b", im.attr_i("transB", 0)}});
   if (alpha != 1.0) y = im.add("scalar_mul", {y, im.scalar(alpha, dt)});
   if (im.has_in(2)) {
     ValueId c = im.in(2);
@@ -337,9 +393,13 @@ void import_conv(Importer& im) {
   const auto& w = im.shape(1);
   const Ints kernel{w[2], w[3]};
   if (auto k = im.attr_ints("kernel_shape"); k && *k != kernel)
-    im.malformed(fmt::format("kernel_shape {} differs from the weight's {}", shape_str(*k), shape_str(kernel)));
-  const Ints strides = im.attr_ints("strides").value_or(Ints{1, 1}), dil = im.attr_ints("dilations").value_or(Ints{1, 1});
-  Attrs a{{"strides", strides}, {"dilations", dil}, {"groups", im.attr_i("group", 1)},
+    im.malformed(
+        fmt::format("kernel_shape {} differs from the weight's {}", shape_str(*k), shape_str(kernel)));
+  const Ints strides = im.attr_ints("strides").value_or(Ints{1, 1}),
+             dil = im.attr_ints("dilations").value_or(Ints{1, 1});
+  Attrs a{{"strides", strides},
+          {"dilations", dil},
+          {"groups", im.attr_i("group", 1)},
           {"pads", pads_for(im, im.shape(0), kernel, strides, dil)},
           {"activation", std::string(im.fuse_relu ? "relu" : "none")}};
   std::vector<ValueId> in = {im.in(0), im.in(1)};
@@ -356,8 +416,10 @@ void import_pool(Importer& im, bool max, bool global) {
     return;
   }
   if (max) {
-    im.allow_attrs({"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"});
-    if (auto d = im.attr_ints("dilations"); d && std::any_of(d->begin(), d->end(), [](auto v) { return v != 1; }))
+    im.allow_attrs(
+        {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"});
+    if (auto d = im.attr_ints("dilations");
+        d && std::any_of(d->begin(), d->end(), [](auto v) { return v != 1; }))
       im.unsupported("dilated max pooling is not supported (dilations must be 1)");
     if (im.attr_i("storage_order", 0) != 0) im.unsupported("storage_order 1 is not supported");
     im.require_outputs(1);
@@ -368,7 +430,9 @@ void import_pool(Importer& im, bool max, bool global) {
   const auto kernel = im.attr_ints("kernel_shape");
   if (!kernel || kernel->size() != 2) im.unsupported("kernel_shape must have 2 entries (2-D pooling)");
   const Ints strides = im.attr_ints("strides").value_or(Ints{1, 1});
-  Attrs a{{"kernel", *kernel}, {"strides", strides}, {"ceil_mode", im.attr_i("ceil_mode", 0)},
+  Attrs a{{"kernel", *kernel},
+          {"strides", strides},
+          {"ceil_mode", im.attr_i("ceil_mode", 0)},
           {"pads", pads_for(im, im.shape(0), *kernel, strides, Ints{1, 1})}};
   if (!max) a.set("count_include_pad", im.attr_i("count_include_pad", 0));
   im.bind(0, im.add(max ? "maxpool2d" : "avgpool2d", {im.in(0)}, a));
@@ -376,10 +440,12 @@ void import_pool(Importer& im, bool max, bool global) {
 
 void import_batchnorm(Importer& im) {
   im.allow_attrs({"epsilon", "momentum", "training_mode", "spatial"});
-  if (im.attr_i("training_mode", 0) != 0) im.unsupported("training_mode=1 is not supported (inference form only)");
+  if (im.attr_i("training_mode", 0) != 0)
+    im.unsupported("training_mode=1 is not supported (inference form only)");
   if (im.attr_i("spatial", 1) != 1) im.unsupported("spatial=0 is not supported");
   im.require_outputs(1);
-  im.bind(0, im.add("batchnorm", {im.in(0), im.in(1), im.in(2), im.in(3), im.in(4)}, {{"epsilon", im.attr_f("epsilon", 1e-5)}}));
+  im.bind(0, im.add("batchnorm", {im.in(0), im.in(1), im.in(2), im.in(3), im.in(4)},
+                    {{"epsilon", im.attr_f("epsilon", 1e-5)}}));
 }
 
 void import_layernorm(Importer& im) {
@@ -438,11 +504,14 @@ void import_split(Importer& im) {
   const std::int64_t axis = im.attr_i("axis", 0);
   const auto ax = static_cast<std::size_t>(axis < 0 ? axis + static_cast<std::int64_t>(s.size()) : axis);
   Ints sizes;
-  if (im.opset >= 13 && im.has_in(1)) sizes = im.const_ints(1, "split");
-  else if (auto a = im.attr_ints("split")) sizes = *a;
+  if (im.opset >= 13 && im.has_in(1))
+    sizes = im.const_ints(1, "split");
+  else if (auto a = im.attr_ints("split"))
+    sizes = *a;
   if (sizes.empty()) {
     const auto n = im.node->output_size();
-    if (s.at(ax) % n) im.unsupported(fmt::format("dimension {} cannot be split evenly into {} outputs", s[ax], n));
+    if (s.at(ax) % n)
+      im.unsupported(fmt::format("dimension {} cannot be split evenly into {} outputs", s[ax], n));
     sizes.assign(static_cast<std::size_t>(n), s[ax] / n);
   }
   const auto outs = im.add_multi("split", {im.in(0)}, {{"axis", axis}, {"sizes", sizes}});
@@ -478,14 +547,17 @@ void import_flatten(Importer& im) {
   if (axis < 0) axis += static_cast<std::int64_t>(s.size());
   std::int64_t outer = 1;
   for (std::int64_t i = 0; i < axis; ++i) outer *= s[static_cast<std::size_t>(i)];
-  im.bind(0, im.add("reshape", {im.in(0)}, {{"shape", Ints{outer, numel(s) / std::max<std::int64_t>(outer, 1)}}}));
+  im.bind(0, im.add("reshape", {im.in(0)},
+                    {{"shape", Ints{outer, numel(s) / std::max<std::int64_t>(outer, 1)}}}));
 }
 
 void import_squeeze(Importer& im, bool unsqueeze) {
   im.allow_attrs({"axes"});
   Ints axes;
-  if (im.opset >= 13 && im.has_in(1)) axes = im.const_ints(1, "axes");
-  else if (auto a = im.attr_ints("axes")) axes = *a;
+  if (im.opset >= 13 && im.has_in(1))
+    axes = im.const_ints(1, "axes");
+  else if (auto a = im.attr_ints("axes"))
+    axes = *a;
   Shape s = im.shape(0);
   if (unsqueeze) {
     const auto rank = static_cast<std::int64_t>(s.size() + axes.size());
@@ -498,7 +570,8 @@ void import_squeeze(Importer& im, bool unsqueeze) {
     for (auto a : axes) drop.insert(a < 0 ? a + rank : a);
     Shape out;
     for (std::int64_t i = 0; i < rank; ++i)
-      if (!(drop.contains(i) || (axes.empty() && s[static_cast<std::size_t>(i)] == 1))) out.push_back(s[static_cast<std::size_t>(i)]);
+      if (!(drop.contains(i) || (axes.empty() && s[static_cast<std::size_t>(i)] == 1)))
+        out.push_back(s[static_cast<std::size_t>(i)]);
     s = out;
   }
   im.bind(0, im.add("reshape", {im.in(0)}, {{"shape", s}}));
@@ -507,8 +580,10 @@ void import_squeeze(Importer& im, bool unsqueeze) {
 void import_reduce(Importer& im, std::string_view op, bool axes_as_input) {
   im.allow_attrs({"axes", "keepdims", "noop_with_empty_axes"});
   Ints axes;
-  if (axes_as_input && im.has_in(1)) axes = im.const_ints(1, "axes");
-  else if (auto a = im.attr_ints("axes")) axes = *a;
+  if (axes_as_input && im.has_in(1))
+    axes = im.const_ints(1, "axes");
+  else if (auto a = im.attr_ints("axes"))
+    axes = *a;
   if (axes.empty() && im.attr_i("noop_with_empty_axes", 0)) {
     im.bind(0, im.add("reshape", {im.in(0)}, {{"shape", im.shape(0)}}));
     return;
@@ -548,14 +623,19 @@ void import_expand(Importer& im) {
 void import_constant(Importer& im) {
   im.allow_attrs({"value", "value_float", "value_floats", "value_int", "value_ints"});
   OnnxTensor t;
-  if (const auto* a = im.attr("value")) t = tensor_from_proto(a->t(), im.where());
-  else if (const auto* f = im.attr("value_float")) t = {"", {{}, DType::kF32}, {f->f()}};
-  else if (const auto* fs = im.attr("value_floats")) t = {"", {{fs->floats_size()}, DType::kF32}, {fs->floats().begin(), fs->floats().end()}};
-  else if (const auto* i = im.attr("value_int")) t = {"", {{}, DType::kI64}, {static_cast<double>(i->i())}};
+  if (const auto* a = im.attr("value"))
+    t = tensor_from_proto(a->t(), im.where());
+  else if (const auto* f = im.attr("value_float"))
+    t = {"", {{}, DType::kF32}, {f->f()}};
+  else if (const auto* fs = im.attr("value_floats"))
+    t = {"", {{fs->floats_size()}, DType::kF32}, {fs->floats().begin(), fs->floats().end()}};
+  else if (const auto* i = im.attr("value_int"))
+    t = {"", {{}, DType::kI64}, {static_cast<double>(i->i())}};
   else if (const auto* is = im.attr("value_ints")) {
     t = {"", {{is->ints_size()}, DType::kI64}, {}};
     for (auto v : is->ints()) t.data.push_back(static_cast<double>(v));
-  } else im.malformed("Constant without a value");
+  } else
+    im.malformed("Constant without a value");
   im.bind(0, im.g.add_constant(im.node->output(0), t.type, std::move(t.data)));
 }
 
@@ -564,15 +644,25 @@ void import_strata(Importer& im) {
   Attrs a;
   for (const auto& at : im.node->attribute()) {
     switch (at.type()) {
-      case ::onnx::AttributeProto_AttributeType_INT: a.set(at.name(), at.i()); break;
-      case ::onnx::AttributeProto_AttributeType_FLOAT: a.set(at.name(), static_cast<double>(at.f())); break;
-      case ::onnx::AttributeProto_AttributeType_INTS: a.set(at.name(), Ints(at.ints().begin(), at.ints().end())); break;
-      case ::onnx::AttributeProto_AttributeType_STRING: a.set(at.name(), at.s()); break;
-      default: im.unsupported(fmt::format("attribute '{}' has an unsupported type", at.name()));
+      case ::onnx::AttributeProto_AttributeType_INT:
+        a.set(at.name(), at.i());
+        break;
+      case ::onnx::AttributeProto_AttributeType_FLOAT:
+        a.set(at.name(), static_cast<double>(at.f()));
+        break;
+      case ::onnx::AttributeProto_AttributeType_INTS:
+        a.set(at.name(), Ints(at.ints().begin(), at.ints().end()));
+        break;
+      case ::onnx::AttributeProto_AttributeType_STRING:
+        a.set(at.name(), at.s());
+        break;
+      default:
+        im.unsupported(fmt::format("attribute '{}' has an unsupported type", at.name()));
     }
   }
   if (!OpRegistry::instance().find(im.node->op_type()))
-    im.unsupported(fmt::format("unknown {} operator (known: {})", kStrataDomain, OpRegistry::instance().names()));
+    im.unsupported(
+        fmt::format("unknown {} operator (known: {})", kStrataDomain, OpRegistry::instance().names()));
   std::vector<ValueId> in;
   for (int i = 0; i < im.num_inputs(); ++i) in.push_back(im.in(i));
   const auto outs = im.add_multi(im.node->op_type(), in, a);
@@ -583,7 +673,12 @@ const std::map<std::string, Handler>& handlers() {
   static const std::map<std::string, Handler> h = {
       {"Add", [](Importer& im) { binary(im, "ewadd"); }},
       {"Sub", [](Importer& im) { binary(im, "ewsub"); }},
-      {"Mul", [](Importer& im) { binary(im, im.shape(1).empty() && im.g.type(im.in(0)).dtype == im.g.type(im.in(1)).dtype ? "scalar_mul" : "ewmul"); }},
+      {"Mul",
+       [](Importer& im) {
+         binary(im, im.shape(1).empty() && im.g.type(im.in(0)).dtype == im.g.type(im.in(1)).dtype
+                        ? "scalar_mul"
+                        : "ewmul");
+       }},
       {"Relu", [](Importer& im) { unary(im, "relu"); }},
       {"Sigmoid", [](Importer& im) { unary(im, "sigmoid"); }},
       {"Tanh", [](Importer& im) { unary(im, "tanh"); }},
@@ -618,12 +713,16 @@ std::set<std::string> split_list(const std::string& s) {
   std::set<std::string> out;
   std::stringstream ss(s);
   std::string item;
-  while (std::getline(ss, item, ',')) if (!item.empty()) out.insert(item);
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.insert(item);
   return out;
 }
 
-Graph import_model(const ::onnx::ModelProto& model, const std::string& source, const OnnxImportOptions& options) {
-  Importer im{source, options, Graph(model.graph().name().empty() ? source : model.graph().name()), 1, {}, nullptr, 0, false, {}};
+Graph import_model(const ::onnx::ModelProto& model, const std::string& source,
+                   const OnnxImportOptions& options) {
+  Importer im{source, options, Graph(model.graph().name().empty() ? source : model.graph().name()),
+              1,      {},      nullptr,
+              0,      false,   {}};
   for (const auto& o : model.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") im.opset = static_cast<int>(o.version());
   std::set<std::string> params_without_data, constants, opt_state;
@@ -639,7 +738,8 @@ Graph import_model(const ::onnx::ModelProto& model, const std::string& source, c
     initialized.insert(t.name());
     const bool constant = !is_float(tensor.type.dtype) || constants.contains(t.name());
     auto data = std::make_shared<const std::vector<double>>(std::move(tensor.data));
-    im.values[t.name()] = im.g.add_source(t.name(), tensor.type, constant ? ValueKind::kConstant : ValueKind::kParam, data);
+    im.values[t.name()] =
+        im.g.add_source(t.name(), tensor.type, constant ? ValueKind::kConstant : ValueKind::kParam, data);
   }
   for (const auto& in : graph.input()) {
     if (initialized.contains(in.name())) continue;
@@ -647,7 +747,10 @@ Graph import_model(const ::onnx::ModelProto& model, const std::string& source, c
     if (!in.type().has_tensor_type()) throw OnnxUnsupported(where + ": only tensor inputs are supported");
     const auto& tt = in.type().tensor_type();
     const auto dt = from_onnx_type(tt.elem_type());
-    if (!dt) throw OnnxUnsupported(fmt::format("{}: element type {} (supported: FLOAT, FLOAT16, BFLOAT16, DOUBLE, INT64, INT32)", where, onnx_type_name(tt.elem_type())));
+    if (!dt)
+      throw OnnxUnsupported(
+          fmt::format("{}: element type {} (supported: FLOAT, FLOAT16, BFLOAT16, DOUBLE, INT64, INT32)",
+                      where, onnx_type_name(tt.elem_type())));
     Shape shape;
     for (const auto& d : tt.shape().dim()) {
       if (d.has_dim_value()) {
@@ -655,7 +758,8 @@ Graph import_model(const ::onnx::ModelProto& model, const std::string& source, c
       } else {
         auto it = options.dims.find(d.dim_param());
         if (it == options.dims.end())
-          throw OnnxError(fmt::format("{}: dimension '{}' is symbolic; give its value (e.g. --dim {}=1)", where, d.dim_param(), d.dim_param()));
+          throw OnnxError(fmt::format("{}: dimension '{}' is symbolic; give its value (e.g. --dim {}=1)",
+                                      where, d.dim_param(), d.dim_param()));
         shape.push_back(it->second);
       }
     }
@@ -669,8 +773,8 @@ Graph import_model(const ::onnx::ModelProto& model, const std::string& source, c
     im.node = &node;
     im.emitted = 0;
     const ::onnx::NodeProto* next = ni + 1 < graph.node_size() ? &graph.node(ni + 1) : nullptr;
-    im.fuse_relu = next && next->op_type() == "Relu" && next->doc_string() == kFusedRelu && node.output_size() > 0 &&
-                   next->input_size() == 1 && next->input(0) == node.output(0) &&
+    im.fuse_relu = next && next->op_type() == "Relu" && next->doc_string() == kFusedRelu &&
+                   node.output_size() > 0 && next->input_size() == 1 && next->input(0) == node.output(0) &&
                    (node.op_type() == "Conv" || node.op_type() == "MatMul");
     if (im.fuse_relu) {
       handlers().at(node.op_type())(im);
@@ -684,16 +788,19 @@ Graph import_model(const ::onnx::ModelProto& model, const std::string& source, c
       continue;
     }
     if (!node.domain().empty() && node.domain() != "ai.onnx")
-      im.unsupported(fmt::format("operator domain '{}' is not supported (supported: the default ONNX domain and {})",
-                                 node.domain(), kStrataDomain));
+      im.unsupported(
+          fmt::format("operator domain '{}' is not supported (supported: the default ONNX domain and {})",
+                      node.domain(), kStrataDomain));
     auto it = handlers().find(node.op_type());
     if (it == handlers().end())
-      im.unsupported(fmt::format("operator {} is not supported (supported: {})", node.op_type(), onnx_supported_ops()));
+      im.unsupported(
+          fmt::format("operator {} is not supported (supported: {})", node.op_type(), onnx_supported_ops()));
     it->second(im);
   }
   for (const auto& out : graph.output()) {
     auto it = im.values.find(out.name());
-    if (it == im.values.end()) throw OnnxError(fmt::format("{}: graph output '{}' is never produced", source, out.name()));
+    if (it == im.values.end())
+      throw OnnxError(fmt::format("{}: graph output '{}' is never produced", source, out.name()));
     im.g.mark_output(it->second);
   }
   return std::move(im.g);
@@ -722,8 +829,9 @@ struct Exporter {
     fill_proto(*graph->add_initializer(), n, {{static_cast<std::int64_t>(v.size())}, DType::kI64}, d);
     return n;
   }
-  ::onnx::NodeProto* node(const std::string& op_type, std::vector<std::string> in, std::vector<std::string> out,
-                          const std::string& name, std::string_view domain = "") {
+  ::onnx::NodeProto* node(const std::string& op_type, std::vector<std::string> in,
+                          std::vector<std::string> out, const std::string& name,
+                          std::string_view domain = "") {
     auto* n = graph->add_node();
     n->set_op_type(op_type);
     n->set_name(name);
@@ -774,10 +882,12 @@ struct Exporter {
       const bool relu = a.has("activation") && a.s("activation") == "relu";
       const std::string mid = relu ? fresh(n.name + "/pre_relu") : out[0];
       auto* node_proto = this->node(onnx_op, std::move(ins), {mid}, n.name);
-      if (relu) this->node("Relu", {mid}, {out[0]}, n.name + "/relu")->set_doc_string(std::string(kFusedRelu));
+      if (relu)
+        this->node("Relu", {mid}, {out[0]}, n.name + "/relu")->set_doc_string(std::string(kFusedRelu));
       return node_proto;
     };
-    if (op == "ewadd" || op == "ewsub" || op == "ewmul" || op == "scalar_mul" || op == "relu" || op == "sigmoid" || op == "tanh") {
+    if (op == "ewadd" || op == "ewsub" || op == "ewmul" || op == "scalar_mul" || op == "relu" ||
+        op == "sigmoid" || op == "tanh") {
       node(std::string(n.op->onnx_op), in, out, n.name);
     } else if (op == "matmul" || op == "batch_matmul") {
       auto swap_last = [&](const std::string& v, ValueId id, const char* tag) {
@@ -828,7 +938,8 @@ struct Exporter {
         for (int i = g.type(n.inputs[0]).rank() - 1; i >= 0; --i) perm.push_back(i);
       set(node("Transpose", in, out, n.name), "perm", perm);
     } else if (op == "reshape" || op == "expand") {
-      in.push_back(int_initializer(n.name + "/shape", op == "reshape" ? g.type(n.outputs[0]).shape : a.ints("shape")));
+      in.push_back(
+          int_initializer(n.name + "/shape", op == "reshape" ? g.type(n.outputs[0]).shape : a.ints("shape")));
       node(op == "reshape" ? "Reshape" : "Expand", in, out, n.name);
     } else if (op == "reduce_sum") {
       if (!a.ints("axes").empty()) in.push_back(int_initializer(n.name + "/axes", a.ints("axes")));
@@ -874,7 +985,8 @@ struct Exporter {
       if (!v.data) set_value_info(graph->add_input(), names[i], v.type);
     }
     for (const auto& n : g.nodes()) export_node(n);
-    for (auto o : g.outputs()) set_value_info(graph->add_output(), names[static_cast<std::size_t>(o)], g.type(o));
+    for (auto o : g.outputs())
+      set_value_info(graph->add_output(), names[static_cast<std::size_t>(o)], g.type(o));
     auto meta = [&](const char* key, const std::string& value) {
       if (value.empty()) return;
       auto* m = model.add_metadata_props();
@@ -903,9 +1015,11 @@ std::string onnx_supported_ops() {
   return s + fmt::format(" (and every strata operator in domain {})", kStrataDomain);
 }
 
-Graph import_onnx_bytes(const std::string& bytes, const std::string& source, const OnnxImportOptions& options) {
+Graph import_onnx_bytes(const std::string& bytes, const std::string& source,
+                        const OnnxImportOptions& options) {
   ::onnx::ModelProto model;
-  if (!model.ParseFromString(bytes)) throw OnnxError(fmt::format("{}: not a valid ONNX model (protobuf parse failed)", source));
+  if (!model.ParseFromString(bytes))
+    throw OnnxError(fmt::format("{}: not a valid ONNX model (protobuf parse failed)", source));
   return import_model(model, source, options);
 }
 
@@ -917,15 +1031,19 @@ std::string export_onnx_bytes(const Graph& g) {
   Exporter e(g);
   e.run();
   std::string out;
-  if (!e.model.SerializeToString(&out)) throw OnnxError(fmt::format("graph '{}': ONNX serialization failed (model over 2 GiB?)", g.name()));
+  if (!e.model.SerializeToString(&out))
+    throw OnnxError(fmt::format("graph '{}': ONNX serialization failed (model over 2 GiB?)", g.name()));
   return out;
 }
 
-void export_onnx(const Graph& g, const std::string& path) { sim::write_file_atomically(path, export_onnx_bytes(g)); }
+void export_onnx(const Graph& g, const std::string& path) {
+  sim::write_file_atomically(path, export_onnx_bytes(g));
+}
 
 OnnxTensor read_onnx_tensor(const std::string& path) {
   ::onnx::TensorProto t;
-  if (!t.ParseFromString(read_file(path))) throw OnnxError(fmt::format("{}: not a serialized TensorProto", path));
+  if (!t.ParseFromString(read_file(path)))
+    throw OnnxError(fmt::format("{}: not a serialized TensorProto", path));
   return tensor_from_proto(t, path);
 }
 

@@ -30,7 +30,8 @@ struct OnnxImportOptions {
 };
 
 Graph import_onnx(const std::string& path, const OnnxImportOptions& options = {});
-Graph import_onnx_bytes(const std::string& bytes, const std::string& source, const OnnxImportOptions& options = {});
+Graph import_onnx_bytes(const std::string& bytes, const std::string& source,
+                        const OnnxImportOptions& options = {});
 
 // Serialized ModelProto; export_onnx writes it atomically.
 std::string export_onnx_bytes(const Graph& g);

@@ -18,33 +18,54 @@ struct Relu {
 };
 struct Sigmoid {
   static double f(double x) { return 1 / (1 + std::exp(-x)); }
-  static double df(double x) { const double s = f(x); return s * (1 - s); }
+  static double df(double x) {
+    const double s = f(x);
+    return s * (1 - s);
+  }
   static ModP p(ModP x) { return uninterpreted(0x516, x); }
-  static ModP dp(ModP x) { const ModP s = p(x); return s * (ModP::from_int(1) - s); }
+  static ModP dp(ModP x) {
+    const ModP s = p(x);
+    return s * (ModP::from_int(1) - s);
+  }
   static constexpr double kFlops = 4;
 };
 struct Tanh {
   static double f(double x) { return std::tanh(x); }
-  static double df(double x) { const double t = std::tanh(x); return 1 - t * t; }
+  static double df(double x) {
+    const double t = std::tanh(x);
+    return 1 - t * t;
+  }
   static ModP p(ModP x) { return uninterpreted(0x7A4, x); }
-  static ModP dp(ModP x) { const ModP t = p(x); return ModP::from_int(1) - t * t; }
+  static ModP dp(ModP x) {
+    const ModP t = p(x);
+    return ModP::from_int(1) - t * t;
+  }
   static constexpr double kFlops = 4;
 };
 // gelu(x) = x * Phi(x) (exact, erf form); in the field Phi is uninterpreted, the product structure kept.
 struct Gelu {
   static double phi_cdf(double x) { return 0.5 * (1 + std::erf(x / std::numbers::sqrt2)); }
   static double f(double x) { return x * phi_cdf(x); }
-  static double df(double x) { return phi_cdf(x) + x * std::exp(-0.5 * x * x) / std::sqrt(2 * std::numbers::pi); }
+  static double df(double x) {
+    return phi_cdf(x) + x * std::exp(-0.5 * x * x) / std::sqrt(2 * std::numbers::pi);
+  }
   static ModP p(ModP x) { return x * uninterpreted(0x6E1, x); }
   static ModP dp(ModP x) { return uninterpreted(0x6E1, x) + x * uninterpreted(0x6E2, x); }
   static constexpr double kFlops = 8;
 };
-// silu(x) = x * sigmoid(x); the field version uses sigmoid's stand-in, so silu = x ⊙ sigmoid(x) holds there too.
+// silu(x) = x * sigmoid(x); the field version uses sigmoid's stand-in, so silu = x ⊙ sigmoid(x) holds there
+// too.
 struct Silu {
   static double f(double x) { return x * Sigmoid::f(x); }
-  static double df(double x) { const double s = Sigmoid::f(x); return s + x * s * (1 - s); }
+  static double df(double x) {
+    const double s = Sigmoid::f(x);
+    return s + x * s * (1 - s);
+  }
   static ModP p(ModP x) { return x * Sigmoid::p(x); }
-  static ModP dp(ModP x) { const ModP s = Sigmoid::p(x); return s + x * s * (ModP::from_int(1) - s); }
+  static ModP dp(ModP x) {
+    const ModP s = Sigmoid::p(x);
+    return s + x * s * (ModP::from_int(1) - s);
+  }
   static constexpr double kFlops = 5;
 };
 

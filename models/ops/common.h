@@ -15,19 +15,26 @@
 
 namespace strata::models::ops {
 
-inline std::size_t u(std::int64_t i) { return static_cast<std::size_t>(i); }
+inline std::size_t u(std::int64_t i) {
+  return static_cast<std::size_t>(i);
+}
 
-[[noreturn]] inline void shape_fail(const std::string& msg) { throw ShapeError(msg); }
+[[noreturn]] inline void shape_fail(const std::string& msg) {
+  throw ShapeError(msg);
+}
 
 inline void expect_rank(const TensorType& t, int rank, std::string_view what) {
-  if (t.rank() != rank) shape_fail(fmt::format("{} must have rank {}, got {}", what, rank, shape_str(t.shape)));
+  if (t.rank() != rank)
+    shape_fail(fmt::format("{} must have rank {}, got {}", what, rank, shape_str(t.shape)));
 }
 inline void expect_min_rank(const TensorType& t, int rank, std::string_view what) {
-  if (t.rank() < rank) shape_fail(fmt::format("{} must have rank >= {}, got {}", what, rank, shape_str(t.shape)));
+  if (t.rank() < rank)
+    shape_fail(fmt::format("{} must have rank >= {}, got {}", what, rank, shape_str(t.shape)));
 }
 // Axis in [-rank, rank) -> [0, rank).
 inline int norm_axis(std::int64_t axis, int rank, std::string_view what = "axis") {
-  if (axis < -rank || axis >= rank) shape_fail(fmt::format("{} {} out of range for rank {}", what, axis, rank));
+  if (axis < -rank || axis >= rank)
+    shape_fail(fmt::format("{} {} out of range for rank {}", what, axis, rank));
   return static_cast<int>(axis < 0 ? axis + rank : axis);
 }
 inline std::vector<int> norm_axes(const Ints& axes, int rank) {
@@ -93,8 +100,12 @@ inline double io_bytes(std::span<const TensorType> in, std::span<const TensorTyp
   for (const auto& t : out) b += t.bytes();
   return b;
 }
-inline double out_numel(std::span<const TensorType> out) { return static_cast<double>(out[0].numel()); }
-inline double zero_count(std::span<const TensorType>, std::span<const TensorType>, const Attrs&) { return 0; }
+inline double out_numel(std::span<const TensorType> out) {
+  return static_cast<double>(out[0].numel());
+}
+inline double zero_count(std::span<const TensorType>, std::span<const TensorType>, const Attrs&) {
+  return 0;
+}
 
 // Split of a shape around `axis`: outer (dims before), the axis, inner (dims after).
 struct AxisSplit {

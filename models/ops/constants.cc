@@ -42,7 +42,8 @@ template <class T>
 void iconv_kernel(const KernelCall<T>& c) {
   const auto& s = *c.out[0].shape;
   for (std::int64_t i = 0; i < c.out[0].numel; ++i) {
-    const std::int64_t x = i % s[3], y = (i / s[3]) % s[2], ic = (i / (s[3] * s[2])) % s[1], oc = i / (s[3] * s[2] * s[1]);
+    const std::int64_t x = i % s[3], y = (i / s[3]) % s[2], ic = (i / (s[3] * s[2])) % s[1],
+                       oc = i / (s[3] * s[2] * s[1]);
     c.out[0][i] = Num<T>::from_int(oc == ic && y == s[2] / 2 && x == s[3] / 2 ? 1 : 0);
   }
 }
@@ -70,7 +71,9 @@ void fill_kernel(const KernelCall<T>& c) {
   const T v = Num<T>::from_double(c.attrs.f("value"));
   for (std::int64_t i = 0; i < c.out[0].numel; ++i) c.out[0][i] = v;
 }
-double fill_bytes(std::span<const TensorType>, std::span<const TensorType> out, const Attrs&) { return out[0].bytes(); }
+double fill_bytes(std::span<const TensorType>, std::span<const TensorType> out, const Attrs&) {
+  return out[0].bytes();
+}
 
 const AttrSpec kDtype{"dtype", AttrKind::kString, std::string("f32"), "element type"};
 const AttrSpec kKernel{"kernel", AttrKind::kInts, Ints{3, 3}, "[height, width]"};
@@ -79,26 +82,66 @@ const AttrSpec kChannels{"channels", AttrKind::kInt, std::nullopt, "channels"};
 }  // namespace
 
 void register_constant_ops(OpRegistry& r) {
-  r.add({.name = "const_imm", .symbol = "const_imm", .summary = "identity matrix I_m (x @ I_m = x)",
-         .kind = OpKind::kConstant, .min_inputs = 0, .max_inputs = 0,
-         .attrs = {{"size", AttrKind::kInt, std::nullopt, "rows = columns"}, kDtype}, .shape = imm_shape,
-         .flops = zero_count, .bytes = fill_bytes, .kernel = STRATA_KERNELS(imm_kernel)});
-  r.add({.name = "const_iconv", .symbol = "const_iconv", .summary = "identity conv kernel I_c (conv(x, I_c) = x, SAME)",
-         .kind = OpKind::kConstant, .min_inputs = 0, .max_inputs = 0, .attrs = {kChannels, kKernel, kDtype},
-         .symbol_params = {"kernel"}, .shape = iconv_shape, .flops = zero_count, .bytes = fill_bytes,
+  r.add({.name = "const_imm",
+         .symbol = "const_imm",
+         .summary = "identity matrix I_m (x @ I_m = x)",
+         .kind = OpKind::kConstant,
+         .min_inputs = 0,
+         .max_inputs = 0,
+         .attrs = {{"size", AttrKind::kInt, std::nullopt, "rows = columns"}, kDtype},
+         .shape = imm_shape,
+         .flops = zero_count,
+         .bytes = fill_bytes,
+         .kernel = STRATA_KERNELS(imm_kernel)});
+  r.add({.name = "const_iconv",
+         .symbol = "const_iconv",
+         .summary = "identity conv kernel I_c (conv(x, I_c) = x, SAME)",
+         .kind = OpKind::kConstant,
+         .min_inputs = 0,
+         .max_inputs = 0,
+         .attrs = {kChannels, kKernel, kDtype},
+         .symbol_params = {"kernel"},
+         .shape = iconv_shape,
+         .flops = zero_count,
+         .bytes = fill_bytes,
          .kernel = STRATA_KERNELS(iconv_kernel)});
-  r.add({.name = "const_pool", .symbol = "const_pool",
-         .summary = "depth-wise averaging kernel C_p [C,1,kh,kw] = 1/(kh*kw) (conv(x, C_p, groups=C) = avgpool(x))",
-         .kind = OpKind::kConstant, .min_inputs = 0, .max_inputs = 0, .attrs = {kChannels, kKernel, kDtype},
-         .symbol_params = {"kernel"}, .shape = pool_shape, .flops = zero_count, .bytes = fill_bytes,
+  r.add({.name = "const_pool",
+         .symbol = "const_pool",
+         .summary =
+             "depth-wise averaging kernel C_p [C,1,kh,kw] = 1/(kh*kw) (conv(x, C_p, groups=C) = avgpool(x))",
+         .kind = OpKind::kConstant,
+         .min_inputs = 0,
+         .max_inputs = 0,
+         .attrs = {kChannels, kKernel, kDtype},
+         .symbol_params = {"kernel"},
+         .shape = pool_shape,
+         .flops = zero_count,
+         .bytes = fill_bytes,
          .kernel = STRATA_KERNELS(pool_kernel)});
-  r.add({.name = "const_one", .symbol = "const_one", .summary = "all-ones tensor (x * 1 = x)", .kind = OpKind::kConstant,
-         .min_inputs = 0, .max_inputs = 0, .attrs = {{"shape", AttrKind::kInts, std::nullopt, "shape"}, kDtype},
-         .shape = fill_shape, .flops = zero_count, .bytes = fill_bytes, .kernel = STRATA_KERNELS(one_kernel)});
-  r.add({.name = "fill", .symbol = "fill", .summary = "tensor filled with one value", .kind = OpKind::kConstant,
-         .min_inputs = 0, .max_inputs = 0,
-         .attrs = {{"shape", AttrKind::kInts, std::nullopt, "shape"}, {"value", AttrKind::kFloat, 0.0, "fill value"}, kDtype},
-         .shape = fill_shape, .flops = zero_count, .bytes = fill_bytes, .kernel = STRATA_KERNELS(fill_kernel)});
+  r.add({.name = "const_one",
+         .symbol = "const_one",
+         .summary = "all-ones tensor (x * 1 = x)",
+         .kind = OpKind::kConstant,
+         .min_inputs = 0,
+         .max_inputs = 0,
+         .attrs = {{"shape", AttrKind::kInts, std::nullopt, "shape"}, kDtype},
+         .shape = fill_shape,
+         .flops = zero_count,
+         .bytes = fill_bytes,
+         .kernel = STRATA_KERNELS(one_kernel)});
+  r.add({.name = "fill",
+         .symbol = "fill",
+         .summary = "tensor filled with one value",
+         .kind = OpKind::kConstant,
+         .min_inputs = 0,
+         .max_inputs = 0,
+         .attrs = {{"shape", AttrKind::kInts, std::nullopt, "shape"},
+                   {"value", AttrKind::kFloat, 0.0, "fill value"},
+                   kDtype},
+         .shape = fill_shape,
+         .flops = zero_count,
+         .bytes = fill_bytes,
+         .kernel = STRATA_KERNELS(fill_kernel)});
 }
 
 }  // namespace strata::models::ops

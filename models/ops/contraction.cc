@@ -10,7 +10,8 @@ namespace {
 
 void check_activation(const Attrs& a) {
   const auto& act = a.s("activation");
-  if (act != "none" && act != "relu") shape_fail(fmt::format("activation must be none or relu, got '{}'", act));
+  if (act != "none" && act != "relu")
+    shape_fail(fmt::format("activation must be none or relu, got '{}'", act));
 }
 template <class T>
 void apply_activation(const KernelCall<T>& c) {
@@ -28,10 +29,13 @@ MatDims mat_dims(const TensorType& a, const TensorType& b, const Attrs& at) {
   const std::int64_t m = ta ? a.shape[ra - 1] : a.shape[ra - 2], ka = ta ? a.shape[ra - 2] : a.shape[ra - 1];
   const std::int64_t kb = tb ? b.shape[rb - 1] : b.shape[rb - 2], n = tb ? b.shape[rb - 2] : b.shape[rb - 1];
   if (ka != kb)
-    shape_fail(fmt::format("contraction dimensions differ: {} vs {} (trans_a={}, trans_b={})", ka, kb, ta, tb));
+    shape_fail(
+        fmt::format("contraction dimensions differ: {} vs {} (trans_a={}, trans_b={})", ka, kb, ta, tb));
   return {m, ka, n};
 }
-Shape batch_of(const Shape& s) { return Shape(s.begin(), s.end() - 2); }
+Shape batch_of(const Shape& s) {
+  return Shape(s.begin(), s.end() - 2);
+}
 
 std::vector<TensorType> matmul_shape(std::span<const TensorType> in, const Attrs& a) {
   expect_rank(in[0], 2, "a");
@@ -93,9 +97,10 @@ void bmm_kernel(const KernelCall<T>& c) {
   const auto d = mat_dims(ta, tb, c.attrs);
   const bool tra = c.attrs.i("trans_a") != 0, trb = c.attrs.i("trans_b") != 0;
   const std::int64_t mk = d.m * d.k, kn = d.k * d.n, mn = d.m * d.n;
-  for_each_broadcast(batch_of(so), batch_of(sa), batch_of(sb), [&](std::int64_t i, std::int64_t ia, std::int64_t ib) {
-    gemm(c.in[0].data + ia * mk, c.in[1].data + ib * kn, c.out[0].data + i * mn, d, tra, trb);
-  });
+  for_each_broadcast(
+      batch_of(so), batch_of(sa), batch_of(sb), [&](std::int64_t i, std::int64_t ia, std::int64_t ib) {
+        gemm(c.in[0].data + ia * mk, c.in[1].data + ib * kn, c.out[0].data + i * mn, d, tra, trb);
+      });
   apply_activation(c);
 }
 
@@ -123,12 +128,16 @@ ConvGeom conv_geom(const Shape& x, const Shape& wt, const Attrs& a) {
   if (st.size() != 2 || st[0] < 1 || st[1] < 1) shape_fail("strides must be two positive integers");
   if (p.size() != 4) shape_fail("pads must be [top, left, bottom, right]");
   if (dil.size() != 2 || dil[0] < 1 || dil[1] < 1) shape_fail("dilations must be two positive integers");
-  ConvGeom gm{x[0], x[1], x[2], x[3], wt[0], wt[2], wt[3], 0, 0, st[0], st[1], p[0], p[1], dil[0], dil[1], a.i("groups")};
+  ConvGeom gm{x[0], x[1],  x[2],  x[3], wt[0], wt[2],  wt[3],  0,
+              0,    st[0], st[1], p[0], p[1],  dil[0], dil[1], a.i("groups")};
   if (gm.g < 1 || gm.c % gm.g != 0 || gm.o % gm.g != 0)
-    shape_fail(fmt::format("groups {} must divide input channels {} and output channels {}", gm.g, gm.c, gm.o));
+    shape_fail(
+        fmt::format("groups {} must divide input channels {} and output channels {}", gm.g, gm.c, gm.o));
   if (wt[1] * gm.g != gm.c)
-    shape_fail(fmt::format("weight has {} input channels per group, input has {} channels in {} groups", wt[1], gm.c, gm.g));
-  const std::int64_t eh = x[2] + p[0] + p[2] - gm.dh * (gm.kh - 1) - 1, ew = x[3] + p[1] + p[3] - gm.dw * (gm.kw - 1) - 1;
+    shape_fail(fmt::format("weight has {} input channels per group, input has {} channels in {} groups",
+                           wt[1], gm.c, gm.g));
+  const std::int64_t eh = x[2] + p[0] + p[2] - gm.dh * (gm.kh - 1) - 1,
+                     ew = x[3] + p[1] + p[3] - gm.dw * (gm.kw - 1) - 1;
   if (eh < 0 || ew < 0) shape_fail("kernel larger than the padded input");
   gm.oh = eh / gm.sh + 1;
   gm.ow = ew / gm.sw + 1;
@@ -189,14 +198,17 @@ void conv_kernel(const KernelCall<T>& c) {
 }
 
 Attrs conv_core_attrs(const Attrs& a) {
-  return {{"strides", a.ints("strides")}, {"pads", a.ints("pads")}, {"dilations", a.ints("dilations")},
+  return {{"strides", a.ints("strides")},
+          {"pads", a.ints("pads")},
+          {"dilations", a.ints("dilations")},
           {"groups", a.i("groups")}};
 }
 std::vector<TensorType> conv_gi_shape(std::span<const TensorType> in, const Attrs& a) {
   const auto& xs = a.ints("input_shape");
   if (xs.size() != 4) shape_fail("input_shape must have 4 dimensions");
   const auto g = conv_geom(xs, in[1].shape, a);
-  if (in[0].shape != Shape{g.n, g.o, g.oh, g.ow}) shape_fail("dy does not match the convolution's output shape");
+  if (in[0].shape != Shape{g.n, g.o, g.oh, g.ow})
+    shape_fail("dy does not match the convolution's output shape");
   return {TensorType{xs, in[0].dtype}};
 }
 template <class T>
@@ -204,13 +216,15 @@ void conv_gi_kernel(const KernelCall<T>& c) {  // in: dy, w
   const auto g = conv_geom(c.attrs.ints("input_shape"), *c.in[1].shape, c.attrs);
   T* dx = c.out[0].data;
   for (std::int64_t i = 0; i < c.out[0].numel; ++i) dx[i] = T{};
-  conv_loop(g, [&](std::int64_t oi, std::int64_t xi, std::int64_t wi) { dx[xi] += c.in[0][oi] * c.in[1][wi]; });
+  conv_loop(g,
+            [&](std::int64_t oi, std::int64_t xi, std::int64_t wi) { dx[xi] += c.in[0][oi] * c.in[1][wi]; });
 }
 std::vector<TensorType> conv_gw_shape(std::span<const TensorType> in, const Attrs& a) {
   const auto& ws = a.ints("weight_shape");
   if (ws.size() != 4) shape_fail("weight_shape must have 4 dimensions");
   const auto g = conv_geom(in[0].shape, ws, a);
-  if (in[1].shape != Shape{g.n, g.o, g.oh, g.ow}) shape_fail("dy does not match the convolution's output shape");
+  if (in[1].shape != Shape{g.n, g.o, g.oh, g.ow})
+    shape_fail("dy does not match the convolution's output shape");
   return {TensorType{ws, in[0].dtype}};
 }
 template <class T>
@@ -218,7 +232,8 @@ void conv_gw_kernel(const KernelCall<T>& c) {  // in: x, dy
   const auto g = conv_geom(*c.in[0].shape, c.attrs.ints("weight_shape"), c.attrs);
   T* dw = c.out[0].data;
   for (std::int64_t i = 0; i < c.out[0].numel; ++i) dw[i] = T{};
-  conv_loop(g, [&](std::int64_t oi, std::int64_t xi, std::int64_t wi) { dw[wi] += c.in[1][oi] * c.in[0][xi]; });
+  conv_loop(g,
+            [&](std::int64_t oi, std::int64_t xi, std::int64_t wi) { dw[wi] += c.in[1][oi] * c.in[0][xi]; });
 }
 double conv_gi_flops(std::span<const TensorType> in, std::span<const TensorType>, const Attrs&) {
   const auto& w = in[1].shape;
@@ -309,40 +324,91 @@ std::vector<AttrSpec> with(std::vector<AttrSpec> base, AttrSpec extra) {
 }  // namespace
 
 void register_contraction_ops(OpRegistry& r) {
-  r.add({.name = "matmul", .symbol = "matmul", .summary = "2-D matrix product op(a) @ op(b)",
-         .kind = OpKind::kContraction, .min_inputs = 2, .max_inputs = 2, .attrs = kMatmulAttrs,
-         .symbol_params = {"trans_a", "trans_b", "activation"}, .associative = true, .linear_in = {0, 1},
-         .shape = matmul_shape, .flops = matmul_flops, .kernel = STRATA_KERNELS(bmm_kernel), .grad = matmul_grad,
+  r.add({.name = "matmul",
+         .symbol = "matmul",
+         .summary = "2-D matrix product op(a) @ op(b)",
+         .kind = OpKind::kContraction,
+         .min_inputs = 2,
+         .max_inputs = 2,
+         .attrs = kMatmulAttrs,
+         .symbol_params = {"trans_a", "trans_b", "activation"},
+         .associative = true,
+         .linear_in = {0, 1},
+         .shape = matmul_shape,
+         .flops = matmul_flops,
+         .kernel = STRATA_KERNELS(bmm_kernel),
+         .grad = matmul_grad,
          .onnx_op = "MatMul"});
-  r.add({.name = "batch_matmul", .symbol = "batch_matmul",
+  r.add({.name = "batch_matmul",
+         .symbol = "batch_matmul",
          .summary = "batched matrix product over the last two dims; batch dims broadcast",
-         .kind = OpKind::kContraction, .min_inputs = 2, .max_inputs = 2, .attrs = kMatmulAttrs,
-         .symbol_params = {"trans_a", "trans_b", "activation"}, .linear_in = {0, 1}, .shape = bmm_shape,
-         .flops = matmul_flops, .kernel = STRATA_KERNELS(bmm_kernel), .grad = matmul_grad, .onnx_op = "MatMul"});
-  r.add({.name = "conv2d", .symbol = "conv2d",
+         .kind = OpKind::kContraction,
+         .min_inputs = 2,
+         .max_inputs = 2,
+         .attrs = kMatmulAttrs,
+         .symbol_params = {"trans_a", "trans_b", "activation"},
+         .linear_in = {0, 1},
+         .shape = bmm_shape,
+         .flops = matmul_flops,
+         .kernel = STRATA_KERNELS(bmm_kernel),
+         .grad = matmul_grad,
+         .onnx_op = "MatMul"});
+  r.add({.name = "conv2d",
+         .symbol = "conv2d",
          .summary = "2-D convolution, NCHW input, OIHW weight, optional bias [O], fused relu",
-         .kind = OpKind::kContraction, .min_inputs = 2, .max_inputs = 3,
+         .kind = OpKind::kContraction,
+         .min_inputs = 2,
+         .max_inputs = 3,
          .attrs = with(kConvCore, {"activation", AttrKind::kString, std::string("none"), "none or relu"}),
-         .symbol_params = {"strides", "pads", "dilations", "groups", "activation"}, .linear_in = {0, 1},
-         .shape = conv_shape, .flops = conv_flops, .kernel = STRATA_KERNELS(conv_kernel), .grad = conv_grad,
+         .symbol_params = {"strides", "pads", "dilations", "groups", "activation"},
+         .linear_in = {0, 1},
+         .shape = conv_shape,
+         .flops = conv_flops,
+         .kernel = STRATA_KERNELS(conv_kernel),
+         .grad = conv_grad,
          .onnx_op = "Conv"});
-  r.add({.name = "conv2d_grad_input", .symbol = "conv2d_grad_input",
-         .summary = "input gradient of conv2d (transposed convolution of dy with w)", .kind = OpKind::kContraction,
-         .min_inputs = 2, .max_inputs = 2,
+  r.add({.name = "conv2d_grad_input",
+         .symbol = "conv2d_grad_input",
+         .summary = "input gradient of conv2d (transposed convolution of dy with w)",
+         .kind = OpKind::kContraction,
+         .min_inputs = 2,
+         .max_inputs = 2,
          .attrs = with(kConvCore, {"input_shape", AttrKind::kInts, std::nullopt, "forward input shape"}),
-         .backward = true, .shape = conv_gi_shape, .flops = conv_gi_flops, .kernel = STRATA_KERNELS(conv_gi_kernel)});
-  r.add({.name = "conv2d_grad_weight", .symbol = "conv2d_grad_weight",
-         .summary = "weight gradient of conv2d (correlation of x with dy)", .kind = OpKind::kContraction,
-         .min_inputs = 2, .max_inputs = 2,
+         .backward = true,
+         .shape = conv_gi_shape,
+         .flops = conv_gi_flops,
+         .kernel = STRATA_KERNELS(conv_gi_kernel)});
+  r.add({.name = "conv2d_grad_weight",
+         .symbol = "conv2d_grad_weight",
+         .summary = "weight gradient of conv2d (correlation of x with dy)",
+         .kind = OpKind::kContraction,
+         .min_inputs = 2,
+         .max_inputs = 2,
          .attrs = with(kConvCore, {"weight_shape", AttrKind::kInts, std::nullopt, "forward weight shape"}),
-         .backward = true, .shape = conv_gw_shape, .flops = conv_gw_flops, .kernel = STRATA_KERNELS(conv_gw_kernel)});
-  r.add({.name = "enlarge", .symbol = "enlarge", .summary = "zero-pad a conv kernel (OIHW) to a larger centred size",
-         .kind = OpKind::kDataMovement, .attrs = {{"kernel", AttrKind::kInts, std::nullopt, "[height, width]"}},
-         .symbol_params = {"kernel"}, .linear_in = {0}, .shape = enlarge_shape, .flops = zero_count,
-         .kernel = STRATA_KERNELS(enlarge_kernel), .grad = enlarge_grad});
-  r.add({.name = "enlarge_grad", .symbol = "enlarge_grad", .summary = "centre crop of a kernel gradient",
-         .kind = OpKind::kDataMovement, .attrs = {{"kernel", AttrKind::kInts, std::nullopt, "[height, width]"}},
-         .backward = true, .shape = crop_shape, .flops = zero_count, .kernel = STRATA_KERNELS(crop_kernel)});
+         .backward = true,
+         .shape = conv_gw_shape,
+         .flops = conv_gw_flops,
+         .kernel = STRATA_KERNELS(conv_gw_kernel)});
+  r.add({.name = "enlarge",
+         .symbol = "enlarge",
+         .summary = "zero-pad a conv kernel (OIHW) to a larger centred size",
+         .kind = OpKind::kDataMovement,
+         .attrs = {{"kernel", AttrKind::kInts, std::nullopt, "[height, width]"}},
+         .symbol_params = {"kernel"},
+         .linear_in = {0},
+         .shape = enlarge_shape,
+         .flops = zero_count,
+         .kernel = STRATA_KERNELS(enlarge_kernel),
+         .grad = enlarge_grad});
+  r.add({.name = "enlarge_grad",
+         .symbol = "enlarge_grad",
+         .summary = "centre crop of a kernel gradient",
+         .kind = OpKind::kDataMovement,
+         .attrs = {{"kernel", AttrKind::kInts, std::nullopt, "[height, width]"}},
+         .backward = true,
+         .shape = crop_shape,
+         .flops = zero_count,
+         .kernel = STRATA_KERNELS(crop_kernel)});
 }
 
 }  // namespace strata::models::ops

@@ -13,16 +13,32 @@ namespace {
 // ---- binary ----
 std::vector<TensorType> binary_shape(std::span<const TensorType> in, const Attrs&) {
   if (in[0].dtype != in[1].dtype)
-    shape_fail(fmt::format("element types differ: {} vs {}", dtype_name(in[0].dtype), dtype_name(in[1].dtype)));
+    shape_fail(
+        fmt::format("element types differ: {} vs {}", dtype_name(in[0].dtype), dtype_name(in[1].dtype)));
   return {TensorType{broadcast_shapes(in[0].shape, in[1].shape), in[0].dtype}};
 }
 double one_per_out(std::span<const TensorType>, std::span<const TensorType> out, const Attrs&) {
   return out_numel(out);
 }
 
-struct Add { template <class T> static T op(T a, T b) { return a + b; } };
-struct Sub { template <class T> static T op(T a, T b) { return a - b; } };
-struct Mul { template <class T> static T op(T a, T b) { return a * b; } };
+struct Add {
+  template <class T>
+  static T op(T a, T b) {
+    return a + b;
+  }
+};
+struct Sub {
+  template <class T>
+  static T op(T a, T b) {
+    return a - b;
+  }
+};
+struct Mul {
+  template <class T>
+  static T op(T a, T b) {
+    return a * b;
+  }
+};
 
 template <class Op>
 struct Binary {
@@ -31,13 +47,23 @@ struct Binary {
     const T* a = c.in[0].data;
     const T* b = c.in[1].data;
     T* o = c.out[0].data;
-    for_each_broadcast(*c.out[0].shape, *c.in[0].shape, *c.in[1].shape,
-                       [&](std::int64_t i, std::int64_t ia, std::int64_t ib) { o[i] = Op::op(a[ia], b[ib]); });
+    for_each_broadcast(
+        *c.out[0].shape, *c.in[0].shape, *c.in[1].shape,
+        [&](std::int64_t i, std::int64_t ia, std::int64_t ib) { o[i] = Op::op(a[ia], b[ib]); });
   }
 };
-template <class T> void add_kernel(const KernelCall<T>& c) { Binary<Add>::kernel(c); }
-template <class T> void sub_kernel(const KernelCall<T>& c) { Binary<Sub>::kernel(c); }
-template <class T> void mul_kernel(const KernelCall<T>& c) { Binary<Mul>::kernel(c); }
+template <class T>
+void add_kernel(const KernelCall<T>& c) {
+  Binary<Add>::kernel(c);
+}
+template <class T>
+void sub_kernel(const KernelCall<T>& c) {
+  Binary<Sub>::kernel(c);
+}
+template <class T>
+void mul_kernel(const KernelCall<T>& c) {
+  Binary<Mul>::kernel(c);
+}
 
 void add_grad(GradContext& c) {
   if (c.need(0)) c.set_dx(0, c.dout());
@@ -54,7 +80,8 @@ void mul_grad(GradContext& c) {
 
 // ---- scalar multiplication: x * s with s a 0-D tensor ----
 std::vector<TensorType> smul_shape(std::span<const TensorType> in, const Attrs&) {
-  if (in[1].rank() != 0) shape_fail(fmt::format("scalar operand must be 0-D, got {}", shape_str(in[1].shape)));
+  if (in[1].rank() != 0)
+    shape_fail(fmt::format("scalar operand must be 0-D, got {}", shape_str(in[1].shape)));
   return {in[0]};
 }
 template <class T>
@@ -73,7 +100,9 @@ void smul_grad(GradContext& c) {
 }
 
 // ---- unary activations ----
-std::vector<TensorType> same_shape(std::span<const TensorType> in, const Attrs&) { return {in[0]}; }
+std::vector<TensorType> same_shape(std::span<const TensorType> in, const Attrs&) {
+  return {in[0]};
+}
 std::vector<TensorType> grad_shape(std::span<const TensorType> in, const Attrs&) {
   if (in[0].shape != in[1].shape)
     shape_fail(fmt::format("x {} and dy {} differ", shape_str(in[0].shape), shape_str(in[1].shape)));
@@ -102,12 +131,26 @@ struct Unary {
 template <class F>
 void add_unary(OpRegistry& r, std::string_view name, std::string_view grad_name, std::string_view symbol,
                std::string_view summary, std::string_view onnx, GradFn grad) {
-  r.add({.name = name, .symbol = symbol, .summary = summary, .kind = OpKind::kElementwise, .elementwise = true,
-         .shape = same_shape, .flops = &Unary<F>::flops,
-         .kernel = {&Unary<F>::template fwd<double>, &Unary<F>::template fwd<ModP>}, .grad = grad, .onnx_op = onnx});
-  r.add({.name = grad_name, .symbol = grad_name, .summary = "gradient of the activation: dy * f'(x)",
-         .kind = OpKind::kElementwise, .min_inputs = 2, .max_inputs = 2, .elementwise = true, .backward = true,
-         .shape = grad_shape, .flops = &Unary<F>::bwd_flops,
+  r.add({.name = name,
+         .symbol = symbol,
+         .summary = summary,
+         .kind = OpKind::kElementwise,
+         .elementwise = true,
+         .shape = same_shape,
+         .flops = &Unary<F>::flops,
+         .kernel = {&Unary<F>::template fwd<double>, &Unary<F>::template fwd<ModP>},
+         .grad = grad,
+         .onnx_op = onnx});
+  r.add({.name = grad_name,
+         .symbol = grad_name,
+         .summary = "gradient of the activation: dy * f'(x)",
+         .kind = OpKind::kElementwise,
+         .min_inputs = 2,
+         .max_inputs = 2,
+         .elementwise = true,
+         .backward = true,
+         .shape = grad_shape,
+         .flops = &Unary<F>::bwd_flops,
          .kernel = {&Unary<F>::template bwd<double>, &Unary<F>::template bwd<ModP>}});
 }
 
@@ -121,20 +164,58 @@ constexpr char kReluGrad[] = "relu_grad", kSigmoidGrad[] = "sigmoid_grad", kTanh
 }  // namespace
 
 void register_elementwise_ops(OpRegistry& r) {
-  r.add({.name = "ewadd", .symbol = "ewadd", .summary = "element-wise a + b (numpy broadcasting)",
-         .min_inputs = 2, .max_inputs = 2, .commutative = true, .associative = true, .elementwise = true,
-         .linear_in = {0, 1}, .shape = binary_shape, .flops = one_per_out, .kernel = STRATA_KERNELS(add_kernel),
-         .grad = add_grad, .onnx_op = "Add"});
-  r.add({.name = "ewsub", .symbol = "ewsub", .summary = "element-wise a - b (numpy broadcasting)",
-         .min_inputs = 2, .max_inputs = 2, .elementwise = true, .linear_in = {0, 1}, .shape = binary_shape,
-         .flops = one_per_out, .kernel = STRATA_KERNELS(sub_kernel), .grad = sub_grad, .onnx_op = "Sub"});
-  r.add({.name = "ewmul", .symbol = "ewmul", .summary = "element-wise a * b (numpy broadcasting)",
-         .min_inputs = 2, .max_inputs = 2, .commutative = true, .associative = true, .elementwise = true,
-         .linear_in = {0, 1}, .shape = binary_shape, .flops = one_per_out, .kernel = STRATA_KERNELS(mul_kernel),
-         .grad = mul_grad, .onnx_op = "Mul"});
-  r.add({.name = "scalar_mul", .symbol = "smul", .summary = "x * s for a 0-D tensor s", .min_inputs = 2,
-         .max_inputs = 2, .elementwise = true, .linear_in = {0, 1}, .shape = smul_shape, .flops = one_per_out,
-         .kernel = STRATA_KERNELS(smul_kernel), .grad = smul_grad, .onnx_op = "Mul"});
+  r.add({.name = "ewadd",
+         .symbol = "ewadd",
+         .summary = "element-wise a + b (numpy broadcasting)",
+         .min_inputs = 2,
+         .max_inputs = 2,
+         .commutative = true,
+         .associative = true,
+         .elementwise = true,
+         .linear_in = {0, 1},
+         .shape = binary_shape,
+         .flops = one_per_out,
+         .kernel = STRATA_KERNELS(add_kernel),
+         .grad = add_grad,
+         .onnx_op = "Add"});
+  r.add({.name = "ewsub",
+         .symbol = "ewsub",
+         .summary = "element-wise a - b (numpy broadcasting)",
+         .min_inputs = 2,
+         .max_inputs = 2,
+         .elementwise = true,
+         .linear_in = {0, 1},
+         .shape = binary_shape,
+         .flops = one_per_out,
+         .kernel = STRATA_KERNELS(sub_kernel),
+         .grad = sub_grad,
+         .onnx_op = "Sub"});
+  r.add({.name = "ewmul",
+         .symbol = "ewmul",
+         .summary = "element-wise a * b (numpy broadcasting)",
+         .min_inputs = 2,
+         .max_inputs = 2,
+         .commutative = true,
+         .associative = true,
+         .elementwise = true,
+         .linear_in = {0, 1},
+         .shape = binary_shape,
+         .flops = one_per_out,
+         .kernel = STRATA_KERNELS(mul_kernel),
+         .grad = mul_grad,
+         .onnx_op = "Mul"});
+  r.add({.name = "scalar_mul",
+         .symbol = "smul",
+         .summary = "x * s for a 0-D tensor s",
+         .min_inputs = 2,
+         .max_inputs = 2,
+         .elementwise = true,
+         .linear_in = {0, 1},
+         .shape = smul_shape,
+         .flops = one_per_out,
+         .kernel = STRATA_KERNELS(smul_kernel),
+         .grad = smul_grad,
+         .onnx_op = "Mul"});
   add_unary<Relu>(r, "relu", kReluGrad, "relu", "max(x, 0)", "Relu", unary_grad<kReluGrad>);
   add_unary<Sigmoid>(r, "sigmoid", kSigmoidGrad, "sigmoid", "1 / (1 + exp(-x))", "Sigmoid",
                      unary_grad<kSigmoidGrad>);

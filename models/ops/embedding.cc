@@ -9,7 +9,8 @@ namespace {
 
 std::vector<TensorType> emb_shape(std::span<const TensorType> in, const Attrs&) {
   expect_rank(in[0], 2, "table");
-  if (is_float(in[1].dtype)) shape_fail(fmt::format("indices must be integers, got {}", dtype_name(in[1].dtype)));
+  if (is_float(in[1].dtype))
+    shape_fail(fmt::format("indices must be integers, got {}", dtype_name(in[1].dtype)));
   Shape out = in[1].shape;
   out.push_back(in[0].shape[1]);
   return {TensorType{out, in[0].dtype}};
@@ -49,21 +50,36 @@ double emb_grad_flops(std::span<const TensorType> in, std::span<const TensorType
   return static_cast<double>(in[1].numel());
 }
 void emb_grad(GradContext& c) {
-  if (c.need(0))
-    c.set_dx(0, c.emit("embedding_grad", {c.x(1), c.dout()}, {{"vocab", c.shape(c.x(0))[0]}}));
+  if (c.need(0)) c.set_dx(0, c.emit("embedding_grad", {c.x(1), c.dout()}, {{"vocab", c.shape(c.x(0))[0]}}));
 }
 
 }  // namespace
 
 void register_embedding_ops(OpRegistry& r) {
-  r.add({.name = "embedding", .symbol = "embedding", .summary = "row lookup: table[V,D] at integer indices",
-         .kind = OpKind::kDataMovement, .min_inputs = 2, .max_inputs = 2, .linear_in = {0}, .shape = emb_shape,
-         .flops = zero_count, .bytes = emb_bytes, .kernel = STRATA_KERNELS(emb_kernel), .grad = emb_grad,
+  r.add({.name = "embedding",
+         .symbol = "embedding",
+         .summary = "row lookup: table[V,D] at integer indices",
+         .kind = OpKind::kDataMovement,
+         .min_inputs = 2,
+         .max_inputs = 2,
+         .linear_in = {0},
+         .shape = emb_shape,
+         .flops = zero_count,
+         .bytes = emb_bytes,
+         .kernel = STRATA_KERNELS(emb_kernel),
+         .grad = emb_grad,
          .onnx_op = "Gather"});
-  r.add({.name = "embedding_grad", .symbol = "embedding_grad", .summary = "(indices, dy) -> table gradient",
-         .kind = OpKind::kDataMovement, .min_inputs = 2, .max_inputs = 2,
-         .attrs = {{"vocab", AttrKind::kInt, std::nullopt, "table rows"}}, .backward = true, .shape = emb_grad_shape,
-         .flops = emb_grad_flops, .kernel = STRATA_KERNELS(emb_grad_kernel)});
+  r.add({.name = "embedding_grad",
+         .symbol = "embedding_grad",
+         .summary = "(indices, dy) -> table gradient",
+         .kind = OpKind::kDataMovement,
+         .min_inputs = 2,
+         .max_inputs = 2,
+         .attrs = {{"vocab", AttrKind::kInt, std::nullopt, "table rows"}},
+         .backward = true,
+         .shape = emb_grad_shape,
+         .flops = emb_grad_flops,
+         .kernel = STRATA_KERNELS(emb_grad_kernel)});
 }
 
 }  // namespace strata::models::ops

@@ -15,7 +15,8 @@ std::vector<TensorType> concat_shape(std::span<const TensorType> in, const Attrs
   out[u(axis)] = 0;
   for (std::size_t k = 0; k < in.size(); ++k) {
     if (in[k].rank() != r || in[k].dtype != in[0].dtype)
-      shape_fail(fmt::format("input {} has type {}, expected rank {} and {}", k, type_str(in[k]), r, dtype_name(in[0].dtype)));
+      shape_fail(fmt::format("input {} has type {}, expected rank {} and {}", k, type_str(in[k]), r,
+                             dtype_name(in[0].dtype)));
     for (int d = 0; d < r; ++d)
       if (d != axis && in[k].shape[u(d)] != in[0].shape[u(d)])
         shape_fail(fmt::format("input {} differs from input 0 in dimension {}", k, d));
@@ -98,7 +99,8 @@ std::vector<int> perm_of(const Attrs& a, int rank) {
     for (int i = rank - 1; i >= 0; --i) perm.push_back(i);
     return perm;
   }
-  if (static_cast<int>(p.size()) != rank) shape_fail(fmt::format("perm has {} entries for rank {}", p.size(), rank));
+  if (static_cast<int>(p.size()) != rank)
+    shape_fail(fmt::format("perm has {} entries for rank {}", p.size(), rank));
   std::vector<bool> seen(u(rank), false);
   for (auto v : p) {
     const int ax = norm_axis(v, rank, "perm entry");
@@ -168,7 +170,8 @@ std::vector<TensorType> reshape_shape(std::span<const TensorType> in, const Attr
     }
   }
   if (infer >= 0) {
-    if (known == 0 || in[0].numel() % known) shape_fail(fmt::format("cannot infer -1 for {} elements", in[0].numel()));
+    if (known == 0 || in[0].numel() % known)
+      shape_fail(fmt::format("cannot infer -1 for {} elements", in[0].numel()));
     s[u(infer)] = in[0].numel() / known;
   }
   if (numel(s) != in[0].numel())
@@ -192,45 +195,93 @@ std::vector<TensorType> expand_shape(std::span<const TensorType> in, const Attrs
 template <class T>
 void expand_kernel(const KernelCall<T>& c) {
   const auto& os = *c.out[0].shape;
-  for_each_broadcast(os, *c.in[0].shape, os, [&](std::int64_t i, std::int64_t ia, std::int64_t) { c.out[0][i] = c.in[0][ia]; });
+  for_each_broadcast(os, *c.in[0].shape, os,
+                     [&](std::int64_t i, std::int64_t ia, std::int64_t) { c.out[0][i] = c.in[0][ia]; });
 }
-double expand_bytes(std::span<const TensorType>, std::span<const TensorType> out, const Attrs&) { return out[0].bytes(); }
+double expand_bytes(std::span<const TensorType>, std::span<const TensorType> out, const Attrs&) {
+  return out[0].bytes();
+}
 void expand_grad(GradContext& c) {
   if (c.need(0)) c.set_dx(0, c.dout());  // set_dx sums over the broadcast axes
 }
 
-double io_if_copy(std::span<const TensorType> in, std::span<const TensorType> out, const Attrs&) { return io_bytes(in, out); }
-double no_bytes(std::span<const TensorType>, std::span<const TensorType>, const Attrs&) { return 0; }
+double io_if_copy(std::span<const TensorType> in, std::span<const TensorType> out, const Attrs&) {
+  return io_bytes(in, out);
+}
+double no_bytes(std::span<const TensorType>, std::span<const TensorType>, const Attrs&) {
+  return 0;
+}
 
 }  // namespace
 
 void register_movement_ops(OpRegistry& r) {
-  r.add({.name = "concat", .symbol = "concat", .summary = "concatenate along an axis", .kind = OpKind::kDataMovement,
-         .min_inputs = 1, .max_inputs = -1, .attrs = {{"axis", AttrKind::kInt, std::nullopt, "concatenation axis"}},
-         .symbol_params = {"axis"}, .shape = concat_shape, .flops = zero_count, .bytes = io_if_copy,
-         .kernel = STRATA_KERNELS(concat_kernel), .grad = concat_grad, .onnx_op = "Concat"});
-  r.add({.name = "split", .symbol = "split", .summary = "split along an axis into pieces of the given sizes",
+  r.add({.name = "concat",
+         .symbol = "concat",
+         .summary = "concatenate along an axis",
+         .kind = OpKind::kDataMovement,
+         .min_inputs = 1,
+         .max_inputs = -1,
+         .attrs = {{"axis", AttrKind::kInt, std::nullopt, "concatenation axis"}},
+         .symbol_params = {"axis"},
+         .shape = concat_shape,
+         .flops = zero_count,
+         .bytes = io_if_copy,
+         .kernel = STRATA_KERNELS(concat_kernel),
+         .grad = concat_grad,
+         .onnx_op = "Concat"});
+  r.add({.name = "split",
+         .symbol = "split",
+         .summary = "split along an axis into pieces of the given sizes",
          .kind = OpKind::kDataMovement,
          .attrs = {{"axis", AttrKind::kInt, std::nullopt, "split axis"},
                    {"sizes", AttrKind::kInts, std::nullopt, "size of each output along the axis"}},
-         .symbol_params = {"axis"}, .shape = split_shape, .flops = zero_count, .bytes = io_if_copy,
-         .kernel = STRATA_KERNELS(split_kernel), .grad = split_grad, .onnx_op = "Split"});
-  r.add({.name = "transpose", .symbol = "transpose",
+         .symbol_params = {"axis"},
+         .shape = split_shape,
+         .flops = zero_count,
+         .bytes = io_if_copy,
+         .kernel = STRATA_KERNELS(split_kernel),
+         .grad = split_grad,
+         .onnx_op = "Split"});
+  r.add({.name = "transpose",
+         .symbol = "transpose",
          .summary = "permute dimensions; shuffle=0 is a layout (stride) change, shuffle=1 moves data",
          .kind = OpKind::kDataMovement,
          .attrs = {{"perm", AttrKind::kInts, Ints{}, "output axis i is input axis perm[i] (empty: reverse)"},
                    {"shuffle", AttrKind::kInt, std::int64_t{1}, "1: data-moving, 0: layout-only"}},
-         .symbol_params = {"perm", "shuffle"}, .linear_in = {0}, .shape = transpose_shape, .flops = zero_count,
-         .bytes = transpose_bytes, .kernel = STRATA_KERNELS(transpose_kernel), .grad = transpose_grad,
+         .symbol_params = {"perm", "shuffle"},
+         .linear_in = {0},
+         .shape = transpose_shape,
+         .flops = zero_count,
+         .bytes = transpose_bytes,
+         .kernel = STRATA_KERNELS(transpose_kernel),
+         .grad = transpose_grad,
          .onnx_op = "Transpose"});
-  r.add({.name = "reshape", .symbol = "reshape", .summary = "view with a new shape (one -1 is inferred)",
-         .kind = OpKind::kView, .attrs = {{"shape", AttrKind::kInts, std::nullopt, "target shape"}},
-         .symbol_params = {"shape"}, .linear_in = {0}, .shape = reshape_shape, .flops = zero_count, .bytes = no_bytes,
-         .kernel = STRATA_KERNELS(copy_kernel), .grad = reshape_grad, .onnx_op = "Reshape"});
-  r.add({.name = "expand", .symbol = "expand", .summary = "broadcast to a shape (numpy rules)",
-         .kind = OpKind::kDataMovement, .attrs = {{"shape", AttrKind::kInts, std::nullopt, "target shape"}},
-         .symbol_params = {"shape"}, .linear_in = {0}, .shape = expand_shape, .flops = zero_count,
-         .bytes = expand_bytes, .kernel = STRATA_KERNELS(expand_kernel), .grad = expand_grad, .onnx_op = "Expand"});
+  r.add({.name = "reshape",
+         .symbol = "reshape",
+         .summary = "view with a new shape (one -1 is inferred)",
+         .kind = OpKind::kView,
+         .attrs = {{"shape", AttrKind::kInts, std::nullopt, "target shape"}},
+         .symbol_params = {"shape"},
+         .linear_in = {0},
+         .shape = reshape_shape,
+         .flops = zero_count,
+         .bytes = no_bytes,
+         .kernel = STRATA_KERNELS(copy_kernel),
+         .grad = reshape_grad,
+         .onnx_op = "Reshape"});
+  r.add({.name = "expand",
+         .symbol = "expand",
+         .summary = "broadcast to a shape (numpy rules)",
+         .kind = OpKind::kDataMovement,
+         .attrs = {{"shape", AttrKind::kInts, std::nullopt, "target shape"}},
+         .symbol_params = {"shape"},
+         .linear_in = {0},
+         .shape = expand_shape,
+         .flops = zero_count,
+         .bytes = expand_bytes,
+         .kernel = STRATA_KERNELS(expand_kernel),
+         .grad = expand_grad,
+         .onnx_op = "Expand"});
 }
 
 }  // namespace strata::models::ops

@@ -7,14 +7,17 @@ namespace strata::models::ops {
 namespace {
 
 template <class T>
-T from_d(double v) { return Num<T>::from_double(v); }
+T from_d(double v) {
+  return Num<T>::from_double(v);
+}
 
 // ---------------- batchnorm: inputs x (N,C,...), scale, bias, mean, var (each [C]) ----------------
 std::vector<TensorType> bn_shape(std::span<const TensorType> in, const Attrs&) {
   expect_min_rank(in[0], 2, "input");
   const Shape ch{in[0].shape[1]};
   for (std::size_t i = 1; i < 5; ++i)
-    if (in[i].shape != ch) shape_fail(fmt::format("input {} must have shape [{}], got {}", i, ch[0], shape_str(in[i].shape)));
+    if (in[i].shape != ch)
+      shape_fail(fmt::format("input {} must have shape [{}], got {}", i, ch[0], shape_str(in[i].shape)));
   return {in[0]};
 }
 double bn_flops(std::span<const TensorType> in, std::span<const TensorType>, const Attrs&) {
@@ -83,7 +86,8 @@ std::vector<TensorType> ln_shape(std::span<const TensorType> in, const Attrs& a)
   const Shape norm(in[0].shape.begin() + axis, in[0].shape.end());
   for (std::size_t i = 1; i < in.size(); ++i)
     if (in[i].shape != norm)
-      shape_fail(fmt::format("input {} must have the normalized shape {}, got {}", i, shape_str(norm), shape_str(in[i].shape)));
+      shape_fail(fmt::format("input {} must have the normalized shape {}, got {}", i, shape_str(norm),
+                             shape_str(in[i].shape)));
   return {in[0]};
 }
 double norm_flops(std::span<const TensorType> in, std::span<const TensorType>, const Attrs&) {
@@ -206,7 +210,8 @@ void rms_grad_kernel(const KernelCall<T>& c) {  // (x, dy, gamma) -> dx, dgamma
   }
 }
 void rms_grad(GradContext& c) {
-  const auto g = c.emit_multi("rmsnorm_grad", {c.x(0), c.dout(), c.x(1)}, {{"epsilon", c.fwd.attrs.f("epsilon")}});
+  const auto g =
+      c.emit_multi("rmsnorm_grad", {c.x(0), c.dout(), c.x(1)}, {{"epsilon", c.fwd.attrs.f("epsilon")}});
   for (int i = 0; i < 2; ++i)
     if (c.need(i)) c.set_dx(i, g[static_cast<std::size_t>(i)]);
 }
@@ -241,7 +246,10 @@ void softmax_kernel(const KernelCall<T>& c) {
       for (std::int64_t k = 0; k < sp.dim; ++k) {
         T e{};
         if (k <= limit) {
-          if constexpr (std::is_same_v<T, double>) e = std::exp(x[k * sp.inner] - mx); else e = Num<T>::exp(x[k * sp.inner]);
+          if constexpr (std::is_same_v<T, double>)
+            e = std::exp(x[k * sp.inner] - mx);
+          else
+            e = Num<T>::exp(x[k * sp.inner]);
         }
         y[k * sp.inner] = e;
         sum += e;
@@ -258,12 +266,14 @@ std::vector<TensorType> softmax_grad_shape(std::span<const TensorType> in, const
 }
 template <class T>
 void softmax_grad_kernel(const KernelCall<T>& c) {
-  const auto sp = split_at(*c.in[0].shape, norm_axis(c.attrs.i("axis"), static_cast<int>(c.in[0].shape->size())));
+  const auto sp =
+      split_at(*c.in[0].shape, norm_axis(c.attrs.i("axis"), static_cast<int>(c.in[0].shape->size())));
   for (std::int64_t o = 0; o < sp.outer; ++o)
     for (std::int64_t in = 0; in < sp.inner; ++in) {
       const std::int64_t base = o * sp.dim * sp.inner + in;
       T dot{};
-      for (std::int64_t k = 0; k < sp.dim; ++k) dot += c.in[0][base + k * sp.inner] * c.in[1][base + k * sp.inner];
+      for (std::int64_t k = 0; k < sp.dim; ++k)
+        dot += c.in[0][base + k * sp.inner] * c.in[1][base + k * sp.inner];
       for (std::int64_t k = 0; k < sp.dim; ++k) {
         const std::int64_t i = base + k * sp.inner;
         c.out[0][i] = c.in[0][i] * (c.in[1][i] - dot);
@@ -280,35 +290,97 @@ const AttrSpec kLnAxis{"axis", AttrKind::kInt, std::int64_t{-1}, "first normaliz
 }  // namespace
 
 void register_normalization_ops(OpRegistry& r) {
-  r.add({.name = "batchnorm", .symbol = "batchnorm",
+  r.add({.name = "batchnorm",
+         .symbol = "batchnorm",
          .summary = "batch normalization with given statistics: (x - mean) * scale / sqrt(var + eps) + bias",
-         .kind = OpKind::kReduction, .min_inputs = 5, .max_inputs = 5, .attrs = {kEps}, .shape = bn_shape,
-         .flops = bn_flops, .kernel = STRATA_KERNELS(bn_kernel), .grad = bn_grad, .onnx_op = "BatchNormalization"});
-  r.add({.name = "batchnorm_grad", .symbol = "batchnorm_grad", .summary = "(x, dy, scale, mean, var) -> dx, dscale, dbias",
-         .kind = OpKind::kReduction, .min_inputs = 5, .max_inputs = 5, .attrs = {kEps}, .backward = true,
-         .shape = bn_grad_shape, .flops = bn_flops, .kernel = STRATA_KERNELS(bn_grad_kernel)});
-  r.add({.name = "layernorm", .symbol = "layernorm", .summary = "layer normalization over dims [axis, rank)",
-         .kind = OpKind::kReduction, .min_inputs = 2, .max_inputs = 3, .attrs = {kLnAxis, kEps}, .shape = ln_shape,
-         .flops = norm_flops, .kernel = STRATA_KERNELS(ln_kernel), .grad = ln_grad, .onnx_op = "LayerNormalization"});
-  r.add({.name = "layernorm_grad", .symbol = "layernorm_grad", .summary = "(x, dy, gamma) -> dx, dgamma, dbeta",
-         .kind = OpKind::kReduction, .min_inputs = 3, .max_inputs = 3, .attrs = {kLnAxis, kEps}, .backward = true,
-         .shape = ln_grad_shape, .flops = norm_flops, .kernel = STRATA_KERNELS(ln_grad_kernel)});
-  r.add({.name = "rmsnorm", .symbol = "rmsnorm", .summary = "x / sqrt(mean(x^2) + eps) * gamma over the last dim",
-         .kind = OpKind::kReduction, .min_inputs = 2, .max_inputs = 2, .attrs = {kEps}, .shape = rms_shape,
-         .flops = norm_flops, .kernel = STRATA_KERNELS(rms_kernel), .grad = rms_grad});
-  r.add({.name = "rmsnorm_grad", .symbol = "rmsnorm_grad", .summary = "(x, dy, gamma) -> dx, dgamma",
-         .kind = OpKind::kReduction, .min_inputs = 3, .max_inputs = 3, .attrs = {kEps}, .backward = true,
-         .shape = rms_grad_shape, .flops = norm_flops, .kernel = STRATA_KERNELS(rms_grad_kernel)});
-  r.add({.name = "softmax", .symbol = "softmax", .summary = "softmax along an axis; causal=1 masks keys after the query",
+         .kind = OpKind::kReduction,
+         .min_inputs = 5,
+         .max_inputs = 5,
+         .attrs = {kEps},
+         .shape = bn_shape,
+         .flops = bn_flops,
+         .kernel = STRATA_KERNELS(bn_kernel),
+         .grad = bn_grad,
+         .onnx_op = "BatchNormalization"});
+  r.add({.name = "batchnorm_grad",
+         .symbol = "batchnorm_grad",
+         .summary = "(x, dy, scale, mean, var) -> dx, dscale, dbias",
+         .kind = OpKind::kReduction,
+         .min_inputs = 5,
+         .max_inputs = 5,
+         .attrs = {kEps},
+         .backward = true,
+         .shape = bn_grad_shape,
+         .flops = bn_flops,
+         .kernel = STRATA_KERNELS(bn_grad_kernel)});
+  r.add({.name = "layernorm",
+         .symbol = "layernorm",
+         .summary = "layer normalization over dims [axis, rank)",
+         .kind = OpKind::kReduction,
+         .min_inputs = 2,
+         .max_inputs = 3,
+         .attrs = {kLnAxis, kEps},
+         .shape = ln_shape,
+         .flops = norm_flops,
+         .kernel = STRATA_KERNELS(ln_kernel),
+         .grad = ln_grad,
+         .onnx_op = "LayerNormalization"});
+  r.add({.name = "layernorm_grad",
+         .symbol = "layernorm_grad",
+         .summary = "(x, dy, gamma) -> dx, dgamma, dbeta",
+         .kind = OpKind::kReduction,
+         .min_inputs = 3,
+         .max_inputs = 3,
+         .attrs = {kLnAxis, kEps},
+         .backward = true,
+         .shape = ln_grad_shape,
+         .flops = norm_flops,
+         .kernel = STRATA_KERNELS(ln_grad_kernel)});
+  r.add({.name = "rmsnorm",
+         .symbol = "rmsnorm",
+         .summary = "x / sqrt(mean(x^2) + eps) * gamma over the last dim",
+         .kind = OpKind::kReduction,
+         .min_inputs = 2,
+         .max_inputs = 2,
+         .attrs = {kEps},
+         .shape = rms_shape,
+         .flops = norm_flops,
+         .kernel = STRATA_KERNELS(rms_kernel),
+         .grad = rms_grad});
+  r.add({.name = "rmsnorm_grad",
+         .symbol = "rmsnorm_grad",
+         .summary = "(x, dy, gamma) -> dx, dgamma",
+         .kind = OpKind::kReduction,
+         .min_inputs = 3,
+         .max_inputs = 3,
+         .attrs = {kEps},
+         .backward = true,
+         .shape = rms_grad_shape,
+         .flops = norm_flops,
+         .kernel = STRATA_KERNELS(rms_grad_kernel)});
+  r.add({.name = "softmax",
+         .symbol = "softmax",
+         .summary = "softmax along an axis; causal=1 masks keys after the query",
          .kind = OpKind::kReduction,
          .attrs = {{"axis", AttrKind::kInt, std::int64_t{-1}, "softmax axis"},
                    {"causal", AttrKind::kInt, std::int64_t{0}, "1: causal mask over the last two dims"}},
-         .symbol_params = {"axis", "causal"}, .shape = softmax_shape, .flops = softmax_flops,
-         .kernel = STRATA_KERNELS(softmax_kernel), .grad = softmax_grad, .onnx_op = "Softmax"});
-  r.add({.name = "softmax_grad", .symbol = "softmax_grad", .summary = "(y, dy) -> y * (dy - sum(dy * y))",
-         .kind = OpKind::kReduction, .min_inputs = 2, .max_inputs = 2,
-         .attrs = {{"axis", AttrKind::kInt, std::int64_t{-1}, "softmax axis"}}, .backward = true,
-         .shape = softmax_grad_shape, .flops = softmax_flops, .kernel = STRATA_KERNELS(softmax_grad_kernel)});
+         .symbol_params = {"axis", "causal"},
+         .shape = softmax_shape,
+         .flops = softmax_flops,
+         .kernel = STRATA_KERNELS(softmax_kernel),
+         .grad = softmax_grad,
+         .onnx_op = "Softmax"});
+  r.add({.name = "softmax_grad",
+         .symbol = "softmax_grad",
+         .summary = "(y, dy) -> y * (dy - sum(dy * y))",
+         .kind = OpKind::kReduction,
+         .min_inputs = 2,
+         .max_inputs = 2,
+         .attrs = {{"axis", AttrKind::kInt, std::int64_t{-1}, "softmax axis"}},
+         .backward = true,
+         .shape = softmax_grad_shape,
+         .flops = softmax_flops,
+         .kernel = STRATA_KERNELS(softmax_grad_kernel)});
 }
 
 }  // namespace strata::models::ops

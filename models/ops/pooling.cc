@@ -9,7 +9,8 @@ struct PoolGeom {
   std::int64_t nc, h, w, kh, kw, sh, sw, pt, pl, pb, pr, oh, ow;
   bool include_pad;
 };
-std::int64_t pool_out(std::int64_t in, std::int64_t k, std::int64_t s, std::int64_t p0, std::int64_t p1, bool ceil) {
+std::int64_t pool_out(std::int64_t in, std::int64_t k, std::int64_t s, std::int64_t p0, std::int64_t p1,
+                      bool ceil) {
   const std::int64_t span = in + p0 + p1 - k;
   if (span < 0) shape_fail("pooling window larger than the padded input");
   std::int64_t o = (ceil ? (span + s - 1) / s : span / s) + 1;
@@ -23,10 +24,12 @@ PoolGeom pool_geom(const Shape& x, const Attrs& a) {
   if (k.size() != 2 || k[0] < 1 || k[1] < 1) shape_fail("kernel must be two positive integers");
   if (s.size() != 2 || s[0] < 1 || s[1] < 1) shape_fail("strides must be two positive integers");
   if (p.size() != 4) shape_fail("pads must be [top, left, bottom, right]");
-  if (p[0] >= k[0] || p[2] >= k[0] || p[1] >= k[1] || p[3] >= k[1]) shape_fail("padding must be smaller than the kernel");
+  if (p[0] >= k[0] || p[2] >= k[0] || p[1] >= k[1] || p[3] >= k[1])
+    shape_fail("padding must be smaller than the kernel");
   const bool ceil = a.i("ceil_mode") != 0;
-  PoolGeom g{x[0] * x[1], x[2], x[3], k[0], k[1], s[0], s[1], p[0], p[1], p[2], p[3], 0, 0,
-             a.has("count_include_pad") && a.i("count_include_pad") != 0};
+  PoolGeom g{
+      x[0] * x[1], x[2], x[3], k[0], k[1], s[0], s[1],
+      p[0],        p[1], p[2], p[3], 0,    0,    a.has("count_include_pad") && a.i("count_include_pad") != 0};
   g.oh = pool_out(x[2], k[0], s[0], p[0], p[2], ceil);
   g.ow = pool_out(x[3], k[1], s[1], p[1], p[3], ceil);
   return g;
@@ -50,15 +53,16 @@ void windows(const PoolGeom& g, F&& f) {
         const std::int64_t ys = oy * g.sh - g.pt, xs = ox * g.sw - g.pl;
         const std::int64_t ye = std::min(ys + g.kh, g.h + g.pb), xe = std::min(xs + g.kw, g.w + g.pr);
         const std::int64_t padded = (ye - ys) * (xe - xs);
-        f(p, (p * g.oh + oy) * g.ow + ox, std::max<std::int64_t>(ys, 0), std::min(ye, g.h), std::max<std::int64_t>(xs, 0),
-          std::min(xe, g.w), padded);
+        f(p, (p * g.oh + oy) * g.ow + ox, std::max<std::int64_t>(ys, 0), std::min(ye, g.h),
+          std::max<std::int64_t>(xs, 0), std::min(xe, g.w), padded);
       }
 }
 
 template <class T>
 void maxpool_kernel(const KernelCall<T>& c) {
   const auto g = pool_geom(*c.in[0].shape, c.attrs);
-  windows(g, [&](std::int64_t p, std::int64_t oi, std::int64_t y0, std::int64_t y1, std::int64_t x0, std::int64_t x1, std::int64_t) {
+  windows(g, [&](std::int64_t p, std::int64_t oi, std::int64_t y0, std::int64_t y1, std::int64_t x0,
+                 std::int64_t x1, std::int64_t) {
     const T* plane = c.in[0].data + p * g.h * g.w;
     T best = plane[y0 * g.w + x0];
     for (std::int64_t y = y0; y < y1; ++y)
@@ -70,8 +74,8 @@ void maxpool_kernel(const KernelCall<T>& c) {
 template <class T>
 void avgpool_kernel(const KernelCall<T>& c) {
   const auto g = pool_geom(*c.in[0].shape, c.attrs);
-  windows(g, [&](std::int64_t p, std::int64_t oi, std::int64_t y0, std::int64_t y1, std::int64_t x0, std::int64_t x1,
-                 std::int64_t padded) {
+  windows(g, [&](std::int64_t p, std::int64_t oi, std::int64_t y0, std::int64_t y1, std::int64_t x0,
+                 std::int64_t x1, std::int64_t padded) {
     const T* plane = c.in[0].data + p * g.h * g.w;
     T sum{};
     for (std::int64_t y = y0; y < y1; ++y)
@@ -91,7 +95,8 @@ template <class T>
 void maxpool_grad_kernel(const KernelCall<T>& c) {
   const auto g = pool_geom(*c.in[0].shape, c.attrs);
   for (std::int64_t i = 0; i < c.out[0].numel; ++i) c.out[0][i] = T{};
-  windows(g, [&](std::int64_t p, std::int64_t oi, std::int64_t y0, std::int64_t y1, std::int64_t x0, std::int64_t x1, std::int64_t) {
+  windows(g, [&](std::int64_t p, std::int64_t oi, std::int64_t y0, std::int64_t y1, std::int64_t x0,
+                 std::int64_t x1, std::int64_t) {
     const T* plane = c.in[0].data + p * g.h * g.w;
     std::int64_t arg = y0 * g.w + x0;
     for (std::int64_t y = y0; y < y1; ++y)
@@ -111,8 +116,8 @@ template <class T>
 void avgpool_grad_kernel(const KernelCall<T>& c) {
   const auto g = pool_geom(*c.out[0].shape, c.attrs);
   for (std::int64_t i = 0; i < c.out[0].numel; ++i) c.out[0][i] = T{};
-  windows(g, [&](std::int64_t p, std::int64_t oi, std::int64_t y0, std::int64_t y1, std::int64_t x0, std::int64_t x1,
-                 std::int64_t padded) {
+  windows(g, [&](std::int64_t p, std::int64_t oi, std::int64_t y0, std::int64_t y1, std::int64_t x0,
+                 std::int64_t x1, std::int64_t padded) {
     const std::int64_t count = g.include_pad ? padded : (y1 - y0) * (x1 - x0);
     const T share = c.in[0][oi] * Num<T>::inv(Num<T>::from_int(count));
     T* plane = c.out[0].data + p * g.h * g.w;
@@ -136,7 +141,8 @@ std::vector<AttrSpec> pool_attrs(bool avg, bool grad) {
                              {"strides", AttrKind::kInts, Ints{1, 1}, "[stride_h, stride_w]"},
                              {"pads", AttrKind::kInts, Ints{0, 0, 0, 0}, "[top, left, bottom, right]"},
                              {"ceil_mode", AttrKind::kInt, std::int64_t{0}, "1: round the output size up"}};
-  if (avg) a.push_back({"count_include_pad", AttrKind::kInt, std::int64_t{0}, "1: padding counts in the divisor"});
+  if (avg)
+    a.push_back({"count_include_pad", AttrKind::kInt, std::int64_t{0}, "1: padding counts in the divisor"});
   if (grad && avg) a.push_back({"input_shape", AttrKind::kInts, std::nullopt, "forward input shape"});
   return a;
 }
@@ -144,20 +150,49 @@ std::vector<AttrSpec> pool_attrs(bool avg, bool grad) {
 }  // namespace
 
 void register_pooling_ops(OpRegistry& r) {
-  r.add({.name = "maxpool2d", .symbol = "pool2d_max", .summary = "2-D max pooling (NCHW)", .kind = OpKind::kDataMovement,
-         .attrs = pool_attrs(false, false), .symbol_params = {"kernel", "strides", "pads"}, .shape = pool_shape,
-         .flops = pool_flops, .kernel = STRATA_KERNELS(maxpool_kernel), .grad = maxpool_grad, .onnx_op = "MaxPool"});
-  r.add({.name = "avgpool2d", .symbol = "pool2d_avg", .summary = "2-D average pooling (NCHW)",
-         .kind = OpKind::kDataMovement, .attrs = pool_attrs(true, false),
-         .symbol_params = {"kernel", "strides", "pads"}, .linear_in = {0}, .shape = pool_shape, .flops = pool_flops,
-         .kernel = STRATA_KERNELS(avgpool_kernel), .grad = avgpool_grad, .onnx_op = "AveragePool"});
-  r.add({.name = "maxpool2d_grad", .symbol = "pool2d_max_grad", .summary = "gradient of max pooling (to the argmax)",
-         .kind = OpKind::kDataMovement, .min_inputs = 2, .max_inputs = 2, .attrs = pool_attrs(false, true),
-         .backward = true, .shape = maxpool_grad_shape, .flops = pool_flops,
+  r.add({.name = "maxpool2d",
+         .symbol = "pool2d_max",
+         .summary = "2-D max pooling (NCHW)",
+         .kind = OpKind::kDataMovement,
+         .attrs = pool_attrs(false, false),
+         .symbol_params = {"kernel", "strides", "pads"},
+         .shape = pool_shape,
+         .flops = pool_flops,
+         .kernel = STRATA_KERNELS(maxpool_kernel),
+         .grad = maxpool_grad,
+         .onnx_op = "MaxPool"});
+  r.add({.name = "avgpool2d",
+         .symbol = "pool2d_avg",
+         .summary = "2-D average pooling (NCHW)",
+         .kind = OpKind::kDataMovement,
+         .attrs = pool_attrs(true, false),
+         .symbol_params = {"kernel", "strides", "pads"},
+         .linear_in = {0},
+         .shape = pool_shape,
+         .flops = pool_flops,
+         .kernel = STRATA_KERNELS(avgpool_kernel),
+         .grad = avgpool_grad,
+         .onnx_op = "AveragePool"});
+  r.add({.name = "maxpool2d_grad",
+         .symbol = "pool2d_max_grad",
+         .summary = "gradient of max pooling (to the argmax)",
+         .kind = OpKind::kDataMovement,
+         .min_inputs = 2,
+         .max_inputs = 2,
+         .attrs = pool_attrs(false, true),
+         .backward = true,
+         .shape = maxpool_grad_shape,
+         .flops = pool_flops,
          .kernel = STRATA_KERNELS(maxpool_grad_kernel)});
-  r.add({.name = "avgpool2d_grad", .symbol = "pool2d_avg_grad", .summary = "gradient of average pooling",
-         .kind = OpKind::kDataMovement, .attrs = pool_attrs(true, true), .backward = true,
-         .shape = avgpool_grad_shape, .flops = pool_flops, .kernel = STRATA_KERNELS(avgpool_grad_kernel)});
+  r.add({.name = "avgpool2d_grad",
+         .symbol = "pool2d_avg_grad",
+         .summary = "gradient of average pooling",
+         .kind = OpKind::kDataMovement,
+         .attrs = pool_attrs(true, true),
+         .backward = true,
+         .shape = avgpool_grad_shape,
+         .flops = pool_flops,
+         .kernel = STRATA_KERNELS(avgpool_grad_kernel)});
 }
 
 }  // namespace strata::models::ops

@@ -14,8 +14,10 @@ std::vector<TensorType> reduce_shape(std::span<const TensorType> in, const Attrs
   const auto m = reduced_mask(in[0].shape, a);
   Shape out;
   for (std::size_t i = 0; i < m.size(); ++i) {
-    if (!m[i]) out.push_back(in[0].shape[i]);
-    else if (a.i("keepdims")) out.push_back(1);
+    if (!m[i])
+      out.push_back(in[0].shape[i]);
+    else if (a.i("keepdims"))
+      out.push_back(1);
   }
   return {TensorType{out, in[0].dtype}};
 }
@@ -29,14 +31,21 @@ void reduce_kernel(const KernelCall<T>& c) {
   Shape kept(s.size());  // output shape with keepdims
   for (std::size_t i = 0; i < s.size(); ++i) kept[i] = m[i] ? 1 : s[i];
   for (std::int64_t i = 0; i < c.out[0].numel; ++i) c.out[0][i] = T{};
-  for_each_broadcast(s, kept, s, [&](std::int64_t i, std::int64_t io, std::int64_t) { c.out[0][io] += c.in[0][i]; });
+  for_each_broadcast(s, kept, s,
+                     [&](std::int64_t i, std::int64_t io, std::int64_t) { c.out[0][io] += c.in[0][i]; });
   if constexpr (kMean) {
     const T inv = Num<T>::inv(Num<T>::from_int(c.in[0].numel / std::max<std::int64_t>(c.out[0].numel, 1)));
     for (std::int64_t i = 0; i < c.out[0].numel; ++i) c.out[0][i] = c.out[0][i] * inv;
   }
 }
-template <class T> void sum_kernel(const KernelCall<T>& c) { reduce_kernel<T, false>(c); }
-template <class T> void mean_kernel(const KernelCall<T>& c) { reduce_kernel<T, true>(c); }
+template <class T>
+void sum_kernel(const KernelCall<T>& c) {
+  reduce_kernel<T, false>(c);
+}
+template <class T>
+void mean_kernel(const KernelCall<T>& c) {
+  reduce_kernel<T, true>(c);
+}
 
 template <bool kMean>
 void reduce_grad(GradContext& c) {
@@ -47,23 +56,41 @@ void reduce_grad(GradContext& c) {
   for (std::size_t i = 0; i < s.size(); ++i) kept[i] = m[i] ? 1 : s[i];
   ValueId g = c.emit("reshape", {c.dout()}, {{"shape", kept}});
   g = c.emit("expand", {g}, {{"shape", s}});
-  if (kMean) g = c.emit("scalar_mul", {g, c.scalar(static_cast<double>(numel(kept)) / static_cast<double>(numel(s)))});
+  if (kMean)
+    g = c.emit("scalar_mul", {g, c.scalar(static_cast<double>(numel(kept)) / static_cast<double>(numel(s)))});
   c.set_dx(0, g);
 }
 
-const std::vector<AttrSpec> kReduceAttrs = {{"axes", AttrKind::kInts, Ints{}, "axes to reduce (empty: all)"},
-                                            {"keepdims", AttrKind::kInt, std::int64_t{1}, "1: keep reduced dims as 1"}};
+const std::vector<AttrSpec> kReduceAttrs = {
+    {"axes", AttrKind::kInts, Ints{}, "axes to reduce (empty: all)"},
+    {"keepdims", AttrKind::kInt, std::int64_t{1}, "1: keep reduced dims as 1"}};
 
 }  // namespace
 
 void register_reduction_ops(OpRegistry& r) {
-  r.add({.name = "reduce_sum", .symbol = "reduce_sum", .summary = "sum over axes", .kind = OpKind::kReduction,
-         .attrs = kReduceAttrs, .symbol_params = {"axes", "keepdims"}, .linear_in = {0}, .shape = reduce_shape,
-         .flops = reduce_flops, .kernel = STRATA_KERNELS(sum_kernel), .grad = reduce_grad<false>,
+  r.add({.name = "reduce_sum",
+         .symbol = "reduce_sum",
+         .summary = "sum over axes",
+         .kind = OpKind::kReduction,
+         .attrs = kReduceAttrs,
+         .symbol_params = {"axes", "keepdims"},
+         .linear_in = {0},
+         .shape = reduce_shape,
+         .flops = reduce_flops,
+         .kernel = STRATA_KERNELS(sum_kernel),
+         .grad = reduce_grad<false>,
          .onnx_op = "ReduceSum"});
-  r.add({.name = "reduce_mean", .symbol = "reduce_mean", .summary = "mean over axes", .kind = OpKind::kReduction,
-         .attrs = kReduceAttrs, .symbol_params = {"axes", "keepdims"}, .linear_in = {0}, .shape = reduce_shape,
-         .flops = reduce_flops, .kernel = STRATA_KERNELS(mean_kernel), .grad = reduce_grad<true>,
+  r.add({.name = "reduce_mean",
+         .symbol = "reduce_mean",
+         .summary = "mean over axes",
+         .kind = OpKind::kReduction,
+         .attrs = kReduceAttrs,
+         .symbol_params = {"axes", "keepdims"},
+         .linear_in = {0},
+         .shape = reduce_shape,
+         .flops = reduce_flops,
+         .kernel = STRATA_KERNELS(mean_kernel),
+         .grad = reduce_grad<true>,
          .onnx_op = "ReduceMean"});
 }
 

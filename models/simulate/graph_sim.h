@@ -22,9 +22,9 @@ struct OpBreakdown {
 };
 
 struct GraphSimResult {
-  double seconds = 0;                 // makespan
-  std::vector<double> node_seconds;   // per node (0 for views)
-  std::vector<OpBreakdown> by_op;     // sorted by time, largest first (ties by name)
+  double seconds = 0;                // makespan
+  std::vector<double> node_seconds;  // per node (0 for views)
+  std::vector<OpBreakdown> by_op;    // sorted by time, largest first (ties by name)
   double flops = 0;
   MemoryProfile memory;
   sim::TaskGraph tasks;

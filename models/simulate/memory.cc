@@ -28,10 +28,18 @@ MemoryProfile memory_profile(const Graph& g) {
       persistent[i] = true;
       const double b = v.type.bytes();
       switch (v.kind) {
-        case ValueKind::kParam: m.params += b; break;
-        case ValueKind::kOptState: m.optimizer_state += b; break;
-        case ValueKind::kConstant: m.constants += b; break;
-        default: m.inputs += b; break;
+        case ValueKind::kParam:
+          m.params += b;
+          break;
+        case ValueKind::kOptState:
+          m.optimizer_state += b;
+          break;
+        case ValueKind::kConstant:
+          m.constants += b;
+          break;
+        default:
+          m.inputs += b;
+          break;
       }
     }
   }
@@ -47,7 +55,8 @@ MemoryProfile memory_profile(const Graph& g) {
       death[r] = std::max(death[r], ni);
     }
   }
-  for (auto v : g.outputs()) death[static_cast<std::size_t>(root[static_cast<std::size_t>(v)])] = num_nodes - 1;
+  for (auto v : g.outputs())
+    death[static_cast<std::size_t>(root[static_cast<std::size_t>(v)])] = num_nodes - 1;
   std::vector<double> delta(static_cast<std::size_t>(num_nodes) + 1, 0.0);
   for (std::size_t r = 0; r < nv; ++r) {
     if (persistent[r] || birth[r] < 0 || root[r] != static_cast<ValueId>(r)) continue;

@@ -13,10 +13,10 @@ namespace strata::models {
 
 struct GradContext {
   Graph& g;
-  Node fwd;                     // a copy: emitting nodes may reallocate the graph's node list
-  std::vector<ValueId> dy;      // per forward output; kNoValue where no gradient flows
-  std::vector<bool> needs;      // per forward input: whether its gradient is wanted
-  std::vector<ValueId> dx;      // per forward input, set by the rule
+  Node fwd;                 // a copy: emitting nodes may reallocate the graph's node list
+  std::vector<ValueId> dy;  // per forward output; kNoValue where no gradient flows
+  std::vector<bool> needs;  // per forward input: whether its gradient is wanted
+  std::vector<ValueId> dx;  // per forward input, set by the rule
 
   ValueId x(int i) const { return fwd.inputs[static_cast<std::size_t>(i)]; }
   ValueId y(int i) const { return fwd.outputs[static_cast<std::size_t>(i)]; }

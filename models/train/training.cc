@@ -18,11 +18,14 @@ TrainingGraph derive_training_graph(const Graph& forward, const TrainOptions& op
   for (std::size_t i = 0; i < nvals; ++i) {
     const auto& v = forward.values()[i];
     needs_grad[i] = v.kind == ValueKind::kParam ||
-                  (options.input_grads && v.kind == ValueKind::kInput && is_float(v.type.dtype));
+                    (options.input_grads && v.kind == ValueKind::kInput && is_float(v.type.dtype));
   }
   for (const auto& n : forward.nodes()) {
-    if (n.op->backward) throw GraphError(fmt::format("node '{}' ({}) is already a backward or update operator; "
-                                                     "derive training graphs from forward graphs only", n.name, n.op->name));
+    if (n.op->backward)
+      throw GraphError(
+          fmt::format("node '{}' ({}) is already a backward or update operator; "
+                      "derive training graphs from forward graphs only",
+                      n.name, n.op->name));
     bool any = false;
     for (auto v : n.inputs) any = any || needs_grad[static_cast<std::size_t>(v)];
     for (auto v : n.outputs) needs_grad[static_cast<std::size_t>(v)] = any;
@@ -34,7 +37,8 @@ TrainingGraph derive_training_graph(const Graph& forward, const TrainOptions& op
     if (slot == kNoValue) {
       slot = d;
     } else {
-      slot = g.add_node("ewadd", {slot, d}, {}, fmt::format("{}/grad/accumulate{}", forward.value(v).name, g.nodes().size()),
+      slot = g.add_node("ewadd", {slot, d}, {},
+                        fmt::format("{}/grad/accumulate{}", forward.value(v).name, g.nodes().size()),
                         ValueKind::kGradient)[0];
     }
   };
@@ -61,7 +65,8 @@ TrainingGraph derive_training_graph(const Graph& forward, const TrainOptions& op
     }
     if (!any_need) continue;
     if (!node.op->grad)
-      throw GraphError(fmt::format("node '{}': operator '{}' has no gradient rule", node.name, node.op->name));
+      throw GraphError(
+          fmt::format("node '{}': operator '{}' has no gradient rule", node.name, node.op->name));
     ctx.dx.assign(node.inputs.size(), kNoValue);
     node.op->grad(ctx);
     for (std::size_t i = 0; i < node.inputs.size(); ++i)
@@ -103,13 +108,15 @@ TrainingGraph derive_training_graph(const Graph& forward, const TrainOptions& op
     if (d == kNoValue || options.optimizer == Optimizer::kNone) continue;
     const auto& pname = forward.value(p).name;
     if (options.optimizer == Optimizer::kSgd) {
-      auto outs = g.add_node("sgd_update", {p, d}, {{"lr", options.lr}}, pname + "/update", ValueKind::kParam);
+      auto outs =
+          g.add_node("sgd_update", {p, d}, {{"lr", options.lr}}, pname + "/update", ValueKind::kParam);
       g.mark_output(outs[0]);
     } else {
       TensorType st{g.type(p).shape, options.optimizer_state_dtype};
       const auto m = g.add_source(pname + ".adam_m", st, ValueKind::kOptState);
       const auto v = g.add_source(pname + ".adam_v", st, ValueKind::kOptState);
-      auto outs = g.add_node("adam_update", {p, d, m, v}, {{"lr", options.lr}}, pname + "/update", ValueKind::kParam);
+      auto outs =
+          g.add_node("adam_update", {p, d, m, v}, {{"lr", options.lr}}, pname + "/update", ValueKind::kParam);
       g.set_value_kind(outs[1], ValueKind::kOptState);
       g.set_value_kind(outs[2], ValueKind::kOptState);
       for (auto o : outs) g.mark_output(o);

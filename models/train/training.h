@@ -23,13 +23,13 @@ struct TrainOptions {
 
 struct TrainingGraph {
   Graph graph;
-  std::vector<ValueId> params;       // trainable parameters
-  std::vector<ValueId> param_grads;  // parallel to params (kNoValue: parameter does not affect the outputs)
-  std::vector<ValueId> output_grads;     // the seeded dL/dy inputs, parallel to forward outputs
-  std::vector<ValueId> inputs;           // with input_grads: the forward inputs ...
-  std::vector<ValueId> input_grads;      // ... and their gradients (kNoValue where none)
-  int num_forward_nodes = 0;             // nodes [0, n) are the forward pass
-  int first_update_node = 0;             // nodes [first_update_node, end) are optimizer updates
+  std::vector<ValueId> params;        // trainable parameters
+  std::vector<ValueId> param_grads;   // parallel to params (kNoValue: parameter does not affect the outputs)
+  std::vector<ValueId> output_grads;  // the seeded dL/dy inputs, parallel to forward outputs
+  std::vector<ValueId> inputs;        // with input_grads: the forward inputs ...
+  std::vector<ValueId> input_grads;   // ... and their gradients (kNoValue where none)
+  int num_forward_nodes = 0;          // nodes [0, n) are the forward pass
+  int first_update_node = 0;          // nodes [first_update_node, end) are optimizer updates
 };
 
 // Throws GraphError when a node that needs a gradient has no gradient rule (naming the node and operator).

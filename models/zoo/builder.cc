@@ -4,7 +4,8 @@ namespace strata::models::zoo {
 
 ValueId NetBuilder::conv(ValueId x, const Conv& c, const std::string& leaf) {
   const auto s = shape(x);
-  const std::int64_t ph = c.pad_h >= 0 ? c.pad_h : (c.kh - 1) / 2, pw = c.pad_w >= 0 ? c.pad_w : (c.kw - 1) / 2;
+  const std::int64_t ph = c.pad_h >= 0 ? c.pad_h : (c.kh - 1) / 2,
+                     pw = c.pad_w >= 0 ? c.pad_w : (c.kw - 1) / 2;
   std::vector<ValueId> in = {x, param(leaf + ".weight", {c.out, s[1] / c.groups, c.kh, c.kw})};
   if (c.bias) in.push_back(param(leaf + ".bias", {c.out}));
   return op("conv2d", std::move(in),
@@ -20,8 +21,10 @@ ValueId NetBuilder::batchnorm(ValueId x, const std::string& leaf, double eps) {
   const auto scale = param(leaf + ".weight", {ch});
   const auto bias = param(leaf + ".bias", {ch});
   // Running statistics are buffers, not trained: constants with the identity normalization.
-  const auto mean = g_.add_constant(name(leaf + ".running_mean"), {{ch}, dtype_}, std::vector<double>(static_cast<std::size_t>(ch), 0.0));
-  const auto var = g_.add_constant(name(leaf + ".running_var"), {{ch}, dtype_}, std::vector<double>(static_cast<std::size_t>(ch), 1.0));
+  const auto mean = g_.add_constant(name(leaf + ".running_mean"), {{ch}, dtype_},
+                                    std::vector<double>(static_cast<std::size_t>(ch), 0.0));
+  const auto var = g_.add_constant(name(leaf + ".running_var"), {{ch}, dtype_},
+                                   std::vector<double>(static_cast<std::size_t>(ch), 1.0));
   return op("batchnorm", {x, scale, bias, mean, var}, {{"epsilon", eps}}, leaf);
 }
 
@@ -33,14 +36,18 @@ ValueId NetBuilder::conv_bn(ValueId x, const Conv& c, const std::string& leaf, d
   return c.relu ? relu(y, leaf + ".relu") : y;
 }
 
-ValueId NetBuilder::maxpool(ValueId x, std::int64_t k, std::int64_t s, std::int64_t pad, const std::string& leaf, bool ceil) {
+ValueId NetBuilder::maxpool(ValueId x, std::int64_t k, std::int64_t s, std::int64_t pad,
+                            const std::string& leaf, bool ceil) {
   return op("maxpool2d", {x},
-            {{"kernel", Ints{k, k}}, {"strides", Ints{s, s}}, {"pads", Ints{pad, pad, pad, pad}}, {"ceil_mode", std::int64_t{ceil}}},
+            {{"kernel", Ints{k, k}},
+             {"strides", Ints{s, s}},
+             {"pads", Ints{pad, pad, pad, pad}},
+             {"ceil_mode", std::int64_t{ceil}}},
             leaf);
 }
 
-ValueId NetBuilder::avgpool(ValueId x, std::int64_t k, std::int64_t s, std::int64_t pad, const std::string& leaf,
-                            bool count_include_pad) {
+ValueId NetBuilder::avgpool(ValueId x, std::int64_t k, std::int64_t s, std::int64_t pad,
+                            const std::string& leaf, bool count_include_pad) {
   return op("avgpool2d", {x},
             {{"kernel", Ints{k, k}},
              {"strides", Ints{s, s}},

@@ -55,17 +55,19 @@ class NetBuilder {
   ValueId conv_bn(ValueId x, const Conv& c, const std::string& leaf, double bn_eps = 1e-5);
   ValueId batchnorm(ValueId x, const std::string& leaf, double eps = 1e-5);
   ValueId relu(ValueId x, const std::string& leaf = "relu") { return op("relu", {x}, {}, leaf); }
-  ValueId maxpool(ValueId x, std::int64_t k, std::int64_t s, std::int64_t pad, const std::string& leaf = "maxpool",
-                  bool ceil = false);
-  ValueId avgpool(ValueId x, std::int64_t k, std::int64_t s, std::int64_t pad, const std::string& leaf = "avgpool",
-                  bool count_include_pad = true);
+  ValueId maxpool(ValueId x, std::int64_t k, std::int64_t s, std::int64_t pad,
+                  const std::string& leaf = "maxpool", bool ceil = false);
+  ValueId avgpool(ValueId x, std::int64_t k, std::int64_t s, std::int64_t pad,
+                  const std::string& leaf = "avgpool", bool count_include_pad = true);
   ValueId global_avgpool(ValueId x, const std::string& leaf = "avgpool");  // -> [N, C]
   ValueId add(ValueId a, ValueId b, const std::string& leaf = "add") { return op("ewadd", {a, b}, {}, leaf); }
   ValueId mul(ValueId a, ValueId b, const std::string& leaf = "mul") { return op("ewmul", {a, b}, {}, leaf); }
   ValueId concat(std::vector<ValueId> xs, std::int64_t axis, const std::string& leaf = "concat") {
     return op("concat", std::move(xs), {{"axis", axis}}, leaf);
   }
-  ValueId reshape(ValueId x, Ints s, const std::string& leaf) { return op("reshape", {x}, {{"shape", std::move(s)}}, leaf); }
+  ValueId reshape(ValueId x, Ints s, const std::string& leaf) {
+    return op("reshape", {x}, {{"shape", std::move(s)}}, leaf);
+  }
   ValueId transpose(ValueId x, Ints perm, const std::string& leaf) {
     return op("transpose", {x}, {{"perm", std::move(perm)}}, leaf);
   }

@@ -8,13 +8,16 @@
 namespace strata::models::zoo {
 namespace {
 
-std::int64_t batch_of(const ZooOptions& o) { return o.batch > 0 ? o.batch : 1; }
+std::int64_t batch_of(const ZooOptions& o) {
+  return o.batch > 0 ? o.batch : 1;
+}
 
 ValueId bottleneck(NetBuilder& b, ValueId x, std::int64_t planes, std::int64_t stride, std::int64_t groups,
                    std::int64_t width_per_group, bool downsample) {
   const std::int64_t width = planes * width_per_group / 64 * groups;
   auto y = b.conv_bn(x, {.out = width, .relu = true}, "conv1");
-  y = b.conv_bn(y, {.out = width, .kh = 3, .kw = 3, .stride = stride, .groups = groups, .relu = true}, "conv2");
+  y = b.conv_bn(y, {.out = width, .kh = 3, .kw = 3, .stride = stride, .groups = groups, .relu = true},
+                "conv2");
   y = b.conv_bn(y, {.out = planes * 4}, "conv3");
   const ValueId identity = downsample ? b.conv_bn(x, {.out = planes * 4, .stride = stride}, "downsample") : x;
   return b.relu(b.add(y, identity, "add"), "relu");
@@ -22,7 +25,8 @@ ValueId bottleneck(NetBuilder& b, ValueId x, std::int64_t planes, std::int64_t s
 
 }  // namespace
 
-Graph build_resnet(const ZooOptions& o, std::int64_t groups, std::int64_t width_per_group, const std::string& name) {
+Graph build_resnet(const ZooOptions& o, std::int64_t groups, std::int64_t width_per_group,
+                   const std::string& name) {
   Graph g(name);
   NetBuilder b(g, o.dtype);
   auto x = b.input("image", {batch_of(o), 3, 224, 224}, o.dtype);
@@ -45,9 +49,11 @@ Graph build_resnet(const ZooOptions& o, std::int64_t groups, std::int64_t width_
 namespace {
 
 // torchvision's BasicConv2d: conv (no bias) + batchnorm (eps 1e-3) + relu.
-ValueId basic(NetBuilder& b, ValueId x, std::int64_t out, std::int64_t kh, std::int64_t kw, const std::string& leaf,
-              std::int64_t stride = 1, std::int64_t ph = 0, std::int64_t pw = 0) {
-  return b.conv_bn(x, {.out = out, .kh = kh, .kw = kw, .stride = stride, .pad_h = ph, .pad_w = pw, .relu = true}, leaf, 1e-3);
+ValueId basic(NetBuilder& b, ValueId x, std::int64_t out, std::int64_t kh, std::int64_t kw,
+              const std::string& leaf, std::int64_t stride = 1, std::int64_t ph = 0, std::int64_t pw = 0) {
+  return b.conv_bn(x,
+                   {.out = out, .kh = kh, .kw = kw, .stride = stride, .pad_h = ph, .pad_w = pw, .relu = true},
+                   leaf, 1e-3);
 }
 
 ValueId inception_a(NetBuilder& b, ValueId x, std::int64_t pool_features) {
@@ -115,7 +121,8 @@ Graph build_inception_v3(const ZooOptions& o) {
   x = basic(b, x, 80, 1, 1, "Conv2d_3b_1x1");
   x = basic(b, x, 192, 3, 3, "Conv2d_4a_3x3");
   x = b.maxpool(x, 3, 2, 0, "maxpool2");
-  const std::pair<const char*, std::int64_t> a_blocks[] = {{"Mixed_5b", 32}, {"Mixed_5c", 64}, {"Mixed_5d", 64}};
+  const std::pair<const char*, std::int64_t> a_blocks[] = {
+      {"Mixed_5b", 32}, {"Mixed_5c", 64}, {"Mixed_5d", 64}};
   for (const auto& [n, pf] : a_blocks) {
     auto s = b.scope(n);
     x = inception_a(b, x, pf);
@@ -124,7 +131,8 @@ Graph build_inception_v3(const ZooOptions& o) {
     auto s = b.scope("Mixed_6a");
     x = inception_b(b, x);
   }
-  const std::pair<const char*, std::int64_t> c_blocks[] = {{"Mixed_6b", 128}, {"Mixed_6c", 160}, {"Mixed_6d", 160}, {"Mixed_6e", 192}};
+  const std::pair<const char*, std::int64_t> c_blocks[] = {
+      {"Mixed_6b", 128}, {"Mixed_6c", 160}, {"Mixed_6d", 160}, {"Mixed_6e", 192}};
   for (const auto& [n, c7] : c_blocks) {
     auto s = b.scope(n);
     x = inception_c(b, x, c7);
@@ -146,7 +154,9 @@ Graph build_squeezenet(const ZooOptions& o) {
   Graph g("squeezenet");
   NetBuilder b(g, o.dtype);
   auto x = b.input("image", {batch_of(o), 3, 224, 224}, o.dtype);
-  x = b.conv(x, {.out = 96, .kh = 7, .kw = 7, .stride = 2, .pad_h = 0, .pad_w = 0, .bias = true, .relu = true}, "features.0");
+  x = b.conv(x,
+             {.out = 96, .kh = 7, .kw = 7, .stride = 2, .pad_h = 0, .pad_w = 0, .bias = true, .relu = true},
+             "features.0");
   x = b.maxpool(x, 3, 2, 0, "features.2", true);
   auto fire = [&](ValueId in, std::int64_t squeeze, std::int64_t expand, const std::string& n) {
     auto s = b.scope(n);
@@ -172,13 +182,16 @@ Graph build_squeezenet(const ZooOptions& o) {
 
 namespace {
 
-ValueId squeeze(NetBuilder& b, ValueId x, std::int64_t out) { return b.conv(x, {.out = out, .relu = true}, "squeeze"); }
+ValueId squeeze(NetBuilder& b, ValueId x, std::int64_t out) {
+  return b.conv(x, {.out = out, .relu = true}, "squeeze");
+}
 ValueId fit(NetBuilder& b, ValueId cur, ValueId x) {
   if (b.shape(x)[2] == b.shape(cur)[2]) return b.conv(x, {.out = b.shape(cur)[1], .relu = true}, "fit");
   return b.conv(x, {.out = b.shape(cur)[1], .kh = 3, .kw = 3, .stride = 2, .relu = true}, "fit");
 }
 // Separable conv as in TASO's model: a grouped k x k conv (groups = out channels) then a pointwise conv.
-ValueId sep(NetBuilder& b, ValueId x, std::int64_t out, std::int64_t k, std::int64_t stride, const std::string& n) {
+ValueId sep(NetBuilder& b, ValueId x, std::int64_t out, std::int64_t k, std::int64_t stride,
+            const std::string& n) {
   auto s = b.scope(n);
   const auto t = b.conv(x, {.out = out, .kh = k, .kw = k, .stride = stride, .groups = out}, "depthwise");
   return b.conv(t, {.out = out}, "pointwise");
@@ -186,11 +199,11 @@ ValueId sep(NetBuilder& b, ValueId x, std::int64_t out, std::int64_t k, std::int
 ValueId normal_cell(NetBuilder& b, ValueId prev, ValueId cur, std::int64_t out) {
   cur = squeeze(b, cur, out);
   prev = fit(b, cur, prev);
-  const ValueId ts[10] = {sep(b, cur, out, 3, 1, "sep0"),  cur,
-                          sep(b, prev, out, 3, 1, "sep1"), sep(b, cur, out, 3, 1, "sep2"),
-                          b.avgpool(cur, 3, 1, 1, "avg0"), prev,
+  const ValueId ts[10] = {sep(b, cur, out, 3, 1, "sep0"),   cur,
+                          sep(b, prev, out, 3, 1, "sep1"),  sep(b, cur, out, 3, 1, "sep2"),
+                          b.avgpool(cur, 3, 1, 1, "avg0"),  prev,
                           b.avgpool(prev, 3, 1, 1, "avg1"), b.avgpool(prev, 3, 1, 1, "avg2"),
-                          sep(b, prev, out, 3, 1, "sep3"), sep(b, prev, out, 3, 1, "sep4")};
+                          sep(b, prev, out, 3, 1, "sep3"),  sep(b, prev, out, 3, 1, "sep4")};
   std::vector<ValueId> outs;
   for (int i = 0; i < 5; ++i) outs.push_back(b.add(ts[2 * i], ts[2 * i + 1], "add" + std::to_string(i)));
   return b.concat(outs, 1);

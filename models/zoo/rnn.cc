@@ -17,7 +17,8 @@ Graph build_nasrnn(const ZooOptions& o, std::int64_t hidden) {
     std::vector<ValueId> gate;
     for (int i = 0; i < 8; ++i) {
       auto gs = b.scope("gate" + std::to_string(i));
-      gate.push_back(b.add(b.linear(x, hidden, false, "wx"), b.linear(state, hidden, false, "wh"), "combine"));
+      gate.push_back(
+          b.add(b.linear(x, hidden, false, "wx"), b.linear(state, hidden, false, "wh"), "combine"));
     }
     auto un = [&](const char* op, ValueId v, const std::string& n) { return b.op(op, {v}, {}, n); };
     std::vector<ValueId> mid;

@@ -30,7 +30,8 @@ DecoderConfig llama(std::int64_t layers, std::int64_t hidden, std::int64_t heads
 }
 
 ZooEntry decoder_entry(const std::string& name, const std::string& desc, DecoderConfig c) {
-  return {name, desc, "transformer", 1, c.max_seq, [name, c](const ZooOptions& o) { return build_decoder(name, c, o); }};
+  return {name, desc,      "transformer",
+          1,    c.max_seq, [name, c](const ZooOptions& o) { return build_decoder(name, c, o); }};
 }
 
 std::vector<ZooEntry> make_zoo() {
@@ -42,12 +43,12 @@ std::vector<ZooEntry> make_zoo() {
       {"inception-v3", "Inception-v3 (Szegedy et al. 2016; torchvision, no aux head), 299x299", "cnn", 1, 0,
        build_inception_v3},
       {"squeezenet", "SqueezeNet 1.0 (Iandola et al. 2016), 224x224", "cnn", 1, 0, build_squeezenet},
-      {"nasnet-a", "NasNet-A cells as evaluated by TASO (3 x (5 normal + 1 reduction), 128x56x56 input)", "cnn", 1, 0,
-       build_nasnet_a},
-      {"nasrnn", "NasRNN cell (Zoph & Le 2017) as evaluated by TASO, hidden 512, unrolled seq_len steps", "rnn", 1, 5,
-       [](const ZooOptions& o) { return build_nasrnn(o); }},
-      {"bert-base", "BERT-base (Devlin et al. 2019): 12 layers, hidden 768, 12 heads, incl. pooler", "transformer", 1,
-       128, [](const ZooOptions& o) { return build_bert(o); }},
+      {"nasnet-a", "NasNet-A cells as evaluated by TASO (3 x (5 normal + 1 reduction), 128x56x56 input)",
+       "cnn", 1, 0, build_nasnet_a},
+      {"nasrnn", "NasRNN cell (Zoph & Le 2017) as evaluated by TASO, hidden 512, unrolled seq_len steps",
+       "rnn", 1, 5, [](const ZooOptions& o) { return build_nasrnn(o); }},
+      {"bert-base", "BERT-base (Devlin et al. 2019): 12 layers, hidden 768, 12 heads, incl. pooler",
+       "transformer", 1, 128, [](const ZooOptions& o) { return build_bert(o); }},
   };
   z.push_back(decoder_entry("gpt3-125m", "GPT-3 Small: 12 layers, d 768, 12 heads", gpt3(12, 768, 12)));
   z.push_back(decoder_entry("gpt3-350m", "GPT-3 Medium: 24 layers, d 1024, 16 heads", gpt3(24, 1024, 16)));
@@ -59,9 +60,12 @@ std::vector<ZooEntry> make_zoo() {
   z.push_back(decoder_entry("gpt3-175b", "GPT-3 175B: 96 layers, d 12288, 96 heads", gpt3(96, 12288, 96)));
   z.push_back(decoder_entry("llama-7b", "LLaMA 7B: 32 layers, d 4096, 32 heads, SwiGLU 11008, RMSNorm, RoPE",
                             llama(32, 4096, 32, 11008)));
-  z.push_back(decoder_entry("llama-13b", "LLaMA 13B: 40 layers, d 5120, 40 heads, SwiGLU 13824", llama(40, 5120, 40, 13824)));
-  z.push_back(decoder_entry("llama-33b", "LLaMA 33B: 60 layers, d 6656, 52 heads, SwiGLU 17920", llama(60, 6656, 52, 17920)));
-  z.push_back(decoder_entry("llama-65b", "LLaMA 65B: 80 layers, d 8192, 64 heads, SwiGLU 22016", llama(80, 8192, 64, 22016)));
+  z.push_back(decoder_entry("llama-13b", "LLaMA 13B: 40 layers, d 5120, 40 heads, SwiGLU 13824",
+                            llama(40, 5120, 40, 13824)));
+  z.push_back(decoder_entry("llama-33b", "LLaMA 33B: 60 layers, d 6656, 52 heads, SwiGLU 17920",
+                            llama(60, 6656, 52, 17920)));
+  z.push_back(decoder_entry("llama-65b", "LLaMA 65B: 80 layers, d 8192, 64 heads, SwiGLU 22016",
+                            llama(80, 8192, 64, 22016)));
   return z;
 }
 

@@ -36,10 +36,10 @@ Graph build_model(std::string_view name, ZooOptions options = {});
 // A GPT/LLaMA-style decoder-only transformer.
 struct DecoderConfig {
   std::int64_t layers = 12, hidden = 768, heads = 12, ffn = 3072, vocab = 50257, max_seq = 2048;
-  bool rmsnorm = false;      // false: LayerNorm
-  bool swiglu = false;       // false: GELU MLP
-  bool rope = false;         // false: learned absolute positions
-  bool bias = true;          // biases in linear layers
+  bool rmsnorm = false;  // false: LayerNorm
+  bool swiglu = false;   // false: GELU MLP
+  bool rope = false;     // false: learned absolute positions
+  bool bias = true;      // biases in linear layers
   bool tied_embeddings = true;
   double norm_eps = 1e-5;
 };
@@ -48,7 +48,8 @@ Graph build_bert(const ZooOptions& options, std::int64_t layers = 12, std::int64
                  std::int64_t heads = 12, std::int64_t ffn = 3072);
 
 // Family builders (models/zoo/*.cc).
-Graph build_resnet(const ZooOptions& o, std::int64_t groups, std::int64_t width_per_group, const std::string& name);
+Graph build_resnet(const ZooOptions& o, std::int64_t groups, std::int64_t width_per_group,
+                   const std::string& name);
 Graph build_inception_v3(const ZooOptions& o);
 Graph build_squeezenet(const ZooOptions& o);
 Graph build_nasnet_a(const ZooOptions& o);

@@ -32,8 +32,8 @@ void BM_ExecuteSmallDecoder(benchmark::State& state) {
   c.max_seq = 64;
   const auto g = zoo::build_decoder("small", c, {});
   for (auto _ : state) benchmark::DoNotOptimize(execute<double>(g));
-  state.counters["GFLOP/s"] = benchmark::Counter(g.total_flops() * static_cast<double>(state.iterations()) / 1e9,
-                                                 benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      g.total_flops() * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_ExecuteSmallDecoder)->Unit(benchmark::kMillisecond);
 

@@ -15,7 +15,9 @@
 namespace strata::models {
 namespace {
 
-const hw::GpuSpec& a100() { return *hw::find_gpu("a100-sxm4-80gb"); }
+const hw::GpuSpec& a100() {
+  return *hw::find_gpu("a100-sxm4-80gb");
+}
 
 Graph matmul_graph(std::int64_t m, std::int64_t k, std::int64_t n, DType dt) {
   Graph g;
@@ -89,7 +91,8 @@ TEST(ProfileDb, OverridesRooflineAndRoundTrips) {
     ProfileDb::load(path);
     FAIL();
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("entries[0]: missing field \"seconds\""), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("entries[0]: missing field \"seconds\""), std::string::npos)
+        << e.what();
   }
   std::filesystem::remove(path);
 }

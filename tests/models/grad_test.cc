@@ -29,9 +29,8 @@ void check_gradients(const GradCase& c) {
   Feeds<double> feeds;
   for (std::size_t i = 0; i < c.inputs.size(); ++i) {
     const auto& lit = c.inputs[i];
-    feeds[run.ins[i]] = lit.data.empty()
-                            ? random_values<double>(numel(lit.shape), 7, "in" + std::to_string(i))
-                            : lit.data;
+    feeds[run.ins[i]] =
+        lit.data.empty() ? random_values<double>(numel(lit.shape), 7, "in" + std::to_string(i)) : lit.data;
   }
   for (std::size_t k = 0; k < tg.output_grads.size(); ++k) {
     const auto& t = tg.graph.type(tg.output_grads[k]);
@@ -63,7 +62,8 @@ void check_gradients(const GradCase& c) {
       plus[run.ins[i]][e] += h;
       minus[run.ins[i]][e] -= h;
       const double numeric = (loss(plus) - loss(minus)) / (2 * h);
-      EXPECT_NEAR(analytic[e], numeric, 1e-5 * std::max(1.0, std::fabs(numeric))) << "input " << i << " element " << e;
+      EXPECT_NEAR(analytic[e], numeric, 1e-5 * std::max(1.0, std::fabs(numeric)))
+          << "input " << i << " element " << e;
       ++checked;
     }
   }
@@ -87,11 +87,22 @@ std::vector<GradCase> grad_cases() {
       {"rsqrt", "rsqrt", {{{4}, {0.5, 1.0, 2.0, 3.0}}}, {}},
       {"matmul", "matmul", {{{2, 3}, {}}, {{3, 4}, {}}}, {}},
       {"matmul_trans_a", "matmul", {{{3, 2}, {}}, {{3, 4}, {}}}, {{"trans_a", std::int64_t{1}}}},
-      {"matmul_trans_b_relu", "matmul", {{{2, 3}, {}}, {{4, 3}, {}}}, {{"trans_b", std::int64_t{1}}, {"activation", std::string("relu")}}},
+      {"matmul_trans_b_relu",
+       "matmul",
+       {{{2, 3}, {}}, {{4, 3}, {}}},
+       {{"trans_b", std::int64_t{1}}, {"activation", std::string("relu")}}},
       {"batch_matmul_broadcast", "batch_matmul", {{{2, 2, 3}, {}}, {{3, 2}, {}}}, {}},
-      {"batch_matmul_trans", "batch_matmul", {{{2, 3, 2}, {}}, {{2, 2, 3}, {}}}, {{"trans_a", std::int64_t{1}}, {"trans_b", std::int64_t{1}}}},
-      {"conv2d_stride_pad", "conv2d", {{{1, 2, 5, 5}, {}}, {{3, 2, 3, 3}, {}}}, {{"strides", Ints{2, 2}}, {"pads", same}}},
-      {"conv2d_groups_bias_relu", "conv2d", {{{2, 4, 3, 3}, {}}, {{4, 2, 2, 2}, {}}, {{4}, {}}},
+      {"batch_matmul_trans",
+       "batch_matmul",
+       {{{2, 3, 2}, {}}, {{2, 2, 3}, {}}},
+       {{"trans_a", std::int64_t{1}}, {"trans_b", std::int64_t{1}}}},
+      {"conv2d_stride_pad",
+       "conv2d",
+       {{{1, 2, 5, 5}, {}}, {{3, 2, 3, 3}, {}}},
+       {{"strides", Ints{2, 2}}, {"pads", same}}},
+      {"conv2d_groups_bias_relu",
+       "conv2d",
+       {{{2, 4, 3, 3}, {}}, {{4, 2, 2, 2}, {}}, {{4}, {}}},
        {{"groups", std::int64_t{2}}, {"activation", std::string("relu")}}},
       {"conv2d_dilation", "conv2d", {{{1, 1, 5, 5}, {}}, {{1, 1, 2, 2}, {}}}, {{"dilations", Ints{2, 2}}}},
       {"enlarge", "enlarge", {{{2, 1, 1, 3}, {}}}, {{"kernel", Ints{3, 3}}}},
@@ -100,10 +111,23 @@ std::vector<GradCase> grad_cases() {
       {"transpose", "transpose", {{{2, 3, 4}, {}}}, {{"perm", Ints{2, 0, 1}}}},
       {"reshape", "reshape", {{{2, 3}, {}}}, {{"shape", Ints{3, 2}}}},
       {"expand", "expand", {{{3, 1}, {}}}, {{"shape", Ints{2, 3, 4}}}},
-      {"maxpool2d", "maxpool2d", {{{1, 2, 4, 4}, {}}}, {{"kernel", Ints{3, 3}}, {"strides", Ints{1, 1}}, {"pads", same}}},
-      {"avgpool2d", "avgpool2d", {{{1, 2, 4, 4}, {}}}, {{"kernel", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", same}}},
-      {"avgpool2d_include_pad", "avgpool2d", {{{1, 1, 3, 3}, {}}}, {{"kernel", Ints{2, 2}}, {"pads", same}, {"count_include_pad", std::int64_t{1}}}},
-      {"batchnorm", "batchnorm", {{{2, 3, 2, 2}, {}}, {{3}, {}}, {{3}, {}}, {{3}, {}}, {{3}, {0.5, 1.0, 2.0}}}, {}, {3, 4}},
+      {"maxpool2d",
+       "maxpool2d",
+       {{{1, 2, 4, 4}, {}}},
+       {{"kernel", Ints{3, 3}}, {"strides", Ints{1, 1}}, {"pads", same}}},
+      {"avgpool2d",
+       "avgpool2d",
+       {{{1, 2, 4, 4}, {}}},
+       {{"kernel", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", same}}},
+      {"avgpool2d_include_pad",
+       "avgpool2d",
+       {{{1, 1, 3, 3}, {}}},
+       {{"kernel", Ints{2, 2}}, {"pads", same}, {"count_include_pad", std::int64_t{1}}}},
+      {"batchnorm",
+       "batchnorm",
+       {{{2, 3, 2, 2}, {}}, {{3}, {}}, {{3}, {}}, {{3}, {}}, {{3}, {0.5, 1.0, 2.0}}},
+       {},
+       {3, 4}},
       {"layernorm", "layernorm", {{{3, 4}, {}}, {{4}, {}}, {{4}, {}}}, {}},
       {"layernorm_axis", "layernorm", {{{2, 2, 3}, {}}, {{2, 3}, {}}}, {{"axis", std::int64_t{1}}}},
       {"rmsnorm", "rmsnorm", {{{3, 4}, {}}, {{4}, {}}}, {}},
@@ -158,7 +182,8 @@ TEST(TrainingGraph, StructureAndSgdStep) {
   EXPECT_EQ(updates, 2);
   EXPECT_EQ(accumulations, 1);  // h feeds two consumers
   int state_in = 0, state_out = 0;
-  for (auto v : adam.graph.values_of(ValueKind::kOptState)) (adam.graph.value(v).producer < 0 ? state_in : state_out)++;
+  for (auto v : adam.graph.values_of(ValueKind::kOptState))
+    (adam.graph.value(v).producer < 0 ? state_in : state_out)++;
   EXPECT_EQ(state_in, 4);   // m and v of both parameters
   EXPECT_EQ(state_out, 4);  // their updated values
   EXPECT_EQ(adam.graph.param_count(), g.param_count());

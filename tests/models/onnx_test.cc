@@ -46,17 +46,20 @@ TEST(Onnx, RoundTripPreservesTheFunction) {
   Graph g("mixed");
   const auto x = g.add_input("x", {{2, 4, 5, 5}});
   std::vector<double> wdata(144);
-  for (std::size_t i = 0; i < wdata.size(); ++i) wdata[i] = static_cast<double>(static_cast<int>(i * 37 % 17) - 8) / 8;  // exact in f32
+  for (std::size_t i = 0; i < wdata.size(); ++i)
+    wdata[i] = static_cast<double>(static_cast<int>(i * 37 % 17) - 8) / 8;  // exact in f32
   const auto w = g.add_param("w", {{4, 4, 3, 3}}, std::make_shared<const std::vector<double>>(wdata));
   const Ints same{1, 1, 1, 1};
   auto y = g.add("conv2d", {x, w}, {{"pads", same}, {"activation", std::string("relu")}});
   y = g.add("ewadd", {y, g.add("avgpool2d", {x}, {{"kernel", Ints{3, 3}}, {"pads", same}})});
-  g.mark_output(g.add("maxpool2d", {y}, {{"kernel", Ints{2, 2}}, {"strides", Ints{2, 2}}, {"ceil_mode", std::int64_t{1}}}));
+  g.mark_output(g.add("maxpool2d", {y},
+                      {{"kernel", Ints{2, 2}}, {"strides", Ints{2, 2}}, {"ceil_mode", std::int64_t{1}}}));
   y = g.add("enlarge", {g.add("gelu", {w})}, {{"kernel", Ints{5, 5}}});
   const auto flat = g.add("reshape", {x}, {{"shape", Ints{10, 20}}});
   const auto m = g.add("matmul", {flat, g.add_param("m", {{20, 20}})}, {{"trans_b", std::int64_t{1}}});
   const auto parts = g.add_node("split", {m}, {{"axis", std::int64_t{1}}, {"sizes", Ints{5, 15}}});
-  const auto s = g.add("softmax", {g.add("layernorm", {parts[1], g.add_param("gamma", {{15}})})}, {{"causal", std::int64_t{0}}});
+  const auto s = g.add("softmax", {g.add("layernorm", {parts[1], g.add_param("gamma", {{15}})})},
+                       {{"causal", std::int64_t{0}}});
   const auto r = g.add("rmsnorm", {g.add("silu", {parts[0]}), g.add_param("rg", {{5}})});
   g.mark_output(y);
   g.mark_output(g.add("reduce_mean", {s}, {{"axes", Ints{1}}}));
@@ -98,7 +101,8 @@ TEST(Onnx, ErrorsNameTheOperatorNodeAndWhatIsSupported) {
 // shipped inputs and compare with the shipped outputs (numpy's tolerance: rtol 1e-3, here atol 1e-5).
 TEST(OnnxConformance, BackendNodeTests) {
   const fs::path node_dir = "/usr/share/libonnx-testdata/data/node";
-  if (!fs::exists(node_dir)) GTEST_SKIP() << "libonnx-testdata is not installed (apt-get install libonnx-testdata)";
+  if (!fs::exists(node_dir))
+    GTEST_SKIP() << "libonnx-testdata is not installed (apt-get install libonnx-testdata)";
   std::vector<fs::path> tests;
   for (const auto& e : fs::directory_iterator(node_dir)) tests.push_back(e.path());
   std::sort(tests.begin(), tests.end());
@@ -136,14 +140,16 @@ TEST(OnnxConformance, BackendNodeTests) {
           const auto want = read_onnx_tensor((set.path() / fmt::format("output_{}.pb", k)).string());
           const auto& got = values[static_cast<std::size_t>(g.outputs()[k])];
           if (want.type.shape != g.type(g.outputs()[k]).shape || got.size() != want.data.size()) {
-            failures.push_back(fmt::format("{}: output {} shape {} vs expected {}", name, k, shape_str(g.type(g.outputs()[k]).shape),
+            failures.push_back(fmt::format("{}: output {} shape {} vs expected {}", name, k,
+                                           shape_str(g.type(g.outputs()[k]).shape),
                                            shape_str(want.type.shape)));
             ok = false;
             continue;
           }
           for (std::size_t i = 0; i < got.size(); ++i)
             if (!(std::fabs(got[i] - want.data[i]) <= 1e-5 + 1e-3 * std::fabs(want.data[i]))) {
-              failures.push_back(fmt::format("{}: output {} element {}: {} vs expected {}", name, k, i, got[i], want.data[i]));
+              failures.push_back(fmt::format("{}: output {} element {}: {} vs expected {}", name, k, i,
+                                             got[i], want.data[i]));
               ok = false;
               break;
             }
@@ -155,8 +161,8 @@ TEST(OnnxConformance, BackendNodeTests) {
     }
     passed += ok;
   }
-  std::cout << fmt::format("[ONNX conformance] {} node tests, {} supported by strata, {} pass, {} fail\n", total,
-                           supported, passed, supported - passed);
+  std::cout << fmt::format("[ONNX conformance] {} node tests, {} supported by strata, {} pass, {} fail\n",
+                           total, supported, passed, supported - passed);
   for (const auto& f : failures) ADD_FAILURE() << f;
   EXPECT_EQ(passed, supported);
   EXPECT_GE(supported, 100);  // coverage must not silently shrink

@@ -25,10 +25,12 @@ TEST(OpTable, EveryOperatorIsCompleteAndUnique) {
       EXPECT_NE(op.grad, nullptr) << op.name;
     }
   }
-  for (const char* name : {"conv2d", "matmul", "batch_matmul", "ewadd", "ewmul", "scalar_mul", "relu", "gelu", "silu",
-                           "sigmoid", "tanh", "concat", "split", "transpose", "reshape", "maxpool2d", "avgpool2d",
-                           "batchnorm", "layernorm", "rmsnorm", "softmax", "reduce_sum", "reduce_mean", "enlarge",
-                           "embedding", "const_imm", "const_iconv", "const_one", "const_pool"})
+  for (const char* name :
+       {"conv2d",    "matmul",    "batch_matmul", "ewadd",      "ewmul",       "scalar_mul",
+        "relu",      "gelu",      "silu",         "sigmoid",    "tanh",        "concat",
+        "split",     "transpose", "reshape",      "maxpool2d",  "avgpool2d",   "batchnorm",
+        "layernorm", "rmsnorm",   "softmax",      "reduce_sum", "reduce_mean", "enlarge",
+        "embedding", "const_imm", "const_iconv",  "const_one",  "const_pool"})
     EXPECT_NE(reg.find(name), nullptr) << name;
   EXPECT_EQ(reg.get("scalar_mul").symbol, "smul");
   EXPECT_EQ(reg.get("maxpool2d").symbol, "pool2d_max");
@@ -62,19 +64,25 @@ TEST(Contraction, Matmul) {
   const std::vector<double> a = {1, 2, 3, 4, 5, 6}, b = {7, 8, 9, 10, 11, 12};
   expect_near(run1("matmul", {{{2, 3}, a}, {{3, 2}, b}}, {}, &s), {58, 64, 139, 154});
   EXPECT_EQ(s, (Shape{2, 2}));
-  expect_near(run1("matmul", {{{2, 3}, a}, {{2, 3}, {7, 9, 11, 8, 10, 12}}}, {{"trans_b", std::int64_t{1}}}), {58, 64, 139, 154});
-  expect_near(run1("matmul", {{{3, 2}, {1, 4, 2, 5, 3, 6}}, {{3, 2}, b}}, {{"trans_a", std::int64_t{1}}}), {58, 64, 139, 154});
-  expect_near(run1("matmul", {{{1, 2}, {1, -1}}, {{2, 2}, {1, 2, 3, 1}}}, {{"activation", std::string("relu")}}), {0, 1});
+  expect_near(run1("matmul", {{{2, 3}, a}, {{2, 3}, {7, 9, 11, 8, 10, 12}}}, {{"trans_b", std::int64_t{1}}}),
+              {58, 64, 139, 154});
+  expect_near(run1("matmul", {{{3, 2}, {1, 4, 2, 5, 3, 6}}, {{3, 2}, b}}, {{"trans_a", std::int64_t{1}}}),
+              {58, 64, 139, 154});
+  expect_near(
+      run1("matmul", {{{1, 2}, {1, -1}}, {{2, 2}, {1, 2, 3, 1}}}, {{"activation", std::string("relu")}}),
+      {0, 1});
   EXPECT_THROW(testing::build("matmul", {{{2, 3}, {}}, {{2, 3}, {}}}), GraphError);
   EXPECT_THROW(testing::build("matmul", {{{2, 3, 1}, {}}, {{1, 3}, {}}}), GraphError);
 }
 
 TEST(Contraction, BatchMatmulBroadcastsBatchDims) {
   Shape s;
-  expect_near(run1("batch_matmul", {{{2, 2, 2}, iota(8)}, {{2, 2}, {0, 1, 1, 0}}}, {}, &s), {2, 1, 4, 3, 6, 5, 8, 7});
+  expect_near(run1("batch_matmul", {{{2, 2, 2}, iota(8)}, {{2, 2}, {0, 1, 1, 0}}}, {}, &s),
+              {2, 1, 4, 3, 6, 5, 8, 7});
   EXPECT_EQ(s, (Shape{2, 2, 2}));
   testing::build("batch_matmul", {{{3, 1, 4, 5}, {}}, {{2, 5, 6}, {}}});
-  EXPECT_EQ(testing::build("batch_matmul", {{{3, 1, 4, 5}, {}}, {{2, 5, 6}, {}}}).g.type(2).shape, (Shape{3, 2, 4, 6}));
+  EXPECT_EQ(testing::build("batch_matmul", {{{3, 1, 4, 5}, {}}, {{2, 5, 6}, {}}}).g.type(2).shape,
+            (Shape{3, 2, 4, 6}));
 }
 
 TEST(Contraction, Conv2d) {
@@ -83,7 +91,8 @@ TEST(Contraction, Conv2d) {
   const Lit ones{{1, 1, 2, 2}, {1, 1, 1, 1}};
   expect_near(run1("conv2d", {x, ones}, {}, &s), {12, 16, 24, 28});
   EXPECT_EQ(s, (Shape{1, 1, 2, 2}));
-  expect_near(run1("conv2d", {x, ones}, {{"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{2, 2}}}, &s), {1, 5, 11, 28});
+  expect_near(run1("conv2d", {x, ones}, {{"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{2, 2}}}, &s),
+              {1, 5, 11, 28});
   EXPECT_EQ(s, (Shape{1, 1, 2, 2}));
   expect_near(run1("conv2d", {x, ones}, {{"dilations", Ints{2, 2}}}, &s), {20});
   const Lit x2{{1, 2, 2, 2}, iota(8)};
@@ -91,7 +100,8 @@ TEST(Contraction, Conv2d) {
   expect_near(run1("conv2d", {x2, dw}, {{"groups", std::int64_t{2}}}), {2, 4, 6, 8, -5, -6, -7, -8});
   expect_near(run1("conv2d", {x2, dw}, {{"groups", std::int64_t{2}}, {"activation", std::string("relu")}}),
               {2, 4, 6, 8, 0, 0, 0, 0});
-  expect_near(run1("conv2d", {x2, dw, {{2}, {1, 10}}}, {{"groups", std::int64_t{2}}}), {3, 5, 7, 9, 5, 4, 3, 2});
+  expect_near(run1("conv2d", {x2, dw, {{2}, {1, 10}}}, {{"groups", std::int64_t{2}}}),
+              {3, 5, 7, 9, 5, 4, 3, 2});
   try {
     testing::build("conv2d", {{{1, 3, 4, 4}, {}}, {{2, 2, 3, 3}, {}}});
     FAIL() << "channel mismatch accepted";
@@ -103,16 +113,19 @@ TEST(Contraction, Conv2d) {
 
 TEST(Contraction, EnlargeCentresTheKernel) {
   Shape s;
-  expect_near(run1("enlarge", {{{1, 1, 1, 3}, {1, 2, 3}}}, {{"kernel", Ints{3, 3}}}, &s), {0, 0, 0, 1, 2, 3, 0, 0, 0});
+  expect_near(run1("enlarge", {{{1, 1, 1, 3}, {1, 2, 3}}}, {{"kernel", Ints{3, 3}}}, &s),
+              {0, 0, 0, 1, 2, 3, 0, 0, 0});
   EXPECT_EQ(s, (Shape{1, 1, 3, 3}));
   EXPECT_THROW(testing::build("enlarge", {{{1, 1, 2, 2}, {}}}, {{"kernel", Ints{3, 3}}}), GraphError);
 }
 
 TEST(Movement, ConcatSplitTransposeReshapeExpand) {
   Shape s;
-  expect_near(run1("concat", {{{2, 1}, {1, 2}}, {{2, 2}, {3, 4, 5, 6}}}, {{"axis", std::int64_t{1}}}, &s), {1, 3, 4, 2, 5, 6});
+  expect_near(run1("concat", {{{2, 1}, {1, 2}}, {{2, 2}, {3, 4, 5, 6}}}, {{"axis", std::int64_t{1}}}, &s),
+              {1, 3, 4, 2, 5, 6});
   EXPECT_EQ(s, (Shape{2, 3}));
-  auto parts = testing::run_op<double>("split", {{{2, 3}, iota(6)}}, {{"axis", std::int64_t{1}}, {"sizes", Ints{1, 2}}});
+  auto parts = testing::run_op<double>("split", {{{2, 3}, iota(6)}},
+                                       {{"axis", std::int64_t{1}}, {"sizes", Ints{1, 2}}});
   ASSERT_EQ(parts.size(), 2u);
   expect_near(parts[0], {1, 4});
   expect_near(parts[1], {2, 3, 5, 6});
@@ -122,9 +135,11 @@ TEST(Movement, ConcatSplitTransposeReshapeExpand) {
   expect_near(run1("reshape", {{{2, 3}, iota(6)}}, {{"shape", Ints{3, -1}}}, &s), iota(6));
   EXPECT_EQ(s, (Shape{3, 2}));
   expect_near(run1("expand", {{{3, 1}, {1, 2, 3}}}, {{"shape", Ints{3, 2}}}), {1, 1, 2, 2, 3, 3});
-  EXPECT_THROW(testing::build("split", {{{2, 3}, {}}}, {{"axis", std::int64_t{1}}, {"sizes", Ints{1, 1}}}), GraphError);
+  EXPECT_THROW(testing::build("split", {{{2, 3}, {}}}, {{"axis", std::int64_t{1}}, {"sizes", Ints{1, 1}}}),
+               GraphError);
   EXPECT_THROW(testing::build("reshape", {{{2, 3}, {}}}, {{"shape", Ints{4, -1}}}), GraphError);
-  EXPECT_THROW(testing::build("concat", {{{2, 3}, {}}, {{3, 3}, {}}}, {{"axis", std::int64_t{1}}}), GraphError);
+  EXPECT_THROW(testing::build("concat", {{{2, 3}, {}}, {{3, 3}, {}}}, {{"axis", std::int64_t{1}}}),
+               GraphError);
 }
 
 TEST(Pooling, MaxAndAverage) {
@@ -147,22 +162,27 @@ TEST(Pooling, MaxAndAverage) {
 }
 
 TEST(Normalization, BatchLayerRmsSoftmax) {
-  expect_near(run1("batchnorm", {{{1, 2, 1, 2}, {1, 2, 3, 4}}, {{2}, {1, 2}}, {{2}, {0, 1}}, {{2}, {1, 3}}, {{2}, {4, 1}}},
+  expect_near(run1("batchnorm",
+                   {{{1, 2, 1, 2}, {1, 2, 3, 4}}, {{2}, {1, 2}}, {{2}, {0, 1}}, {{2}, {1, 3}}, {{2}, {4, 1}}},
                    {{"epsilon", 0.0}}),
               {0, 0.5, 1, 3});
   expect_near(run1("layernorm", {{{3}, {1, 2, 3}}, {{3}, {1, 1, 2}}, {{3}, {0, 1, 0}}}, {{"epsilon", 0.0}}),
               {-1.2247448714, 1, 2.4494897428});
-  expect_near(run1("layernorm", {{{2, 2}, {1, 3, 5, 5}}, {{2, 2}, {1, 1, 1, 1}}}, {{"epsilon", 0.0}, {"axis", std::int64_t{0}}}),
+  expect_near(run1("layernorm", {{{2, 2}, {1, 3, 5, 5}}, {{2, 2}, {1, 1, 1, 1}}},
+                   {{"epsilon", 0.0}, {"axis", std::int64_t{0}}}),
               {-1.5075567229, -0.3015113446, 0.9045340337, 0.9045340337});
-  expect_near(run1("rmsnorm", {{{2}, {3, 4}}, {{2}, {1, 2}}}, {{"epsilon", 0.0}}), {0.8485281374, 2.2627416998});
+  expect_near(run1("rmsnorm", {{{2}, {3, 4}}, {{2}, {1, 2}}}, {{"epsilon", 0.0}}),
+              {0.8485281374, 2.2627416998});
   expect_near(run1("softmax", {{{3}, {1, 2, 3}}}), {0.0900305732, 0.2447284711, 0.6652409558});
-  expect_near(run1("softmax", {{{2, 2}, {1, 2, 3, 4}}}, {{"axis", std::int64_t{0}}}), {0.1192029220, 0.1192029220, 0.8807970780, 0.8807970780});
+  expect_near(run1("softmax", {{{2, 2}, {1, 2, 3, 4}}}, {{"axis", std::int64_t{0}}}),
+              {0.1192029220, 0.1192029220, 0.8807970780, 0.8807970780});
   expect_near(run1("softmax", {{{2, 2}, {0, 0, 0, 0}}}, {{"causal", std::int64_t{1}}}), {1, 0, 0.5, 0.5});
 }
 
 TEST(Reduction, SumAndMean) {
   Shape s;
-  expect_near(run1("reduce_sum", {{{2, 3}, iota(6)}}, {{"axes", Ints{1}}, {"keepdims", std::int64_t{0}}}, &s), {6, 15});
+  expect_near(run1("reduce_sum", {{{2, 3}, iota(6)}}, {{"axes", Ints{1}}, {"keepdims", std::int64_t{0}}}, &s),
+              {6, 15});
   EXPECT_EQ(s, (Shape{2}));
   expect_near(run1("reduce_mean", {{{2, 3}, iota(6)}}, {{"axes", Ints{0}}}, &s), {2.5, 3.5, 4.5});
   EXPECT_EQ(s, (Shape{1, 3}));
@@ -172,43 +192,49 @@ TEST(Reduction, SumAndMean) {
 
 TEST(Embedding, GathersRowsAndRejectsBadIndices) {
   Shape s;
-  expect_near(run1("embedding", {{{3, 2}, iota(6)}, {{3}, {2, 0, 2}, DType::kI64}}, {}, &s), {5, 6, 1, 2, 5, 6});
+  expect_near(run1("embedding", {{{3, 2}, iota(6)}, {{3}, {2, 0, 2}, DType::kI64}}, {}, &s),
+              {5, 6, 1, 2, 5, 6});
   EXPECT_EQ(s, (Shape{3, 2}));
   EXPECT_THROW(run1("embedding", {{{3, 2}, iota(6)}, {{1}, {3}, DType::kI64}}), std::out_of_range);
   EXPECT_THROW(testing::build("embedding", {{{3, 2}, {}}, {{1}, {}}}), GraphError);
-  expect_near(run1("embedding_grad", {{{3}, {2, 0, 2}, DType::kI64}, {{3, 2}, iota(6)}}, {{"vocab", std::int64_t{3}}}),
+  expect_near(run1("embedding_grad", {{{3}, {2, 0, 2}, DType::kI64}, {{3, 2}, iota(6)}},
+                   {{"vocab", std::int64_t{3}}}),
               {3, 4, 0, 0, 6, 8});
 }
 
 TEST(Constants, TasoConstants) {
   expect_near(testing::run_op<double>("const_imm", {}, {{"size", std::int64_t{2}}})[0], {1, 0, 0, 1});
-  expect_near(testing::run_op<double>("const_pool", {}, {{"channels", std::int64_t{1}}, {"kernel", Ints{2, 2}}})[0],
-              {0.25, 0.25, 0.25, 0.25});
+  expect_near(
+      testing::run_op<double>("const_pool", {}, {{"channels", std::int64_t{1}}, {"kernel", Ints{2, 2}}})[0],
+      {0.25, 0.25, 0.25, 0.25});
   expect_near(testing::run_op<double>("const_one", {}, {{"shape", Ints{2}}})[0], {1, 1});
-  const auto ic = testing::run_op<double>("const_iconv", {}, {{"channels", std::int64_t{2}}, {"kernel", Ints{3, 3}}})[0];
+  const auto ic =
+      testing::run_op<double>("const_iconv", {}, {{"channels", std::int64_t{2}}, {"kernel", Ints{3, 3}}})[0];
   ASSERT_EQ(ic.size(), 36u);
   double total = 0;
   for (double v : ic) total += v;
   EXPECT_EQ(total, 2);
-  EXPECT_EQ(ic[4], 1);        // (0,0,1,1)
-  EXPECT_EQ(ic[27 + 4], 1);   // (1,1,1,1)
+  EXPECT_EQ(ic[4], 1);       // (0,0,1,1)
+  EXPECT_EQ(ic[27 + 4], 1);  // (1,1,1,1)
 }
 
 TEST(Optimizer, SgdAndAdamFirstStep) {
   expect_near(run1("sgd_update", {{{2}, {1, 2}}, {{2}, {0.5, -1}}}, {{"lr", 0.1}}), {0.95, 2.1});
   // Adam's first bias-corrected step moves each parameter by lr against the gradient's sign.
-  const auto out = testing::run_op<double>("adam_update", {{{2}, {1, 2}}, {{2}, {0.5, -3}}, {{2}, {0, 0}}, {{2}, {0, 0}}},
-                                           {{"lr", 0.1}});
+  const auto out = testing::run_op<double>(
+      "adam_update", {{{2}, {1, 2}}, {{2}, {0.5, -3}}, {{2}, {0, 0}}, {{2}, {0, 0}}}, {{"lr", 0.1}});
   ASSERT_EQ(out.size(), 3u);
   expect_near(out[0], {0.9, 2.1}, 1e-6);
-  expect_near(out[1], {0.05, -0.3});               // m = (1 - 0.9) g
-  expect_near(out[2], {0.00025, 0.009}, 1e-12);    // v = (1 - 0.999) g^2
+  expect_near(out[1], {0.05, -0.3});             // m = (1 - 0.9) g
+  expect_near(out[2], {0.00025, 0.009}, 1e-12);  // v = (1 - 0.999) g^2
 }
 
 TEST(Attributes, UnknownAndMissingAreErrors) {
   EXPECT_THROW(testing::build("relu", {{{2}, {}}}, {{"alpha", 1.0}}), GraphError);
   EXPECT_THROW(testing::build("concat", {{{2}, {}}}), GraphError);  // axis required
-  EXPECT_THROW(testing::build("conv2d", {{{1, 1, 3, 3}, {}}, {{1, 1, 1, 1}, {}}}, {{"groups", std::string("x")}}), GraphError);
+  EXPECT_THROW(
+      testing::build("conv2d", {{{1, 1, 3, 3}, {}}, {{1, 1, 1, 1}, {}}}, {{"groups", std::string("x")}}),
+      GraphError);
   EXPECT_THROW(testing::build("ewadd", {{{2}, {}}}), GraphError);  // arity
 }
 
@@ -257,7 +283,8 @@ TEST(ModP, PolynomialKernelsAgreeWithIntegerResults) {
     EXPECT_EQ(centered(field), rounded(real)) << c.op;
   }
   // Division by a count is exact: average pooling times the window size is the window sum.
-  const auto avg = testing::run_op<ModP>("avgpool2d", {{{1, 1, 2, 2}, {1, 2, 3, 5}}}, {{"kernel", Ints{2, 2}}})[0];
+  const auto avg =
+      testing::run_op<ModP>("avgpool2d", {{{1, 1, 2, 2}, {1, 2, 3, 5}}}, {{"kernel", Ints{2, 2}}})[0];
   EXPECT_EQ((avg[0] * ModP::from_int(4)).centered(), 11);
 }
 
@@ -272,7 +299,8 @@ TEST(ModP, TasoConstantAxiomsHoldExactly) {
   const auto one = g.add("const_one", {}, {{"shape", Ints{2, 4, 5, 5}}});
   const Ints same{1, 1, 1, 1};
   const auto conv_pool = g.add("conv2d", {x, pool}, {{"pads", same}, {"groups", std::int64_t{4}}});
-  const auto avg = g.add("avgpool2d", {x}, {{"kernel", Ints{3, 3}}, {"pads", same}, {"count_include_pad", std::int64_t{1}}});
+  const auto avg = g.add("avgpool2d", {x},
+                         {{"kernel", Ints{3, 3}}, {"pads", same}, {"count_include_pad", std::int64_t{1}}});
   const auto conv_id = g.add("conv2d", {x, iconv}, {{"pads", same}});
   const auto mm = g.add("matmul", {m, imm});
   const auto mul1 = g.add("ewmul", {x, one});
@@ -300,7 +328,8 @@ TEST(Fingerprint, SeparatesDifferentFunctionsAndMatchesEqualOnes) {
   auto chain = [](bool left) {
     Graph g;
     const auto x = g.add_input("x", {{3, 4}}), y = g.add_input("y", {{4, 5}}), z = g.add_input("z", {{5, 2}});
-    g.mark_output(left ? g.add("matmul", {g.add("matmul", {x, y}), z}) : g.add("matmul", {x, g.add("matmul", {y, z})}));
+    g.mark_output(left ? g.add("matmul", {g.add("matmul", {x, y}), z})
+                       : g.add("matmul", {x, g.add("matmul", {y, z})}));
     return g;
   };
   EXPECT_EQ(fingerprint(chain(true)), fingerprint(chain(false)));

@@ -16,7 +16,7 @@ double macs(const Graph& g) {
 
 TEST(Zoo, ResNet50MatchesTorchvision) {
   const auto g = zoo::build_model("resnet50");
-  EXPECT_EQ(g.param_count(), 25557032);  // torchvision resnet50 (weights + batchnorm affine)
+  EXPECT_EQ(g.param_count(), 25557032);   // torchvision resnet50 (weights + batchnorm affine)
   EXPECT_NEAR(macs(g) / 1e9, 4.1, 0.05);  // ~4.1 G multiply-adds per 224x224 image
   EXPECT_EQ(g.type(g.outputs()[0]).shape, (Shape{1, 1000}));
   // Scales linearly with batch.
