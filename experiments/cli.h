@@ -19,6 +19,7 @@ void add_run_command(CLI::App& app);   // strata run <experiment.yaml>
 void add_model_commands(CLI::App& app);  // strata model list|show|sim|export (models/)
 void add_synth_command(CLI::App& app);  // strata synth (placements + reduction programs, search/reduce)
 void add_subst_commands(CLI::App& app);  // strata subst verify|coverage|show|axioms (search/subst)
+void add_optimize_commands(CLI::App& app);  // strata subst generate (after add_subst_commands)
 
 // Shared argument parsing: "0-7", "0,8,16", "" (= every GPU); throws ConfigError naming `option`.
 std::vector<hw::Rank> parse_rank_list(const std::string& text, int num_gpus, const std::string& option);

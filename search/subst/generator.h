@@ -1,0 +1,60 @@
+// Automatic generation of candidate substitutions (TASO §2, docs/reference/taso.md §2): enumerate every
+// acyclic graph of up to N operator instances over TASO's fixed input tensors, fingerprint each by evaluating
+// it with the IR's prime-field kernels (models/ir/modp.h) on two independent random input sets, pair graphs
+// with equal fingerprints, confirm the pairs in double precision and prune (exact duplicates, input renaming,
+// common subgraph / supergraph). Memory stays bounded: graphs are streamed twice and only a fingerprint table
+// (one compact representative per fingerprint) plus the members of colliding classes are kept.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string_view>
+#include <vector>
+
+#include "search/subst/ir_bridge.h"
+#include "search/subst/rule.h"
+
+namespace strata::search::subst {
+
+// Operator sets by name, comma-separated: ewadd, ewmul, smul, matmul, transpose, relu, conv2d (stride 1,
+// SAME, no activation), conv2d_relu (fused ReLU), poolavg, poolmax (3x3, stride 1, SAME), concat (axes 0 and
+// 1), split (axes 0 and 1), enlarge (to 3x3), constants (Imatmul, Iewmul, Iconv 3x3, Cpool 3x3), and "taso"
+// for all of them (TASO's public generator's instances, taso.md §2.2). Throws std::invalid_argument naming a
+// bad entry.
+std::vector<OpInstance> parse_operator_set(std::string_view spec);
+
+struct GeneratorOptions {
+  std::vector<OpInstance> ops;
+  int max_ops = 3;          // 1..4
+  std::uint64_t seed = 1;   // random inputs of the fingerprints and of the floating-point confirmation
+  double tolerance = 1e-5;  // relative, floating-point confirmation
+  std::function<void(std::string_view)> progress;  // one line per stage (stderr in the CLI)
+};
+
+struct GeneratorStats {
+  std::uint64_t graphs = 0;                 // enumerated graphs (after the in-search rejections)
+  std::uint64_t fingerprints = 0;           // distinct fingerprints
+  std::uint64_t candidates = 0;             // pairs with equal fingerprints (star around each representative)
+  std::uint64_t float_rejected = 0;         // candidates the floating-point test rejected
+  std::uint64_t after_duplicates = 0;       // after removing exact duplicates
+  std::uint64_t after_renaming = 0;         // after removing rules equal up to input renaming
+  std::uint64_t after_common_subgraph = 0;  // after common-subgraph / supergraph pruning (= rules written)
+  double seconds = 0;
+  std::size_t peak_rss_kib = 0;  // of the whole process (VmHWM)
+};
+
+struct GeneratorResult {
+  std::vector<Rule> rules;
+  GeneratorStats stats;
+};
+
+GeneratorResult generate_rules(const GeneratorOptions& options);
+
+// Pruning predicates, exposed for tests: a rule whose two sides share an operator applied to the same inputs
+// (common subgraph), or whose single output's roots are the same operator differing in at most one argument
+// (common supergraph), is implied by a smaller rule.
+bool has_common_subgraph(const Rule& rule);
+bool has_common_supergraph(const Rule& rule);
+
+}  // namespace strata::search::subst

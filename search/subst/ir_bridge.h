@@ -1,0 +1,48 @@
+// The bridge between rule operators (search/subst/operators.h, TASO's vocabulary with integer parameters) and
+// the operator IR of models/ (models/ir/op_def.h): which IR operator and attributes an operator instance is
+// on given input shapes, and back. The generator evaluates rule operators through it with the IR's kernels;
+// the optimizer uses it to match rule terms against IR nodes and to emit replacement nodes.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "models/ir/attrs.h"
+#include "models/ir/graph.h"
+#include "search/subst/operators.h"
+
+namespace strata::search::subst {
+
+// An operator instance: a rule operator with literal parameters (split_0/split_1 share one IR split node).
+struct OpInstance {
+  Op op = Op::ewadd;
+  std::vector<std::int64_t> params;
+  friend bool operator==(const OpInstance&, const OpInstance&) = default;
+  friend auto operator<=>(const OpInstance&, const OpInstance&) = default;
+};
+
+struct IrOp {
+  std::string_view name;  // IR operator name
+  models::Attrs attrs;    // complete for the IR op except defaults
+  int output = 0;         // which IR output the rule operator denotes (split_1: 1)
+};
+
+// The IR operator for `inst` on inputs of the given shapes. `split_point` is the size of the first part for
+// split_0/split_1 (TASO's most recent concatenation boundary). Constants take the channel count from
+// `constant_channels` (Iconv, Cpool), the size from `constant_shape` (Iewmul, Imatmul). std::nullopt when the
+// instance cannot apply to these shapes (e.g. SAME padding with an even kernel).
+std::optional<IrOp> to_ir(const OpInstance& inst, std::span<const models::Shape> input_shapes,
+                          std::int64_t split_point = 0, const models::Shape& constant_shape = {});
+
+// The rule operator an IR node denotes, or nullopt when it has none (an IR op outside TASO's vocabulary, or
+// attributes the vocabulary cannot express: dilation, bias, transposed matmul operands, asymmetric
+// padding...). Split nodes with two outputs map to split_0 (their first output) and split_1 is output 1.
+std::optional<OpInstance> from_ir(const models::Graph& g, const models::Node& n);
+
+// "conv2d(1,1,0,0)", "ewadd" etc.
+std::string instance_name(const OpInstance& inst);
+
+}  // namespace strata::search::subst
