@@ -212,13 +212,14 @@ void run_show(const ShowCli& o) {
 }  // namespace
 
 void add_subst_commands(CLI::App& app) {
-  auto* subst =
-      app.add_subcommand("subst", "substitution rules: Z3 verification, coverage, listing (docs/subst.md)");
+  auto* subst = app.add_subcommand(
+      "subst",
+      "Substitution rules: Z3 verification against operator axioms, coverage, listing (docs/subst.md)");
   subst->require_subcommand(1);
 
   auto verify = std::make_shared<VerifyCli>();
   auto* v = subst->add_subcommand(
-      "verify", "prove every rule from TASO's operator axioms with Z3 (per-equation timeout)");
+      "verify", "Prove every rule from TASO's operator axioms with Z3 (per-equation timeout)");
   v->add_option("rules", verify->path, "rule file (strata format or TASO equation file)")
       ->required()
       ->check(CLI::ExistingFile);
@@ -238,10 +239,12 @@ void add_subst_commands(CLI::App& app) {
 
   auto cov = std::make_shared<CoverageCli>();
   auto* c =
-      subst->add_subcommand("coverage", "compare two rule sets modulo input renaming (and orientation)");
+      subst->add_subcommand("coverage", "Compare two rule sets modulo input renaming (and orientation)");
   c->add_option("ours", cov->ours, "rule set A")->required()->check(CLI::ExistingFile);
   c->add_option("theirs", cov->theirs, "rule set B")->required()->check(CLI::ExistingFile);
-  c->add_option("--examples", cov->examples, "rules to list from each difference")->capture_default_str();
+  c->add_option("--examples", cov->examples, "rules to list from each difference")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   c->add_flag("--no-orientation", cov->no_orientation, "treat A == B and B == A as different rules");
   add_rule_file_options(c, cov->ours_file);
   c->callback([cov] {
@@ -250,13 +253,13 @@ void add_subst_commands(CLI::App& app) {
   });
 
   auto show = std::make_shared<ShowCli>();
-  auto* s = subst->add_subcommand("show", "list the rules of a file with their inputs, sizes and a summary");
+  auto* s = subst->add_subcommand("show", "List the rules of a file with their inputs, sizes and a summary");
   s->add_option("rules", show->path, "rule file")->required()->check(CLI::ExistingFile);
   s->add_flag("--summary", show->summary_only, "print only the summary");
   add_rule_file_options(s, show->file);
   s->callback([show] { run_show(*show); });
 
-  auto* a = subst->add_subcommand("axioms", "list the operator axioms and lemmas the verifier uses");
+  auto* a = subst->add_subcommand("axioms", "List the operator axioms and lemmas the verifier uses");
   a->callback([] {
     const auto axioms = ss::taso_axioms();
     int i = 0;

@@ -128,7 +128,7 @@ std::optional<std::string> out_of_domain(const Term& t) {
   return std::nullopt;
 }
 
-EquationResult prove(const Equation& eq, const Rule& rule, std::span<const Axiom> axioms, z3::context& ctx,
+EquationResult prove(const Equation& eq, const Rule& rule, const z3::expr_vector& axioms, z3::context& ctx,
                      const Encoding& enc, const VerifyOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   EquationResult result;
@@ -146,15 +146,17 @@ EquationResult prove(const Equation& eq, const Rule& rule, std::span<const Axiom
       vars.emplace(in.name, ctx.constant(in.name.c_str(), enc.tensor()));
     z3::solver solver(ctx);
     configure(solver, ctx, options);
-    for (const Axiom& ax : axioms) solver.add(enc.axiom(ax));
+    solver.add(axioms);
     solver.add(enc.term(eq.lhs, vars) != enc.term(eq.rhs, vars));
-    switch (solver.check()) {
+    const z3::check_result answer = solver.check();
+    const std::string why = answer == z3::unknown ? solver.reason_unknown() : "";
+    switch (answer) {
       case z3::unsat:
         return finish(VerifyStatus::proved, "");
       case z3::sat:
         return finish(VerifyStatus::refuted, "counter-model of the axioms");
       case z3::unknown:
-        return finish(VerifyStatus::unknown, solver.reason_unknown());
+        return finish(VerifyStatus::unknown, why);
     }
   } catch (const z3::exception& e) {
     return finish(VerifyStatus::unknown, fmt::format("z3 error: {}", e.msg()));
@@ -162,16 +164,28 @@ EquationResult prove(const Equation& eq, const Rule& rule, std::span<const Axiom
   return finish(VerifyStatus::unknown, "unreachable");
 }
 
-}  // namespace
+// A Z3 context with the axioms encoded once. Each equation gets a fresh solver: reusing one solver with
+// push/pop is 20x cheaper per query but changes Z3's search (incremental mode) enough to lose proofs.
+class Prover {
+ public:
+  Prover(std::span<const Axiom> axioms, const VerifyOptions& options)
+      : options_(options), enc_(ctx_), axioms_(ctx_) {
+    for (const Axiom& ax : axioms) axioms_.push_back(enc_.axiom(ax));
+  }
+  RuleResult verify(const Rule& rule);
 
-RuleResult verify_rule(const Rule& rule, std::span<const Axiom> axioms, const VerifyOptions& options) {
-  check_options(options);
+ private:
+  const VerifyOptions& options_;
+  z3::context ctx_;
+  Encoding enc_;
+  z3::expr_vector axioms_;
+};
+
+RuleResult Prover::verify(const Rule& rule) {
   RuleResult result;
   result.status = VerifyStatus::proved;
-  z3::context ctx;
-  const Encoding enc(ctx);
   for (std::size_t i = 0; i < rule.outputs.size(); ++i) {
-    EquationResult eq = prove(rule.outputs[i], rule, axioms, ctx, enc, options);
+    EquationResult eq = prove(rule.outputs[i], rule, axioms_, ctx_, enc_, options_);
     result.seconds += eq.seconds;
     if (eq.status != VerifyStatus::proved && result.status == VerifyStatus::proved) {
       result.status = eq.status;
@@ -182,6 +196,15 @@ RuleResult verify_rule(const Rule& rule, std::span<const Axiom> axioms, const Ve
   return result;
 }
 
+}  // namespace
+
+RuleResult verify_rule(const Rule& rule, std::span<const Axiom> axioms, const VerifyOptions& options) {
+  check_options(options);
+  return Prover(axioms, options).verify(rule);
+}
+
+constexpr std::size_t kRulesPerContext = 4;  // small chunks balance the long timeouts across threads
+
 std::vector<RuleResult> verify_rules(std::span<const Rule> rules, std::span<const Axiom> axioms,
                                      const VerifyOptions& options, const VerifyProgress& progress) {
   check_options(options);
@@ -191,13 +214,18 @@ std::vector<RuleResult> verify_rules(std::span<const Rule> rules, std::span<cons
   const int jobs = options.jobs > 0 ? options.jobs : tbb::this_task_arena::max_concurrency();
   tbb::task_arena arena(jobs);
   arena.execute([&] {
-    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, rules.size(), 1),
+    const std::size_t chunks = (rules.size() + kRulesPerContext - 1) / kRulesPerContext;
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, chunks, 1),
                       [&](const tbb::blocked_range<std::size_t>& range) {
-                        for (std::size_t i = range.begin(); i != range.end(); ++i) {
-                          results[i] = verify_rule(rules[i], axioms, options);
-                          if (progress) {
-                            const std::lock_guard lock(progress_mutex);
-                            progress(++done, rules.size(), i, results[i]);
+                        for (std::size_t c = range.begin(); c != range.end(); ++c) {
+                          Prover prover(axioms, options);
+                          for (std::size_t i = c * kRulesPerContext;
+                               i < std::min(rules.size(), (c + 1) * kRulesPerContext); ++i) {
+                            results[i] = prover.verify(rules[i]);
+                            if (progress) {
+                              const std::lock_guard lock(progress_mutex);
+                              progress(++done, rules.size(), i, results[i]);
+                            }
                           }
                         }
                       });

@@ -30,7 +30,7 @@ void BM_Coverage619Vs820(benchmark::State& state) {
 }
 BENCHMARK(BM_Coverage619Vs820)->Unit(benchmark::kMillisecond);
 
-// The 129 provable shipped rules, one rule per Z3 context; arg = worker threads.
+// The 129 provable shipped rules; arg = worker threads.
 void BM_VerifyProvableShipped(benchmark::State& state) {
   auto rules = ss::load_rules(data("taso_shipped_133_equations.txt"), ss::RuleFileFormat::taso,
                               ss::TasoShapes::unknown);
