@@ -1,0 +1,76 @@
+// Cost-based graph optimization with substitution rules: TASO/MetaFlow's backtracking search (docs/subst.md,
+// docs/reference/taso.md §4). A rule's source graph (its lhs terms, a DAG over input variables) is matched onto
+// a models::Graph, replaced by its target graph built through the IR bridge, and the result re-checked by shape
+// inference. Candidates are explored best-first by total predicted operator time; graphs up to alpha times the
+// best cost are kept, so the search can pass through slightly worse graphs to reach better ones.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "models/cost/cost_model.h"
+#include "models/ir/graph.h"
+#include "search/subst/rule.h"
+
+namespace strata::search::subst {
+
+// One place a rule applies: the matched source nodes (ascending ids) and the variable bindings.
+struct Match {
+  std::size_t rule = 0;  // index into the rule list
+  std::vector<models::NodeId> nodes;
+  std::vector<std::pair<std::string, models::ValueId>> bindings;  // rule input -> graph value, sorted by name
+};
+
+// All matches of rule `rule_index` in g, ordered by their node lists. A match requires the operators and their
+// parameters to agree (through from_ir), a variable occurring twice to bind one value, and every value produced
+// by the matched nodes that is used outside them (or is a graph output) to be one of the rule's lhs roots.
+std::vector<Match> find_matches(const models::Graph& g, const Rule& rule, std::size_t rule_index);
+
+// Applies a match: emits the rule's target graph, rewires the consumers of the lhs roots to the rhs values,
+// removes dead nodes and rebuilds g in topological order with shape inference. nullopt when the target cannot
+// be expressed on these shapes, the rewrite would create a cycle or shape inference rejects it. Node names
+// of new nodes start with `name_prefix`.
+std::optional<models::Graph> apply_match(const models::Graph& g, const Rule& rule, const Match& match,
+                                         std::string_view name_prefix);
+
+// Removes nodes none of whose outputs reach a graph output; source values are kept.
+models::Graph remove_dead_nodes(const models::Graph& g);
+
+// Sum of the cost model's per-node times (seconds).
+double graph_cost(const models::Graph& g, const models::CostModel& cost);
+
+// Hash independent of node order and of node/value names of activations: the sorted multiset of structural
+// node hashes (operator, attributes, input hashes; sources hash by name and type).
+std::uint64_t graph_hash(const models::Graph& g);
+
+struct OptimizerOptions {
+  double alpha = 1.05;     // relaxation: keep candidates costing less than alpha * best
+  int budget = 1000;       // number of graphs taken from the priority queue
+  double max_op_ratio = 2.0;  // operator-count cap relative to the input graph
+  std::function<void(std::string_view)> progress;  // optional, called now and then
+};
+
+struct AppliedSubstitution {
+  std::string rule;                // rule name
+  std::vector<std::string> nodes;  // names of the matched nodes in the graph it was applied to
+};
+
+struct OptimizeResult {
+  models::Graph graph;
+  double cost_before = 0;  // seconds
+  double cost_after = 0;
+  std::vector<AppliedSubstitution> applied;  // path from the input to the best graph
+  int explored = 0;                          // graphs popped
+  int generated = 0;                         // distinct candidate graphs enqueued
+  double seconds = 0;
+};
+
+OptimizeResult optimize(const models::Graph& input, std::span<const Rule> rules, const models::CostModel& cost,
+                        const OptimizerOptions& options = {});
+
+}  // namespace strata::search::subst
