@@ -1,5 +1,9 @@
 // strata subst generate: automatic generation of candidate substitutions (search/subst/generator.h,
 // docs/subst.md). Registered as a subcommand of the `subst` group, which cli_subst.cc creates.
+// strata optimize: cost-based graph optimization with substitution rules (search/subst/optimizer.h).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -7,7 +11,14 @@
 #include <fmt/format.h>
 
 #include "experiments/cli.h"
+#include "hw/config_error.h"
+#include "hw/system_loader.h"
+#include "models/cost/cost_model.h"
+#include "models/exec/executor.h"
+#include "models/onnx/onnx.h"
+#include "models/zoo/zoo.h"
 #include "search/subst/generator.h"
+#include "search/subst/optimizer.h"
 #include "search/subst/rule.h"
 
 namespace strata::cli {
@@ -44,6 +55,72 @@ void run_generate(const GenerateCli& o) {
   fmt::print("time {:.2f} s, peak RSS {:.1f} MiB\n", s.seconds, static_cast<double>(s.peak_rss_kib) / 1024.0);
 }
 
+// The shipped 133 TASO rules, less the four the Z3 verifier cannot prove within its timeout (taso.md §3.5:
+// indices 99, 100, 130, 131); everything else in that file is proved by `strata subst verify`.
+constexpr const char* kDefaultRules = "/work/shared/reference/taso-rules/taso_shipped_133_equations.txt";
+constexpr std::string_view kUnprovedShipped[] = {"99", "100", "130", "131"};
+
+struct OptimizeCli {
+  std::string model, hw, rules, output;
+  double alpha = 1.05;
+  int budget = 1000;
+  std::int64_t batch = 0, seq = 0;
+  std::uint64_t seed = 1;
+  bool check = true;
+};
+
+void run_optimize(const OptimizeCli& o) {
+  const auto topo = hw::load_system(o.hw);
+  models::Graph g = o.model.ends_with(".onnx")
+                        ? models::import_onnx(o.model)
+                        : models::zoo::build_model(o.model, {.batch = o.batch, .seq_len = o.seq});
+  std::vector<ss::Rule> rules;
+  if (o.rules.empty()) {
+    for (auto& r : ss::load_rules(kDefaultRules, ss::RuleFileFormat::taso, ss::TasoShapes::unknown))
+      if (std::find(std::begin(kUnprovedShipped), std::end(kUnprovedShipped), r.name) == std::end(kUnprovedShipped))
+        rules.push_back(std::move(r));
+  } else {
+    rules = ss::load_rules(o.rules, ss::RuleFileFormat::automatic, ss::TasoShapes::unknown);
+  }
+  const models::CostModel cost(topo.gpu());
+  ss::OptimizerOptions opt;
+  opt.alpha = o.alpha;
+  opt.budget = o.budget;
+  opt.progress = [](std::string_view line) { fmt::print(stderr, "{}\n", line); };
+  fmt::print("model {}: {} nodes; {} rules; device {}\n", g.name(), g.nodes().size(), rules.size(), topo.gpu().name);
+  const auto res = ss::optimize(g, rules, cost, opt);
+  fmt::print("predicted time before: {:.4f} ms\n", res.cost_before * 1e3);
+  fmt::print("predicted time after:  {:.4f} ms ({:.2f}x), {} -> {} nodes\n", res.cost_after * 1e3,
+             res.cost_after > 0 ? res.cost_before / res.cost_after : 0.0, g.nodes().size(), res.graph.nodes().size());
+  fmt::print("search: {} graphs explored, {} generated, {:.2f} s\n", res.explored, res.generated, res.seconds);
+  fmt::print("substitutions applied ({}):\n", res.applied.size());
+  for (const auto& a : res.applied) fmt::print("  rule {} at {}\n", a.rule, fmt::join(a.nodes, ", "));
+  if (!o.output.empty()) {
+    models::export_onnx(res.graph, o.output);
+    fmt::print("wrote {}\n", o.output);
+  }
+  if (o.check) {
+    models::ExecOptions eo;
+    eo.seed = o.seed;
+    const auto before = models::execute<double>(g, {}, eo);
+    const auto after = models::execute<double>(res.graph, {}, eo);
+    double diff = 0, scale = 0;
+    for (std::size_t i = 0; i < g.outputs().size(); ++i) {
+      const auto& a = before[static_cast<std::size_t>(g.outputs()[i])];
+      const auto& b = after[static_cast<std::size_t>(res.graph.outputs()[i])];
+      if (a.size() != b.size()) throw std::runtime_error(fmt::format("check: output {} changed size", i));
+      for (std::size_t k = 0; k < a.size(); ++k) {
+        diff = std::max(diff, std::abs(a[k] - b[k]));
+        scale = std::max(scale, std::abs(a[k]));
+      }
+    }
+    fmt::print("check (reference executor, random inputs seed {}): max abs difference {:.3g} (max |output| {:.3g})\n",
+               o.seed, diff, scale);
+    if (!(diff <= 1e-6 * std::max(1.0, scale)))
+      throw std::runtime_error("check failed: the optimized graph computes a different function");
+  }
+}
+
 }  // namespace
 
 void add_optimize_commands(CLI::App& app) {
@@ -60,6 +137,29 @@ void add_optimize_commands(CLI::App& app) {
   g->add_option("--tolerance", o->tolerance, "relative tolerance of the floating-point confirmation")->capture_default_str();
   g->add_option("-o,--output", o->output, "rule file to write (strata rule format)")->required();
   g->callback([o] { run_generate(*o); });
+
+  auto p = std::make_shared<OptimizeCli>();
+  auto* opt = app.add_subcommand("optimize",
+                                 "cost-based backtracking search over substitution rules (TASO): predicted time before "
+                                 "and after, the substitutions applied, ONNX output, equality check by the reference "
+                                 "executor");
+  opt->add_option("--model", p->model, "zoo model name or .onnx file")->required();
+  opt->add_option("--hw", p->hw, "system YAML; its GPU prices the operators")->required();
+  opt->add_option("--rules", p->rules,
+                  "rule file (strata or TASO format); default: TASO's 133 shipped rules less the 4 unproved (99, 100, "
+                  "130, 131)");
+  opt->add_option("--alpha", p->alpha, "relaxation: keep graphs cheaper than alpha * best")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 10.0));
+  opt->add_option("--budget", p->budget, "graphs taken from the priority queue")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000000));
+  opt->add_option("--batch", p->batch, "batch size (zoo models; 0: model default)");
+  opt->add_option("--seq", p->seq, "sequence length (zoo sequence models; 0: model default)");
+  opt->add_option("--seed", p->seed, "seed of the random inputs of the equality check")->capture_default_str();
+  opt->add_flag("!--no-check", p->check, "skip the reference-executor equality check");
+  opt->add_option("-o,--output", p->output, "write the optimized graph as ONNX");
+  opt->callback([p] { run_optimize(*p); });
 }
 
 }  // namespace strata::cli

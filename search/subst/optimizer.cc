@@ -483,8 +483,24 @@ Graph remove_dead_nodes(const Graph& g) {
 }
 
 double graph_cost(const Graph& g, const models::CostModel& cost) {
+  // Nodes computed from weights and constants only (a concatenation of two weight matrices, an enlarged
+  // kernel) are folded once before inference, as in TASO, and cost nothing per step.
+  std::vector<char> folded(g.values().size(), 0);
+  for (ValueId v = 0; v < static_cast<ValueId>(g.values().size()); ++v) {
+    const auto k = g.value(v).kind;
+    if (g.value(v).producer < 0 && (k == models::ValueKind::kParam || k == models::ValueKind::kConstant))
+      folded[static_cast<std::size_t>(v)] = 1;
+  }
   double total = 0;
-  for (const Node& n : g.nodes()) total += cost.node_cost(g, n).seconds;
+  for (const Node& n : g.nodes()) {
+    const bool foldable = std::all_of(n.inputs.begin(), n.inputs.end(),
+                                      [&](ValueId v) { return folded[static_cast<std::size_t>(v)] != 0; });
+    if (foldable) {
+      for (ValueId o : n.outputs) folded[static_cast<std::size_t>(o)] = 1;
+      continue;
+    }
+    total += cost.node_cost(g, n).seconds;
+  }
   return total;
 }
 

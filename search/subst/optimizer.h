@@ -41,7 +41,8 @@ std::optional<models::Graph> apply_match(const models::Graph& g, const Rule& rul
 // Removes nodes none of whose outputs reach a graph output; source values are kept.
 models::Graph remove_dead_nodes(const models::Graph& g);
 
-// Sum of the cost model's per-node times (seconds).
+// Sum of the cost model's per-node times (seconds), except nodes computed from parameters and constants only
+// (folded once before inference, as TASO does).
 double graph_cost(const models::Graph& g, const models::CostModel& cost);
 
 // Hash independent of node order and of node/value names of activations: the sorted multiset of structural
