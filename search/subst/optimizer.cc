@@ -76,7 +76,8 @@ bool root_candidate(const Graph& g, const Term& t, ValueId v) {
 }
 
 void match_equations(const Graph& g, const Matcher& m, const Rule& rule, std::size_t eq, MatchState st,
-                     std::vector<ValueId>& roots, std::vector<std::pair<MatchState, std::vector<ValueId>>>& out) {
+                     std::vector<ValueId>& roots,
+                     std::vector<std::pair<MatchState, std::vector<ValueId>>>& out) {
   if (eq == rule.outputs.size()) {
     out.emplace_back(std::move(st), roots);
     return;
@@ -142,10 +143,13 @@ std::vector<Match> find_matches(const Graph& g, const Rule& rule, std::size_t ru
     match.bindings.assign(st.vars.begin(), st.vars.end());
     result.push_back(std::move(match));
   }
-  std::sort(result.begin(), result.end(),
-            [](const Match& a, const Match& b) { return std::tie(a.nodes, a.bindings) < std::tie(b.nodes, b.bindings); });
+  std::sort(result.begin(), result.end(), [](const Match& a, const Match& b) {
+    return std::tie(a.nodes, a.bindings) < std::tie(b.nodes, b.bindings);
+  });
   result.erase(std::unique(result.begin(), result.end(),
-                           [](const Match& a, const Match& b) { return a.nodes == b.nodes && a.bindings == b.bindings; }),
+                           [](const Match& a, const Match& b) {
+                             return a.nodes == b.nodes && a.bindings == b.bindings;
+                           }),
                result.end());
   return result;
 }
@@ -249,7 +253,8 @@ std::optional<models::Shape> constant_shape(const ConstantContext& c, const mode
 }
 
 // TASO's split point: the most recent concatenation boundary along `axis` of v, traced back through the
-// operators that carry that axis from one input to their output (element-wise, matmul, conv2d channels/batch).
+// operators that carry that axis from one input to their output (element-wise, matmul, conv2d
+// channels/batch).
 std::optional<std::int64_t> concat_boundary(const Graph& g, ValueId v, std::int64_t axis, int depth) {
   const auto& val = g.value(v);
   if (depth <= 0 || val.producer < 0) return std::nullopt;
@@ -277,7 +282,8 @@ std::optional<std::int64_t> concat_boundary(const Graph& g, ValueId v, std::int6
 
 }  // namespace
 
-std::optional<Graph> apply_match(const Graph& g, const Rule& rule, const Match& match, std::string_view name_prefix) {
+std::optional<Graph> apply_match(const Graph& g, const Rule& rule, const Match& match,
+                                 std::string_view name_prefix) {
   const std::map<std::string, ValueId> vars(match.bindings.begin(), match.bindings.end());
   // Re-derive the lhs roots of this match.
   std::vector<ValueId> roots;
@@ -337,7 +343,8 @@ std::optional<Graph> apply_match(const Graph& g, const Rule& rule, const Match& 
   for (int k = 0; k < n_new; ++k) {
     auto& d = deps[static_cast<std::size_t>(n_old + k)];
     for (const Ref& r : fresh[static_cast<std::size_t>(k)].args) d.push_back(dep_of(r));
-    if (fresh[static_cast<std::size_t>(k)].context) d.push_back(dep_of(fresh[static_cast<std::size_t>(k)].context->sibling));
+    if (fresh[static_cast<std::size_t>(k)].context)
+      d.push_back(dep_of(fresh[static_cast<std::size_t>(k)].context->sibling));
   }
   std::vector<int> indegree(static_cast<std::size_t>(total), 0);
   std::vector<std::vector<int>> users(static_cast<std::size_t>(total));
@@ -444,7 +451,8 @@ std::optional<Graph> apply_match(const Graph& g, const Rule& rule, const Match& 
   // Replaced graph outputs keep their names, so results line up with the original's by name.
   for (std::size_t i = 0; i < roots.size(); ++i) {
     const bool is_out = std::find(g.outputs().begin(), g.outputs().end(), roots[i]) != g.outputs().end();
-    if (is_out && replacement[i].node >= 0) out.set_value_name(value_of(replacement[i]), g.value(roots[i]).name);
+    if (is_out && replacement[i].node >= 0)
+      out.set_value_name(value_of(replacement[i]), g.value(roots[i]).name);
   }
   return remove_dead_nodes(out);
 }
@@ -464,7 +472,8 @@ Graph remove_dead_nodes(const Graph& g) {
   std::vector<ValueId> map(g.values().size(), models::kNoValue);
   for (ValueId v = 0; v < static_cast<ValueId>(g.values().size()); ++v) {
     const auto& val = g.value(v);
-    if (val.producer < 0) map[static_cast<std::size_t>(v)] = out.add_source(val.name, val.type, val.kind, val.data);
+    if (val.producer < 0)
+      map[static_cast<std::size_t>(v)] = out.add_source(val.name, val.type, val.kind, val.data);
   }
   for (NodeId n = 0; n < static_cast<NodeId>(g.nodes().size()); ++n) {
     if (!live_node[static_cast<std::size_t>(n)]) continue;
@@ -509,12 +518,14 @@ std::uint64_t graph_hash(const Graph& g) {
   std::vector<std::uint64_t> nh;
   for (ValueId v = 0; v < static_cast<ValueId>(g.values().size()); ++v) {
     const auto& val = g.value(v);
-    if (val.producer < 0) vh[static_cast<std::size_t>(v)] = mix(hash_text(val.name), hash_text(models::type_str(val.type)));
+    if (val.producer < 0)
+      vh[static_cast<std::size_t>(v)] = mix(hash_text(val.name), hash_text(models::type_str(val.type)));
   }
   for (const Node& n : g.nodes()) {
     std::uint64_t h = mix(hash_text(n.op->name), hash_text(n.attrs.str()));
     for (ValueId v : n.inputs) h = mix(h, vh[static_cast<std::size_t>(v)]);
-    for (std::size_t k = 0; k < n.outputs.size(); ++k) vh[static_cast<std::size_t>(n.outputs[k])] = mix(h, k + 1);
+    for (std::size_t k = 0; k < n.outputs.size(); ++k)
+      vh[static_cast<std::size_t>(n.outputs[k])] = mix(h, k + 1);
     nh.push_back(h);
   }
   std::sort(nh.begin(), nh.end());
@@ -541,7 +552,8 @@ OptimizeResult optimize(const Graph& input, std::span<const Rule> rules, const m
   std::vector<State> states;
   Graph start_graph = remove_dead_nodes(input);
   const double c0 = graph_cost(start_graph, cost);
-  const auto max_ops = static_cast<std::size_t>(options.max_op_ratio * static_cast<double>(start_graph.nodes().size()));
+  const auto max_ops =
+      static_cast<std::size_t>(options.max_op_ratio * static_cast<double>(start_graph.nodes().size()));
   states.push_back({start_graph, c0, {}});
   std::unordered_set<std::uint64_t> seen{graph_hash(start_graph)};
   using Entry = std::pair<double, std::size_t>;  // cost, state index (earlier states first on ties)
@@ -561,7 +573,8 @@ OptimizeResult optimize(const Graph& input, std::span<const Rule> rules, const m
     tbb::parallel_for(std::size_t{0}, rules.size(), [&](std::size_t r) {
       const auto matches = find_matches(current, rules[r], r);
       for (std::size_t mi = 0; mi < matches.size(); ++mi) {
-        auto next = apply_match(current, rules[r], matches[mi], fmt::format("opt{}_{}_{}_", pop, rules[r].name, mi));
+        auto next =
+            apply_match(current, rules[r], matches[mi], fmt::format("opt{}_{}_{}_", pop, rules[r].name, mi));
         if (!next || next->nodes().size() > max_ops) continue;
         const double nc = graph_cost(*next, cost);
         AppliedSubstitution step{rules[r].name, {}};

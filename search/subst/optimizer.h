@@ -1,8 +1,8 @@
 // Cost-based graph optimization with substitution rules: TASO/MetaFlow's backtracking search (docs/subst.md,
-// docs/reference/taso.md §4). A rule's source graph (its lhs terms, a DAG over input variables) is matched onto
-// a models::Graph, replaced by its target graph built through the IR bridge, and the result re-checked by shape
-// inference. Candidates are explored best-first by total predicted operator time; graphs up to alpha times the
-// best cost are kept, so the search can pass through slightly worse graphs to reach better ones.
+// docs/reference/taso.md §4). A rule's source graph (its lhs terms, a DAG over input variables) is matched
+// onto a models::Graph, replaced by its target graph built through the IR bridge, and the result re-checked
+// by shape inference. Candidates are explored best-first by total predicted operator time; graphs up to alpha
+// times the best cost are kept, so the search can pass through slightly worse graphs to reach better ones.
 #pragma once
 
 #include <cstdint>
@@ -26,9 +26,10 @@ struct Match {
   std::vector<std::pair<std::string, models::ValueId>> bindings;  // rule input -> graph value, sorted by name
 };
 
-// All matches of rule `rule_index` in g, ordered by their node lists. A match requires the operators and their
-// parameters to agree (through from_ir), a variable occurring twice to bind one value, and every value produced
-// by the matched nodes that is used outside them (or is a graph output) to be one of the rule's lhs roots.
+// All matches of rule `rule_index` in g, ordered by their node lists. A match requires the operators and
+// their parameters to agree (through from_ir), a variable occurring twice to bind one value, and every value
+// produced by the matched nodes that is used outside them (or is a graph output) to be one of the rule's lhs
+// roots.
 std::vector<Match> find_matches(const models::Graph& g, const Rule& rule, std::size_t rule_index);
 
 // Applies a match: emits the rule's target graph, rewires the consumers of the lhs roots to the rhs values,
@@ -50,8 +51,8 @@ double graph_cost(const models::Graph& g, const models::CostModel& cost);
 std::uint64_t graph_hash(const models::Graph& g);
 
 struct OptimizerOptions {
-  double alpha = 1.05;     // relaxation: keep candidates costing less than alpha * best
-  int budget = 1000;       // number of graphs taken from the priority queue
+  double alpha = 1.05;        // relaxation: keep candidates costing less than alpha * best
+  int budget = 1000;          // number of graphs taken from the priority queue
   double max_op_ratio = 2.0;  // operator-count cap relative to the input graph
   std::function<void(std::string_view)> progress;  // optional, called now and then
 };
@@ -71,7 +72,7 @@ struct OptimizeResult {
   double seconds = 0;
 };
 
-OptimizeResult optimize(const models::Graph& input, std::span<const Rule> rules, const models::CostModel& cost,
-                        const OptimizerOptions& options = {});
+OptimizeResult optimize(const models::Graph& input, std::span<const Rule> rules,
+                        const models::CostModel& cost, const OptimizerOptions& options = {});
 
 }  // namespace strata::search::subst

@@ -22,9 +22,13 @@ const char* kRules =
     "77\tmatmul(input_1,input_4) == split_0(1,matmul(input_1,concat(1,input_4,input_5)))\n"
     "77\tmatmul(input_1,input_5) == split_1(1,matmul(input_1,concat(1,input_4,input_5)))\n";
 
-std::vector<Rule> rules() { return parse_taso_equations(kRules, "test", TasoShapes::unknown); }
+std::vector<Rule> rules() {
+  return parse_taso_equations(kRules, "test", TasoShapes::unknown);
+}
 
-models::CostModel a100() { return models::CostModel(*hw::find_gpu("a100-sxm4-80gb")); }
+models::CostModel a100() {
+  return models::CostModel(*hw::find_gpu("a100-sxm4-80gb"));
+}
 
 // x -> conv(w1) -> relu -> out1 ; x -> matmul-branch: y @ a, y @ b -> out2, out3
 Graph test_graph(bool extra_conv_consumer) {
@@ -81,7 +85,8 @@ TEST(OptimizerMatch, ParametersMustAgree) {
   const auto x = g.add_input("x", TensorType{{1, 16, 14, 14}});
   const auto w = g.add_param("w", TensorType{{16, 16, 3, 3}});
   // stride 2: rule 64 is stated for stride 1
-  const auto c = g.add("conv2d", {x, w}, {{"pads", models::Ints{1, 1, 1, 1}}, {"strides", models::Ints{2, 2}}});
+  const auto c =
+      g.add("conv2d", {x, w}, {{"pads", models::Ints{1, 1, 1, 1}}, {"strides", models::Ints{2, 2}}});
   g.mark_output(g.add("relu", {c}));
   EXPECT_TRUE(find_matches(g, rules()[0], 0).empty());
 }
@@ -113,7 +118,8 @@ TEST(Optimizer, LowersCostKeepsFunctionDeterministic) {
   EXPECT_DOUBLE_EQ(r1.cost_after, graph_cost(r1.graph, cost));
   ASSERT_FALSE(r1.applied.empty());
   bool fused = false;
-  for (const auto& a : r1.applied) fused |= a.rule == "64" && a.nodes == std::vector<std::string>{"conv", "relu"};
+  for (const auto& a : r1.applied)
+    fused |= a.rule == "64" && a.nodes == std::vector<std::string>{"conv", "relu"};
   EXPECT_TRUE(fused);
   EXPECT_LT(max_abs_difference(g, r1.graph, 11), 1e-9);
   const auto r2 = optimize(g, rs, cost);
