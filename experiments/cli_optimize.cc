@@ -57,7 +57,8 @@ void run_generate(const GenerateCli& o) {
 
 // The shipped 133 TASO rules, less the four the Z3 verifier cannot prove within its timeout (taso.md §3.5:
 // indices 99, 100, 130, 131); everything else in that file is proved by `strata subst verify`.
-constexpr const char* kDefaultRules = "/work/shared/reference/taso-rules/taso_shipped_133_equations.txt";
+// The copy in the repository (byte-identical to shared/reference/taso-rules, see its README).
+constexpr const char* kDefaultRules = STRATA_SOURCE_DIR "/tests/subst/data/taso-rules/taso_shipped_133_equations.txt";
 constexpr std::string_view kUnprovedShipped[] = {"99", "100", "130", "131"};
 
 struct OptimizeCli {
