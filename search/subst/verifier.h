@@ -51,9 +51,8 @@ using VerifyProgress =
 // Verifies one rule in a fresh Z3 context.
 RuleResult verify_rule(const Rule& rule, std::span<const Axiom> axioms, const VerifyOptions& options);
 
-// Verifies all rules in parallel; results are in rule order. Rules are split into fixed chunks of consecutive
-// rules (independent of the thread count), one TBB task and one Z3 context per chunk, so outcomes do not depend
-// on `jobs`.
+// Verifies all rules in parallel, one TBB task and one Z3 context per rule; results are in rule order and do not
+// depend on `jobs`.
 std::vector<RuleResult> verify_rules(std::span<const Rule> rules, std::span<const Axiom> axioms,
                                      const VerifyOptions& options, const VerifyProgress& progress = {});
 
