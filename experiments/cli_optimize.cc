@@ -141,7 +141,7 @@ void add_optimize_commands(CLI::App& app) {
 
   auto p = std::make_shared<OptimizeCli>();
   auto* opt = app.add_subcommand("optimize",
-                                 "cost-based backtracking search over substitution rules (TASO): predicted time before "
+                                 "Cost-based backtracking search over substitution rules (TASO): predicted time before "
                                  "and after, the substitutions applied, ONNX output, equality check by the reference "
                                  "executor");
   opt->add_option("--model", p->model, "zoo model name or .onnx file")->required();

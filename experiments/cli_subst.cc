@@ -214,7 +214,7 @@ void run_show(const ShowCli& o) {
 void add_subst_commands(CLI::App& app) {
   auto* subst = app.add_subcommand(
       "subst",
-      "Substitution rules: Z3 verification against operator axioms, coverage, listing (docs/subst.md)");
+      "Substitution rules: generation, Z3 verification against operator axioms, coverage, listing (docs/subst.md)");
   subst->require_subcommand(1);
 
   auto verify = std::make_shared<VerifyCli>();

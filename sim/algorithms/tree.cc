@@ -29,6 +29,8 @@ struct TreeShape {
   std::vector<int> parent;  // index into members; -1 for the root
   std::vector<std::vector<int>> children;
   int root = 0;
+  std::vector<int> preorder;  // parents before children, from the root
+  int depth = 0;              // hops from the root to the deepest member: pipeline stages in one direction
 };
 
 // One tree: chains inside nodes (members in the given order, the first leads), and the heap over `order`
@@ -56,17 +58,17 @@ TreeShape make_tree(const std::vector<std::vector<hw::Rank>>& nodes, const std::
     else
       t.root = static_cast<int>(i);
   }
-  return t;
-}
-
-int depth_of(const TreeShape& t) {
-  int best = 0;
-  for (std::size_t i = 0; i < t.members.size(); ++i) {
-    int d = 0;
-    for (int v = static_cast<int>(i); t.parent[static_cast<std::size_t>(v)] >= 0; v = t.parent[static_cast<std::size_t>(v)]) ++d;
-    best = std::max(best, d);
+  t.preorder = {t.root};
+  std::vector<int> level(t.members.size(), 0);
+  for (std::size_t q = 0; q < t.preorder.size(); ++q) {
+    const auto v = static_cast<std::size_t>(t.preorder[q]);
+    for (int c : t.children[v]) {
+      t.preorder.push_back(c);
+      level[static_cast<std::size_t>(c)] = level[v] + 1;
+      t.depth = std::max(t.depth, level[v] + 1);
+    }
   }
-  return best;
+  return t;
 }
 
 class Tree final : public CollectiveAlgorithm {
@@ -126,7 +128,7 @@ class Tree final : public CollectiveAlgorithm {
       const TreeShape shape = make_tree(rotated, tree_order);
       const int chunks = ctx.spec.pipeline_chunks > 0
                              ? ctx.spec.pipeline_chunks
-                             : std::max(1, static_cast<int>(std::ceil(per_tree / tree_chunk_bytes(per_tree, depth_of(shape)))));
+                             : std::max(1, static_cast<int>(std::ceil(per_tree / tree_chunk_bytes(per_tree, shape.depth))));
       const double chunk = per_tree / chunks;
       if (ctx.spec.granularity == Granularity::kFlow)
         finals.push_back({build_flow(ctx, shape, do_up, do_down, chunk, chunks, start, up_label, t)});
@@ -144,24 +146,17 @@ class Tree final : public CollectiveAlgorithm {
                            TaskId start, std::int32_t label, int lane) {
     const std::size_t m = s.members.size();
     std::vector<std::pair<hw::Rank, hw::Rank>> hops;
-    std::vector<int> depth(m, 0);
     std::vector<double> lat_to_root(m, 0.0), lat_from_root(m, 0.0);
-    // Pre-order from the root so parents are handled before children.
-    std::vector<int> pre{s.root};
-    for (std::size_t q = 0; q < pre.size(); ++q)
-      for (int c : s.children[static_cast<std::size_t>(pre[q])]) pre.push_back(c);
-    for (int v : pre) {
+    for (int v : s.preorder) {
       const auto vi = static_cast<std::size_t>(v);
       if (s.parent[vi] < 0) continue;
       const auto p = static_cast<std::size_t>(s.parent[vi]);
-      depth[vi] = depth[p] + 1;
       lat_to_root[vi] = lat_to_root[p] + ctx.step_latency(s.members[vi], s.members[p]);
       lat_from_root[vi] = lat_from_root[p] + ctx.step_latency(s.members[p], s.members[vi]);
       if (do_up) hops.push_back({s.members[vi], s.members[p]});
       if (do_down) hops.push_back({s.members[p], s.members[vi]});
     }
-    const int max_depth = *std::max_element(depth.begin(), depth.end());
-    const int stages = max_depth * ((do_up ? 1 : 0) + (do_down ? 1 : 0));
+    const int stages = s.depth * ((do_up ? 1 : 0) + (do_down ? 1 : 0));
     const double latency = (do_up ? *std::max_element(lat_to_root.begin(), lat_to_root.end()) : 0.0) +
                            (do_down ? *std::max_element(lat_from_root.begin(), lat_from_root.end()) : 0.0);
     const std::array<Dep, 1> deps{Dep{start}};
@@ -191,9 +186,6 @@ class Tree final : public CollectiveAlgorithm {
         stack.pop_back();
       }
     }
-    std::vector<int> pre{s.root};
-    for (std::size_t q = 0; q < pre.size(); ++q)
-      for (int c : s.children[static_cast<std::size_t>(pre[q])]) pre.push_back(c);
     std::vector<TaskId> up_prev(m, -1), up_cur(m, -1);
     std::vector<std::vector<TaskId>> down_prev(m), down_cur(m);
     for (int k = 0; k < chunks; ++k) {
@@ -210,7 +202,7 @@ class Tree final : public CollectiveAlgorithm {
         }
       }
       if (do_down) {
-        for (int v : pre) {
+        for (int v : s.preorder) {
           const auto vi = static_cast<std::size_t>(v);
           down_cur[vi].assign(s.children[vi].size(), -1);
           for (std::size_t ci = 0; ci < s.children[vi].size(); ++ci) {

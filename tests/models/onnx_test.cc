@@ -76,9 +76,13 @@ TEST(Onnx, RoundTripPreservesTheFunction) {
   }
 }
 
+// Debian's libonnx-testdata (installed by .ci/install-deps). Its absence is a failure, not a skip: a skipped
+// conformance run would hide a missing install step behind a green suite.
+const fs::path kNodeTests = "/usr/share/libonnx-testdata/data/node";
+
 TEST(Onnx, ErrorsNameTheOperatorNodeAndWhatIsSupported) {
-  const fs::path node_dir = "/usr/share/libonnx-testdata/data/node";
-  if (!fs::exists(node_dir)) GTEST_SKIP() << "libonnx-testdata is not installed";
+  const fs::path& node_dir = kNodeTests;
+  ASSERT_TRUE(fs::exists(node_dir)) << "libonnx-testdata is not installed (apt-get install libonnx-testdata)";
   try {
     import_onnx((node_dir / "test_abs" / "model.onnx").string());
     FAIL() << "Abs accepted";
@@ -100,9 +104,8 @@ TEST(Onnx, ErrorsNameTheOperatorNodeAndWhatIsSupported) {
 // ONNX backend node tests: for every test whose operator strata supports, run the reference executor on the
 // shipped inputs and compare with the shipped outputs (numpy's tolerance: rtol 1e-3, here atol 1e-5).
 TEST(OnnxConformance, BackendNodeTests) {
-  const fs::path node_dir = "/usr/share/libonnx-testdata/data/node";
-  if (!fs::exists(node_dir))
-    GTEST_SKIP() << "libonnx-testdata is not installed (apt-get install libonnx-testdata)";
+  const fs::path& node_dir = kNodeTests;
+  ASSERT_TRUE(fs::exists(node_dir)) << "libonnx-testdata is not installed (apt-get install libonnx-testdata)";
   std::vector<fs::path> tests;
   for (const auto& e : fs::directory_iterator(node_dir)) tests.push_back(e.path());
   std::sort(tests.begin(), tests.end());
