@@ -14,6 +14,7 @@
 
 #include "experiments/cli.h"
 #include "hw/config_error.h"
+#include "search/subst/axiom_validation.h"
 #include "search/subst/axioms.h"
 #include "search/subst/coverage.h"
 #include "search/subst/rule.h"
@@ -209,12 +210,53 @@ void run_show(const ShowCli& o) {
   std::cout << fmt::format("# (source ops, target ops): {}\n", hist);
 }
 
+struct AxiomsCli {
+  bool validate = false;
+  ss::AxiomValidationOptions options;
+};
+
+void run_axioms(const AxiomsCli& o) {
+  const auto axioms = ss::taso_axioms();
+  if (!o.validate) {
+    int i = 0;
+    for (const auto& ax : axioms)
+      std::cout << fmt::format("{:>2} {:<6} {}\n   {}\n", ++i,
+                               ax.kind == ss::AxiomKind::lemma ? "lemma" : "axiom", ss::format_axiom(ax),
+                               ax.note);
+    return;
+  }
+  std::cerr << fmt::format("validating {} axioms and lemmas on dims 1..{} ...\n", axioms.size(),
+                           o.options.max_dim);
+  const auto start = std::chrono::steady_clock::now();
+  const auto results = ss::validate_axioms(axioms, o.options);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << fmt::format("{:>2} {:<26} {:>7} {:>9} {:>8} {:<10} {}\n", "#", "axiom", "params", "instances",
+                           "failures", "status", "counter-example");
+  std::size_t failed = 0;
+  for (std::size_t i = 0; i < axioms.size(); ++i) {
+    const auto& r = results[i];
+    const std::string status = r.valid()          ? (r.exhaustive ? "valid" : "valid*")
+                               : r.instances == 0 ? "untested"
+                                                  : "FAILED";
+    if (!r.valid()) ++failed;
+    std::cout << fmt::format(
+        "{:>2} {:<26} {:>3}/{:<3} {:>9} {:>8} {:<10} {}\n", i + 1, r.name, r.typed_assignments, r.assignments,
+        r.instances, r.failures, status,
+        r.counter_example ? ss::format_counter_example(*r.counter_example, axioms[i]) : "");
+  }
+  std::cout << fmt::format(
+      "# {} of {} axioms/lemmas validated, {} failed or untested; dims 1..{}, <= {} instances per parameter "
+      "assignment (* = sampled, cap hit); {:.1f} s\n",
+      axioms.size() - failed, axioms.size(), failed, o.options.max_dim, o.options.max_instances, wall);
+  if (failed > 0) throw CLI::RuntimeError(1);  // exit status 1 without a further message
+}
+
 }  // namespace
 
 void add_subst_commands(CLI::App& app) {
-  auto* subst = app.add_subcommand(
-      "subst",
-      "Substitution rules: generation, Z3 verification against operator axioms, coverage, listing (docs/subst.md)");
+  auto* subst = app.add_subcommand("subst",
+                                   "Substitution rules: generation, Z3 verification against operator axioms, "
+                                   "coverage, listing (docs/subst.md)");
   subst->require_subcommand(1);
 
   auto verify = std::make_shared<VerifyCli>();
@@ -259,15 +301,31 @@ void add_subst_commands(CLI::App& app) {
   add_rule_file_options(s, show->file);
   s->callback([show] { run_show(*show); });
 
-  auto* a = subst->add_subcommand("axioms", "List the operator axioms and lemmas the verifier uses");
-  a->callback([] {
-    const auto axioms = ss::taso_axioms();
-    int i = 0;
-    for (const auto& ax : axioms)
-      std::cout << fmt::format("{:>2} {:<6} {}\n   {}\n", ++i,
-                               ax.kind == ss::AxiomKind::lemma ? "lemma" : "axiom", ss::format_axiom(ax),
-                               ax.note);
-  });
+  auto axioms_cli = std::make_shared<AxiomsCli>();
+  auto* a = subst->add_subcommand(
+      "axioms",
+      "List the operator axioms and lemmas the verifier uses; --validate checks them against the executor");
+  a->add_flag(
+      "--validate", axioms_cli->validate,
+      "evaluate every axiom on all parameter assignments and small shapes with the reference executor "
+      "(prime field and double precision); exit status 1 when one fails");
+  a->add_option("--max-dim", axioms_cli->options.max_dim, "largest tensor dimension tried (all dims in 1..N)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 6));
+  a->add_option("--max-instances", axioms_cli->options.max_instances,
+                "well-typed instances evaluated per parameter assignment (shapes in seeded random order)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  a->add_option("--max-trials", axioms_cli->options.max_shape_trials,
+                "shape combinations type-checked per parameter assignment")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  a->add_option("--seed", axioms_cli->options.seed, "seed of the shape order and the random inputs")
+      ->capture_default_str();
+  a->add_option("--jobs", axioms_cli->options.jobs, "worker threads (0 = all hardware threads)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  a->callback([axioms_cli] { run_axioms(*axioms_cli); });
 }
 
 }  // namespace strata::cli

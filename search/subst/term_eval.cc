@@ -1,0 +1,293 @@
+#include "search/subst/term_eval.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "models/exec/executor.h"
+#include "models/ir/graph.h"
+#include "models/ir/op_def.h"
+#include "search/subst/ir_bridge.h"
+
+namespace strata::search::subst {
+namespace {
+
+using models::ModP;
+
+bool same_tree(const SplitTreePtr& a, const SplitTreePtr& b) {
+  if (a == b) return true;
+  if (!a || !b) return false;
+  return a->first_size == b->first_size && same_tree(a->first, b->first) && same_tree(a->second, b->second);
+}
+
+SplitTreePtr concat_tree(const SplitTreePtr& a, std::int64_t a_size, const SplitTreePtr& b) {
+  auto node = std::make_shared<SplitTree>();
+  node->first_size = a_size;
+  node->first = a;
+  node->second = b;
+  return node;
+}
+
+bool is_constant(const Term& t) {
+  return !t.is_variable() && op_info(t.op()).tensor_args == 0;
+}
+
+std::string shapes_str(const std::vector<Shape>& shapes) {
+  std::vector<std::string> parts;
+  for (const auto& s : shapes) parts.push_back(s.empty() ? "scalar" : fmt::format("{}", fmt::join(s, "x")));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+// The sizing argument of to_ir for a constant that should have shape `wanted` (nullopt: no context).
+Shape constant_sizing(Op op, const std::optional<Shape>& wanted, std::int64_t free_size) {
+  switch (op) {
+    case Op::Iconv:
+    case Op::Cpool:
+      if (wanted && wanted->size() == 4) return {(*wanted)[0]};
+      return {free_size};
+    case Op::Imatmul:
+      if (wanted && wanted->size() == 2) return *wanted;
+      return {free_size, free_size};
+    case Op::Iewmul:
+      if (wanted && !wanted->empty()) return *wanted;
+      return {free_size, free_size};
+    default:
+      return {};
+  }
+}
+
+template <class T, bool kData>
+class Evaluator {
+ public:
+  Evaluator(const TermBindings<T>& vars, const TermEvalOptions& options) : vars_(vars), options_(options) {}
+
+  TermValue<T> eval(const Term& t, const std::optional<Shape>& wanted = std::nullopt) const {
+    if (t.is_variable()) {
+      auto it = vars_.find(t.name());
+      if (it == vars_.end()) throw TermTypeError(fmt::format("'{}' has no value", t.name()));
+      return it->second;
+    }
+    const auto& args = t.args();
+    std::vector<TermValue<T>> in(args.size());
+    for (std::size_t i = 0; i < args.size(); ++i)
+      if (!is_constant(args[i])) in[i] = eval(args[i]);
+    for (std::size_t i = 0; i < args.size(); ++i)
+      if (is_constant(args[i])) in[i] = eval(args[i], context_shape(t, i, in));
+    return apply(t, in, wanted);
+  }
+
+ private:
+  // The shape a constant argument `i` of `t` must have, as far as the other operands determine it.
+  std::optional<Shape> context_shape(const Term& t, std::size_t i,
+                                     const std::vector<TermValue<T>>& in) const {
+    const auto& args = t.args();
+    auto other = [&](std::size_t j) -> const Shape* {
+      return j < args.size() && !is_constant(args[j]) ? &in[j].type.shape : nullptr;
+    };
+    switch (t.op()) {
+      case Op::matmul:
+        if (const Shape* o = other(1 - i); o && o->size() == 2) {
+          const auto n = i == 1 ? (*o)[1] : (*o)[0];
+          return Shape{n, n};
+        }
+        return std::nullopt;
+      case Op::ewadd:
+      case Op::ewmul:
+      case Op::concat:
+        if (const Shape* o = other(1 - i)) return *o;
+        return std::nullopt;
+      case Op::conv2d:
+        if (const Shape* x = other(0); i == 1 && x && x->size() == 4) return Shape{(*x)[1], (*x)[1], 1, 1};
+        return std::nullopt;
+      default:
+        return std::nullopt;
+    }
+  }
+
+  TermValue<T> apply(const Term& t, std::vector<TermValue<T>>& in, const std::optional<Shape>& wanted) const {
+    OpInstance inst{t.op(), {}};
+    for (const Param& p : t.params()) inst.params.push_back(p.value);
+    std::vector<Shape> shapes;
+    for (const auto& v : in) shapes.push_back(v.type.shape);
+    auto fail = [&](std::string_view why) {
+      return TermTypeError(
+          fmt::format("{} on operands of shape ({}): {}", to_string(t), shapes_str(shapes), why));
+    };
+
+    const bool split = t.op() == Op::split_0 || t.op() == Op::split_1;
+    std::int64_t split_point = 0;
+    SplitTreePtr split_tree;
+    if (split) {
+      const auto axis = static_cast<std::size_t>(inst.params[0]);
+      if (inst.params[0] < 0 || axis >= in[0].type.split.size()) throw fail("axis out of range");
+      split_tree = in[0].type.split[axis];
+      if (!split_tree) throw fail("no concatenation to undo along this axis");
+      split_point = split_tree->first_size;
+    }
+    std::optional<IrOp> ir;
+    if (t.op() == Op::smul && shapes.size() == 2 && shapes[1].empty())
+      ir = IrOp{"scalar_mul", {}};  // the IR's scalar_mul also takes a 0-D first operand
+    else
+      ir = to_ir(inst, shapes, split_point, constant_sizing(t.op(), wanted, options_.free_constant_size));
+    if (!ir) throw fail("the operator does not apply");
+
+    const models::OpDef& def = models::OpRegistry::instance().get(ir->name);
+    models::Attrs attrs;
+    std::vector<models::TensorType> in_types, out_types;
+    try {
+      attrs = models::complete_attrs(def, ir->attrs, "term");
+      for (const auto& s : shapes) in_types.push_back({s, models::DType::kF32});
+      out_types = def.shape(in_types, attrs);
+    } catch (const std::invalid_argument& e) {
+      throw fail(e.what());
+    }
+
+    TermValue<T> result;
+    result.type.shape = out_types.at(static_cast<std::size_t>(ir->output)).shape;
+    if constexpr (kData) {
+      std::vector<std::vector<T>> outs(out_types.size());
+      std::vector<models::In<T>> ins;
+      std::vector<models::Out<T>> out_views;
+      for (std::size_t i = 0; i < in.size(); ++i)
+        ins.push_back({in[i].data.data(), &in[i].type.shape, static_cast<std::int64_t>(in[i].data.size())});
+      for (std::size_t o = 0; o < out_types.size(); ++o) {
+        outs[o].assign(static_cast<std::size_t>(out_types[o].numel()), T{});
+        out_views.push_back({outs[o].data(), &out_types[o].shape, static_cast<std::int64_t>(outs[o].size())});
+      }
+      const models::KernelCall<T> call{ins, out_views, attrs};
+      if constexpr (std::is_same_v<T, double>)
+        def.kernel.real(call);
+      else
+        def.kernel.modp(call);
+      result.data = std::move(outs[static_cast<std::size_t>(ir->output)]);
+    }
+    result.type.split = split_history(t, inst, in, split_tree, result.type.shape.size());
+    return result;
+  }
+
+  static std::vector<SplitTreePtr> split_history(const Term& t, const OpInstance& inst,
+                                                 const std::vector<TermValue<T>>& in,
+                                                 const SplitTreePtr& split_tree, std::size_t rank) {
+    std::vector<SplitTreePtr> out(rank);
+    auto from = [&](std::size_t arg, std::size_t axis) -> SplitTreePtr {
+      const auto& s = in[arg].type.split;
+      return axis < s.size() ? s[axis] : nullptr;
+    };
+    auto merged = [&](std::size_t axis) -> SplitTreePtr {
+      auto a = from(0, axis), b = from(1, axis);
+      return same_tree(a, b) ? a : nullptr;
+    };
+    switch (t.op()) {
+      case Op::relu:
+      case Op::smul:
+        for (std::size_t d = 0; d < rank; ++d) out[d] = from(0, d);
+        break;
+      case Op::ewadd:
+      case Op::ewmul:
+        for (std::size_t d = 0; d < rank; ++d) out[d] = merged(d);
+        break;
+      case Op::transpose:
+        if (rank == 2) out = {from(0, 1), from(0, 0)};
+        break;
+      case Op::matmul:
+        if (rank == 2) out = {from(0, 0), from(1, 1)};
+        break;
+      case Op::conv2d:
+        if (rank == 4) out[0] = from(0, 0), out[1] = from(1, 0);
+        break;
+      case Op::poolavg:
+      case Op::poolmax:
+        if (rank == 4) out[0] = from(0, 0), out[1] = from(0, 1);
+        break;
+      case Op::concat: {
+        const auto axis = static_cast<std::size_t>(inst.params[0]);
+        for (std::size_t d = 0; d < rank; ++d) out[d] = merged(d);
+        out[axis] = concat_tree(from(0, axis), in[0].type.shape[axis], from(1, axis));
+        break;
+      }
+      case Op::split_0:
+      case Op::split_1: {
+        const auto axis = static_cast<std::size_t>(inst.params[0]);
+        for (std::size_t d = 0; d < rank; ++d) out[d] = from(0, d);
+        out[axis] = t.op() == Op::split_0 ? split_tree->first : split_tree->second;
+        break;
+      }
+      default:
+        break;
+    }
+    return out;
+  }
+
+  const TermBindings<T>& vars_;
+  const TermEvalOptions& options_;
+};
+
+}  // namespace
+
+TermType infer_type(const Term& term, const std::map<std::string, Shape, std::less<>>& shapes,
+                    const TermEvalOptions& options) {
+  TermBindings<ModP> vars;
+  for (const auto& [name, shape] : shapes)
+    vars[name].type = TermType{shape, std::vector<SplitTreePtr>(shape.size())};
+  return Evaluator<ModP, false>(vars, options).eval(term).type;
+}
+
+template <class T>
+TermBindings<T> random_bindings(std::span<const std::pair<std::string, Shape>> shapes, std::uint64_t seed) {
+  TermBindings<T> out;
+  for (const auto& [name, shape] : shapes) {
+    auto& v = out[name];
+    v.type = TermType{shape, std::vector<SplitTreePtr>(shape.size())};
+    v.data = models::random_values<T>(models::numel(shape), seed, name);
+  }
+  return out;
+}
+template TermBindings<double> random_bindings(std::span<const std::pair<std::string, Shape>>, std::uint64_t);
+template TermBindings<ModP> random_bindings(std::span<const std::pair<std::string, Shape>>, std::uint64_t);
+
+namespace {
+std::optional<std::string> shape_difference(const TermType& a, const TermType& b) {
+  if (a.shape == b.shape) return std::nullopt;
+  return fmt::format("shapes differ: {} vs {}", shapes_str({a.shape}), shapes_str({b.shape}));
+}
+}  // namespace
+
+std::optional<std::string> value_difference(const TermValue<ModP>& a, const TermValue<ModP>& b) {
+  if (auto d = shape_difference(a.type, b.type)) return d;
+  for (std::size_t i = 0; i < a.data.size() && i < b.data.size(); ++i)
+    if (!(a.data[i] == b.data[i]))
+      return fmt::format("values differ in the prime field at element {} ({} vs {})", i, a.data[i].centered(),
+                         b.data[i].centered());
+  return std::nullopt;
+}
+
+std::optional<std::string> value_difference(const TermValue<double>& a, const TermValue<double>& b,
+                                            double tolerance) {
+  if (auto d = shape_difference(a.type, b.type)) return d;
+  double scale = 1;
+  for (double x : a.data) scale = std::max(scale, std::fabs(x));
+  for (std::size_t i = 0; i < a.data.size() && i < b.data.size(); ++i)
+    if (!(std::fabs(a.data[i] - b.data[i]) <= tolerance * scale))
+      return fmt::format("values differ in double precision at element {} ({:.6g} vs {:.6g})", i, a.data[i],
+                         b.data[i]);
+  return std::nullopt;
+}
+
+bool same_split_history(const TermType& a, const TermType& b) {
+  if (a.split.size() != b.split.size()) return false;
+  for (std::size_t d = 0; d < a.split.size(); ++d)
+    if (!same_tree(a.split[d], b.split[d])) return false;
+  return true;
+}
+
+template <class T>
+TermValue<T> evaluate(const Term& term, const TermBindings<T>& vars, const TermEvalOptions& options) {
+  return Evaluator<T, true>(vars, options).eval(term);
+}
+
+template TermValue<double> evaluate(const Term&, const TermBindings<double>&, const TermEvalOptions&);
+template TermValue<ModP> evaluate(const Term&, const TermBindings<ModP>&, const TermEvalOptions&);
+
+}  // namespace strata::search::subst
