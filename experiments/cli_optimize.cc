@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "experiments/cli.h"
+#include "experiments/cli_optimize_eqsat.h"
 #include "hw/config_error.h"
 #include "hw/system_loader.h"
 #include "models/cost/cost_model.h"
@@ -48,10 +49,12 @@ void run_generate(const GenerateCli& o) {
   fmt::print("graphs enumerated:  {}\n", s.graphs);
   fmt::print("fingerprints:       {}\n", s.fingerprints);
   fmt::print("candidate pairs:    {}\n", s.candidates);
+  fmt::print("after common sub/supergraph: {}\n", s.after_common_subgraph);
+  fmt::print("after exact duplicates:      {}\n", s.after_duplicates);
+  fmt::print("after input renaming:        {}\n", s.after_renaming);
+  fmt::print("after unrelated equations:   {}\n", s.after_unrelated);
   fmt::print("float rejected:     {}\n", s.float_rejected);
-  fmt::print("after duplicates:   {}\n", s.after_duplicates);
-  fmt::print("after renaming:     {}\n", s.after_renaming);
-  fmt::print("after common sub/supergraph: {} rules -> {}\n", s.after_common_subgraph, o.output);
+  fmt::print("rules written:      {} -> {}\n", res.rules.size(), o.output);
   fmt::print("time {:.2f} s, peak RSS {:.1f} MiB\n", s.seconds, static_cast<double>(s.peak_rss_kib) / 1024.0);
 }
 
@@ -68,6 +71,7 @@ struct OptimizeCli {
   std::int64_t batch = 0, seq = 0;
   std::uint64_t seed = 1;
   bool check = true;
+  EqsatCli eqsat;  // --optimizer and the eqsat options (cli_optimize_eqsat.h)
 };
 
 void run_optimize(const OptimizeCli& o) {
@@ -89,6 +93,10 @@ void run_optimize(const OptimizeCli& o) {
   opt.budget = o.budget;
   opt.progress = [](std::string_view line) { fmt::print(stderr, "{}\n", line); };
   fmt::print("model {}: {} nodes; {} rules; device {}\n", g.name(), g.nodes().size(), rules.size(), topo.gpu().name);
+  if (o.eqsat.optimizer != "backtrack") {
+    run_eqsat_optimize(o.eqsat, g, rules, cost, opt, o.output, o.check, o.seed);
+    return;
+  }
   const auto res = ss::optimize(g, rules, cost, opt);
   fmt::print("predicted time before: {:.4f} ms\n", res.cost_before * 1e3);
   fmt::print("predicted time after:  {:.4f} ms ({:.2f}x), {} -> {} nodes\n", res.cost_after * 1e3,
@@ -160,6 +168,7 @@ void add_optimize_commands(CLI::App& app) {
   opt->add_option("--seed", p->seed, "seed of the random inputs of the equality check")->capture_default_str();
   opt->add_flag("!--no-check", p->check, "skip the reference-executor equality check");
   opt->add_option("-o,--output", p->output, "write the optimized graph as ONNX");
+  add_eqsat_options(*opt, p->eqsat);
   opt->callback([p] { run_optimize(*p); });
 }
 

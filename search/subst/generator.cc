@@ -8,26 +8,27 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <stdexcept>
-#include <unordered_map>
 
 #include <fmt/format.h>
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
+#include <tbb/parallel_sort.h>
 
 #include "models/exec/executor.h"
-#include "models/ir/graph.h"
 #include "models/ir/op_def.h"
 #include "search/subst/coverage.h"
+#include "search/subst/fingerprint.h"
 
 namespace strata::search::subst {
 namespace {
 
-using models::ModP;
 using models::Shape;
+using Clock = std::chrono::steady_clock;
 
-constexpr int kInputs = 20;  // TASO's input_1..input_20 (taso.md §2.3)
+constexpr int kInputs = kGeneratorInputs;
 constexpr int kMaxOps = 4;
 constexpr int kMaxTensors = kInputs + 2 * kMaxOps;
 
@@ -38,9 +39,12 @@ std::uint64_t mix(std::uint64_t z) {
   return z ^ (z >> 31);
 }
 
-// Shape class of each input: renamings only permute inputs inside a class (x1..x3, w1..w3, ...).
-int input_class(int i) { return i < 18 ? i / 3 : 6 + (i - 18); }
+bool is_split(Op op) { return op == Op::split_0 || op == Op::split_1; }
+// TASO's conv enumeration never takes a weight variable (w1..w13) as the data input (taso.md §2.2).
+bool is_weight_input(int t) { return (t >= 3 && t < 6) || (t >= 9 && t < 19); }
 
+// One operator of a graph: instance index and argument tensors (inputs 0..19, then operator outputs in order;
+// a split has two).
 struct EncOp {
   std::uint8_t tmpl = 0;
   std::uint8_t nin = 0;
@@ -48,332 +52,463 @@ struct EncOp {
   friend auto operator<=>(const EncOp&, const EncOp&) = default;
   friend bool operator==(const EncOp&, const EncOp&) = default;
 };
-// A graph: operator instances in a topological order; tensors are numbered inputs first, then op outputs in order
-// (a split has two).
 struct Enc {
   std::uint8_t n = 0;
   std::array<EncOp, kMaxOps> ops{};
-  friend auto operator<=>(const Enc&, const Enc&) = default;
   friend bool operator==(const Enc&, const Enc&) = default;
 };
 
-bool is_split(Op op) { return op == Op::split_0 || op == Op::split_1; }
-Shape constant_shape(Op op) {
-  switch (op) {
-    case Op::Imatmul: return {4, 4};
-    case Op::Iewmul: return {2, 4, 5, 5};
-    case Op::Iconv:
-    case Op::Cpool: return {4};
-    default: return {};
-  }
-}
-
-template <class T>
-struct Tensor {
-  Shape shape;
-  std::array<std::vector<T>, 2> data;  // ModP: two independent samples; double: one
-  std::array<std::int64_t, 4> split_at{};  // most recent concatenation boundary per axis (0: none)
-  std::uint64_t hash = 0;
-};
-
-template <class T>
-std::uint64_t hash_tensor(const Tensor<T>& t) {
-  std::uint64_t h = mix(t.shape.size());
-  for (auto d : t.shape) h = mix(h ^ static_cast<std::uint64_t>(d));
-  if constexpr (std::is_same_v<T, ModP>)
-    for (const auto& s : t.data)
-      for (auto x : s) h = mix(h ^ x.v);
-  return h;
-}
-
-// Evaluates operator instances through the IR's op table (shape rule + kernel), caching attributes per shapes.
-template <class T>
-class Evaluator {
- public:
-  explicit Evaluator(const std::vector<OpInstance>& ops) : ops_(ops) {}
-
-  // Appends the outputs of instance `tmpl` on `args` to `out`; false when it does not apply.
-  bool apply(int tmpl, std::span<const Tensor<T>* const> args, std::vector<Tensor<T>>& out) {
-    const auto& inst = ops_[static_cast<std::size_t>(tmpl)];
-    std::vector<Shape> shapes;
-    for (auto* a : args) shapes.push_back(a->shape);
-    std::int64_t split_point = 0;
-    if (is_split(inst.op)) {
-      const auto axis = static_cast<std::size_t>(inst.params[0]);
-      if (axis >= 4 || axis >= shapes[0].size()) return false;
-      split_point = args[0]->split_at[axis];
-      if (split_point == 0) return false;
-    }
-    const Prepared* prep = prepare(tmpl, shapes, split_point);
-    if (!prep) return false;
-    const std::size_t samples = std::is_same_v<T, ModP> ? 2 : 1;
-    const std::size_t first = out.size();
-    for (const auto& type : prep->out_types) {
-      Tensor<T> t;
-      t.shape = type.shape;
-      for (std::size_t s = 0; s < samples; ++s) t.data[s].assign(static_cast<std::size_t>(type.numel()), T{});
-      out.push_back(std::move(t));
-    }
-    for (std::size_t s = 0; s < samples; ++s) {
-      std::vector<models::In<T>> ins;
-      std::vector<models::Out<T>> outs;
-      for (std::size_t i = 0; i < args.size(); ++i)
-        ins.push_back({args[i]->data[s].data(), &args[i]->shape, static_cast<std::int64_t>(args[i]->data[s].size())});
-      for (std::size_t o = first; o < out.size(); ++o)
-        outs.push_back({out[o].data[s].data(), &out[o].shape, static_cast<std::int64_t>(out[o].data[s].size())});
-      const models::KernelCall<T> call{ins, outs, prep->attrs};
-      if constexpr (std::is_same_v<T, double>) prep->def->kernel.real(call); else prep->def->kernel.modp(call);
-    }
-    // Split trees (taso.md §2.2), simplified to the most recent boundary per axis.
-    for (std::size_t o = first; o < out.size(); ++o) {
-      auto& t = out[o];
-      const bool elementwise = inst.op == Op::ewadd || inst.op == Op::ewmul;
-      if (inst.op == Op::relu || inst.op == Op::smul) t.split_at = args[0]->split_at;
-      if (elementwise)
-        for (std::size_t d = 0; d < 4; ++d)
-          t.split_at[d] = args[0]->split_at[d] == args[1]->split_at[d] ? args[0]->split_at[d] : 0;
-      if (inst.op == Op::concat) {
-        const auto axis = static_cast<std::size_t>(inst.params[0]);
-        for (std::size_t d = 0; d < 4; ++d)
-          t.split_at[d] = args[0]->split_at[d] == args[1]->split_at[d] ? args[0]->split_at[d] : 0;
-        t.split_at[axis] = args[0]->shape[axis];
-      }
-      if (is_split(inst.op)) {
-        t.split_at = args[0]->split_at;
-        t.split_at[static_cast<std::size_t>(inst.params[0])] = 0;
-      }
-      t.hash = hash_tensor(t);
-    }
-    return true;
-  }
-
- private:
-  struct Prepared {
-    const models::OpDef* def = nullptr;
-    models::Attrs attrs;
-    std::vector<models::TensorType> out_types;
-  };
-  const Prepared* prepare(int tmpl, const std::vector<Shape>& shapes, std::int64_t split_point) {
-    auto key = std::make_tuple(tmpl, shapes, split_point);
-    auto it = cache_.find(key);
-    if (it != cache_.end()) return it->second ? &*it->second : nullptr;
-    std::optional<Prepared> prep;
-    const auto& inst = ops_[static_cast<std::size_t>(tmpl)];
-    if (auto ir = to_ir(inst, shapes, split_point, constant_shape(inst.op))) {
-      try {
-        Prepared p;
-        p.def = &models::OpRegistry::instance().get(ir->name);
-        p.attrs = models::complete_attrs(*p.def, ir->attrs, "generator");
-        std::vector<models::TensorType> in;
-        for (const auto& s : shapes) in.push_back({s, models::DType::kF32});
-        p.out_types = p.def->shape(in, p.attrs);
-        prep = std::move(p);
-      } catch (const std::invalid_argument&) {
-        // shape rule rejected the combination
-      }
-    }
-    auto [pos, _] = cache_.emplace(std::move(key), std::move(prep));
-    return pos->second ? &*pos->second : nullptr;
-  }
-  const std::vector<OpInstance>& ops_;
-  std::map<std::tuple<int, std::vector<Shape>, std::int64_t>, std::optional<Prepared>> cache_;
-};
-
-template <class T>
-std::vector<Tensor<T>> make_inputs(std::uint64_t seed) {
-  std::vector<Tensor<T>> in;
-  for (int i = 1; i <= kInputs; ++i) {
-    Tensor<T> t;
-    t.shape = *taso_generator_input_shape(i);
-    const auto name = fmt::format("input_{}", i);
-    const std::size_t samples = std::is_same_v<T, ModP> ? 2 : 1;
-    for (std::size_t s = 0; s < samples; ++s)
-      t.data[s] = models::random_values<T>(models::numel(t.shape), seed + s, name);
-    t.hash = hash_tensor(t);
-    in.push_back(std::move(t));
-  }
-  return in;
-}
-
-int op_outputs(const std::vector<OpInstance>& ops, const EncOp& e) {
-  return is_split(ops[e.tmpl].op) ? 2 : 1;
-}
-
-// Replays an encoded graph; returns all tensors.
-template <class T>
-std::vector<Tensor<T>> replay(const Enc& g, Evaluator<T>& ev,
-                              const std::vector<Tensor<T>>& inputs) {
-  std::vector<Tensor<T>> ts = inputs;
-  ts.reserve(kMaxTensors);
+// 16 bits per operator: instance + 1 (6 bits, 0 = no operator), two 5-bit tensor indices.
+std::uint64_t pack(const Enc& g) {
+  std::uint64_t r = 0;
   for (int k = 0; k < g.n; ++k) {
     const auto& e = g.ops[static_cast<std::size_t>(k)];
-    std::array<const Tensor<T>*, 2> args{};
-    for (int a = 0; a < e.nin; ++a) args[static_cast<std::size_t>(a)] = &ts[e.in[static_cast<std::size_t>(a)]];
-    std::vector<Tensor<T>> out;
-    if (!ev.apply(e.tmpl, std::span(args.data(), e.nin), out)) throw std::logic_error("generator: replay failed");
-    for (auto& t : out) ts.push_back(std::move(t));
+    const std::uint64_t word = (std::uint64_t{e.tmpl} + 1) << 10 | std::uint64_t{e.in[0]} << 5 | e.in[1];
+    r |= word << (16 * k);
   }
-  return ts;
+  return r;
+}
+Enc unpack(std::uint64_t r, const std::vector<OpInstance>& ops) {
+  Enc g;
+  for (int k = 0; k < kMaxOps; ++k) {
+    const auto word = (r >> (16 * k)) & 0xFFFF;
+    if (word == 0) break;
+    auto& e = g.ops[static_cast<std::size_t>(k)];
+    e.tmpl = static_cast<std::uint8_t>((word >> 10) - 1);
+    e.in = {static_cast<std::uint8_t>((word >> 5) & 31), static_cast<std::uint8_t>(word & 31)};
+    e.nin = static_cast<std::uint8_t>(op_info(ops[e.tmpl].op).tensor_args);
+    g.n = static_cast<std::uint8_t>(k + 1);
+  }
+  return g;
+}
+
+int op_outputs(const std::vector<OpInstance>& ops, const EncOp& e) { return is_split(ops[e.tmpl].op) ? 2 : 1; }
+
+// Tensor index -> producing operator position (-1: input) and output number.
+struct Producers {
+  std::array<std::int8_t, kMaxTensors> op{};
+  std::array<std::int8_t, kMaxTensors> out{};
+  int tensors = kInputs;
+};
+Producers producers(const Enc& g, const std::vector<OpInstance>& ops) {
+  Producers p;
+  p.op.fill(-1);
+  for (int k = 0; k < g.n; ++k)
+    for (int o = 0; o < op_outputs(ops, g.ops[static_cast<std::size_t>(k)]); ++o) {
+      p.op[static_cast<std::size_t>(p.tensors)] = static_cast<std::int8_t>(k);
+      p.out[static_cast<std::size_t>(p.tensors)] = static_cast<std::int8_t>(o);
+      ++p.tensors;
+    }
+  return p;
 }
 
 // Unconsumed operator outputs of an encoded graph, by tensor index.
 std::vector<int> graph_outputs(const Enc& g, const std::vector<OpInstance>& ops) {
-  std::vector<int> used(kMaxTensors, 0);
-  int next = kInputs;
-  std::vector<int> produced;
-  for (int k = 0; k < g.n; ++k) {
-    const auto& e = g.ops[static_cast<std::size_t>(k)];
-    for (int a = 0; a < e.nin; ++a) ++used[e.in[static_cast<std::size_t>(a)]];
-    for (int o = 0; o < op_outputs(ops, e); ++o) produced.push_back(next++);
-  }
+  std::array<int, kMaxTensors> used{};
+  for (int k = 0; k < g.n; ++k)
+    for (int a = 0; a < g.ops[static_cast<std::size_t>(k)].nin; ++a) ++used[g.ops[static_cast<std::size_t>(k)].in[static_cast<std::size_t>(a)]];
   std::vector<int> outs;
-  for (int t : produced)
+  const int n = producers(g, ops).tensors;
+  for (int t = kInputs; t < n; ++t)
     if (!used[static_cast<std::size_t>(t)]) outs.push_back(t);
   return outs;
 }
 
 // Every shape class's used inputs are a prefix of the class (x1, x1 x2, ...): one representative per renaming.
+int input_class(int i) { return i < 18 ? i / 3 : 6 + (i - 18); }
 bool inputs_prefix_closed(const Enc& g) {
-  std::array<bool, kInputs> used{};
+  std::uint32_t used = 0;
   for (int k = 0; k < g.n; ++k)
     for (int a = 0; a < g.ops[static_cast<std::size_t>(k)].nin; ++a) {
       const int t = g.ops[static_cast<std::size_t>(k)].in[static_cast<std::size_t>(a)];
-      if (t < kInputs) used[static_cast<std::size_t>(t)] = true;
+      if (t < kInputs) used |= 1u << t;
     }
   for (int i = 1; i < kInputs; ++i)
-    if (used[static_cast<std::size_t>(i)] && input_class(i) == input_class(i - 1) && !used[static_cast<std::size_t>(i - 1)])
-      return false;
+    if ((used >> i & 1u) && input_class(i) == input_class(i - 1) && !(used >> (i - 1) & 1u)) return false;
   return true;
 }
 
-struct Shard {
-  std::mutex mu;
-  struct Entry {
-    Enc rep;
-    std::uint32_t count = 0;
-  };
-  std::unordered_map<std::uint64_t, Entry> table;
-};
-constexpr std::size_t kShards = 64;
+// Position of an operator in TASO's enumeration order (its `ops` list in generator.cc main): the
+// representative of a fingerprint class is the graph TASO's depth-first search visits first.
+int taso_rank(const OpInstance& inst, const ValueStore& store, std::span<const ValueId> args) {
+  switch (inst.op) {
+    case Op::matmul: return 0;
+    case Op::ewadd: return 1;
+    case Op::ewmul: return 2;
+    case Op::conv2d: {
+      const auto& w = store.shape(args[1]);
+      const int relu = inst.params[3] == kActiRelu ? 1 : 0;
+      if (w[2] == 3 && w[3] == 3) return 3 + relu;
+      if (w[2] == 1 && w[3] == 3) return 5 + relu;
+      if (w[2] == 3 && w[3] == 1) return 7 + relu;
+      return 26 + relu;
+    }
+    case Op::poolavg: return 9;
+    case Op::poolmax: return 10;
+    case Op::Cpool: return 11;
+    case Op::Iconv: return 12;
+    case Op::Imatmul: return 13;
+    case Op::Iewmul: return 14;
+    case Op::enlarge: return 15;
+    case Op::smul: return 16;
+    case Op::relu: return 17;
+    case Op::concat: return 18 + (store.rank(args[0]) == 4 ? 2 : 0) + (inst.params[0] == 0 ? 1 : 0);
+    case Op::split_0:
+    case Op::split_1: return inst.params[0] == 1 ? 22 : 23;
+    case Op::transpose: return 24;
+  }
+  return 30;
+}
 
-// Depth-first enumeration; calls visit(enc, fingerprint) for every accepted graph.
+// Whether TASO's search space has an operator with these arguments in some order of the graph: element-wise
+// add/mul and concat take their first argument from an earlier tensor than their second (TASO enumerates
+// j < k), which for operator outputs is a precedence constraint between their producers.
+bool ordered_pair_op(Op op) { return op == Op::ewadd || op == Op::ewmul || op == Op::concat; }
+
+// TASO's key of a graph: the smallest, over the orders TASO can build it in, sequence of (operator rank,
+// argument tensor indices); TASO visits graphs in this order and keeps the first of each fingerprint.
+std::vector<int> taso_key(const Enc& g, const std::vector<OpInstance>& ops, ValueStore& store) {
+  std::array<int, kMaxOps> perm{};
+  for (int i = 0; i < g.n; ++i) perm[static_cast<std::size_t>(i)] = i;
+  const auto prod = producers(g, ops);
+  std::array<int, kMaxOps> first_tensor{};
+  {
+    int t = kInputs;
+    for (int k = 0; k < g.n; ++k) {
+      first_tensor[static_cast<std::size_t>(k)] = t;
+      t += op_outputs(ops, g.ops[static_cast<std::size_t>(k)]);
+    }
+  }
+  // Values of all tensors (for ranks that depend on argument shapes).
+  std::vector<ValueId> values(kMaxTensors);
+  for (int i = 0; i < kInputs; ++i) values[static_cast<std::size_t>(i)] = static_cast<ValueId>(i);
+  for (int k = 0; k < g.n; ++k) {
+    const auto& e = g.ops[static_cast<std::size_t>(k)];
+    std::array<ValueId, 2> args{};
+    for (int a = 0; a < e.nin; ++a) args[static_cast<std::size_t>(a)] = values[e.in[static_cast<std::size_t>(a)]];
+    const auto r = store.apply(e.tmpl, std::span(args.data(), e.nin));
+    for (int o = 0; o < r.count; ++o) values[static_cast<std::size_t>(first_tensor[static_cast<std::size_t>(k)] + o)] = r.ids[static_cast<std::size_t>(o)];
+  }
+  std::array<int, kMaxOps> ranks{};
+  for (int k = 0; k < g.n; ++k) {
+    const auto& e = g.ops[static_cast<std::size_t>(k)];
+    std::array<ValueId, 2> args{};
+    for (int a = 0; a < e.nin; ++a) args[static_cast<std::size_t>(a)] = values[e.in[static_cast<std::size_t>(a)]];
+    ranks[static_cast<std::size_t>(k)] = taso_rank(ops[e.tmpl], store, std::span(args.data(), e.nin));
+  }
+  std::vector<int> best;
+  do {
+    // perm[i] = original op placed at position i; new tensor index of each original tensor.
+    std::array<int, kMaxOps> pos{};
+    for (int i = 0; i < g.n; ++i) pos[static_cast<std::size_t>(perm[static_cast<std::size_t>(i)])] = i;
+    std::array<int, kMaxTensors> index{};
+    for (int t = 0; t < kInputs; ++t) index[static_cast<std::size_t>(t)] = t;
+    int next = kInputs;
+    bool valid = true;
+    std::vector<int> key;
+    for (int i = 0; i < g.n && valid; ++i) {
+      const int k = perm[static_cast<std::size_t>(i)];
+      const auto& e = g.ops[static_cast<std::size_t>(k)];
+      std::array<int, 2> idx{-1, -1};
+      for (int a = 0; a < e.nin; ++a) {
+        const int t = e.in[static_cast<std::size_t>(a)];
+        const int p = prod.op[static_cast<std::size_t>(t)];
+        if (p >= 0 && pos[static_cast<std::size_t>(p)] >= i) valid = false;
+        idx[static_cast<std::size_t>(a)] = index[static_cast<std::size_t>(t)];
+      }
+      if (!valid) break;
+      if (ordered_pair_op(ops[e.tmpl].op) && idx[0] >= idx[1]) valid = false;
+      key.insert(key.end(), {ranks[static_cast<std::size_t>(k)], idx[0], idx[1]});
+      for (int o = 0; o < op_outputs(ops, e); ++o) index[static_cast<std::size_t>(first_tensor[static_cast<std::size_t>(k)] + o)] = next++;
+    }
+    if (valid && (best.empty() || key < best)) best = std::move(key);
+  } while (std::next_permutation(perm.begin(), perm.begin() + g.n));
+  if (best.empty()) best.assign(1, 1 << 20);  // not in TASO's space: after every graph that is
+  return best;
+}
+
+// ----- depth-first enumeration -----------------------------------------------------------------------------
+
+struct Record {
+  std::uint64_t fingerprint;
+  std::uint64_t graph;  // pack(Enc)
+  friend auto operator<=>(const Record&, const Record&) = default;
+};
+
 class Enumerator {
  public:
-  Enumerator(const std::vector<OpInstance>& ops, int max_ops, const std::vector<Tensor<ModP>>& inputs)
-      : ops_(ops), max_ops_(max_ops), inputs_(inputs), ev_(ops) {}
+  Enumerator(const std::vector<OpInstance>& ops, int max_ops, std::uint64_t seed)
+      : ops_(ops), max_ops_(max_ops), store_(ops, seed) {
+    for (std::size_t t = 0; t < ops_.size(); ++t) arity_.push_back(op_info(ops_[t].op).tensor_args);
+  }
 
-  // All (instance, inputs) choices applicable to the input tensors: the parallel split of the search.
+  // The first operator of every graph: the parallel split of the search.
   std::vector<EncOp> first_choices() {
-    tensors_ = inputs_;
-    return choices();
-  }
-
-  template <class Visit>
-  void run_from(const EncOp& first, Visit&& visit) {
-    tensors_ = inputs_;
-    tensors_.reserve(kMaxTensors);
-    enc_ = Enc{};
-    step(first, visit);
-  }
-
- private:
-  std::vector<EncOp> choices() const {
+    reset();
     std::vector<EncOp> out;
-    const int nt = static_cast<int>(tensors_.size());
-    for (std::size_t t = 0; t < ops_.size(); ++t) {
-      const auto& info = op_info(ops_[t].op);
-      const int arity = info.tensor_args;
-      if (arity == 0) {
-        out.push_back({static_cast<std::uint8_t>(t), 0, {}});
-      } else if (arity == 1) {
-        for (int a = 0; a < nt; ++a) {
-          if (ops_[t].op == Op::enlarge && a >= kInputs) continue;  // TASO: enlarge applies to inputs only
-          out.push_back({static_cast<std::uint8_t>(t), 1, {static_cast<std::uint8_t>(a), 0}});
-        }
-      } else {
-        for (int a = 0; a < nt; ++a)
-          for (int b = 0; b < nt; ++b)
-            out.push_back({static_cast<std::uint8_t>(t), 2, {static_cast<std::uint8_t>(a), static_cast<std::uint8_t>(b)}});
-      }
-    }
+    for_each_choice([&](const EncOp& e) { out.push_back(e); });
     return out;
   }
 
-  bool consumes_last(const EncOp& e) const {
-    if (enc_.n == 0) return true;
-    const int last_outputs = op_outputs(ops_, enc_.ops[enc_.n - 1u]);
-    const int first_last = static_cast<int>(tensors_.size()) - last_outputs;
-    for (int a = 0; a < e.nin; ++a)
-      if (e.in[static_cast<std::size_t>(a)] >= first_last) return true;
-    return false;
+  // Enumerates every graph whose first operator is `first`; visit(fingerprint, packed graph).
+  template <class Visit>
+  void run_from(const EncOp& first, Visit&& visit) {
+    if (store_.memory_bytes() > kStoreBudget) store_.clear();
+    reset();
+    step(first, visit);
+  }
+
+  ValueStore& store() { return store_; }
+  std::uint64_t rejected_equal_tensor = 0, rejected_order = 0;
+
+ private:
+  static constexpr std::size_t kStoreBudget = std::size_t{192} << 20;
+
+  void reset() {
+    tensors_.clear();
+    for (ValueId i = 0; i < kInputs; ++i) tensors_.push_back(i);
+    producer_.assign(kInputs, -1);
+    uses_.assign(kInputs, 0);
+    enc_ = Enc{};
+    prec_.fill(0);
+  }
+
+  template <class F>
+  void for_each_choice(F&& f) {
+    const int nt = static_cast<int>(tensors_.size());
+    for (std::size_t t = 0; t < ops_.size(); ++t) {
+      const auto tmpl = static_cast<std::uint8_t>(t);
+      const int arity = arity_[t];
+      const Op op = ops_[t].op;
+      if (arity == 0) {
+        if (store_.shape_applies(static_cast<int>(t), 0, 0)) f(EncOp{tmpl, 0, {}});
+      } else if (arity == 1) {
+        const int limit = op == Op::enlarge ? kInputs : nt;  // TASO: enlarge applies to inputs only
+        for (int a = 0; a < limit; ++a)
+          if (store_.shape_applies(static_cast<int>(t), store_.shape_id(tensors_[static_cast<std::size_t>(a)]), 0))
+            f(EncOp{tmpl, 1, {static_cast<std::uint8_t>(a), 0}});
+      } else {
+        for (int a = 0; a < nt; ++a) {
+          if (op == Op::conv2d && is_weight_input(a)) continue;
+          const int sa = store_.shape_id(tensors_[static_cast<std::size_t>(a)]);
+          for (int b = 0; b < nt; ++b) {
+            if (a == b && (ordered_pair_op(op) || op == Op::smul)) continue;
+            if (ordered_pair_op(op) && b < kInputs && a >= b) continue;  // an input precedes every operator
+            if (store_.shape_applies(static_cast<int>(t), sa, store_.shape_id(tensors_[static_cast<std::size_t>(b)])))
+              f(EncOp{tmpl, 2, {static_cast<std::uint8_t>(a), static_cast<std::uint8_t>(b)}});
+          }
+        }
+      }
+    }
+  }
+
+  // Canonical order: the graph's operators appear in the order of the greedy smallest-first topological
+  // sort, so each graph is enumerated once: a new operator must be larger than every operator placed after
+  // its last producer.
+  bool canonical(const EncOp& e) const {
+    int last = -1;
+    for (int a = 0; a < e.nin; ++a) last = std::max(last, static_cast<int>(producer_[e.in[static_cast<std::size_t>(a)]]));
+    for (int k = last + 1; k < enc_.n; ++k)
+      if (!(enc_.ops[static_cast<std::size_t>(k)] < e)) return false;
+    return true;
   }
 
   template <class Visit>
   void step(const EncOp& e, Visit& visit) {
-    // Duplicated computation: the same instance on the same inputs twice.
     for (int k = 0; k < enc_.n; ++k)
-      if (enc_.ops[static_cast<std::size_t>(k)] == e) return;
-    // One topological order per graph: independent neighbours in increasing order.
-    if (enc_.n > 0 && !consumes_last(e) && !(enc_.ops[enc_.n - 1u] < e)) return;
-    std::array<const Tensor<ModP>*, 2> args{};
-    for (int a = 0; a < e.nin; ++a) args[static_cast<std::size_t>(a)] = &tensors_[e.in[static_cast<std::size_t>(a)]];
-    std::vector<Tensor<ModP>> out;
-    if (!ev_.apply(e.tmpl, std::span(args.data(), e.nin), out)) return;
+      if (enc_.ops[static_cast<std::size_t>(k)] == e) return;  // duplicated computation
+    if (!canonical(e)) return;
+    // TASO's argument order for ewadd/ewmul/concat as a precedence between producers (see ordered_pair_op).
+    const int me = enc_.n;
+    std::uint8_t prec = 0;
+    for (int a = 0; a < e.nin; ++a) {
+      const int p = producer_[e.in[static_cast<std::size_t>(a)]];
+      if (p >= 0) prec |= static_cast<std::uint8_t>(prec_[static_cast<std::size_t>(p)] | (1u << p));
+    }
+    auto saved_prec = prec_;
+    if (ordered_pair_op(ops_[e.tmpl].op) && e.in[0] >= kInputs) {
+      const int pa = producer_[e.in[0]];
+      if (e.in[1] < kInputs) return;
+      const int pb = producer_[e.in[1]];
+      if (pa == pb) {
+        if (e.in[0] > e.in[1]) return;  // the two outputs of one split, in output order
+      } else {
+        if (prec_[static_cast<std::size_t>(pa)] >> pb & 1u) return;  // pb must precede pa: contradiction
+        // pa precedes pb and everything after pb.
+        const auto add = static_cast<std::uint8_t>(prec_[static_cast<std::size_t>(pa)] | (1u << pa));
+        for (int k = 0; k < me; ++k)
+          if (k == pb || (prec_[static_cast<std::size_t>(k)] >> pb & 1u)) prec_[static_cast<std::size_t>(k)] |= add;
+        prec |= add;
+      }
+    }
+    std::array<ValueId, 2> args{};
+    for (int a = 0; a < e.nin; ++a) args[static_cast<std::size_t>(a)] = tensors_[e.in[static_cast<std::size_t>(a)]];
+    const auto r = store_.apply(e.tmpl, std::span(args.data(), e.nin), me + 1 < max_ops_);
+    if (r.count == 0) {
+      prec_ = saved_prec;
+      return;
+    }
     // A tensor equal to an existing one (or an input) is redundant computation (TASO's DFS check).
-    for (const auto& o : out)
-      for (const auto& t : tensors_)
-        if (t.hash == o.hash) return;
-    if (out.size() == 2 && out[0].hash == out[1].hash) return;
-    const std::size_t before = tensors_.size();
-    for (auto& o : out) tensors_.push_back(std::move(o));
-    enc_.ops[enc_.n++] = e;
-    if (inputs_prefix_closed(enc_)) visit(enc_, fingerprint());
-    if (enc_.n < max_ops_)
-      for (const auto& next : choices()) step(next, visit);
-    --enc_.n;
-    enc_.ops[enc_.n] = EncOp{};
-    tensors_.resize(before);
+    for (int o = 0; o < r.count; ++o) {
+      const auto h = store_.hash(r.ids[static_cast<std::size_t>(o)]);
+      bool dup = o == 1 && store_.hash(r.ids[0]) == h;
+      for (auto t : tensors_) dup = dup || store_.hash(t) == h;
+      if (dup) {
+        ++rejected_equal_tensor;
+        prec_ = saved_prec;
+        return;
+      }
+    }
+    for (int o = 0; o < r.count; ++o) {
+      tensors_.push_back(r.ids[static_cast<std::size_t>(o)]);
+      producer_.push_back(static_cast<std::int8_t>(me));
+      uses_.push_back(0);
+    }
+    for (int a = 0; a < e.nin; ++a) ++uses_[e.in[static_cast<std::size_t>(a)]];
+    prec_[static_cast<std::size_t>(me)] = prec;
+    enc_.ops[static_cast<std::size_t>(me)] = e;
+    enc_.n = static_cast<std::uint8_t>(me + 1);
+    if (inputs_prefix_closed(enc_)) visit(fingerprint(), pack(enc_));
+    if (enc_.n < max_ops_) for_each_choice([&](const EncOp& next) { step(next, visit); });
+    enc_.n = static_cast<std::uint8_t>(me);
+    enc_.ops[static_cast<std::size_t>(me)] = EncOp{};
+    for (int a = 0; a < e.nin; ++a) --uses_[e.in[static_cast<std::size_t>(a)]];
+    for (int o = 0; o < r.count; ++o) {
+      tensors_.pop_back();
+      producer_.pop_back();
+      uses_.pop_back();
+    }
+    prec_ = saved_prec;
+    prec_[static_cast<std::size_t>(me)] = 0;
   }
 
+  // Order-independent hash of the unconsumed outputs (TASO §2.2: hash2 over hash1 of each output).
   std::uint64_t fingerprint() const {
-    std::vector<std::uint64_t> hs;
-    for (int t : graph_outputs(enc_, ops_)) hs.push_back(tensors_[static_cast<std::size_t>(t)].hash);
-    std::sort(hs.begin(), hs.end());
+    std::array<std::uint64_t, kMaxTensors> hs{};
+    std::size_t n = 0;
+    for (std::size_t t = kInputs; t < tensors_.size(); ++t)
+      if (uses_[t] == 0) hs[n++] = store_.hash(tensors_[t]);
+    std::sort(hs.begin(), hs.begin() + static_cast<std::ptrdiff_t>(n));
     std::uint64_t h = 0xF1A6;
-    for (auto x : hs) h = mix(h ^ x);
+    for (std::size_t i = 0; i < n; ++i) h = mix(h ^ hs[i]);
     return h;
   }
 
   const std::vector<OpInstance>& ops_;
   int max_ops_;
-  const std::vector<Tensor<ModP>>& inputs_;
-  Evaluator<ModP> ev_;
-  std::vector<Tensor<ModP>> tensors_;
+  ValueStore store_;
+  std::vector<int> arity_;
+  std::vector<ValueId> tensors_;
+  std::vector<std::int8_t> producer_;
+  std::vector<int> uses_;
   Enc enc_;
+  std::array<std::uint8_t, kMaxOps> prec_{};  // bit k of prec_[i]: operator k must precede operator i
 };
+
+// ----- conversion to rules, confirmation --------------------------------------------------------------------
 
 Term tensor_term(const Enc& g, const std::vector<OpInstance>& ops, int tensor, std::vector<int>& used_inputs) {
   if (tensor < kInputs) {
     used_inputs.push_back(tensor);
     return Term::variable(fmt::format("input_{}", tensor + 1));
   }
-  int next = kInputs;
+  const auto prod = producers(g, ops);
+  const int k = prod.op[static_cast<std::size_t>(tensor)];
+  const auto& e = g.ops[static_cast<std::size_t>(k)];
+  const auto& inst = ops[e.tmpl];
+  Op op = inst.op;
+  if (is_split(op)) op = prod.out[static_cast<std::size_t>(tensor)] == 0 ? Op::split_0 : Op::split_1;
+  std::vector<Param> params;
+  for (auto p : inst.params) params.push_back(Param{p, {}});
+  std::vector<Term> args;
+  for (int a = 0; a < e.nin; ++a) args.push_back(tensor_term(g, ops, e.in[static_cast<std::size_t>(a)], used_inputs));
+  return Term::apply(op, std::move(params), std::move(args));
+}
+
+// All tensors of a graph as values of `store`.
+std::vector<ValueId> replay(const Enc& g, ValueStore& store) {
+  std::vector<ValueId> ts;
+  for (ValueId i = 0; i < kInputs; ++i) ts.push_back(i);
   for (int k = 0; k < g.n; ++k) {
     const auto& e = g.ops[static_cast<std::size_t>(k)];
-    const int n_out = op_outputs(ops, e);
-    if (tensor < next + n_out) {
-      const auto& inst = ops[e.tmpl];
-      Op op = inst.op;
-      if (is_split(op)) op = tensor == next ? Op::split_0 : Op::split_1;
-      std::vector<Param> params;
-      for (auto p : inst.params) params.push_back(Param{p, {}});
-      std::vector<Term> args;
-      for (int a = 0; a < e.nin; ++a) args.push_back(tensor_term(g, ops, e.in[static_cast<std::size_t>(a)], used_inputs));
-      return Term::apply(op, std::move(params), std::move(args));
-    }
-    next += n_out;
+    std::array<ValueId, 2> args{};
+    for (int a = 0; a < e.nin; ++a) args[static_cast<std::size_t>(a)] = ts[e.in[static_cast<std::size_t>(a)]];
+    const auto r = store.apply(e.tmpl, std::span(args.data(), e.nin));
+    if (r.count == 0) throw std::logic_error("generator: replay failed");
+    for (int o = 0; o < r.count; ++o) ts.push_back(r.ids[static_cast<std::size_t>(o)]);
   }
-  throw std::logic_error("generator: bad tensor index");
+  return ts;
+}
+
+// Double-precision evaluation of an encoded graph through the IR's real kernels (the confirmation step).
+struct RealTensor {
+  Shape shape;
+  std::vector<double> data;
+  std::array<std::int64_t, 4> split_at{};
+};
+
+std::vector<RealTensor> replay_real(const Enc& g, const std::vector<OpInstance>& ops,
+                                    const std::vector<RealTensor>& inputs) {
+  std::vector<RealTensor> ts = inputs;
+  for (int k = 0; k < g.n; ++k) {
+    const auto& e = g.ops[static_cast<std::size_t>(k)];
+    const auto& inst = ops[e.tmpl];
+    std::vector<Shape> shapes;
+    for (int a = 0; a < e.nin; ++a) shapes.push_back(ts[e.in[static_cast<std::size_t>(a)]].shape);
+    std::int64_t split_point = 0;
+    if (is_split(inst.op)) split_point = ts[e.in[0]].split_at[static_cast<std::size_t>(inst.params[0])];
+    Shape cshape;
+    if (inst.op == Op::Imatmul) cshape = {4, 4};
+    if (inst.op == Op::Iewmul) cshape = {2, 4, 5, 5};
+    if (inst.op == Op::Iconv || inst.op == Op::Cpool) cshape = {4};
+    const auto ir = to_ir(inst, shapes, split_point, cshape);
+    if (!ir) throw std::logic_error("generator: real replay failed");
+    const auto& def = models::OpRegistry::instance().get(ir->name);
+    const auto attrs = models::complete_attrs(def, ir->attrs, "generator");
+    std::vector<models::TensorType> in;
+    for (const auto& s : shapes) in.push_back({s, models::DType::kF32});
+    const auto out_types = def.shape(in, attrs);
+    std::vector<RealTensor> outs(out_types.size());
+    std::vector<models::In<double>> ins;
+    std::vector<models::Out<double>> os;
+    for (int a = 0; a < e.nin; ++a) {
+      const auto& t = ts[e.in[static_cast<std::size_t>(a)]];
+      ins.push_back({t.data.data(), &t.shape, static_cast<std::int64_t>(t.data.size())});
+    }
+    for (std::size_t o = 0; o < outs.size(); ++o) {
+      outs[o].shape = out_types[o].shape;
+      outs[o].data.assign(static_cast<std::size_t>(out_types[o].numel()), 0.0);
+    }
+    for (auto& o : outs) os.push_back({o.data.data(), &o.shape, static_cast<std::int64_t>(o.data.size())});
+    def.kernel.real(models::KernelCall<double>{ins, os, attrs});
+    for (auto& o : outs) {
+      const auto& a0 = ts[e.in[0]];
+      if (inst.op == Op::relu || inst.op == Op::smul || inst.op == Op::transpose) o.split_at = a0.split_at;
+      if (inst.op == Op::transpose) std::swap(o.split_at[0], o.split_at[1]);
+      if (inst.op == Op::ewadd || inst.op == Op::ewmul || inst.op == Op::concat) {
+        const auto& a1 = ts[e.in[1]];
+        for (std::size_t d = 0; d < 4; ++d) o.split_at[d] = a0.split_at[d] == a1.split_at[d] ? a0.split_at[d] : 0;
+      }
+      if (inst.op == Op::concat) o.split_at[static_cast<std::size_t>(inst.params[0])] = a0.shape[static_cast<std::size_t>(inst.params[0])];
+      if (is_split(inst.op)) {
+        o.split_at = a0.split_at;
+        o.split_at[static_cast<std::size_t>(inst.params[0])] = 0;
+      }
+      ts.push_back(std::move(o));
+    }
+  }
+  return ts;
+}
+
+std::vector<RealTensor> real_inputs(std::uint64_t seed) {
+  std::vector<RealTensor> in;
+  for (int i = 1; i <= kInputs; ++i) {
+    RealTensor t;
+    t.shape = *taso_generator_input_shape(i);
+    t.data = models::random_values<double>(models::numel(t.shape), seed, fmt::format("input_{}", i));
+    in.push_back(std::move(t));
+  }
+  return in;
 }
 
 std::size_t peak_rss_kib() {
@@ -392,6 +527,35 @@ void collect_input_ops(const Term& t, std::set<std::string>& out) {
     collect_input_ops(a, out);
   }
   if (all_vars) out.insert(to_string(t));
+}
+
+void collect_variables(const Term& t, std::set<std::string>& out) {
+  if (t.is_variable()) {
+    out.insert(std::string(t.name()));
+    return;
+  }
+  for (const auto& a : t.args()) collect_variables(a, out);
+}
+
+// A candidate: the class representative and a member, with outputs paired.
+struct Candidate {
+  Rule rule;
+  std::uint64_t rep = 0, member = 0;         // pack(Enc)
+  std::vector<std::pair<int, int>> outputs;  // tensor indices (rep, member), in rule.outputs order
+};
+
+bool confirm_in_double(const Candidate& c, const std::vector<OpInstance>& ops, const std::vector<RealTensor>& inputs,
+                       double tolerance) {
+  const auto a = replay_real(unpack(c.rep, ops), ops, inputs);
+  const auto b = replay_real(unpack(c.member, ops), ops, inputs);
+  for (auto [ta, tb] : c.outputs) {
+    const auto& x = a[static_cast<std::size_t>(ta)].data;
+    const auto& y = b[static_cast<std::size_t>(tb)].data;
+    if (x.size() != y.size()) return false;
+    for (std::size_t k = 0; k < x.size(); ++k)
+      if (!(std::fabs(x[k] - y[k]) <= tolerance * std::max({1.0, std::fabs(x[k]), std::fabs(y[k])}))) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -413,9 +577,40 @@ bool has_common_supergraph(const Rule& rule) {
   const auto& r = rule.outputs[0].rhs;
   if (l.is_variable() || r.is_variable() || l.op() != r.op() || l.params() != r.params()) return false;
   if (l.args().empty()) return false;
+  // As TASO's pass_checks: an argument counts as shared only when it is the same input variable.
   int differ = 0;
-  for (std::size_t i = 0; i < l.args().size(); ++i) differ += l.args()[i] == r.args()[i] ? 0 : 1;
+  for (std::size_t i = 0; i < l.args().size(); ++i)
+    differ += l.args()[i].is_variable() && l.args()[i] == r.args()[i] ? 0 : 1;
   return differ <= 1;
+}
+
+bool has_unrelated_equations(const Rule& rule) {
+  const std::size_t n = rule.outputs.size();
+  if (n < 2) return false;
+  std::vector<std::set<std::string>> vars(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    collect_variables(rule.outputs[i].lhs, vars[i]);
+    collect_variables(rule.outputs[i].rhs, vars[i]);
+  }
+  // Connected components of "shares an input"; more than one component = a conjunction of smaller rules.
+  std::vector<std::size_t> comp(n);
+  for (std::size_t i = 0; i < n; ++i) comp[i] = i;
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t j = i + 1; j < n; ++j) {
+        if (comp[i] == comp[j]) continue;
+        const bool share = std::any_of(vars[i].begin(), vars[i].end(), [&](const auto& v) { return vars[j].contains(v); });
+        if (share) {
+          const auto from = std::max(comp[i], comp[j]), to = std::min(comp[i], comp[j]);
+          for (auto& c : comp)
+            if (c == from) c = to;
+          changed = true;
+        }
+      }
+  }
+  return std::any_of(comp.begin(), comp.end(), [&](std::size_t c) { return c != comp[0]; });
 }
 
 std::vector<OpInstance> parse_operator_set(std::string_view spec) {
@@ -464,135 +659,184 @@ std::vector<OpInstance> parse_operator_set(std::string_view spec) {
 GeneratorResult generate_rules(const GeneratorOptions& options) {
   if (options.max_ops < 1 || options.max_ops > kMaxOps)
     throw std::invalid_argument(fmt::format("--max-ops must be 1..{}, got {}", kMaxOps, options.max_ops));
-  if (options.ops.empty() || options.ops.size() > 255) throw std::invalid_argument("operator set must have 1..255 entries");
-  const auto start = std::chrono::steady_clock::now();
+  if (options.ops.empty() || options.ops.size() > 62)
+    throw std::invalid_argument("operator set must have 1..62 entries");
+  const auto start = Clock::now();
   auto say = [&](const std::string& s) {
     if (options.progress) options.progress(s);
   };
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   const auto& ops = options.ops;
-  const auto inputs = make_inputs<ModP>(options.seed);
   GeneratorResult result;
   auto& st = result.stats;
 
-  std::vector<EncOp> firsts = Enumerator(ops, options.max_ops, inputs).first_choices();
-  tbb::enumerable_thread_specific<Enumerator> enumerators([&] { return Enumerator(ops, options.max_ops, inputs); });
-
-  // Pass 1: fingerprint table (representative = smallest encoding, so the result is independent of scheduling).
-  std::vector<Shard> shards(kShards);
+  // Enumeration: every thread streams (fingerprint, graph) records of its subtrees.
+  const std::vector<EncOp> firsts = Enumerator(ops, options.max_ops, options.seed).first_choices();
+  tbb::enumerable_thread_specific<Enumerator> enumerators([&] { return Enumerator(ops, options.max_ops, options.seed); });
+  tbb::enumerable_thread_specific<std::vector<Record>> records;
   std::atomic<std::uint64_t> graphs{0};
   std::atomic<std::size_t> done{0};
+  std::mutex progress_mu;
+  auto last_report = Clock::now();
   tbb::parallel_for(std::size_t{0}, firsts.size(), [&](std::size_t i) {
-    std::uint64_t local = 0;
-    enumerators.local().run_from(firsts[i], [&](const Enc& g, std::uint64_t fp) {
-      ++local;
-      auto& shard = shards[fp % kShards];
-      std::lock_guard lock(shard.mu);
-      auto [it, inserted] = shard.table.try_emplace(fp, Shard::Entry{g, 0});
-      if (!inserted && g < it->second.rep) it->second.rep = g;
-      ++it->second.count;
-    });
-    graphs += local;
+    auto& mine = records.local();
+    const auto before = mine.size();
+    enumerators.local().run_from(firsts[i], [&](std::uint64_t fp, std::uint64_t g) { mine.push_back({fp, g}); });
+    graphs += mine.size() - before;
     const auto d = ++done;
-    if (d % 64 == 0 || d == firsts.size())
-      say(fmt::format("  pass 1 (fingerprints): {}/{} subtrees, {} graphs", d, firsts.size(), graphs.load()));
-  });
-  st.graphs = graphs;
-  for (auto& s : shards) st.fingerprints += s.table.size();
-  say(fmt::format("enumerated {} graphs of up to {} operators, {} distinct fingerprints", st.graphs, options.max_ops,
-                  st.fingerprints));
-
-  // Pass 2: members of colliding classes.
-  tbb::enumerable_thread_specific<std::vector<std::pair<std::uint64_t, Enc>>> members;
-  tbb::parallel_for(std::size_t{0}, firsts.size(), [&](std::size_t i) {
-    auto& mine = members.local();
-    enumerators.local().run_from(firsts[i], [&](const Enc& g, std::uint64_t fp) {
-      const auto& e = shards[fp % kShards].table.at(fp);
-      if (e.count >= 2 && !(e.rep == g)) mine.emplace_back(fp, g);
-    });
-  });
-  std::vector<std::pair<std::uint64_t, Enc>> pairs;
-  for (auto& m : members) pairs.insert(pairs.end(), m.begin(), m.end());
-  std::sort(pairs.begin(), pairs.end());
-  st.candidates = pairs.size();
-  say(fmt::format("{} candidate pairs (equal fingerprints)", st.candidates));
-
-  // Floating-point confirmation and conversion to rules (parallel, results in candidate order).
-  const auto real_inputs = make_inputs<double>(options.seed + 7);
-  std::vector<std::optional<Rule>> rules(pairs.size());
-  tbb::enumerable_thread_specific<Evaluator<double>> real_evs([&] { return Evaluator<double>(ops); });
-  tbb::enumerable_thread_specific<Evaluator<ModP>> modp_evs([&] { return Evaluator<ModP>(ops); });
-  tbb::parallel_for(std::size_t{0}, pairs.size(), [&](std::size_t i) {
-    const auto& [fp, member] = pairs[i];
-    const Enc& rep = shards[fp % kShards].table.at(fp).rep;
-    auto& rev = real_evs.local();
-    auto& mev = modp_evs.local();
-    const auto a_mod = replay(rep, mev, inputs), b_mod = replay(member, mev, inputs);
-    const auto a_real = replay(rep, rev, real_inputs), b_real = replay(member, rev, real_inputs);
-    auto a_out = graph_outputs(rep, ops), b_out = graph_outputs(member, ops);
-    if (a_out.size() != b_out.size()) return;
-    // Pair outputs by their prime-field hash (the fingerprint is a multiset of these).
-    std::vector<std::pair<int, int>> matched;
-    std::vector<bool> taken(b_out.size(), false);
-    for (int ta : a_out) {
-      bool found = false;
-      for (std::size_t j = 0; j < b_out.size() && !found; ++j)
-        if (!taken[j] && a_mod[static_cast<std::size_t>(ta)].hash == b_mod[static_cast<std::size_t>(b_out[j])].hash) {
-          taken[j] = found = true;
-          matched.emplace_back(ta, b_out[j]);
-        }
-      if (!found) return;
+    if (std::unique_lock lock(progress_mu, std::try_to_lock); lock.owns_lock()) {
+      if (Clock::now() - last_report > std::chrono::seconds(2) || d == firsts.size()) {
+        last_report = Clock::now();
+        say(fmt::format("  enumerating: {}/{} subtrees, {} graphs, {:.1f} s, RSS {} MiB", d, firsts.size(),
+                        graphs.load(), elapsed(), peak_rss_kib() / 1024));
+      }
     }
-    for (auto [ta, tb] : matched) {
-      const auto& x = a_real[static_cast<std::size_t>(ta)].data[0];
-      const auto& y = b_real[static_cast<std::size_t>(tb)].data[0];
-      if (x.size() != y.size()) return;
-      for (std::size_t k = 0; k < x.size(); ++k)
-        if (!(std::fabs(x[k] - y[k]) <= options.tolerance * std::max({1.0, std::fabs(x[k]), std::fabs(y[k])}))) return;
-    }
-    Rule r;
-    std::vector<int> used;
-    for (auto [ta, tb] : matched)
-      r.outputs.push_back({tensor_term(rep, ops, ta, used), tensor_term(member, ops, tb, used)});
-    std::sort(used.begin(), used.end());
-    used.erase(std::unique(used.begin(), used.end()), used.end());
-    for (int u : used) r.inputs.push_back({fmt::format("input_{}", u + 1), taso_generator_input_shape(u + 1)});
-    rules[i] = std::move(r);
   });
-  std::vector<Rule> confirmed;
-  for (auto& r : rules)
-    if (r) confirmed.push_back(std::move(*r));
-  st.float_rejected = st.candidates - confirmed.size();
-  say(fmt::format("{} confirmed in double precision ({} rejected)", confirmed.size(), st.float_rejected));
-
-  // Pruning stages.
-  std::set<std::string> seen_exact;
-  std::vector<Rule> stage1;
-  for (auto& r : confirmed) {
-    std::vector<std::string> eqs;
-    for (const auto& e : r.outputs) {
-      auto l = to_string(e.lhs), rr = to_string(e.rhs);
-      eqs.push_back(std::min(l, rr) + "==" + std::max(l, rr));
+  std::vector<Record> all;
+  {
+    std::size_t total = 0;
+    for (auto& r : records) total += r.size();
+    all.reserve(total);
+    for (auto& r : records) {
+      all.insert(all.end(), r.begin(), r.end());
+      std::vector<Record>().swap(r);
     }
-    std::sort(eqs.begin(), eqs.end());
-    std::string key = fmt::format("{}", fmt::join(eqs, ";"));
-    if (seen_exact.insert(key).second) stage1.push_back(std::move(r));
   }
-  st.after_duplicates = stage1.size();
-  std::set<std::string> seen_canonical;
-  std::vector<Rule> stage2;
-  for (auto& r : stage1)
-    if (seen_canonical.insert(canonical_form(r)).second) stage2.push_back(std::move(r));
-  st.after_renaming = stage2.size();
-  for (auto& r : stage2)
-    if (!has_common_subgraph(r) && !has_common_supergraph(r)) result.rules.push_back(std::move(r));
-  st.after_common_subgraph = result.rules.size();
+  tbb::parallel_sort(all.begin(), all.end());
+  st.graphs = all.size();
+  // Classes: runs of equal fingerprints.
+  std::vector<std::pair<std::size_t, std::size_t>> classes;
+  for (std::size_t i = 0; i < all.size();) {
+    std::size_t j = i + 1;
+    while (j < all.size() && all[j].fingerprint == all[i].fingerprint) ++j;
+    ++st.fingerprints;
+    if (j - i >= 2) classes.emplace_back(i, j);
+    i = j;
+  }
+  say(fmt::format("enumerated {} graphs of up to {} operators, {} distinct fingerprints, {} classes with 2 or more "
+                  "graphs ({:.1f} s)",
+                  st.graphs, options.max_ops, st.fingerprints, classes.size(), elapsed()));
+
+  // Candidates: star around the graph TASO's search visits first; outputs paired by value; TASO's structural
+  // checks (common subgraph / supergraph).
+  tbb::enumerable_thread_specific<ValueStore> stores([&] { return ValueStore(ops, options.seed); });
+  std::vector<std::vector<Candidate>> per_class(classes.size());
+  std::atomic<std::uint64_t> candidates{0}, after_structure{0};
+  tbb::parallel_for(std::size_t{0}, classes.size(), [&](std::size_t c) {
+    auto& store = stores.local();
+    if (store.memory_bytes() > (std::size_t{256} << 20)) store.clear();
+    const auto [b, e] = classes[c];
+    std::size_t rep = b;
+    std::vector<int> best;
+    for (std::size_t i = b; i < e; ++i) {
+      auto key = taso_key(unpack(all[i].graph, ops), ops, store);
+      if (i == b || key < best) {
+        best = std::move(key);
+        rep = i;
+      }
+    }
+    const Enc rg = unpack(all[rep].graph, ops);
+    const auto rv = replay(rg, store);
+    const auto r_out = graph_outputs(rg, ops);
+    std::uint64_t n_cand = 0, n_struct = 0;
+    for (std::size_t i = b; i < e; ++i) {
+      if (i == rep) continue;
+      const Enc mg = unpack(all[i].graph, ops);
+      const auto mv = replay(mg, store);
+      auto m_out = graph_outputs(mg, ops);
+      if (m_out.size() != r_out.size()) continue;
+      Candidate cand;
+      cand.rep = all[rep].graph;
+      cand.member = all[i].graph;
+      Rule& rule = cand.rule;
+      std::vector<int> used;
+      std::vector<bool> taken(m_out.size(), false);
+      bool ok = true;
+      for (int ta : r_out) {
+        bool found = false;
+        for (std::size_t j = 0; j < m_out.size() && !found; ++j)
+          if (!taken[j] && store.hash(rv[static_cast<std::size_t>(ta)]) == store.hash(mv[static_cast<std::size_t>(m_out[j])])) {
+            taken[j] = found = true;
+            cand.outputs.emplace_back(ta, m_out[j]);
+            rule.outputs.push_back({tensor_term(rg, ops, ta, used), tensor_term(mg, ops, m_out[j], used)});
+          }
+        ok = ok && found;
+      }
+      if (!ok) continue;
+      ++n_cand;
+      if (has_common_subgraph(rule) || has_common_supergraph(rule)) continue;
+      ++n_struct;
+      std::sort(used.begin(), used.end());
+      used.erase(std::unique(used.begin(), used.end()), used.end());
+      for (int u : used) rule.inputs.push_back({fmt::format("input_{}", u + 1), taso_generator_input_shape(u + 1)});
+      per_class[c].push_back(std::move(cand));
+    }
+    candidates += n_cand;
+    after_structure += n_struct;
+  });
+  st.candidates = candidates;
+  st.after_common_subgraph = after_structure;
+  std::vector<Candidate> stage;
+  for (auto& v : per_class)
+    for (auto& r : v) stage.push_back(std::move(r));
+  per_class.clear();
+  std::vector<Record>().swap(all);
+  say(fmt::format("{} candidate pairs (equal fingerprints), {} after common subgraph/supergraph ({:.1f} s)",
+                  st.candidates, st.after_common_subgraph, elapsed()));
+
+  // Exact duplicates (same equations, either orientation).
+  {
+    std::vector<std::string> keys(stage.size());
+    tbb::parallel_for(std::size_t{0}, stage.size(), [&](std::size_t i) {
+      std::vector<std::string> eqs;
+      for (const auto& e : stage[i].rule.outputs) {
+        auto l = to_string(e.lhs), r = to_string(e.rhs);
+        eqs.push_back(std::min(l, r) + "==" + std::max(l, r));
+      }
+      std::sort(eqs.begin(), eqs.end());
+      keys[i] = fmt::format("{}", fmt::join(eqs, ";"));
+    });
+    std::set<std::string> seen;
+    std::vector<Candidate> next;
+    for (std::size_t i = 0; i < stage.size(); ++i)
+      if (seen.insert(keys[i]).second) next.push_back(std::move(stage[i]));
+    stage = std::move(next);
+  }
+  st.after_duplicates = stage.size();
+  // Input renaming.
+  {
+    std::vector<std::string> keys(stage.size());
+    tbb::parallel_for(std::size_t{0}, stage.size(), [&](std::size_t i) { keys[i] = canonical_form(stage[i].rule); });
+    std::set<std::string> seen;
+    std::vector<Candidate> next;
+    for (std::size_t i = 0; i < stage.size(); ++i)
+      if (seen.insert(keys[i]).second) next.push_back(std::move(stage[i]));
+    stage = std::move(next);
+  }
+  st.after_renaming = stage.size();
+  // Conjunctions of unrelated equations over separate inputs.
+  std::erase_if(stage, [](const Candidate& c) { return has_unrelated_equations(c.rule); });
+  st.after_unrelated = stage.size();
+  say(fmt::format("pruning: {} after exact duplicates, {} after input renaming, {} after unrelated equations "
+                  "({:.1f} s)",
+                  st.after_duplicates, st.after_renaming, st.after_unrelated, elapsed()));
+
+  // Confirmation in double precision on independent random inputs (the real relu, real average pooling).
+  const auto reals = real_inputs(options.seed + 7);
+  std::vector<char> keep(stage.size(), 0);
+  tbb::parallel_for(std::size_t{0}, stage.size(), [&](std::size_t i) {
+    keep[i] = confirm_in_double(stage[i], ops, reals, options.tolerance) ? 1 : 0;
+  });
+  for (std::size_t i = 0; i < stage.size(); ++i)
+    if (keep[i]) result.rules.push_back(std::move(stage[i].rule));
+  st.float_rejected = stage.size() - result.rules.size();
   for (std::size_t i = 0; i < result.rules.size(); ++i) {
     result.rules[i].name = fmt::format("gen{}", i + 1);
     result.rules[i].origin.clear();
   }
-  say(fmt::format("pruning: {} after exact duplicates, {} after input renaming, {} after common subgraph/supergraph",
-                  st.after_duplicates, st.after_renaming, st.after_common_subgraph));
-  st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  say(fmt::format("{} rules confirmed in double precision ({} rejected), {:.1f} s", result.rules.size(),
+                  st.float_rejected, elapsed()));
+  st.seconds = elapsed();
   st.peak_rss_kib = peak_rss_kib();
   return result;
 }

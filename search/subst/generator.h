@@ -32,14 +32,16 @@ struct GeneratorOptions {
   std::function<void(std::string_view)> progress;  // one line per stage (stderr in the CLI)
 };
 
+// Counts after each stage, in pipeline order.
 struct GeneratorStats {
   std::uint64_t graphs = 0;                 // enumerated graphs (after the in-search rejections)
   std::uint64_t fingerprints = 0;           // distinct fingerprints
   std::uint64_t candidates = 0;             // pairs with equal fingerprints (star around each representative)
-  std::uint64_t float_rejected = 0;         // candidates the floating-point test rejected
+  std::uint64_t after_common_subgraph = 0;  // after common-subgraph / supergraph pruning
   std::uint64_t after_duplicates = 0;       // after removing exact duplicates
   std::uint64_t after_renaming = 0;         // after removing rules equal up to input renaming
-  std::uint64_t after_common_subgraph = 0;  // after common-subgraph / supergraph pruning (= rules written)
+  std::uint64_t after_unrelated = 0;        // after removing conjunctions of unrelated equations
+  std::uint64_t float_rejected = 0;         // rules the floating-point test rejected (rules written = rest)
   double seconds = 0;
   std::size_t peak_rss_kib = 0;  // of the whole process (VmHWM)
 };
@@ -56,5 +58,8 @@ GeneratorResult generate_rules(const GeneratorOptions& options);
 // (common supergraph), is implied by a smaller rule.
 bool has_common_subgraph(const Rule& rule);
 bool has_common_supergraph(const Rule& rule);
+// A multi-output rule whose equations fall into groups over disjoint inputs is the conjunction of smaller
+// rules (each group is itself an equivalence).
+bool has_unrelated_equations(const Rule& rule);
 
 }  // namespace strata::search::subst

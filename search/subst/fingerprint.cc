@@ -1,0 +1,258 @@
+#include "search/subst/fingerprint.h"
+
+#include <algorithm>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "models/exec/executor.h"
+#include "models/ir/op_def.h"
+#include "search/subst/rule.h"
+
+namespace strata::search::subst {
+namespace {
+
+using models::ModP;
+using models::Shape;
+
+constexpr std::size_t kMaxShapes = 128;
+constexpr std::uint32_t kNoArg = 0xFFFFFFFu;  // 28 bits
+
+std::uint64_t mix(std::uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+bool is_split(Op op) { return op == Op::split_0 || op == Op::split_1; }
+
+// Shapes of the constants of TASO's generator (taso.md §2.2): I_matmul 4x4, I_ewmul 2x4x5x5, I_conv and C_pool
+// with 4 channels (4x4x3x3 and the depth-wise 4x1x3x3).
+Shape constant_shape(Op op) {
+  switch (op) {
+    case Op::Imatmul: return {4, 4};
+    case Op::Iewmul: return {2, 4, 5, 5};
+    case Op::Iconv:
+    case Op::Cpool: return {4};
+    default: return {};
+  }
+}
+
+}  // namespace
+
+struct ValueStore::Prepared {
+  const models::OpDef* def = nullptr;
+  models::Attrs attrs;
+  std::vector<Shape> out_shapes;
+  std::array<int, 2> out_shape_ids{};
+};
+
+ValueStore::ValueStore(std::span<const OpInstance> ops, std::uint64_t seed) : ops_(ops.begin(), ops.end()) {
+  if (ops_.size() > 255) throw std::invalid_argument("generator: at most 255 operator instances");
+  applies_.assign(ops_.size() * kMaxShapes * kMaxShapes, std::int8_t{-1});
+  for (int i = 1; i <= kGeneratorInputs; ++i) {
+    const Shape shape = *taso_generator_input_shape(i);
+    const auto n = models::numel(shape);
+    std::vector<ModP> data;
+    for (int s = 0; s < kSamples; ++s) {
+      auto d = models::random_values<ModP>(n, seed + static_cast<std::uint64_t>(s), fmt::format("input_{}", i));
+      data.insert(data.end(), d.begin(), d.end());
+    }
+    Value v;
+    v.shape = static_cast<std::uint16_t>(intern_shape(shape));
+    intern(v, data.data(), static_cast<std::size_t>(n), true);
+  }
+  if (values_.size() != kGeneratorInputs) throw std::logic_error("generator: two random inputs coincide");
+  inputs_arena_ = arena_.size();
+}
+
+ValueStore::~ValueStore() = default;
+ValueStore::ValueStore(ValueStore&&) noexcept = default;
+ValueStore& ValueStore::operator=(ValueStore&&) noexcept = default;
+
+int ValueStore::intern_shape(const Shape& s) {
+  for (std::size_t i = 0; i < shapes_.size(); ++i)
+    if (shapes_[i] == s) return static_cast<int>(i);
+  if (shapes_.size() >= kMaxShapes) throw std::logic_error("generator: too many distinct shapes");
+  shapes_.push_back(s);
+  shape_numel_.push_back(models::numel(s));
+  return static_cast<int>(shapes_.size() - 1);
+}
+
+ValueId ValueStore::intern(const Value& proto, const ModP* data, std::size_t numel, bool keep_data) {
+  Value v = proto;
+  std::uint64_t h = mix(shapes_[v.shape].size());
+  for (auto d : shapes_[v.shape]) h = mix(h ^ static_cast<std::uint64_t>(d));
+  for (std::size_t i = 0; i < numel * kSamples; ++i) h = mix(h ^ data[i].v);
+  v.hash = h;
+  std::uint64_t id = h;
+  for (auto s : v.split_at) id = mix(id ^ s);
+  v.identity = id;
+  auto [it, inserted] = by_identity_.try_emplace(id, static_cast<ValueId>(values_.size()));
+  if (inserted) values_.push_back(v);
+  auto& stored = values_[it->second];
+  if (keep_data && stored.data == kNoData) {
+    stored.data = static_cast<std::uint32_t>(arena_.size());
+    arena_.insert(arena_.end(), data, data + numel * kSamples);
+  }
+  return it->second;
+}
+
+std::span<const ModP> ValueStore::data(ValueId v, int sample) const {
+  const auto& val = values_[v];
+  if (val.data == kNoData) throw std::logic_error("generator: value without data used as an argument");
+  const auto n = static_cast<std::size_t>(shape_numel_[val.shape]);
+  return {arena_.data() + val.data + static_cast<std::size_t>(sample) * n, n};
+}
+
+const ValueStore::Prepared* ValueStore::prepare(int inst, std::span<const ValueId> args, std::int64_t split_point) {
+  std::uint64_t key = static_cast<std::uint64_t>(inst);
+  for (std::size_t i = 0; i < 2; ++i)
+    key = key * kMaxShapes + (i < args.size() ? static_cast<std::uint64_t>(values_[args[i]].shape) : kMaxShapes - 1);
+  key = key * 64 + static_cast<std::uint64_t>(split_point);
+  auto it = prepared_.find(key);
+  if (it != prepared_.end()) return it->second.get();
+  std::unique_ptr<Prepared> prep;
+  const auto& op = ops_[static_cast<std::size_t>(inst)];
+  std::vector<Shape> shapes;
+  for (auto a : args) shapes.push_back(shape(a));
+  if (auto ir = to_ir(op, shapes, split_point, constant_shape(op.op))) {
+    try {
+      auto p = std::make_unique<Prepared>();
+      p->def = &models::OpRegistry::instance().get(ir->name);
+      p->attrs = models::complete_attrs(*p->def, ir->attrs, "generator");
+      std::vector<models::TensorType> in;
+      for (const auto& s : shapes) in.push_back({s, models::DType::kF32});
+      bool fits = true;
+      for (const auto& t : p->def->shape(in, p->attrs)) {
+        fits = fits && t.numel() <= kMaxElements;
+        p->out_shapes.push_back(t.shape);
+      }
+      if (fits) {
+        for (std::size_t o = 0; o < p->out_shapes.size() && o < 2; ++o) p->out_shape_ids[o] = intern_shape(p->out_shapes[o]);
+        prep = std::move(p);
+      }
+    } catch (const std::invalid_argument&) {
+      // the IR's shape rule rejects the combination
+    }
+  }
+  auto [pos, _] = prepared_.emplace(key, std::move(prep));
+  return pos->second.get();
+}
+
+bool ValueStore::shape_applies(int inst, int shape_a, int shape_b) {
+  const auto idx = (static_cast<std::size_t>(inst) * kMaxShapes + static_cast<std::size_t>(shape_a)) * kMaxShapes +
+                   static_cast<std::size_t>(shape_b);
+  auto& cached = applies_[idx];
+  if (cached >= 0) return cached == 1;
+  const auto& op = ops_[static_cast<std::size_t>(inst)];
+  const int arity = op_info(op.op).tensor_args;
+  std::vector<Shape> shapes;
+  if (arity >= 1) shapes.push_back(shapes_[static_cast<std::size_t>(shape_a)]);
+  if (arity >= 2) shapes.push_back(shapes_[static_cast<std::size_t>(shape_b)]);
+  bool ok = false;
+  if (is_split(op.op)) {
+    const auto axis = static_cast<std::size_t>(op.params[0]);
+    ok = axis < shapes[0].size() && shapes[0][axis] >= 2;
+  } else if (auto ir = to_ir(op, shapes, 0, constant_shape(op.op))) {
+    try {
+      const auto& def = models::OpRegistry::instance().get(ir->name);
+      const auto attrs = models::complete_attrs(def, ir->attrs, "generator");
+      std::vector<models::TensorType> in;
+      for (const auto& s : shapes) in.push_back({s, models::DType::kF32});
+      ok = true;
+      for (const auto& t : def.shape(in, attrs)) ok = ok && t.numel() <= kMaxElements;
+    } catch (const std::invalid_argument&) {
+      ok = false;
+    }
+  }
+  cached = ok ? 1 : 0;
+  return ok;
+}
+
+ValueStore::Result ValueStore::apply(int inst, std::span<const ValueId> args, bool keep_data) {
+  std::uint64_t key = static_cast<std::uint64_t>(inst);
+  for (std::size_t i = 0; i < 2; ++i) key = (key << 28) | (i < args.size() ? args[i] : kNoArg);
+  if (auto it = memo_.find(key); it != memo_.end()) {
+    bool usable = true;
+    if (keep_data)
+      for (int o = 0; o < it->second.count; ++o) usable = usable && has_data(it->second.ids[static_cast<std::size_t>(o)]);
+    if (usable) return it->second;
+  }
+  if (values_.size() >= kNoArg) throw std::length_error("generator: value store full");
+  Result r;
+  const auto& op = ops_[static_cast<std::size_t>(inst)];
+  std::int64_t split_point = 0;
+  std::size_t split_axis = 0;
+  if (is_split(op.op)) {
+    split_axis = static_cast<std::size_t>(op.params[0]);
+    if (split_axis >= 4 || static_cast<int>(split_axis) >= rank(args[0])) return memo_[key] = r;
+    split_point = split_at(args[0])[split_axis];
+    if (split_point == 0) return memo_[key] = r;
+  }
+  const Prepared* prep = prepare(inst, args, split_point);
+  if (!prep) return memo_[key] = r;
+  // Outputs into scratch: sample-major per output, like the arena.
+  std::array<std::size_t, 2> offset{};
+  std::size_t total = 0;
+  for (std::size_t o = 0; o < prep->out_shapes.size(); ++o) {
+    offset[o] = total;
+    total += static_cast<std::size_t>(shape_numel_[static_cast<std::size_t>(prep->out_shape_ids[o])]) * kSamples;
+  }
+  scratch_.assign(total, ModP{});
+  for (int s = 0; s < kSamples; ++s) {
+    std::array<models::In<ModP>, 2> ins;
+    std::array<models::Out<ModP>, 2> outs;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      auto d = data(args[i], s);
+      ins[i] = {d.data(), &shape(args[i]), static_cast<std::int64_t>(d.size())};
+    }
+    for (std::size_t o = 0; o < prep->out_shapes.size(); ++o) {
+      const auto n = shape_numel_[static_cast<std::size_t>(prep->out_shape_ids[o])];
+      outs[o] = {scratch_.data() + offset[o] + static_cast<std::size_t>(s * n), &prep->out_shapes[o], n};
+    }
+    const models::KernelCall<ModP> call{std::span(ins.data(), args.size()), std::span(outs.data(), prep->out_shapes.size()),
+                                        prep->attrs};
+    prep->def->kernel.modp(call);
+  }
+  r.count = static_cast<int>(prep->out_shapes.size());
+  for (std::size_t o = 0; o < prep->out_shapes.size(); ++o) {
+    Value v;
+    v.shape = static_cast<std::uint16_t>(prep->out_shape_ids[o]);
+    // Split boundaries, simplified from TASO's split trees to the most recent boundary per axis.
+    if (op.op == Op::relu || op.op == Op::smul || op.op == Op::transpose) v.split_at = split_at(args[0]);
+    if (op.op == Op::transpose) std::swap(v.split_at[0], v.split_at[1]);
+    if (op.op == Op::ewadd || op.op == Op::ewmul || op.op == Op::concat)
+      for (std::size_t d = 0; d < 4; ++d)
+        v.split_at[d] = split_at(args[0])[d] == split_at(args[1])[d] ? split_at(args[0])[d] : 0;
+    if (op.op == Op::concat) {
+      const auto axis = static_cast<std::size_t>(op.params[0]);
+      v.split_at[axis] = static_cast<std::uint8_t>(shape(args[0])[axis]);
+    }
+    if (is_split(op.op)) {
+      v.split_at = split_at(args[0]);
+      v.split_at[split_axis] = 0;
+    }
+    const auto n = static_cast<std::size_t>(shape_numel_[v.shape]);
+    r.ids[o] = intern(v, scratch_.data() + offset[o], n, keep_data);
+  }
+  return memo_[key] = r;
+}
+
+std::size_t ValueStore::memory_bytes() const {
+  return values_.capacity() * sizeof(Value) + arena_.capacity() * sizeof(ModP) +
+         (by_identity_.size() + memo_.size()) * 48;
+}
+
+void ValueStore::clear() {
+  values_.resize(kGeneratorInputs);
+  arena_.resize(inputs_arena_);
+  by_identity_.clear();
+  for (ValueId i = 0; i < kGeneratorInputs; ++i) by_identity_.emplace(values_[i].identity, i);
+  memo_.clear();
+}
+
+}  // namespace strata::search::subst

@@ -1,0 +1,98 @@
+// Values of the generator's graphs in the IR's prime field (models/ir/modp.h), interned and memoized: the
+// engine that makes fingerprinting cheap (docs/subst.md, "Generator").
+//
+// Every tensor a generator graph can compute is a term over TASO's 20 input tensors (taso.md §2.3). The store
+// keeps each distinct value once (shape id, split boundaries, hash, data on two independent random samples)
+// and memoizes `apply(instance, argument values)`, so the depth-first enumeration evaluates each distinct
+// term once, however many graphs contain it: a graph's new node is computed from the already-computed values
+// of its prefix, and a node that recurs in another graph (a 1-operator term in a 3-operator graph, say) is a
+// hash-table hit. Kernels are the IR's own ModP kernels (one operator specification), called directly with
+// attributes prepared once per (instance, interned argument shapes).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "models/ir/modp.h"
+#include "models/ir/tensor_type.h"
+#include "search/subst/ir_bridge.h"
+
+namespace strata::search::subst {
+
+inline constexpr int kGeneratorInputs = 20;  // TASO's input_1..input_20
+
+using ValueId = std::uint32_t;
+
+class ValueStore {
+ public:
+  static constexpr int kSamples = 2;  // independent random input sets: collision bound (deg/p)^2
+  // Element budget of one value (TASO: 512, `MAX_SIZE`); larger results do not apply.
+  static constexpr std::int64_t kMaxElements = 512;
+
+  // Values 0..19 are input_1..input_20 with the shapes of taso_generator_input_shape, random in the field.
+  ValueStore(std::span<const OpInstance> ops, std::uint64_t seed);
+  ~ValueStore();
+  ValueStore(ValueStore&&) noexcept;
+  ValueStore& operator=(ValueStore&&) noexcept;
+
+  struct Result {
+    int count = 0;  // 0: the instance does not apply to these arguments; 1, or 2 for split
+    std::array<ValueId, 2> ids{};
+  };
+  // Outputs of instance `inst` (index into ops) on `args` (1 or 2 values; none for constants), memoized.
+  // With keep_data false the outputs' data may be dropped after hashing (the caller will not use them as
+  // arguments): the deepest level of a search needs only hashes.
+  Result apply(int inst, std::span<const ValueId> args, bool keep_data = true);
+
+  // Whether `inst` can apply to arguments of these shape ids (split additionally needs a boundary): a cheap
+  // pre-test before apply.
+  bool shape_applies(int inst, int shape_a, int shape_b);
+
+  // Hash of shape and data of both samples: equal values <=> equal hashes (up to 64-bit collisions).
+  std::uint64_t hash(ValueId v) const { return values_[v].hash; }
+  int shape_id(ValueId v) const { return values_[v].shape; }
+  const models::Shape& shape(ValueId v) const { return shapes_[static_cast<std::size_t>(values_[v].shape)]; }
+  int rank(ValueId v) const { return static_cast<int>(shape(v).size()); }
+  // Most recent concatenation boundary along each axis (0: none): where split cuts (taso.md §2.2).
+  const std::array<std::uint8_t, 4>& split_at(ValueId v) const { return values_[v].split_at; }
+  bool has_data(ValueId v) const { return values_[v].data != kNoData; }
+  std::span<const models::ModP> data(ValueId v, int sample) const;
+
+  std::size_t size() const { return values_.size(); }
+  std::size_t memory_bytes() const;
+  // Forget everything but the inputs (bounds memory between independent subtrees of a search).
+  void clear();
+
+ private:
+  static constexpr std::uint32_t kNoData = 0xFFFFFFFFu;
+  struct Value {
+    std::uint64_t hash = 0;      // shape + data (what fingerprints compare)
+    std::uint64_t identity = 0;  // hash + split boundaries (what interning compares)
+    std::uint32_t data = kNoData;  // offset into arena_ of kSamples * numel elements
+    std::uint16_t shape = 0;
+    std::array<std::uint8_t, 4> split_at{};
+  };
+  struct Prepared;
+  const Prepared* prepare(int inst, std::span<const ValueId> args, std::int64_t split_point);
+  int intern_shape(const models::Shape& s);
+  ValueId intern(const Value& v, const models::ModP* data, std::size_t numel, bool keep_data);
+
+  std::vector<OpInstance> ops_;
+  std::vector<models::Shape> shapes_;
+  std::vector<std::int64_t> shape_numel_;
+  std::vector<Value> values_;
+  std::vector<models::ModP> arena_;
+  std::unordered_map<std::uint64_t, ValueId> by_identity_;
+  std::unordered_map<std::uint64_t, Result> memo_;  // key: instance, argument ids
+  std::unordered_map<std::uint64_t, std::unique_ptr<Prepared>> prepared_;  // key: instance, shapes, split
+  std::vector<std::int8_t> applies_;  // [inst][shape a][shape b]: -1 unknown, 0 no, 1 yes
+  std::size_t inputs_arena_ = 0;
+  std::vector<models::ModP> scratch_;
+};
+
+}  // namespace strata::search::subst
