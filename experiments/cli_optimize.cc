@@ -32,6 +32,7 @@ struct GenerateCli {
   int max_ops = 3;
   std::uint64_t seed = 1;
   double tolerance = 1e-5;
+  bool keep_unrelated = false;
   std::string output;
 };
 
@@ -41,6 +42,7 @@ void run_generate(const GenerateCli& o) {
   go.max_ops = o.max_ops;
   go.seed = o.seed;
   go.tolerance = o.tolerance;
+  go.prune_unrelated = !o.keep_unrelated;
   go.progress = [](std::string_view line) { fmt::print(stderr, "{}\n", line); };
   const auto res = ss::generate_rules(go);
   ss::save_rules(o.output, res.rules);
@@ -139,11 +141,14 @@ void add_optimize_commands(CLI::App& app) {
                                   "enumerate graphs of up to N operators, pair equal fingerprints, confirm in double "
                                   "precision, prune, write rules (progress on stderr)");
   g->add_option("--ops", o->ops, "operator set: taso, or a comma-separated list (ewadd,ewmul,smul,matmul,transpose,"
-                                 "relu,conv2d,conv2d_relu,poolavg,poolmax,concat,split,enlarge,constants)")
+                                 "transpose_layout,relu,conv2d,conv2d_relu,poolavg,poolmax,concat,split,enlarge,constants)")
       ->capture_default_str();
   g->add_option("--max-ops", o->max_ops, "largest graph size in operators (1..4)")->capture_default_str()->check(CLI::Range(1, 4));
   g->add_option("--seed", o->seed, "seed of the random inputs")->capture_default_str();
   g->add_option("--tolerance", o->tolerance, "relative tolerance of the floating-point confirmation")->capture_default_str();
+  g->add_flag("--keep-unrelated", o->keep_unrelated,
+              "keep multi-output rules made of equations over disjoint inputs (TASO keeps them; each part is a "
+              "smaller rule)");
   g->add_option("-o,--output", o->output, "rule file to write (strata rule format)")->required();
   g->callback([o] { run_generate(*o); });
 

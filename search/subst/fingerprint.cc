@@ -41,7 +41,91 @@ Shape constant_shape(Op op) {
   }
 }
 
+SplitTree merge(const SplitTree& a, int offset, const SplitTree& b, bool& ok) {
+  SplitTree r = a;
+  if (a.n + b.n + 1 > static_cast<int>(r.pos.size())) {
+    ok = false;
+    return r;
+  }
+  for (int i = 0; i < b.n; ++i) r.pos[r.n++] = static_cast<std::uint8_t>(offset + b.pos[static_cast<std::size_t>(i)]);
+  r.pos[r.n++] = static_cast<std::uint8_t>(offset);
+  return r;
+}
+
+void divide(const SplitTree& s, SplitTree& left, SplitTree& right) {
+  left = {};
+  right = {};
+  const int mid = s.pos[static_cast<std::size_t>(s.n - 1)];
+  int i = 0;
+  while (i < s.n && s.pos[static_cast<std::size_t>(i)] < mid) left.pos[left.n++] = s.pos[static_cast<std::size_t>(i++)];
+  while (i < s.n - 1) right.pos[right.n++] = static_cast<std::uint8_t>(s.pos[static_cast<std::size_t>(i++)] - mid);
+}
+
+SplitTree combine(const SplitTree& a, const SplitTree& b) { return a == b ? a : SplitTree{}; }
+
 }  // namespace
+
+bool is_layout_only_transpose(const OpInstance& inst) {
+  return inst.op == Op::transpose && inst.params.size() == 1 && inst.params[0] == 0;
+}
+
+int split_point(const TensorMeta& m, std::size_t axis) {
+  const auto& t = m.split[axis];
+  return t.n == 0 ? 0 : t.pos[static_cast<std::size_t>(t.n - 1)];
+}
+
+bool propagate_meta(const OpInstance& inst, std::span<const TensorMeta* const> args,
+                    std::span<const Shape* const> shapes, std::array<TensorMeta, 2>& out) {
+  out = {};
+  auto& o = out[0];
+  switch (inst.op) {
+    case Op::ewadd:
+    case Op::ewmul:
+      if (args[0]->transposed_layout != args[1]->transposed_layout) return false;  // TASO: equal strides
+      o.transposed_layout = args[0]->transposed_layout;
+      for (std::size_t d = 0; d < 4; ++d) o.split[d] = combine(args[0]->split[d], args[1]->split[d]);
+      return true;
+    case Op::relu:
+    case Op::smul: o = *args[0]; return true;
+    case Op::matmul:
+      o.split[0] = args[0]->split[0];
+      o.split[1] = args[1]->split[1];
+      return true;
+    case Op::conv2d:
+      o.split = {args[0]->split[0], args[1]->split[0], args[0]->split[2], args[0]->split[3]};
+      return true;
+    case Op::poolavg:
+    case Op::poolmax:
+      o.split = {args[0]->split[0], SplitTree{}, args[0]->split[2], args[0]->split[3]};
+      return true;
+    case Op::transpose:
+      o.split = {args[0]->split[1], args[0]->split[0], SplitTree{}, SplitTree{}};
+      o.transposed_layout = is_layout_only_transpose(inst) ? !args[0]->transposed_layout : false;
+      return true;
+    case Op::concat: {
+      const auto axis = static_cast<std::size_t>(inst.params[0]);
+      bool ok = true;
+      for (std::size_t d = 0; d < 4; ++d)
+        o.split[d] = d == axis ? merge(args[0]->split[d], static_cast<int>((*shapes[0])[d]), args[1]->split[d], ok)
+                               : combine(args[0]->split[d], args[1]->split[d]);
+      return ok;
+    }
+    case Op::split_0:
+    case Op::split_1: {
+      const auto axis = static_cast<std::size_t>(inst.params[0]);
+      if (args[0]->split[axis].n == 0) return false;
+      out[0].split = out[1].split = args[0]->split;
+      divide(args[0]->split[axis], out[0].split[axis], out[1].split[axis]);
+      return true;
+    }
+    case Op::enlarge: o.split = {args[0]->split[0], args[0]->split[1], SplitTree{}, SplitTree{}}; return true;
+    case Op::Iconv:
+    case Op::Cpool:
+    case Op::Imatmul:
+    case Op::Iewmul: return true;
+  }
+  return false;
+}
 
 struct ValueStore::Prepared {
   const models::OpDef* def = nullptr;
@@ -87,10 +171,13 @@ ValueId ValueStore::intern(const Value& proto, const ModP* data, std::size_t num
   std::uint64_t h = mix(shapes_[v.shape].size());
   for (auto d : shapes_[v.shape]) h = mix(h ^ static_cast<std::uint64_t>(d));
   for (std::size_t i = 0; i < numel * kSamples; ++i) h = mix(h ^ data[i].v);
-  v.hash = h;
-  std::uint64_t id = h;
-  for (auto s : v.split_at) id = mix(id ^ s);
-  v.identity = id;
+  h = mix(h ^ (v.meta.transposed_layout ? 0x7A11 : 0x5EED));
+  for (const auto& t : v.meta.split) {
+    h = mix(h ^ t.n);
+    for (int i = 0; i < t.n; ++i) h = mix(h ^ t.pos[static_cast<std::size_t>(i)]);
+  }
+  v.identity = h;
+  const std::uint64_t id = h;
   auto [it, inserted] = by_identity_.try_emplace(id, static_cast<ValueId>(values_.size()));
   if (inserted) values_.push_back(v);
   auto& stored = values_[it->second];
@@ -185,15 +272,27 @@ ValueStore::Result ValueStore::apply(int inst, std::span<const ValueId> args, bo
   if (values_.size() >= kNoArg) throw std::length_error("generator: value store full");
   Result r;
   const auto& op = ops_[static_cast<std::size_t>(inst)];
-  std::int64_t split_point = 0;
-  std::size_t split_axis = 0;
+  std::int64_t split_at = 0;
   if (is_split(op.op)) {
-    split_axis = static_cast<std::size_t>(op.params[0]);
-    if (split_axis >= 4 || static_cast<int>(split_axis) >= rank(args[0])) return memo_[key] = r;
-    split_point = split_at(args[0])[split_axis];
-    if (split_point == 0) return memo_[key] = r;
+    const auto axis = static_cast<std::size_t>(op.params[0]);
+    if (axis >= 4 || static_cast<int>(axis) >= rank(args[0])) return memo_[key] = r;
+    split_at = split_point(meta(args[0]), axis);
+    if (split_at == 0) return memo_[key] = r;
   }
-  const Prepared* prep = prepare(inst, args, split_point);
+  // TASO's matmul rejects equal operands and a weight with BATCHSIZE (2) rows (taso.md §2.4).
+  if (op.op == Op::matmul && (args[0] == args[1] || shape(args[1])[0] == 2)) return memo_[key] = r;
+  std::array<TensorMeta, 2> metas;
+  {
+    std::array<const TensorMeta*, 2> am{};
+    std::array<const Shape*, 2> as{};
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      am[i] = &meta(args[i]);
+      as[i] = &shape(args[i]);
+    }
+    if (!propagate_meta(op, std::span(am.data(), args.size()), std::span(as.data(), args.size()), metas))
+      return memo_[key] = r;
+  }
+  const Prepared* prep = prepare(inst, args, split_at);
   if (!prep) return memo_[key] = r;
   // Outputs into scratch: sample-major per output, like the arena.
   std::array<std::size_t, 2> offset{};
@@ -222,20 +321,7 @@ ValueStore::Result ValueStore::apply(int inst, std::span<const ValueId> args, bo
   for (std::size_t o = 0; o < prep->out_shapes.size(); ++o) {
     Value v;
     v.shape = static_cast<std::uint16_t>(prep->out_shape_ids[o]);
-    // Split boundaries, simplified from TASO's split trees to the most recent boundary per axis.
-    if (op.op == Op::relu || op.op == Op::smul || op.op == Op::transpose) v.split_at = split_at(args[0]);
-    if (op.op == Op::transpose) std::swap(v.split_at[0], v.split_at[1]);
-    if (op.op == Op::ewadd || op.op == Op::ewmul || op.op == Op::concat)
-      for (std::size_t d = 0; d < 4; ++d)
-        v.split_at[d] = split_at(args[0])[d] == split_at(args[1])[d] ? split_at(args[0])[d] : 0;
-    if (op.op == Op::concat) {
-      const auto axis = static_cast<std::size_t>(op.params[0]);
-      v.split_at[axis] = static_cast<std::uint8_t>(shape(args[0])[axis]);
-    }
-    if (is_split(op.op)) {
-      v.split_at = split_at(args[0]);
-      v.split_at[split_axis] = 0;
-    }
+    v.meta = metas[o];
     const auto n = static_cast<std::size_t>(shape_numel_[v.shape]);
     r.ids[o] = intern(v, scratch_.data() + offset[o], n, keep_data);
   }

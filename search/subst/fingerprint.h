@@ -28,6 +28,30 @@ inline constexpr int kGeneratorInputs = 20;  // TASO's input_1..input_20
 
 using ValueId = std::uint32_t;
 
+// TASO's split tree of one tensor dimension (`SplitInfo`, taso.md §2.2): the concatenation boundaries, in
+// post-order (the most recent last). A split undoes the most recent concatenation.
+struct SplitTree {
+  std::uint8_t n = 0;
+  std::array<std::uint8_t, 7> pos{};
+  friend bool operator==(const SplitTree&, const SplitTree&) = default;
+};
+// What a generator tensor is besides its values, as in TASO's generator: split trees per dimension and, for
+// 2-D tensors, whether its strides are transposed (a layout-only transpose permutes strides, not data).
+struct TensorMeta {
+  std::array<SplitTree, 4> split{};
+  bool transposed_layout = false;
+  friend bool operator==(const TensorMeta&, const TensorMeta&) = default;
+};
+// A transpose instance with parameter {0} is TASO's layout-only transpose (shuffle = false); without
+// parameters it moves data. Both print as `transpose` in rules.
+bool is_layout_only_transpose(const OpInstance& inst);
+// The split point of a split along `axis` (0: the tensor has no concatenation boundary there).
+int split_point(const TensorMeta& m, std::size_t axis);
+// Metadata of the outputs of `inst` from its arguments' metadata and shapes (TASO's propagation rules);
+// false when the instance does not apply (element-wise operands with different layouts, split trees full).
+bool propagate_meta(const OpInstance& inst, std::span<const TensorMeta* const> args,
+                    std::span<const models::Shape* const> shapes, std::array<TensorMeta, 2>& out);
+
 class ValueStore {
  public:
   static constexpr int kSamples = 2;  // independent random input sets: collision bound (deg/p)^2
@@ -53,13 +77,13 @@ class ValueStore {
   // pre-test before apply.
   bool shape_applies(int inst, int shape_a, int shape_b);
 
-  // Hash of shape and data of both samples: equal values <=> equal hashes (up to 64-bit collisions).
-  std::uint64_t hash(ValueId v) const { return values_[v].hash; }
+  // Hash of shape, data of both samples, split trees and layout: equal tensors <=> equal hashes (up to 64-bit
+  // collisions). TASO compares and fingerprints tensors with their metadata, so do we.
+  std::uint64_t hash(ValueId v) const { return values_[v].identity; }
   int shape_id(ValueId v) const { return values_[v].shape; }
   const models::Shape& shape(ValueId v) const { return shapes_[static_cast<std::size_t>(values_[v].shape)]; }
   int rank(ValueId v) const { return static_cast<int>(shape(v).size()); }
-  // Most recent concatenation boundary along each axis (0: none): where split cuts (taso.md §2.2).
-  const std::array<std::uint8_t, 4>& split_at(ValueId v) const { return values_[v].split_at; }
+  const TensorMeta& meta(ValueId v) const { return values_[v].meta; }
   bool has_data(ValueId v) const { return values_[v].data != kNoData; }
   std::span<const models::ModP> data(ValueId v, int sample) const;
 
@@ -71,11 +95,10 @@ class ValueStore {
  private:
   static constexpr std::uint32_t kNoData = 0xFFFFFFFFu;
   struct Value {
-    std::uint64_t hash = 0;      // shape + data (what fingerprints compare)
-    std::uint64_t identity = 0;  // hash + split boundaries (what interning compares)
+    std::uint64_t identity = 0;    // shape + data + metadata
     std::uint32_t data = kNoData;  // offset into arena_ of kSamples * numel elements
     std::uint16_t shape = 0;
-    std::array<std::uint8_t, 4> split_at{};
+    TensorMeta meta;
   };
   struct Prepared;
   const Prepared* prepare(int inst, std::span<const ValueId> args, std::int64_t split_point);

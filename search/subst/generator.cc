@@ -155,7 +155,7 @@ int taso_rank(const OpInstance& inst, const ValueStore& store, std::span<const V
     case Op::concat: return 18 + (store.rank(args[0]) == 4 ? 2 : 0) + (inst.params[0] == 0 ? 1 : 0);
     case Op::split_0:
     case Op::split_1: return inst.params[0] == 1 ? 22 : 23;
-    case Op::transpose: return 24;
+    case Op::transpose: return is_layout_only_transpose(inst) ? 24 : 25;
   }
   return 30;
 }
@@ -419,7 +419,8 @@ Term tensor_term(const Enc& g, const std::vector<OpInstance>& ops, int tensor, s
   Op op = inst.op;
   if (is_split(op)) op = prod.out[static_cast<std::size_t>(tensor)] == 0 ? Op::split_0 : Op::split_1;
   std::vector<Param> params;
-  for (auto p : inst.params) params.push_back(Param{p, {}});
+  if (op != Op::transpose)  // both transposes print alike (TASO's text form drops the shuffle flag)
+    for (auto p : inst.params) params.push_back(Param{p, {}});
   std::vector<Term> args;
   for (int a = 0; a < e.nin; ++a) args.push_back(tensor_term(g, ops, e.in[static_cast<std::size_t>(a)], used_inputs));
   return Term::apply(op, std::move(params), std::move(args));
@@ -444,7 +445,7 @@ std::vector<ValueId> replay(const Enc& g, ValueStore& store) {
 struct RealTensor {
   Shape shape;
   std::vector<double> data;
-  std::array<std::int64_t, 4> split_at{};
+  TensorMeta meta;
 };
 
 std::vector<RealTensor> replay_real(const Enc& g, const std::vector<OpInstance>& ops,
@@ -455,13 +456,22 @@ std::vector<RealTensor> replay_real(const Enc& g, const std::vector<OpInstance>&
     const auto& inst = ops[e.tmpl];
     std::vector<Shape> shapes;
     for (int a = 0; a < e.nin; ++a) shapes.push_back(ts[e.in[static_cast<std::size_t>(a)]].shape);
-    std::int64_t split_point = 0;
-    if (is_split(inst.op)) split_point = ts[e.in[0]].split_at[static_cast<std::size_t>(inst.params[0])];
+    std::int64_t split_at = 0;
+    if (is_split(inst.op)) split_at = split_point(ts[e.in[0]].meta, static_cast<std::size_t>(inst.params[0]));
+    std::array<const TensorMeta*, 2> am{};
+    std::array<const Shape*, 2> as{};
+    for (int a = 0; a < e.nin; ++a) {
+      am[static_cast<std::size_t>(a)] = &ts[e.in[static_cast<std::size_t>(a)]].meta;
+      as[static_cast<std::size_t>(a)] = &ts[e.in[static_cast<std::size_t>(a)]].shape;
+    }
+    std::array<TensorMeta, 2> metas;
+    if (!propagate_meta(inst, std::span(am.data(), e.nin), std::span(as.data(), e.nin), metas))
+      throw std::logic_error("generator: real replay failed (metadata)");
     Shape cshape;
     if (inst.op == Op::Imatmul) cshape = {4, 4};
     if (inst.op == Op::Iewmul) cshape = {2, 4, 5, 5};
     if (inst.op == Op::Iconv || inst.op == Op::Cpool) cshape = {4};
-    const auto ir = to_ir(inst, shapes, split_point, cshape);
+    const auto ir = to_ir(inst, shapes, split_at, cshape);
     if (!ir) throw std::logic_error("generator: real replay failed");
     const auto& def = models::OpRegistry::instance().get(ir->name);
     const auto attrs = models::complete_attrs(def, ir->attrs, "generator");
@@ -481,20 +491,9 @@ std::vector<RealTensor> replay_real(const Enc& g, const std::vector<OpInstance>&
     }
     for (auto& o : outs) os.push_back({o.data.data(), &o.shape, static_cast<std::int64_t>(o.data.size())});
     def.kernel.real(models::KernelCall<double>{ins, os, attrs});
-    for (auto& o : outs) {
-      const auto& a0 = ts[e.in[0]];
-      if (inst.op == Op::relu || inst.op == Op::smul || inst.op == Op::transpose) o.split_at = a0.split_at;
-      if (inst.op == Op::transpose) std::swap(o.split_at[0], o.split_at[1]);
-      if (inst.op == Op::ewadd || inst.op == Op::ewmul || inst.op == Op::concat) {
-        const auto& a1 = ts[e.in[1]];
-        for (std::size_t d = 0; d < 4; ++d) o.split_at[d] = a0.split_at[d] == a1.split_at[d] ? a0.split_at[d] : 0;
-      }
-      if (inst.op == Op::concat) o.split_at[static_cast<std::size_t>(inst.params[0])] = a0.shape[static_cast<std::size_t>(inst.params[0])];
-      if (is_split(inst.op)) {
-        o.split_at = a0.split_at;
-        o.split_at[static_cast<std::size_t>(inst.params[0])] = 0;
-      }
-      ts.push_back(std::move(o));
+    for (std::size_t o = 0; o < outs.size(); ++o) {
+      outs[o].meta = metas[o];
+      ts.push_back(std::move(outs[o]));
     }
   }
   return ts;
@@ -517,16 +516,6 @@ std::size_t peak_rss_kib() {
   while (std::getline(f, line))
     if (line.rfind("VmHWM:", 0) == 0) return static_cast<std::size_t>(std::stoull(line.substr(6)));
   return 0;
-}
-
-void collect_input_ops(const Term& t, std::set<std::string>& out) {
-  if (t.is_variable()) return;
-  bool all_vars = !t.args().empty();
-  for (const auto& a : t.args()) {
-    all_vars = all_vars && a.is_variable();
-    collect_input_ops(a, out);
-  }
-  if (all_vars) out.insert(to_string(t));
 }
 
 void collect_variables(const Term& t, std::set<std::string>& out) {
@@ -558,31 +547,45 @@ bool confirm_in_double(const Candidate& c, const std::vector<OpInstance>& ops, c
   return true;
 }
 
-}  // namespace
-
-bool has_common_subgraph(const Rule& rule) {
-  std::set<std::string> lhs, rhs;
-  for (const auto& eq : rule.outputs) {
-    collect_input_ops(eq.lhs, lhs);
-    collect_input_ops(eq.rhs, rhs);
-  }
-  for (const auto& s : lhs)
-    if (rhs.contains(s)) return true;
+// TASO's pass_checks (taso.md §2.5) on two graphs over the same inputs: a shared operator applied to the
+// same input variables (common subgraph; constants excluded: a constant is not a variable, and replacing it by
+// one gives a different rule), or single-output graphs whose roots are the same instance with at most one
+// argument that is not the same input variable (common supergraph). Either makes the pair implied by a smaller
+// one.
+bool common_subgraph(const Enc& a, const Enc& b) {
+  for (int i = 0; i < a.n; ++i)
+    for (int j = 0; j < b.n; ++j) {
+      const auto& x = a.ops[static_cast<std::size_t>(i)];
+      const auto& y = b.ops[static_cast<std::size_t>(j)];
+      if (x.tmpl != y.tmpl || x.nin == 0) continue;
+      bool same = true;
+      for (int k = 0; k < x.nin; ++k)
+        same = same && x.in[static_cast<std::size_t>(k)] < kInputs && x.in[static_cast<std::size_t>(k)] == y.in[static_cast<std::size_t>(k)];
+      if (same) return true;
+    }
   return false;
 }
-
-bool has_common_supergraph(const Rule& rule) {
-  if (rule.outputs.size() != 1) return false;
-  const auto& l = rule.outputs[0].lhs;
-  const auto& r = rule.outputs[0].rhs;
-  if (l.is_variable() || r.is_variable() || l.op() != r.op() || l.params() != r.params()) return false;
-  if (l.args().empty()) return false;
-  // As TASO's pass_checks: an argument counts as shared only when it is the same input variable.
+bool common_supergraph(const Enc& a, const Enc& b, const std::vector<OpInstance>& ops, const ValueStore& store,
+                       const std::vector<ValueId>& av, const std::vector<ValueId>& bv) {
+  const auto ao = graph_outputs(a, ops), bo = graph_outputs(b, ops);
+  if (ao.size() != 1 || bo.size() != 1) return false;
+  const auto& x = a.ops[static_cast<std::size_t>(a.n - 1)];
+  const auto& y = b.ops[static_cast<std::size_t>(b.n - 1)];
+  if (x.tmpl != y.tmpl || x.nin == 0) return false;
+  // TASO's convolution instances are per kernel size: conv(x, w) and conv(x, enlarge(w)) are different ones.
+  auto rank = [&](const EncOp& e, const std::vector<ValueId>& v) {
+    std::array<ValueId, 2> args{};
+    for (int k = 0; k < e.nin; ++k) args[static_cast<std::size_t>(k)] = v[e.in[static_cast<std::size_t>(k)]];
+    return taso_rank(ops[e.tmpl], store, std::span(args.data(), e.nin));
+  };
+  if (rank(x, av) != rank(y, bv)) return false;
   int differ = 0;
-  for (std::size_t i = 0; i < l.args().size(); ++i)
-    differ += l.args()[i].is_variable() && l.args()[i] == r.args()[i] ? 0 : 1;
+  for (int k = 0; k < x.nin; ++k)
+    differ += x.in[static_cast<std::size_t>(k)] < kInputs && x.in[static_cast<std::size_t>(k)] == y.in[static_cast<std::size_t>(k)] ? 0 : 1;
   return differ <= 1;
 }
+
+}  // namespace
 
 bool has_unrelated_equations(const Rule& rule) {
   const std::size_t n = rule.outputs.size();
@@ -625,6 +628,7 @@ std::vector<OpInstance> parse_operator_set(std::string_view spec) {
     else if (n == "smul") add(Op::smul);
     else if (n == "matmul") add(Op::matmul);
     else if (n == "transpose") add(Op::transpose);
+    else if (n == "transpose_layout") add(Op::transpose, {0});
     else if (n == "relu") add(Op::relu);
     else if (n == "conv2d") add(Op::conv2d, {1, 1, kPadSame, kActiNone});
     else if (n == "conv2d_relu") add(Op::conv2d, {1, 1, kPadSame, kActiRelu});
@@ -642,13 +646,14 @@ std::vector<OpInstance> parse_operator_set(std::string_view spec) {
     const auto comma = std::min(spec.find(',', pos), spec.size());
     const auto name = spec.substr(pos, comma - pos);
     if (name == "taso") {
-      for (auto n : {"ewadd", "ewmul", "smul", "matmul", "transpose", "relu", "conv2d", "conv2d_relu", "poolavg",
-                     "poolmax", "concat", "split", "enlarge", "constants"})
+      for (auto n : {"ewadd", "ewmul", "smul", "matmul", "transpose", "transpose_layout", "relu", "conv2d",
+                     "conv2d_relu", "poolavg", "poolmax", "concat", "split", "enlarge", "constants"})
         add_name(n);
     } else if (!add_name(name)) {
       throw std::invalid_argument(fmt::format(
           "--ops: unknown operator set entry '{}' (expected taso or a comma-separated list of ewadd, ewmul, smul, "
-          "matmul, transpose, relu, conv2d, conv2d_relu, poolavg, poolmax, concat, split, enlarge, constants)",
+          "matmul, transpose, transpose_layout, relu, conv2d, conv2d_relu, poolavg, poolmax, concat, split, enlarge, "
+          "constants)",
           name));
     }
     pos = comma + 1;
@@ -764,7 +769,7 @@ GeneratorResult generate_rules(const GeneratorOptions& options) {
       }
       if (!ok) continue;
       ++n_cand;
-      if (has_common_subgraph(rule) || has_common_supergraph(rule)) continue;
+      if (common_subgraph(rg, mg) || common_supergraph(rg, mg, ops, store, rv, mv)) continue;
       ++n_struct;
       std::sort(used.begin(), used.end());
       used.erase(std::unique(used.begin(), used.end()), used.end());
@@ -815,7 +820,8 @@ GeneratorResult generate_rules(const GeneratorOptions& options) {
   }
   st.after_renaming = stage.size();
   // Conjunctions of unrelated equations over separate inputs.
-  std::erase_if(stage, [](const Candidate& c) { return has_unrelated_equations(c.rule); });
+  if (options.prune_unrelated)
+    std::erase_if(stage, [](const Candidate& c) { return has_unrelated_equations(c.rule); });
   st.after_unrelated = stage.size();
   say(fmt::format("pruning: {} after exact duplicates, {} after input renaming, {} after unrelated equations "
                   "({:.1f} s)",
