@@ -49,6 +49,7 @@ void run_generate(const GenerateCli& o) {
   const auto& s = res.stats;
   fmt::print("operator instances: {}\n", go.ops.size());
   fmt::print("graphs enumerated:  {}\n", s.graphs);
+  fmt::print("operator evaluations: {}\n", s.evaluations);
   fmt::print("fingerprints:       {}\n", s.fingerprints);
   fmt::print("candidate pairs:    {}\n", s.candidates);
   fmt::print("after common sub/supergraph: {}\n", s.after_common_subgraph);

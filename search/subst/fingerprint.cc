@@ -168,9 +168,11 @@ int ValueStore::intern_shape(const Shape& s) {
 
 ValueId ValueStore::intern(const Value& proto, const ModP* data, std::size_t numel, bool keep_data) {
   Value v = proto;
-  std::uint64_t h = mix(shapes_[v.shape].size());
+  // Polynomial hash of the data (one multiply per element), mixed with shape and metadata.
+  std::uint64_t h = 0;
+  for (std::size_t i = 0; i < numel * kSamples; ++i) h = h * 0x9E3779B97F4A7C15ull + data[i].v + 1;
+  h = mix(h ^ shapes_[v.shape].size());
   for (auto d : shapes_[v.shape]) h = mix(h ^ static_cast<std::uint64_t>(d));
-  for (std::size_t i = 0; i < numel * kSamples; ++i) h = mix(h ^ data[i].v);
   h = mix(h ^ (v.meta.transposed_layout ? 0x7A11 : 0x5EED));
   for (const auto& t : v.meta.split) {
     h = mix(h ^ t.n);
@@ -302,6 +304,7 @@ ValueStore::Result ValueStore::apply(int inst, std::span<const ValueId> args, bo
     total += static_cast<std::size_t>(shape_numel_[static_cast<std::size_t>(prep->out_shape_ids[o])]) * kSamples;
   }
   scratch_.assign(total, ModP{});
+  ++evaluations_;
   for (int s = 0; s < kSamples; ++s) {
     std::array<models::In<ModP>, 2> ins;
     std::array<models::Out<ModP>, 2> outs;

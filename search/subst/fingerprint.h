@@ -88,6 +88,8 @@ class ValueStore {
   std::span<const models::ModP> data(ValueId v, int sample) const;
 
   std::size_t size() const { return values_.size(); }
+  // Kernel evaluations so far (memo misses that applied).
+  std::uint64_t evaluations() const { return evaluations_; }
   std::size_t memory_bytes() const;
   // Forget everything but the inputs (bounds memory between independent subtrees of a search).
   void clear();
@@ -116,6 +118,7 @@ class ValueStore {
   std::vector<std::int8_t> applies_;  // [inst][shape a][shape b]: -1 unknown, 0 no, 1 yes
   std::size_t inputs_arena_ = 0;
   std::vector<models::ModP> scratch_;
+  std::uint64_t evaluations_ = 0;
 };
 
 }  // namespace strata::search::subst

@@ -341,6 +341,15 @@ class Enumerator {
         prec |= add;
       }
     }
+    enc_.ops[static_cast<std::size_t>(me)] = e;
+    enc_.n = static_cast<std::uint8_t>(me + 1);
+    const bool visible = inputs_prefix_closed(enc_);
+    enc_.n = static_cast<std::uint8_t>(me);
+    enc_.ops[static_cast<std::size_t>(me)] = EncOp{};
+    if (!visible && me + 1 == max_ops_) {  // neither recorded nor extended: nothing to evaluate
+      prec_ = saved_prec;
+      return;
+    }
     std::array<ValueId, 2> args{};
     for (int a = 0; a < e.nin; ++a) args[static_cast<std::size_t>(a)] = tensors_[e.in[static_cast<std::size_t>(a)]];
     const auto r = store_.apply(e.tmpl, std::span(args.data(), e.nin), me + 1 < max_ops_);
@@ -368,7 +377,7 @@ class Enumerator {
     prec_[static_cast<std::size_t>(me)] = prec;
     enc_.ops[static_cast<std::size_t>(me)] = e;
     enc_.n = static_cast<std::uint8_t>(me + 1);
-    if (inputs_prefix_closed(enc_)) visit(fingerprint(), pack(enc_));
+    if (visible) visit(fingerprint(), pack(enc_));
     if (enc_.n < max_ops_) for_each_choice([&](const EncOp& next) { step(next, visit); });
     enc_.n = static_cast<std::uint8_t>(me);
     enc_.ops[static_cast<std::size_t>(me)] = EncOp{};
@@ -709,6 +718,7 @@ GeneratorResult generate_rules(const GeneratorOptions& options) {
   }
   tbb::parallel_sort(all.begin(), all.end());
   st.graphs = all.size();
+  for (auto& en : enumerators) st.evaluations += en.store().evaluations();
   // Classes: runs of equal fingerprints.
   std::vector<std::pair<std::size_t, std::size_t>> classes;
   for (std::size_t i = 0; i < all.size();) {
@@ -718,9 +728,9 @@ GeneratorResult generate_rules(const GeneratorOptions& options) {
     if (j - i >= 2) classes.emplace_back(i, j);
     i = j;
   }
-  say(fmt::format("enumerated {} graphs of up to {} operators, {} distinct fingerprints, {} classes with 2 or more "
-                  "graphs ({:.1f} s)",
-                  st.graphs, options.max_ops, st.fingerprints, classes.size(), elapsed()));
+  say(fmt::format("enumerated {} graphs of up to {} operators ({} operator evaluations), {} distinct fingerprints, "
+                  "{} classes with 2 or more graphs ({:.1f} s)",
+                  st.graphs, options.max_ops, st.evaluations, st.fingerprints, classes.size(), elapsed()));
 
   // Candidates: star around the graph TASO's search visits first; outputs paired by value; TASO's structural
   // checks (common subgraph / supergraph).

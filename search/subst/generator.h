@@ -38,6 +38,7 @@ struct GeneratorOptions {
 // Counts after each stage, in pipeline order.
 struct GeneratorStats {
   std::uint64_t graphs = 0;                 // enumerated graphs (after the in-search rejections)
+  std::uint64_t evaluations = 0;            // operator evaluations (distinct terms; the rest are memo hits)
   std::uint64_t fingerprints = 0;           // distinct fingerprints
   std::uint64_t candidates = 0;             // pairs with equal fingerprints (star around each representative)
   std::uint64_t after_common_subgraph = 0;  // after common-subgraph / supergraph pruning

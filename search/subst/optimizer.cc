@@ -4,8 +4,10 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <queue>
 #include <set>
+#include <unordered_map>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -21,34 +23,59 @@ using models::Node;
 using models::NodeId;
 using models::ValueId;
 
-// Consumers of every value, in node order.
-std::vector<std::vector<NodeId>> consumers_of(const Graph& g) {
-  std::vector<std::vector<NodeId>> c(g.values().size());
-  for (NodeId n = 0; n < static_cast<NodeId>(g.nodes().size()); ++n)
-    for (ValueId v : g.node(n).inputs) c[static_cast<std::size_t>(v)].push_back(n);
-  return c;
-}
+// The lhs of a rule with every distinct subterm (by text) and variable numbered once, so matching keeps its
+// state in flat vectors instead of maps keyed by printed terms.
+struct LhsIndex {
+  std::unordered_map<const Term*, int> term_id;  // applications -> subterm id; variables -> variable id
+  std::vector<std::string> var_names;
+  int num_terms = 0;
+
+  explicit LhsIndex(const Rule& rule) {
+    std::map<std::string, int> by_text, by_var;
+    std::function<void(const Term&)> visit = [&](const Term& t) {
+      if (t.is_variable()) {
+        auto [it, inserted] = by_var.emplace(t.name(), static_cast<int>(var_names.size()));
+        if (inserted) var_names.push_back(t.name());
+        term_id.emplace(&t, it->second);
+        return;
+      }
+      auto [it, inserted] = by_text.emplace(to_string(t), num_terms);
+      if (inserted) ++num_terms;
+      term_id.emplace(&t, it->second);
+      for (const auto& a : t.args()) visit(a);
+    };
+    for (const auto& eq : rule.outputs) visit(eq.lhs);
+  }
+};
 
 struct MatchState {
-  std::map<std::string, ValueId> vars;
-  std::map<std::string, ValueId> apps;  // lhs subterm (prefix text) -> the value it matched
+  std::vector<ValueId> vars;  // by variable id; kNoValue = unbound
+  std::vector<ValueId> apps;  // by subterm id: the value it matched
 };
+
+// Grouped convolutions are outside the verified vocabulary: TASO's axioms (conv_channel_concat,
+// concat_conv_out_channels, ...) hold for groups = 1 only (docs/subst.md, caveats), and the rule operator
+// derives its groups from the shapes, so a rewritten weight would silently change the grouping.
+bool grouped_conv(const OpInstance& inst, const Graph& g, const Node& n) {
+  return inst.op == Op::conv2d && n.attrs.i("groups") != 1 && g.type(n.inputs[0]).shape.size() == 4;
+}
 
 class Matcher {
  public:
-  explicit Matcher(const Graph& g) : g_(g) {}
+  Matcher(const Graph& g, const MatchIndex& index, const LhsIndex& lhs) : g_(g), index_(index), lhs_(lhs) {}
 
   bool match(const Term& t, ValueId v, MatchState& st) const {
+    const int id = lhs_.term_id.at(&t);
     if (t.is_variable()) {
-      auto [it, inserted] = st.vars.emplace(t.name(), v);
-      return inserted || it->second == v;
+      auto& slot = st.vars[static_cast<std::size_t>(id)];
+      if (slot == models::kNoValue) slot = v;
+      return slot == v;
     }
-    const std::string key = to_string(t);
-    if (auto it = st.apps.find(key); it != st.apps.end()) return it->second == v;
+    auto& app = st.apps[static_cast<std::size_t>(id)];
+    if (app != models::kNoValue) return app == v;
     const auto& val = g_.value(v);
     if (val.producer < 0) return false;
-    const Node& n = g_.node(val.producer);
-    const auto inst = from_ir(g_, n);
+    const auto& inst = index_.instances[static_cast<std::size_t>(val.producer)];
     if (!inst) return false;
     const Op want = t.op() == Op::split_1 ? Op::split_0 : t.op();
     if (inst->op != want) return false;
@@ -56,15 +83,23 @@ class Matcher {
     if (inst->params.size() != t.params().size()) return false;
     for (std::size_t i = 0; i < t.params().size(); ++i)
       if (t.params()[i].is_var() || t.params()[i].value != inst->params[i]) return false;
+    const Node& n = g_.node(val.producer);
     if (n.inputs.size() != t.args().size()) return false;
-    st.apps.emplace(key, v);
+    app = v;
     for (std::size_t i = 0; i < t.args().size(); ++i)
       if (!match(t.args()[i], n.inputs[i], st)) return false;
     return true;
   }
 
+  MatchState empty() const {
+    return {std::vector<ValueId>(lhs_.var_names.size(), models::kNoValue),
+            std::vector<ValueId>(static_cast<std::size_t>(lhs_.num_terms), models::kNoValue)};
+  }
+
  private:
   const Graph& g_;
+  const MatchIndex& index_;
+  const LhsIndex& lhs_;
 };
 
 // Whether v can be the value of a term with this root operator (cheap pre-filter).
@@ -75,20 +110,26 @@ bool root_candidate(const Graph& g, const Term& t, ValueId v) {
   return val.producer_output == (t.op() == Op::split_1 ? 1 : 0);
 }
 
-void match_equations(const Graph& g, const Matcher& m, const Rule& rule, std::size_t eq, MatchState st,
-                     std::vector<ValueId>& roots,
+void match_equations(const Graph& g, const MatchIndex& index, const Matcher& m, const Rule& rule,
+                     std::size_t eq, MatchState st, std::vector<ValueId>& roots,
                      std::vector<std::pair<MatchState, std::vector<ValueId>>>& out) {
   if (eq == rule.outputs.size()) {
     out.emplace_back(std::move(st), roots);
     return;
   }
   const Term& t = rule.outputs[eq].lhs;
-  for (ValueId v = 0; v < static_cast<ValueId>(g.values().size()); ++v) {
-    if (!root_candidate(g, t, v) || std::find(roots.begin(), roots.end(), v) != roots.end()) continue;
+  if (t.is_variable()) return;
+  const Op root_op = t.op() == Op::split_1 ? Op::split_0 : t.op();
+  for (NodeId n : index.by_op[static_cast<std::size_t>(root_op)]) {
+    const auto& outs = g.node(n).outputs;
+    const std::size_t k = t.op() == Op::split_1 ? 1 : 0;
+    if (k >= outs.size()) continue;
+    const ValueId v = outs[k];
+    if (std::find(roots.begin(), roots.end(), v) != roots.end()) continue;
     MatchState next = st;
     if (!m.match(t, v, next)) continue;
     roots.push_back(v);
-    match_equations(g, m, rule, eq + 1, std::move(next), roots, out);
+    match_equations(g, index, m, rule, eq + 1, std::move(next), roots, out);
     roots.pop_back();
   }
 }
@@ -108,39 +149,58 @@ std::uint64_t hash_text(std::string_view s) {
 
 }  // namespace
 
+MatchIndex::MatchIndex(const Graph& g)
+    : instances(g.nodes().size()), consumers(g.values().size()), is_output(g.values().size(), 0) {
+  for (NodeId n = 0; n < static_cast<NodeId>(g.nodes().size()); ++n) {
+    const Node& node = g.node(n);
+    for (ValueId v : node.inputs) consumers[static_cast<std::size_t>(v)].push_back(n);
+    auto inst = from_ir(g, node);
+    if (!inst || grouped_conv(*inst, g, node)) continue;
+    by_op[static_cast<std::size_t>(inst->op)].push_back(n);
+    instances[static_cast<std::size_t>(n)] = std::move(inst);
+  }
+  for (ValueId v : g.outputs()) is_output[static_cast<std::size_t>(v)] = 1;
+}
+
 std::vector<Match> find_matches(const Graph& g, const Rule& rule, std::size_t rule_index) {
+  return find_matches(g, MatchIndex(g), rule, rule_index);
+}
+
+std::vector<Match> find_matches(const Graph& g, const MatchIndex& index, const Rule& rule,
+                                std::size_t rule_index) {
   std::vector<Match> result;
   if (rule.outputs.empty()) return result;
-  const Matcher m(g);
+  const LhsIndex lhs(rule);
+  const Matcher m(g, index, lhs);
   std::vector<std::pair<MatchState, std::vector<ValueId>>> raw;
   std::vector<ValueId> roots;
-  match_equations(g, m, rule, 0, MatchState{}, roots, raw);
-  if (raw.empty()) return result;
-  const auto consumers = consumers_of(g);
-  std::vector<char> is_output(g.values().size(), 0);
-  for (ValueId v : g.outputs()) is_output[static_cast<std::size_t>(v)] = 1;
+  match_equations(g, index, m, rule, 0, m.empty(), roots, raw);
   for (auto& [st, rts] : raw) {
-    std::set<NodeId> nodes;
-    for (const auto& [key, v] : st.apps) nodes.insert(g.value(v).producer);
+    std::vector<NodeId> nodes;
+    for (ValueId v : st.apps)
+      if (v != models::kNoValue) nodes.push_back(g.value(v).producer);
+    std::sort(nodes.begin(), nodes.end());
+    nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+    auto inside = [&](NodeId n) { return std::binary_search(nodes.begin(), nodes.end(), n); };
     bool ok = true;
     // A variable bound to a value computed inside the match would lose its producer.
-    for (const auto& [name, v] : st.vars)
-      if (g.value(v).producer >= 0 && nodes.contains(g.value(v).producer)) ok = false;
+    for (ValueId v : st.vars)
+      if (v == models::kNoValue || (g.value(v).producer >= 0 && inside(g.value(v).producer))) ok = false;
     for (NodeId n : nodes) {
       for (ValueId o : g.node(n).outputs) {
-        const bool root = std::find(rts.begin(), rts.end(), o) != rts.end();
-        if (root) continue;
-        bool external = is_output[static_cast<std::size_t>(o)] != 0;
-        for (NodeId c : consumers[static_cast<std::size_t>(o)])
-          if (!nodes.contains(c)) external = true;
+        if (std::find(rts.begin(), rts.end(), o) != rts.end()) continue;
+        bool external = index.is_output[static_cast<std::size_t>(o)] != 0;
+        for (NodeId c : index.consumers[static_cast<std::size_t>(o)])
+          if (!inside(c)) external = true;
         if (external) ok = false;
       }
     }
     if (!ok) continue;
     Match match;
     match.rule = rule_index;
-    match.nodes.assign(nodes.begin(), nodes.end());
-    match.bindings.assign(st.vars.begin(), st.vars.end());
+    match.nodes = std::move(nodes);
+    for (std::size_t i = 0; i < st.vars.size(); ++i) match.bindings.emplace_back(lhs.var_names[i], st.vars[i]);
+    std::sort(match.bindings.begin(), match.bindings.end());
     result.push_back(std::move(match));
   }
   std::sort(result.begin(), result.end(), [](const Match& a, const Match& b) {
@@ -280,6 +340,40 @@ std::optional<std::int64_t> concat_boundary(const Graph& g, ValueId v, std::int6
   return std::nullopt;
 }
 
+// Emits one node of a rule's target graph into `out` (inputs already there); nullopt when the rule operator
+// cannot be expressed on these shapes. Throws GraphError when shape inference rejects it.
+std::optional<std::vector<ValueId>> emit_new_node(Graph& out, const NewNode& nn, std::vector<ValueId> ins,
+                                                  ValueId sibling, const std::string& name_prefix) {
+  std::vector<models::Shape> shapes;
+  for (ValueId v : ins) {
+    if (v == models::kNoValue) return std::nullopt;
+    shapes.push_back(out.type(v).shape);
+  }
+  OpInstance inst{nn.term->op(), {}};
+  for (const auto& p : nn.term->params()) {
+    if (p.is_var()) return std::nullopt;
+    inst.params.push_back(p.value);
+  }
+  std::int64_t split_point = 0;
+  if (inst.op == Op::split_0 || inst.op == Op::split_1) {
+    auto point = concat_boundary(out, ins[0], inst.params[0], 8);
+    if (!point) return std::nullopt;
+    split_point = *point;
+  }
+  models::Shape cshape;
+  if (nn.context) {
+    if (sibling == models::kNoValue) return std::nullopt;
+    auto s = constant_shape(*nn.context, out.type(sibling).shape);
+    if (!s) return std::nullopt;
+    cshape = *s;
+  }
+  auto ir = to_ir(inst, shapes, split_point, cshape);
+  if (!ir) return std::nullopt;
+  // Rules are sound for ungrouped convolutions only (see grouped_conv).
+  if (ir->name == "conv2d" && ir->attrs.i("groups") != 1) return std::nullopt;
+  return out.add_node(ir->name, std::move(ins), ir->attrs, name_prefix + std::string(ir->name));
+}
+
 }  // namespace
 
 std::optional<Graph> apply_match(const Graph& g, const Rule& rule, const Match& match,
@@ -288,16 +382,21 @@ std::optional<Graph> apply_match(const Graph& g, const Rule& rule, const Match& 
   // Re-derive the lhs roots of this match.
   std::vector<ValueId> roots;
   {
-    const Matcher m(g);
-    MatchState st;
-    st.vars = vars;
-    const std::set<NodeId> nodes(match.nodes.begin(), match.nodes.end());
+    const MatchIndex index(g);
+    const LhsIndex lhs(rule);
+    const Matcher m(g, index, lhs);
+    MatchState st = m.empty();
+    for (std::size_t i = 0; i < lhs.var_names.size(); ++i) {
+      auto it = vars.find(lhs.var_names[i]);
+      if (it == vars.end()) return std::nullopt;
+      st.vars[i] = it->second;
+    }
     for (const auto& eq : rule.outputs) {
       ValueId found = models::kNoValue;
       for (NodeId n : match.nodes) {
         for (ValueId o : g.node(n).outputs) {
           if (found != models::kNoValue) break;
-          if (!root_candidate(g, eq.lhs, o)) continue;
+          if (!root_candidate(g, eq.lhs, o) || std::find(roots.begin(), roots.end(), o) != roots.end()) continue;
           MatchState trial = st;
           if (m.match(eq.lhs, o, trial)) {
             found = o;
@@ -410,35 +509,11 @@ std::optional<Graph> apply_match(const Graph& g, const Rule& rule, const Match& 
       const int k = i - n_old;
       const auto& nn = fresh[static_cast<std::size_t>(k)];
       std::vector<ValueId> ins;
-      std::vector<models::Shape> shapes;
-      for (const Ref& r : nn.args) {
-        ins.push_back(value_of(r));
-        if (ins.back() == models::kNoValue) return std::nullopt;
-        shapes.push_back(out.type(ins.back()).shape);
-      }
-      OpInstance inst{nn.term->op(), {}};
-      for (const auto& p : nn.term->params()) {
-        if (p.is_var()) return std::nullopt;
-        inst.params.push_back(p.value);
-      }
-      std::int64_t split_point = 0;
-      if (inst.op == Op::split_0 || inst.op == Op::split_1) {
-        auto point = concat_boundary(out, ins[0], inst.params[0], 8);
-        if (!point) return std::nullopt;
-        split_point = *point;
-      }
-      models::Shape cshape;
-      if (nn.context) {
-        const ValueId sib = value_of(nn.context->sibling);
-        if (sib == models::kNoValue) return std::nullopt;
-        auto s = constant_shape(*nn.context, out.type(sib).shape);
-        if (!s) return std::nullopt;
-        cshape = *s;
-      }
-      auto ir = to_ir(inst, shapes, split_point, cshape);
-      if (!ir) return std::nullopt;
-      fresh_outputs[static_cast<std::size_t>(k)] =
-          out.add_node(ir->name, std::move(ins), ir->attrs, fmt::format("{}{}_{}", name_prefix, k, ir->name));
+      for (const Ref& r : nn.args) ins.push_back(value_of(r));
+      const ValueId sibling = nn.context ? value_of(nn.context->sibling) : models::kNoValue;
+      auto outs = emit_new_node(out, nn, std::move(ins), sibling, fmt::format("{}{}_", name_prefix, k));
+      if (!outs) return std::nullopt;
+      fresh_outputs[static_cast<std::size_t>(k)] = std::move(*outs);
     }
   } catch (const models::GraphError&) {
     return std::nullopt;
@@ -491,27 +566,85 @@ Graph remove_dead_nodes(const Graph& g) {
   return out;
 }
 
-double graph_cost(const Graph& g, const models::CostModel& cost) {
+NodeCosts node_costs(const Graph& g, const models::CostModel& cost) {
   // Nodes computed from weights and constants only (a concatenation of two weight matrices, an enlarged
   // kernel) are folded once before inference, as in TASO, and cost nothing per step.
-  std::vector<char> folded(g.values().size(), 0);
+  NodeCosts c;
+  c.node.assign(g.nodes().size(), 0.0);
+  c.folded.assign(g.values().size(), 0);
   for (ValueId v = 0; v < static_cast<ValueId>(g.values().size()); ++v) {
     const auto k = g.value(v).kind;
     if (g.value(v).producer < 0 && (k == models::ValueKind::kParam || k == models::ValueKind::kConstant))
-      folded[static_cast<std::size_t>(v)] = 1;
+      c.folded[static_cast<std::size_t>(v)] = 1;
   }
-  double total = 0;
-  for (const Node& n : g.nodes()) {
+  for (NodeId i = 0; i < static_cast<NodeId>(g.nodes().size()); ++i) {
+    const Node& n = g.node(i);
     const bool foldable = std::all_of(n.inputs.begin(), n.inputs.end(),
-                                      [&](ValueId v) { return folded[static_cast<std::size_t>(v)] != 0; });
+                                      [&](ValueId v) { return c.folded[static_cast<std::size_t>(v)] != 0; });
     if (foldable) {
-      for (ValueId o : n.outputs) folded[static_cast<std::size_t>(o)] = 1;
+      for (ValueId o : n.outputs) c.folded[static_cast<std::size_t>(o)] = 1;
       continue;
     }
-    total += cost.node_cost(g, n).seconds;
+    c.node[static_cast<std::size_t>(i)] = cost.node_cost(g, n).seconds;
+    c.total += c.node[static_cast<std::size_t>(i)];
   }
-  return total;
+  return c;
 }
+
+double graph_cost(const Graph& g, const models::CostModel& cost) { return node_costs(g, cost).total; }
+
+namespace {
+
+enum class Estimate : std::uint8_t { ok, rejected, unknown };
+
+// The predicted time of a rule's target graph alone, built on stand-ins for the bound values (weights and
+// weight-only values as parameters, so they fold). The rewritten graph's cost is then the current cost minus
+// the matched nodes plus this, without rebuilding the graph; dead producers of dropped variables only make
+// the real graph cheaper. `unknown` when a split point lies outside the target graph.
+std::pair<Estimate, double> target_cost(const Graph& g, const NodeCosts& costs, const Rule& rule,
+                                        const Match& match, const models::CostModel& cost,
+                                        std::size_t& new_nodes) {
+  Graph scratch;
+  std::map<std::string, ValueId> vars;
+  for (const auto& [name, v] : match.bindings) {
+    const bool folded = costs.folded[static_cast<std::size_t>(v)] != 0;
+    vars.emplace(name, scratch.add_source(name, g.type(v),
+                                          folded ? models::ValueKind::kParam : models::ValueKind::kInput));
+  }
+  TargetBuilder tb(vars);
+  for (const auto& eq : rule.outputs)
+    if (!tb.build(eq.rhs)) return {Estimate::rejected, 0};
+  const auto& fresh = tb.nodes();
+  new_nodes = fresh.size();
+  std::vector<std::vector<ValueId>> outs(fresh.size());
+  auto value_of = [&](const Ref& r) -> ValueId {
+    if (r.node < 0) return r.old;
+    const auto& o = outs[static_cast<std::size_t>(r.node)];
+    return static_cast<std::size_t>(r.output) < o.size() ? o[static_cast<std::size_t>(r.output)] : models::kNoValue;
+  };
+  try {
+    for (std::size_t k = 0; k < fresh.size(); ++k) {
+      const auto& nn = fresh[k];
+      std::vector<ValueId> ins;
+      for (const Ref& r : nn.args) ins.push_back(value_of(r));
+      const bool split = nn.term->op() == Op::split_0 || nn.term->op() == Op::split_1;
+      if (split && !ins.empty() && ins[0] != models::kNoValue &&
+          !concat_boundary(scratch, ins[0], nn.term->params()[0].value, 8))
+        return {Estimate::unknown, 0};
+      const ValueId sibling = nn.context ? value_of(nn.context->sibling) : models::kNoValue;
+      auto o = emit_new_node(scratch, nn, std::move(ins), sibling, "t");
+      if (!o) return {Estimate::rejected, 0};
+      outs[k] = std::move(*o);
+    }
+  } catch (const models::GraphError&) {
+    return {Estimate::rejected, 0};
+  }
+  double removed = 0;
+  for (NodeId n : match.nodes) removed += costs.node[static_cast<std::size_t>(n)];
+  return {Estimate::ok, costs.total - removed + graph_cost(scratch, cost)};
+}
+
+}  // namespace
 
 std::uint64_t graph_hash(const Graph& g) {
   std::vector<std::uint64_t> vh(g.values().size(), 0);
@@ -543,60 +676,134 @@ OptimizeResult optimize(const Graph& input, std::span<const Rule> rules, const m
     double cost = 0;
     std::vector<AppliedSubstitution> path;
   };
-  struct Candidate {
-    Graph graph;
-    double cost = 0;
-    std::uint64_t hash = 0;
+  // A candidate waiting in the queue: a rule match on a parent state, materialized only when popped (most
+  // candidates never are), or a graph already built (hand-written transformations, or a rule whose cost
+  // could not be predicted without building it).
+  struct Pending {
+    double estimate = 0;
+    std::size_t parent = 0;
+    std::size_t rule = 0;
+    Match match;
+    std::optional<Graph> graph;
     AppliedSubstitution step;
   };
   std::vector<State> states;
+  std::vector<Pending> pending;
   Graph start_graph = remove_dead_nodes(input);
   const double c0 = graph_cost(start_graph, cost);
   const auto max_ops =
       static_cast<std::size_t>(options.max_op_ratio * static_cast<double>(start_graph.nodes().size()));
-  states.push_back({start_graph, c0, {}});
   std::unordered_set<std::uint64_t> seen{graph_hash(start_graph)};
-  using Entry = std::pair<double, std::size_t>;  // cost, state index (earlier states first on ties)
+  states.push_back({std::move(start_graph), c0, {}});
+  using Entry = std::pair<double, std::size_t>;  // estimated cost, pending index (earlier first on ties)
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> queue;
-  queue.push({c0, 0});
   std::size_t best = 0;
   OptimizeResult res{input, c0, c0, {}, 0, 0, 0};
-  while (!queue.empty() && res.explored < options.budget) {
-    const auto [c, idx] = queue.top();
-    queue.pop();
+
+  struct DeltaEstimate {
+    Estimate status = Estimate::unknown;
+    double delta = 0;
+    std::size_t new_nodes = 0;
+  };
+  std::unordered_map<std::uint64_t, DeltaEstimate> delta_cache;
+  std::mutex cache_mutex;
+
+  auto expand = [&](std::size_t idx) {
     ++res.explored;
-    if (c < states[best].cost) best = idx;
-    const Graph current = states[idx].graph;  // copy: states may grow below
-    const auto path = states[idx].path;
-    std::vector<std::vector<Candidate>> per_rule(rules.size());
-    const int pop = res.explored;
-    tbb::parallel_for(std::size_t{0}, rules.size(), [&](std::size_t r) {
-      const auto matches = find_matches(current, rules[r], r);
-      for (std::size_t mi = 0; mi < matches.size(); ++mi) {
-        auto next =
-            apply_match(current, rules[r], matches[mi], fmt::format("opt{}_{}_{}_", pop, rules[r].name, mi));
-        if (!next || next->nodes().size() > max_ops) continue;
-        const double nc = graph_cost(*next, cost);
+    const Graph& current = states[idx].graph;
+    const NodeCosts costs = node_costs(current, cost);
+    const MatchIndex index(current);
+    std::vector<std::vector<Pending>> per_rule(rules.size() + options.xfers.size());
+    tbb::parallel_for(std::size_t{0}, per_rule.size(), [&](std::size_t r) {
+      if (r >= rules.size()) {
+        for (auto& x : options.xfers[r - rules.size()](current)) {
+          if (x.graph.nodes().size() > max_ops) continue;
+          const double c = graph_cost(x.graph, cost);
+          per_rule[r].push_back({c, idx, r, {}, std::move(x.graph), {std::move(x.name), std::move(x.nodes)}});
+        }
+        return;
+      }
+      for (auto& m : find_matches(current, index, rules[r], r)) {
         AppliedSubstitution step{rules[r].name, {}};
-        for (NodeId n : matches[mi].nodes) step.nodes.push_back(current.node(n).name);
-        const auto h = graph_hash(*next);
-        per_rule[r].push_back({std::move(*next), nc, h, std::move(step)});
+        for (NodeId n : m.nodes) step.nodes.push_back(current.node(n).name);
+        // The same match (same rule, nodes and bound values, identified by name: rewrites keep the names of
+        // the nodes and values they do not replace) recurs in every descendant of the graph it was found in;
+        // its cost change is computed once.
+        std::uint64_t key = mix(0x6d61746368ULL, r);
+        for (NodeId n : m.nodes) key = mix(key, hash_text(current.node(n).name));
+        for (const auto& [name, v] : m.bindings)
+          key = mix(mix(key, hash_text(current.value(v).name)), costs.folded[static_cast<std::size_t>(v)]);
+        DeltaEstimate d;
+        bool cached = false;
+        {
+          std::lock_guard lock(cache_mutex);
+          if (auto it = delta_cache.find(key); it != delta_cache.end()) {
+            d = it->second;
+            cached = true;
+          }
+        }
+        if (!cached) {
+          std::size_t new_nodes = 0;
+          const auto [status, estimate] = target_cost(current, costs, rules[r], m, cost, new_nodes);
+          d = {status, estimate - costs.total, new_nodes};
+          std::lock_guard lock(cache_mutex);
+          delta_cache.emplace(key, d);
+        }
+        if (d.status == Estimate::rejected) continue;
+        if (d.status == Estimate::ok) {
+          if (current.nodes().size() + d.new_nodes - m.nodes.size() > max_ops) continue;
+          per_rule[r].push_back({costs.total + d.delta, idx, r, std::move(m), std::nullopt, std::move(step)});
+          continue;
+        }
+        auto next = apply_match(current, rules[r], m, fmt::format("s{}_{}_", idx, per_rule[r].size()));
+        if (!next || next->nodes().size() > max_ops) continue;
+        const double c = graph_cost(*next, cost);
+        per_rule[r].push_back({c, idx, r, std::move(m), std::move(next), std::move(step)});
       }
     });
-    for (auto& cands : per_rule) {
+    for (auto& cands : per_rule)
       for (auto& cand : cands) {
-        if (cand.cost >= options.alpha * states[best].cost) continue;
-        if (!seen.insert(cand.hash).second) continue;
-        auto p = path;
-        p.push_back(std::move(cand.step));
-        states.push_back({std::move(cand.graph), cand.cost, std::move(p)});
-        queue.push({cand.cost, states.size() - 1});
+        if (cand.estimate >= options.alpha * states[best].cost) continue;
+        pending.push_back(std::move(cand));
+        queue.push({pending.back().estimate, pending.size() - 1});
         ++res.generated;
-        if (cand.cost < states[best].cost) best = states.size() - 1;
       }
+    // At most `budget - explored` more graphs are expanded, so candidates ranked far below that can never be
+    // reached; dropping them (keeping a wide margin for duplicates and failed rewrites) bounds memory without
+    // changing the search.
+    const std::size_t keep = 32 * static_cast<std::size_t>(std::max(options.budget - res.explored, 1)) + 4096;
+    if (queue.size() > 2 * keep) {
+      std::vector<Entry> entries;
+      entries.reserve(queue.size());
+      while (!queue.empty()) {
+        entries.push_back(queue.top());
+        queue.pop();
+      }
+      for (std::size_t i = keep; i < entries.size(); ++i) pending[entries[i].second] = Pending{};
+      entries.resize(keep);
+      queue = decltype(queue)(std::greater<>{}, std::move(entries));
     }
+  };
+
+  expand(0);
+  while (!queue.empty() && res.explored < options.budget) {
+    const std::size_t pi = queue.top().second;
+    queue.pop();
+    Pending p = std::move(pending[pi]);
+    pending[pi] = Pending{};
+    std::optional<Graph> next = std::move(p.graph);
+    if (!next) next = apply_match(states[p.parent].graph, rules[p.rule], p.match, fmt::format("s{}_", pi));
+    if (!next || next->nodes().size() > max_ops) continue;
+    if (!seen.insert(graph_hash(*next)).second) continue;
+    const double c = graph_cost(*next, cost);
+    if (c >= options.alpha * states[best].cost) continue;
+    auto path = states[p.parent].path;
+    path.push_back(std::move(p.step));
+    states.push_back({std::move(*next), c, std::move(path)});
+    if (c < states[best].cost) best = states.size() - 1;
+    expand(states.size() - 1);
     if (options.progress && res.explored % 50 == 0)
-      options.progress(fmt::format("optimize: {} graphs explored, {} generated, best {:.4f} ms", res.explored,
+      options.progress(fmt::format("optimize: {} graphs explored, {} candidates, best {:.4f} ms", res.explored,
                                    res.generated, states[best].cost * 1e3));
   }
   res.graph = states[best].graph;

@@ -5,6 +5,7 @@
 // times the best cost are kept, so the search can pass through slightly worse graphs to reach better ones.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -15,6 +16,7 @@
 
 #include "models/cost/cost_model.h"
 #include "models/ir/graph.h"
+#include "search/subst/ir_bridge.h"
 #include "search/subst/rule.h"
 
 namespace strata::search::subst {
@@ -26,11 +28,25 @@ struct Match {
   std::vector<std::pair<std::string, models::ValueId>> bindings;  // rule input -> graph value, sorted by name
 };
 
+// What matching needs to know about a graph, computed once per graph and shared by all rules: the rule
+// operator of every node (from_ir; grouped convolutions have none, see optimizer.cc), consumers of every
+// value, graph outputs, and the nodes of each rule operator.
+struct MatchIndex {
+  std::vector<std::optional<OpInstance>> instances;  // by node id
+  std::vector<std::vector<models::NodeId>> consumers;  // by value id, in node order
+  std::vector<char> is_output;                         // by value id
+  std::array<std::vector<models::NodeId>, kNumOps> by_op;
+  explicit MatchIndex(const models::Graph& g);
+};
+
 // All matches of rule `rule_index` in g, ordered by their node lists. A match requires the operators and
 // their parameters to agree (through from_ir), a variable occurring twice to bind one value, and every value
 // produced by the matched nodes that is used outside them (or is a graph output) to be one of the rule's lhs
 // roots.
 std::vector<Match> find_matches(const models::Graph& g, const Rule& rule, std::size_t rule_index);
+// The same with a prebuilt index of g (matching many rules against one graph).
+std::vector<Match> find_matches(const models::Graph& g, const MatchIndex& index, const Rule& rule,
+                                std::size_t rule_index);
 
 // Applies a match: emits the rule's target graph, rewires the consumers of the lhs roots to the rhs values,
 // removes dead nodes and rebuilds g in topological order with shape inference. nullopt when the target cannot
@@ -42,6 +58,14 @@ std::optional<models::Graph> apply_match(const models::Graph& g, const Rule& rul
 // Removes nodes none of whose outputs reach a graph output; source values are kept.
 models::Graph remove_dead_nodes(const models::Graph& g);
 
+// Per-node predicted times (seconds; 0 for folded nodes), which values are folded (weight-only), and the sum.
+struct NodeCosts {
+  std::vector<double> node;   // by node id
+  std::vector<char> folded;   // by value id
+  double total = 0;
+};
+NodeCosts node_costs(const models::Graph& g, const models::CostModel& cost);
+
 // Sum of the cost model's per-node times (seconds), except nodes computed from parameters and constants only
 // (folded once before inference, as TASO does).
 double graph_cost(const models::Graph& g, const models::CostModel& cost);
@@ -50,10 +74,20 @@ double graph_cost(const models::Graph& g, const models::CostModel& cost);
 // node hashes (operator, attributes, input hashes; sources hash by name and type).
 std::uint64_t graph_hash(const models::Graph& g);
 
+// A transformation outside the rule language (hand-written, like TASO's GraphXfers): every place it applies
+// to a graph, as the rewritten graph, the transformation's name and the names of the nodes it replaced.
+struct XferApplication {
+  std::string name;
+  std::vector<std::string> nodes;
+  models::Graph graph;
+};
+using GraphXfer = std::function<std::vector<XferApplication>(const models::Graph&)>;
+
 struct OptimizerOptions {
   double alpha = 1.05;        // relaxation: keep candidates costing less than alpha * best
   int budget = 1000;          // number of graphs taken from the priority queue
   double max_op_ratio = 2.0;  // operator-count cap relative to the input graph
+  std::vector<GraphXfer> xfers;  // hand-written transformations applied alongside the rules
   std::function<void(std::string_view)> progress;  // optional, called now and then
 };
 
@@ -67,8 +101,8 @@ struct OptimizeResult {
   double cost_before = 0;  // seconds
   double cost_after = 0;
   std::vector<AppliedSubstitution> applied;  // path from the input to the best graph
-  int explored = 0;                          // graphs popped
-  int generated = 0;                         // distinct candidate graphs enqueued
+  int explored = 0;                          // distinct graphs taken from the queue and expanded
+  int generated = 0;                         // candidates enqueued (materialized only when popped)
   double seconds = 0;
 };
 

@@ -30,8 +30,22 @@ SplitTreePtr concat_tree(const SplitTreePtr& a, std::int64_t a_size, const Split
   return node;
 }
 
-bool is_constant(const Term& t) {
-  return !t.is_variable() && op_info(t.op()).tensor_args == 0;
+// A term whose shape depends on where it is used: a constant, possibly under operators that keep the shape of
+// their operand (smul(Iewmul, s), relu(Imatmul), transpose(Imatmul), ewadd(Iewmul, Iewmul)).
+bool needs_context(const Term& t) {
+  if (t.is_variable()) return false;
+  if (op_info(t.op()).tensor_args == 0) return true;
+  switch (t.op()) {
+    case Op::smul:
+    case Op::relu:
+    case Op::transpose:
+      return needs_context(t.args()[0]);
+    case Op::ewadd:
+    case Op::ewmul:
+      return needs_context(t.args()[0]) && needs_context(t.args()[1]);
+    default:
+      return false;
+  }
 }
 
 std::string shapes_str(const std::vector<Shape>& shapes) {
@@ -72,19 +86,20 @@ class Evaluator {
     const auto& args = t.args();
     std::vector<TermValue<T>> in(args.size());
     for (std::size_t i = 0; i < args.size(); ++i)
-      if (!is_constant(args[i])) in[i] = eval(args[i]);
+      if (!needs_context(args[i])) in[i] = eval(args[i]);
     for (std::size_t i = 0; i < args.size(); ++i)
-      if (is_constant(args[i])) in[i] = eval(args[i], context_shape(t, i, in));
+      if (needs_context(args[i])) in[i] = eval(args[i], context_shape(t, i, in, wanted));
     return apply(t, in, wanted);
   }
 
  private:
-  // The shape a constant argument `i` of `t` must have, as far as the other operands determine it.
-  std::optional<Shape> context_shape(const Term& t, std::size_t i,
-                                     const std::vector<TermValue<T>>& in) const {
+  // The shape argument `i` of `t` (which needs context) must have, as far as the other operands and the shape
+  // wanted for `t` determine it.
+  std::optional<Shape> context_shape(const Term& t, std::size_t i, const std::vector<TermValue<T>>& in,
+                                     const std::optional<Shape>& wanted) const {
     const auto& args = t.args();
     auto other = [&](std::size_t j) -> const Shape* {
-      return j < args.size() && !is_constant(args[j]) ? &in[j].type.shape : nullptr;
+      return j < args.size() && !needs_context(args[j]) ? &in[j].type.shape : nullptr;
     };
     switch (t.op()) {
       case Op::matmul:
@@ -95,8 +110,16 @@ class Evaluator {
         return std::nullopt;
       case Op::ewadd:
       case Op::ewmul:
+        if (const Shape* o = other(1 - i)) return *o;
+        return wanted;
       case Op::concat:
         if (const Shape* o = other(1 - i)) return *o;
+        return std::nullopt;
+      case Op::smul:
+      case Op::relu:
+        return wanted;
+      case Op::transpose:
+        if (wanted && wanted->size() == 2) return Shape{(*wanted)[1], (*wanted)[0]};
         return std::nullopt;
       case Op::conv2d:
         if (const Shape* x = other(0); i == 1 && x && x->size() == 4) return Shape{(*x)[1], (*x)[1], 1, 1};

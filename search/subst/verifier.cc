@@ -12,6 +12,8 @@
 #include <tbb/task_arena.h>
 #include <z3++.h>
 
+#include "search/subst/rule_check.h"
+
 namespace strata::search::subst {
 
 std::string_view to_string(VerifyStatus status) {
@@ -197,11 +199,33 @@ RuleResult Prover::verify(const Rule& rule) {
   return result;
 }
 
+// The verdict of the evaluation checks, when they reject the rule.
+std::optional<RuleResult> check_by_evaluation(const Rule& rule, const VerifyOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  auto reject = [&](VerifyStatus status, std::string reason) {
+    RuleResult r;
+    r.status = status;
+    r.reason = std::move(reason);
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return r;
+  };
+  if (options.check_shapes)
+    if (auto why = rule_shape_error(rule)) return reject(VerifyStatus::invalid, "ill-typed: " + *why);
+  if (options.refute_by_evaluation)
+    if (auto why = refute_by_evaluation(rule)) return reject(VerifyStatus::refuted, "evaluation: " + *why);
+  return std::nullopt;
+}
+
+RuleResult verify_one(const Rule& rule, std::span<const Axiom> axioms, const VerifyOptions& options) {
+  if (auto rejected = check_by_evaluation(rule, options)) return *std::move(rejected);
+  return Prover(axioms, options).verify(rule);
+}
+
 }  // namespace
 
 RuleResult verify_rule(const Rule& rule, std::span<const Axiom> axioms, const VerifyOptions& options) {
   check_options(options);
-  return Prover(axioms, options).verify(rule);
+  return verify_one(rule, axioms, options);
 }
 
 // One Z3 context per rule: Z3's search depends on the order in which terms were created in a context, so a
@@ -219,7 +243,7 @@ std::vector<RuleResult> verify_rules(std::span<const Rule> rules, std::span<cons
     tbb::parallel_for(tbb::blocked_range<std::size_t>(0, rules.size(), 1),
                       [&](const tbb::blocked_range<std::size_t>& range) {
                         for (std::size_t i = range.begin(); i != range.end(); ++i) {
-                          results[i] = Prover(axioms, options).verify(rules[i]);
+                          results[i] = verify_one(rules[i], axioms, options);
                           if (progress) {
                             const std::lock_guard lock(progress_mutex);
                             progress(++done, rules.size(), i, results[i]);

@@ -17,7 +17,8 @@ namespace strata::search::subst {
 
 enum class VerifyStatus {
   proved,   // every equation entailed by the axioms
-  refuted,  // Z3 found a model of the axioms in which an equation fails: not entailed
+  refuted,  // an equation is false on random inputs (reason "evaluation: ..."), or Z3 found a model of the axioms
+            // in which it fails (not entailed)
   unknown,  // timeout or incomplete quantifier reasoning: not proved
   invalid,  // outside the verifier's scope (e.g. a parameter outside its verified domain): not proved
 };
@@ -29,6 +30,11 @@ struct VerifyOptions {
   // Extra Z3 solver parameters (name, value), e.g. {"mbqi", "false"}; values "true"/"false" are booleans,
   // unsigned integers are numbers, anything else a string.
   std::vector<std::pair<std::string, std::string>> z3_params;
+  // Before Z3 (rule_check.h), for rules whose input shapes are known: an equation whose sides do not type-check
+  // or differ in shape makes the rule `invalid`; sides that evaluate differently on random prime-field inputs
+  // make it `refuted` without a Z3 query. Both only reject, so soundness does not depend on them.
+  bool check_shapes = true;
+  bool refute_by_evaluation = true;
 };
 
 struct EquationResult {

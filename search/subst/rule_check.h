@@ -1,0 +1,33 @@
+// Checks of substitution rules by evaluation with the reference executor (term_eval.h), before and beside the
+// Z3 proof:
+//  - shape checking: on the rule's declared input shapes both sides of every equation must type-check under
+//    the IR's shape rules and have the same shape;
+//  - refutation: both sides evaluated in the prime field on random inputs, at the declared shapes and at a few
+//    other shapes that keep the rule well-typed. Different values prove the sides different functions (no
+//    probability involved in this direction), so a refuted rule can be rejected without asking Z3. Agreement
+//    proves nothing: acceptance still needs a Z3 proof.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "search/subst/rule.h"
+
+namespace strata::search::subst {
+
+// Why the rule is not well-typed on its declared shapes ("output 1: target does not type-check: ..."), or
+// nullopt when it is, or when some input shape is unknown (nothing to check).
+std::optional<std::string> rule_shape_error(const Rule& rule);
+
+struct RefuteOptions {
+  std::uint64_t seed = 1;
+  int samples = 2;         // random input sets per shape assignment
+  bool other_shapes = true;  // also try the declared shapes with their sizes changed (kernel sizes 1 and 3 kept)
+};
+
+// A counter-example ("output 0 at input_1: 2x4, ...: values differ in the prime field at element 3 ...") when
+// evaluation shows the sides differ, nullopt otherwise (including unknown shapes and ill-typed rules).
+std::optional<std::string> refute_by_evaluation(const Rule& rule, const RefuteOptions& options = {});
+
+}  // namespace strata::search::subst
