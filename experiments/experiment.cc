@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "experiments/collective_sweep.h"
+#include "experiments/optimizer_compare.h"
 #include "experiments/p2_reproduction.h"
 #include "hw/system_loader.h"
 #include "hw/units.h"
@@ -34,13 +35,15 @@ struct SystemRun {
 std::string run_experiment(const std::string& path, const RunOptions& options) {
   const YamlReader root = YamlReader::from_file(path);
   if (root.has("kind") && root.at("kind").as_string() == "p2-reproduction") return run_p2_reproduction(root, path, options);
+  if (root.has("kind") && root.at("kind").as_string() == "subst-optimizers")
+    return run_subst_optimizers(root, path, options);
   root.expect_map({"experiment", "description", "kind", "systems", "op", "sizes", "algorithms", "dtype"});
   const std::string name = root.at("experiment").as_string();
   if (name.empty() || name.find('/') != std::string::npos || name.find("..") != std::string::npos)
     throw root.at("experiment").error("expected a plain name (it becomes the results folder)");
   const YamlReader kind = root.at("kind");
   if (kind.as_string() != "collective-sweep")
-    throw kind.error(fmt::format("unknown experiment kind '{}' (expected: collective-sweep, p2-reproduction)", kind.as_string()));
+    throw kind.error(fmt::format("unknown experiment kind '{}' (expected: collective-sweep, p2-reproduction, subst-optimizers)", kind.as_string()));
   const std::string description = root.has("description") ? root.at("description").as_string() : "";
 
   SweepConfig base;

@@ -437,14 +437,14 @@ std::optional<ExtractionResult> ilp_extract(const EGraph& eg, std::span<const Cl
   // Integer weights: 0.1 ns units, coarser if needed to keep the sum within 32 bits.
   const double scale = std::min(1e10, 1e9 / std::max(greedy_cost, 1e-12));
   z3::context ctx;
-  z3::solver solver(ctx, "QF_FD");  // Boolean + pseudo-Boolean: Z3's SAT core with native PB constraints
+  z3::expr_vector hard(ctx);
   std::vector<std::optional<z3::expr>> cvar(n_ids);
   for (ClassId c : classes) cvar[static_cast<std::size_t>(c)] = ctx.bool_const(fmt::format("c{}", c).c_str());
   std::map<std::pair<SignatureId, std::vector<ClassId>>, std::size_t> group_index;
   z3::expr_vector gvars(ctx);
   std::vector<int> weights;
   std::vector<std::vector<std::optional<z3::expr>>> xvar(n_ids);
-  for (ClassId r : roots) solver.add(*cvar[static_cast<std::size_t>(eg.find(r))]);
+  for (ClassId r : roots) hard.push_back(*cvar[static_cast<std::size_t>(eg.find(r))]);
   for (ClassId c : classes) {
     const EClass& cls = eg.eclass(c);
     auto& xs = xvar[static_cast<std::size_t>(c)];
@@ -456,7 +456,7 @@ std::optional<ExtractionResult> ilp_extract(const EGraph& eg, std::span<const Cl
       z3::expr x = ctx.bool_const(fmt::format("x{}_{}", c, k).c_str());
       xs[k] = x;
       any.push_back(x);
-      for (ClassId child : n.children) solver.add(z3::implies(x, *cvar[static_cast<std::size_t>(eg.find(child))]));
+      for (ClassId child : n.children) hard.push_back(z3::implies(x, *cvar[static_cast<std::size_t>(eg.find(child))]));
       if (!eg.signature(n.sig).op) continue;
       auto key = std::pair{n.sig, n.children};
       auto it = group_index.find(key);
@@ -466,17 +466,70 @@ std::optional<ExtractionResult> ilp_extract(const EGraph& eg, std::span<const Cl
         // Every operator instance costs at least one unit, so ties prefer fewer nodes.
         weights.push_back(static_cast<int>(std::max<long long>(1, std::llround(node_cost(cls, n, sc) * scale))));
       }
-      solver.add(z3::implies(x, gvars[static_cast<unsigned>(it->second)]));
+      hard.push_back(z3::implies(x, gvars[static_cast<unsigned>(it->second)]));
     }
     if (any.empty()) {
       note = fmt::format("class {} has no selectable e-node", c);
       return std::nullopt;
     }
-    solver.add(z3::implies(*cvar[static_cast<std::size_t>(c)], z3::mk_or(any)));
+    hard.push_back(z3::implies(*cvar[static_cast<std::size_t>(c)], z3::mk_or(any)));
   }
+  // The choice of a model (first picked e-node per needed class) and its cost; records a cycle cut instead
+  // when the choice is cyclic.
+  auto read_model = [&](const z3::model& m, std::vector<std::pair<ClassId, int>>& cycle) {
+    ExtractionResult res;
+    res.used = Extraction::ilp;
+    res.choice.assign(n_ids, -1);
+    for (ClassId c : classes) {
+      const auto& xs = xvar[static_cast<std::size_t>(c)];
+      for (std::size_t k = 0; k < xs.size(); ++k)
+        if (xs[k] && m.eval(*xs[k], true).is_true()) {
+          res.choice[static_cast<std::size_t>(c)] = static_cast<int>(k);
+          break;
+        }
+    }
+    cycle.clear();
+    auto cost = dag_cost(eg, roots, res.choice, sc, &cycle);
+    if (cost) res.cost = *cost;
+    return cost ? std::optional<ExtractionResult>(std::move(res)) : std::nullopt;
+  };
+  auto cut = [&](const std::vector<std::pair<ClassId, int>>& cycle) {
+    z3::expr_vector on_cycle(ctx);
+    for (const auto& [c, k] : cycle) on_cycle.push_back(*xvar[static_cast<std::size_t>(c)][static_cast<std::size_t>(k)]);
+    hard.push_back(!z3::mk_and(on_cycle));
+  };
+  int cuts = 0, improvements = 0;
+  std::vector<std::pair<ClassId, int>> cycle;
+  // Phase 1: weighted MaxSAT (core-guided, Z3's default maxres), which proves optimality quickly when the
+  // e-graph has few interchangeable alternatives; it gets half the time.
+  {
+    z3::optimize opt(ctx);
+    for (unsigned i = 0; i < hard.size(); ++i) opt.add(hard[i]);
+    for (unsigned i = 0; i < gvars.size(); ++i) opt.add_soft(!gvars[i], std::to_string(weights[i]).c_str());
+    for (;;) {
+      const double left = time_limit_s / 2 - since(start);
+      if (left <= 0) break;
+      z3::params p(ctx);
+      p.set("timeout", static_cast<unsigned>(std::max(1.0, left * 1000)));
+      opt.set(p);
+      if (opt.check() != z3::sat) break;
+      auto res = read_model(opt.get_model(), cycle);
+      if (res) {
+        note = fmt::format("{} classes, {} operator instances, {} cycle cuts; MaxSAT optimal", classes.size(),
+                           gvars.size(), cuts);
+        return res;
+      }
+      if (cycle.empty()) break;
+      cut(cycle);
+      opt.add(hard[hard.size() - 1]);
+      ++cuts;
+    }
+  }
+  // Phase 2: satisfiability queries under a falling cost bound, starting from the greedy cost: anytime.
+  z3::solver solver(ctx);
+  for (unsigned i = 0; i < hard.size(); ++i) solver.add(hard[i]);
   std::optional<ExtractionResult> best;
   long long bound = std::llround(greedy_cost * scale) + static_cast<long long>(gvars.size()) - 1;
-  int cuts = 0, improvements = 0;
   for (;;) {
     const double left = time_limit_s - since(start);
     if (left <= 0) {
@@ -506,38 +559,23 @@ std::optional<ExtractionResult> ilp_extract(const EGraph& eg, std::span<const Cl
     }
     const z3::model m = solver.get_model();
     solver.pop();
-    ExtractionResult res;
-    res.used = Extraction::ilp;
-    res.choice.assign(n_ids, -1);
-    for (ClassId c : classes) {
-      const auto& xs = xvar[static_cast<std::size_t>(c)];
-      for (std::size_t k = 0; k < xs.size(); ++k)
-        if (xs[k] && m.eval(*xs[k], true).is_true()) {
-          res.choice[static_cast<std::size_t>(c)] = static_cast<int>(k);
-          break;
-        }
-    }
-    std::vector<std::pair<ClassId, int>> cycle;
-    auto cost = dag_cost(eg, roots, res.choice, sc, &cycle);
-    if (!cost) {
+    auto res = read_model(m, cycle);
+    if (!res) {
       if (cycle.empty()) {
-        note = "ILP: model without a complete choice";
+        note = "model without a complete choice";
         return std::nullopt;
       }
-      z3::expr_vector on_cycle(ctx);
-      for (const auto& [c, k] : cycle)
-        on_cycle.push_back(*xvar[static_cast<std::size_t>(c)][static_cast<std::size_t>(k)]);
-      solver.add(!z3::mk_and(on_cycle));
+      cut(cycle);
+      solver.add(hard[hard.size() - 1]);
       ++cuts;
       continue;
     }
-    res.cost = *cost;
     // The next model must be strictly cheaper in the integer weights.
     long long units = 0;
     for (unsigned i = 0; i < gvars.size(); ++i)
       if (m.eval(gvars[i], true).is_true()) units += weights[i];
     bound = std::min(bound, units - 1);
-    best = std::move(res);
+    best = std::move(*res);
     ++improvements;
   }
   if (!best) {

@@ -1,0 +1,235 @@
+#include "experiments/optimizer_compare.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "hw/system_loader.h"
+#include "models/exec/executor.h"
+#include "models/zoo/zoo.h"
+#include "search/subst/rule.h"
+#include "sim/trace.h"
+
+namespace strata::experiments {
+namespace {
+
+namespace ss = search::subst;
+
+std::string resolve(const std::string& path, const std::string& experiment_file) {
+  if (std::filesystem::exists(path)) return path;
+  const auto beside = std::filesystem::path(experiment_file).parent_path() / path;
+  if (std::filesystem::exists(beside)) return beside.string();
+  return path;
+}
+
+std::string csv_field(const std::string& s) {
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+struct ModelSpec {
+  std::string name;
+  std::int64_t batch = 0, seq = 0;
+};
+
+}  // namespace
+
+OutputDifference output_difference(const models::Graph& a, const models::Graph& b, std::uint64_t seed) {
+  models::ExecOptions eo;
+  eo.seed = seed;
+  const auto va = models::execute<double>(a, {}, eo);
+  const auto vb = models::execute<double>(b, {}, eo);
+  if (a.outputs().size() != b.outputs().size())
+    throw std::runtime_error(fmt::format("check: {} outputs against {}", a.outputs().size(), b.outputs().size()));
+  OutputDifference d;
+  for (std::size_t i = 0; i < a.outputs().size(); ++i) {
+    const auto& x = va[static_cast<std::size_t>(a.outputs()[i])];
+    const auto& y = vb[static_cast<std::size_t>(b.outputs()[i])];
+    if (x.size() != y.size()) throw std::runtime_error(fmt::format("check: output {} changed size", i));
+    for (std::size_t k = 0; k < x.size(); ++k) {
+      d.max_abs = std::max(d.max_abs, std::abs(x[k] - y[k]));
+      d.max_output = std::max(d.max_output, std::abs(x[k]));
+    }
+  }
+  return d;
+}
+
+OptimizerOutcome outcome_of(const models::Graph& input, const ss::OptimizeResult& r, const ss::OptimizerOptions& o) {
+  OptimizerOutcome out;
+  out.optimizer = "backtrack";
+  out.cost_before = r.cost_before;
+  out.cost_after = r.cost_after;
+  out.seconds = r.seconds;
+  out.nodes_before = ss::remove_dead_nodes(input).nodes().size();
+  out.nodes_after = r.graph.nodes().size();
+  out.search = fmt::format("{} graphs explored, {} generated (alpha {}, budget {})", r.explored, r.generated, o.alpha,
+                           o.budget);
+  out.stop = r.explored >= o.budget ? "budget" : "queue empty";
+  return out;
+}
+
+OptimizerOutcome outcome_of(const models::Graph& input, const ss::EqsatResult& r) {
+  OptimizerOutcome out;
+  out.optimizer = "eqsat";
+  out.cost_before = r.cost_before;
+  out.cost_after = r.cost_after;
+  out.seconds = r.seconds;
+  out.nodes_before = ss::remove_dead_nodes(input).nodes().size();
+  out.nodes_after = r.graph.nodes().size();
+  out.search = fmt::format("{} iterations, {} e-nodes, {} e-classes; saturation {:.2f} s, extraction {:.2f} s",
+                           r.iterations.size(), r.nodes, r.classes, r.saturation_seconds, r.extraction_seconds);
+  out.stop = std::string(ss::stop_reason_name(r.stop));
+  out.extraction = std::string(ss::extraction_name(r.extraction));
+  if (!r.extraction_note.empty()) out.extraction += " (" + r.extraction_note + ")";
+  return out;
+}
+
+std::string run_subst_optimizers(const YamlReader& root, const std::string& path, const RunOptions& options) {
+  root.expect_map({"experiment", "description", "kind", "hw", "rules", "exclude_rules", "models", "backtrack",
+                   "eqsat", "seed"});
+  const std::string name = root.at("experiment").as_string();
+  if (name.empty() || name.find('/') != std::string::npos || name.find("..") != std::string::npos)
+    throw root.at("experiment").error("expected a plain name (it becomes the results folder)");
+  const std::string description = root.has("description") ? root.at("description").as_string() : "";
+  const auto topo = hw::load_system(resolve(root.at("hw").as_string(), path));
+  const std::string rules_path = resolve(root.at("rules").as_string(), path);
+  std::vector<std::string> exclude;
+  if (auto e = root.maybe("exclude_rules")) {
+    e->expect_sequence();
+    for (std::size_t i = 0; i < e->size(); ++i) exclude.push_back(e->at(i).as_string());
+  }
+  std::vector<ss::Rule> rules;
+  for (auto& r : ss::load_rules(rules_path, ss::RuleFileFormat::automatic, ss::TasoShapes::unknown))
+    if (std::find(exclude.begin(), exclude.end(), r.name) == exclude.end()) rules.push_back(std::move(r));
+
+  std::vector<ModelSpec> specs;
+  const YamlReader ms = root.at("models");
+  ms.expect_sequence();
+  for (std::size_t i = 0; i < ms.size(); ++i) {
+    const auto m = ms.at(i);
+    m.expect_map({"name", "batch", "seq"});
+    ModelSpec s;
+    s.name = m.at("name").as_string();
+    if (auto b = m.maybe("batch")) s.batch = b->as_positive_int();
+    if (auto q = m.maybe("seq")) s.seq = q->as_positive_int();
+    specs.push_back(s);
+  }
+  if (specs.empty()) throw ms.error("expected at least one model");
+
+  ss::OptimizerOptions bt;
+  if (auto b = root.maybe("backtrack")) {
+    b->expect_map({"alpha", "budget"});
+    if (auto a = b->maybe("alpha")) {
+      bt.alpha = a->as_double();
+      if (!(bt.alpha >= 1.0)) throw a->error("expected alpha >= 1");
+    }
+    if (auto a = b->maybe("budget")) bt.budget = static_cast<int>(a->as_positive_int());
+  }
+  ss::EqsatOptions eq;
+  if (auto e = root.maybe("eqsat")) {
+    e->expect_map({"iterations", "node_limit", "time_limit", "multi_iterations", "extraction", "ilp_time_limit"});
+    if (auto a = e->maybe("iterations")) eq.max_iterations = static_cast<int>(a->as_positive_int());
+    if (auto a = e->maybe("node_limit")) eq.node_limit = static_cast<std::size_t>(a->as_positive_int());
+    if (auto a = e->maybe("time_limit")) eq.time_limit_s = a->as_duration();
+    if (auto a = e->maybe("multi_iterations")) {
+      eq.multi_iterations = static_cast<int>(a->as_int());
+      if (eq.multi_iterations < 0) throw a->error("expected a count >= 0");
+    }
+    if (auto a = e->maybe("extraction")) {
+      if (a->as_string() == "ilp")
+        eq.extraction = ss::Extraction::ilp;
+      else if (a->as_string() == "greedy")
+        eq.extraction = ss::Extraction::greedy;
+      else
+        throw a->error("expected ilp or greedy");
+    }
+    if (auto a = e->maybe("ilp_time_limit")) eq.ilp_time_limit_s = a->as_duration();
+  }
+  std::uint64_t seed = 1;
+  if (auto s = root.maybe("seed")) seed = static_cast<std::uint64_t>(s->as_int());
+
+  const models::CostModel cost(topo.gpu());
+  std::string csv =
+      "model,nodes,optimizer,cost_before_ms,cost_after_ms,speedup,optimizer_seconds,nodes_after,search,stop,"
+      "extraction,max_abs_diff,max_abs_output\n";
+  struct Row {
+    std::string model;
+    OptimizerOutcome bt, eq;
+    OutputDifference dbt, deq;
+  };
+  std::vector<Row> rows;
+  for (const auto& s : specs) {
+    std::cerr << fmt::format("subst-optimizers: {} ...\n", s.name);
+    const models::Graph g = models::zoo::build_model(s.name, {.batch = s.batch, .seq_len = s.seq});
+    Row row;
+    row.model = s.name;
+    const auto rb = ss::optimize(g, rules, cost, bt);
+    row.bt = outcome_of(g, rb, bt);
+    row.dbt = output_difference(g, rb.graph, seed);
+    const auto re = ss::eqsat_optimize(g, rules, cost, eq);
+    row.eq = outcome_of(g, re);
+    row.deq = output_difference(g, re.graph, seed);
+    std::cerr << fmt::format("  backtrack {:.4f} -> {:.4f} ms in {:.2f} s; eqsat {:.4f} -> {:.4f} ms in {:.2f} s\n",
+                             row.bt.cost_before * 1e3, row.bt.cost_after * 1e3, row.bt.seconds,
+                             row.eq.cost_before * 1e3, row.eq.cost_after * 1e3, row.eq.seconds);
+    for (const auto* o : {&row.bt, &row.eq}) {
+      const auto& d = o == &row.bt ? row.dbt : row.deq;
+      csv += fmt::format("{},{},{},{:.6f},{:.6f},{:.4f},{:.3f},{},{},{},{},{:.3g},{:.3g}\n", s.name, o->nodes_before,
+                         o->optimizer, o->cost_before * 1e3, o->cost_after * 1e3, o->speedup(), o->seconds,
+                         o->nodes_after, csv_field(o->search), csv_field(o->stop), csv_field(o->extraction),
+                         d.max_abs, d.max_output);
+    }
+    rows.push_back(std::move(row));
+  }
+
+  const auto out_dir = std::filesystem::path(options.output_root) / name;
+  std::filesystem::create_directories(out_dir);
+  sim::write_file_atomically((out_dir / "results.csv").string(), csv);
+
+  std::string md = fmt::format("# {}\n\n{}\n\n", name, description);
+  md += fmt::format(
+      "Device {} (cost model: roofline per operator, weight-only operators folded); rules: {} ({} rules after "
+      "excluding {}). Backtracking: alpha {}, budget {}. Equality saturation: {} iterations, node limit {}, time "
+      "limit {} s, multi-root rules in the first {} iterations, {} extraction (ILP limit {} s). Equality of every "
+      "result with its input checked on the reference executor (seed {}).\n\n",
+      topo.gpu().name, rules_path, rules.size(), exclude.empty() ? std::string("none") : fmt::format("{}", fmt::join(exclude, ", ")),
+      bt.alpha, bt.budget, eq.max_iterations, eq.node_limit, eq.time_limit_s, eq.multi_iterations,
+      ss::extraction_name(eq.extraction), eq.ilp_time_limit_s, seed);
+  md += "| model | nodes | before (ms) | backtrack after (ms) | speedup | time (s) | eqsat after (ms) | speedup | "
+        "time (s) | e-graph | stop | extraction | eqsat <= backtrack, faster |\n";
+  md += "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  int reached = 0;
+  for (const auto& r : rows) {
+    const bool as_good = r.eq.cost_after <= r.bt.cost_after * (1 + 1e-9);
+    const bool faster = r.eq.seconds < r.bt.seconds;
+    reached += as_good && faster;
+    md += fmt::format("| {} | {} | {:.4f} | {:.4f} | {:.3f}x | {:.2f} | {:.4f} | {:.3f}x | {:.2f} | {} | {} | {} | {} |\n",
+                      r.model, r.bt.nodes_before, r.bt.cost_before * 1e3, r.bt.cost_after * 1e3, r.bt.speedup(),
+                      r.bt.seconds, r.eq.cost_after * 1e3, r.eq.speedup(), r.eq.seconds, r.eq.search, r.eq.stop,
+                      r.eq.extraction, as_good ? (faster ? "yes, yes" : "yes, no") : (faster ? "no, yes" : "no, no"));
+  }
+  md += fmt::format("\nEquality saturation reached at least the backtracking cost in less time on {} of {} models.\n",
+                    reached, rows.size());
+  md += "\n## Files\n\n- `results.csv`: one row per model and optimizer (costs, speedup, optimizer time, search "
+        "statistics, stop reason, extraction, max output difference against the input)\n"
+        "- `speedup.png`: predicted speedup per model and optimizer; `time.png`: optimizer time per model\n";
+  if (options.plots) {
+    const auto script = std::filesystem::path(STRATA_SOURCE_DIR) / "experiments/plots/subst_optimizers.py";
+    const std::string cmd = fmt::format("/usr/bin/python3 '{}' '{}' '{}'", script.string(), out_dir.string(), name);
+    if (std::system(cmd.c_str()) != 0) {
+      std::cerr << "warning: plotting failed (needs /usr/bin/python3 with matplotlib); CSV and summary are written\n";
+      md += "\n(The figures could not be drawn: /usr/bin/python3 with matplotlib is needed.)\n";
+    }
+  }
+  sim::write_file_atomically((out_dir / "summary.md").string(), md);
+  return out_dir.string();
+}
+
+}  // namespace strata::experiments
