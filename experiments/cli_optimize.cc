@@ -30,6 +30,7 @@ namespace ss = search::subst;
 struct GenerateCli {
   std::string ops = "taso";
   int max_ops = 3;
+  int max_outputs = 2;
   std::uint64_t seed = 1;
   double tolerance = 1e-5;
   bool keep_unrelated = false;
@@ -40,6 +41,7 @@ void run_generate(const GenerateCli& o) {
   ss::GeneratorOptions go;
   go.ops = ss::parse_operator_set(o.ops);
   go.max_ops = o.max_ops;
+  go.max_outputs = o.max_outputs;
   go.seed = o.seed;
   go.tolerance = o.tolerance;
   go.prune_unrelated = !o.keep_unrelated;
@@ -145,6 +147,9 @@ void add_optimize_commands(CLI::App& app) {
                                  "transpose_layout,relu,conv2d,conv2d_relu,poolavg,poolmax,concat,split,enlarge,constants)")
       ->capture_default_str();
   g->add_option("--max-ops", o->max_ops, "largest graph size in operators (1..4)")->capture_default_str()->check(CLI::Range(1, 4));
+  g->add_option("--max-outputs", o->max_outputs, "largest number of mapped outputs of a rule (1..8)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 8));
   g->add_option("--seed", o->seed, "seed of the random inputs")->capture_default_str();
   g->add_option("--tolerance", o->tolerance, "relative tolerance of the floating-point confirmation")->capture_default_str();
   g->add_flag("--keep-unrelated", o->keep_unrelated,

@@ -101,8 +101,13 @@ struct AssignmentResult {
 class InstanceSearch {
  public:
   InstanceSearch(const Axiom& axiom, std::vector<std::int64_t> params, const AxiomValidationOptions& options,
-                 std::uint64_t seed)
-      : axiom_(axiom), params_(std::move(params)), options_(options), rng_(seed), seed_(seed) {
+                 std::uint64_t seed, bool values_only = false)
+      : axiom_(axiom),
+        params_(std::move(params)),
+        options_(options),
+        rng_(seed),
+        seed_(seed),
+        values_only_(values_only) {
     std::tie(lhs_, rhs_) = instantiate(axiom, params_);
     std::map<std::string, std::set<int>> ranks;
     constrain_ranks(lhs_, ranks);
@@ -192,6 +197,7 @@ class InstanceSearch {
     try {
       const auto mvars = random_bindings<ModP>(shapes, seed);
       const auto ml = evaluate(lhs_, mvars, eval_options_), mr = evaluate(rhs_, mvars, eval_options_);
+      if (values_only_ && (ml.type.shape != mr.type.shape || !same_split_history(ml.type, mr.type))) return;
       why = value_difference(ml, mr);
       if (!why && !same_split_history(ml.type, mr.type))
         why = "split histories differ (split_0/split_1 would undo different concatenations)";
@@ -214,6 +220,7 @@ class InstanceSearch {
   const AxiomValidationOptions& options_;
   std::mt19937_64 rng_;
   std::uint64_t seed_;
+  bool values_only_;
   Term lhs_, rhs_;
   std::vector<std::vector<Shape>> candidates_;
   std::vector<std::vector<Term>> closed_at_;
@@ -258,6 +265,16 @@ std::vector<AxiomValidation> validate_axioms(std::span<const Axiom> axioms,
     if (!v.counter_example && r.counter_example) v.counter_example = r.counter_example;
   }
   return out;
+}
+
+std::optional<AxiomCounterExample> find_counter_example(const Term& lhs, const Term& rhs,
+                                                        const AxiomValidationOptions& options, bool values_only) {
+  Axiom eq;
+  eq.lhs = lhs;
+  eq.rhs = rhs;
+  collect_variables(lhs, eq.tensor_variables);
+  collect_variables(rhs, eq.tensor_variables);
+  return InstanceSearch(eq, {}, options, options.seed, values_only).run().counter_example;
 }
 
 std::string format_counter_example(const AxiomCounterExample& ce, const Axiom& axiom) {

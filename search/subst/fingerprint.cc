@@ -17,7 +17,7 @@ namespace {
 using models::ModP;
 using models::Shape;
 
-constexpr std::size_t kMaxShapes = 128;
+constexpr std::size_t kMaxShapes = ValueStore::kMaxShapes;
 constexpr std::uint32_t kNoArg = 0xFFFFFFFu;  // 28 bits
 
 std::uint64_t mix(std::uint64_t z) {
@@ -136,7 +136,6 @@ struct ValueStore::Prepared {
 
 ValueStore::ValueStore(std::span<const OpInstance> ops, std::uint64_t seed) : ops_(ops.begin(), ops.end()) {
   if (ops_.size() > 255) throw std::invalid_argument("generator: at most 255 operator instances");
-  applies_.assign(ops_.size() * kMaxShapes * kMaxShapes, std::int8_t{-1});
   for (int i = 1; i <= kGeneratorInputs; ++i) {
     const Shape shape = *taso_generator_input_shape(i);
     const auto n = models::numel(shape);
@@ -147,7 +146,7 @@ ValueStore::ValueStore(std::span<const OpInstance> ops, std::uint64_t seed) : op
     }
     Value v;
     v.shape = static_cast<std::uint16_t>(intern_shape(shape));
-    intern(v, data.data(), static_cast<std::size_t>(n), true);
+    intern(v, data.data(), static_cast<std::size_t>(n), kSamples, true);
   }
   if (values_.size() != kGeneratorInputs) throw std::logic_error("generator: two random inputs coincide");
   inputs_arena_ = arena_.size();
@@ -166,24 +165,29 @@ int ValueStore::intern_shape(const Shape& s) {
   return static_cast<int>(shapes_.size() - 1);
 }
 
-ValueId ValueStore::intern(const Value& proto, const ModP* data, std::size_t numel, bool keep_data) {
+ValueId ValueStore::intern(const Value& proto, const ModP* data, std::size_t numel, int samples, bool keep_data) {
   Value v = proto;
-  // Polynomial hash of the data (one multiply per element), mixed with shape and metadata.
-  std::uint64_t h = 0;
-  for (std::size_t i = 0; i < numel * kSamples; ++i) h = h * 0x9E3779B97F4A7C15ull + data[i].v + 1;
-  h = mix(h ^ shapes_[v.shape].size());
+  // Polynomial hashes of the data (one multiply per element), mixed with shape and metadata. The fingerprint
+  // hash covers sample 0; the identity adds sample 1 (values known on sample 0 only are a separate identity).
+  auto poly = [&](int sample) {
+    std::uint64_t h = 0;
+    const ModP* d = data + static_cast<std::size_t>(sample) * numel;
+    for (std::size_t i = 0; i < numel; ++i) h = h * 0x9E3779B97F4A7C15ull + d[i].v + 1;
+    return h;
+  };
+  std::uint64_t h = mix(poly(0) ^ shapes_[v.shape].size());
   for (auto d : shapes_[v.shape]) h = mix(h ^ static_cast<std::uint64_t>(d));
   h = mix(h ^ (v.meta.transposed_layout ? 0x7A11 : 0x5EED));
   for (const auto& t : v.meta.split) {
     h = mix(h ^ t.n);
     for (int i = 0; i < t.n; ++i) h = mix(h ^ t.pos[static_cast<std::size_t>(i)]);
   }
-  v.identity = h;
-  const std::uint64_t id = h;
-  auto [it, inserted] = by_identity_.try_emplace(id, static_cast<ValueId>(values_.size()));
+  v.hash = h;
+  v.identity = samples == kSamples ? mix(h ^ poly(1)) : mix(h ^ 0x9A47'1A11ull);
+  auto [it, inserted] = by_identity_.try_emplace(v.identity, static_cast<ValueId>(values_.size()));
   if (inserted) values_.push_back(v);
   auto& stored = values_[it->second];
-  if (keep_data && stored.data == kNoData) {
+  if (keep_data && samples == kSamples && stored.data == kNoData) {
     stored.data = static_cast<std::uint32_t>(arena_.size());
     arena_.insert(arena_.end(), data, data + numel * kSamples);
   }
@@ -235,8 +239,7 @@ const ValueStore::Prepared* ValueStore::prepare(int inst, std::span<const ValueI
 bool ValueStore::shape_applies(int inst, int shape_a, int shape_b) {
   const auto idx = (static_cast<std::size_t>(inst) * kMaxShapes + static_cast<std::size_t>(shape_a)) * kMaxShapes +
                    static_cast<std::size_t>(shape_b);
-  auto& cached = applies_[idx];
-  if (cached >= 0) return cached == 1;
+  if (auto it = applies_.find(idx); it != applies_.end()) return it->second;
   const auto& op = ops_[static_cast<std::size_t>(inst)];
   const int arity = op_info(op.op).tensor_args;
   std::vector<Shape> shapes;
@@ -258,7 +261,7 @@ bool ValueStore::shape_applies(int inst, int shape_a, int shape_b) {
       ok = false;
     }
   }
-  cached = ok ? 1 : 0;
+  applies_.emplace(idx, ok);
   return ok;
 }
 
@@ -271,6 +274,7 @@ ValueStore::Result ValueStore::apply(int inst, std::span<const ValueId> args, bo
       for (int o = 0; o < it->second.count; ++o) usable = usable && has_data(it->second.ids[static_cast<std::size_t>(o)]);
     if (usable) return it->second;
   }
+  const int samples = keep_data ? kSamples : 1;
   if (values_.size() >= kNoArg) throw std::length_error("generator: value store full");
   Result r;
   const auto& op = ops_[static_cast<std::size_t>(inst)];
@@ -301,11 +305,11 @@ ValueStore::Result ValueStore::apply(int inst, std::span<const ValueId> args, bo
   std::size_t total = 0;
   for (std::size_t o = 0; o < prep->out_shapes.size(); ++o) {
     offset[o] = total;
-    total += static_cast<std::size_t>(shape_numel_[static_cast<std::size_t>(prep->out_shape_ids[o])]) * kSamples;
+    total += static_cast<std::size_t>(shape_numel_[static_cast<std::size_t>(prep->out_shape_ids[o])] * samples);
   }
   scratch_.assign(total, ModP{});
   ++evaluations_;
-  for (int s = 0; s < kSamples; ++s) {
+  for (int s = 0; s < samples; ++s) {
     std::array<models::In<ModP>, 2> ins;
     std::array<models::Out<ModP>, 2> outs;
     for (std::size_t i = 0; i < args.size(); ++i) {
@@ -326,7 +330,7 @@ ValueStore::Result ValueStore::apply(int inst, std::span<const ValueId> args, bo
     v.shape = static_cast<std::uint16_t>(prep->out_shape_ids[o]);
     v.meta = metas[o];
     const auto n = static_cast<std::size_t>(shape_numel_[v.shape]);
-    r.ids[o] = intern(v, scratch_.data() + offset[o], n, keep_data);
+    r.ids[o] = intern(v, scratch_.data() + offset[o], n, samples, keep_data);
   }
   return memo_[key] = r;
 }

@@ -57,6 +57,8 @@ class ValueStore {
   static constexpr int kSamples = 2;  // independent random input sets: collision bound (deg/p)^2
   // Element budget of one value (TASO: 512, `MAX_SIZE`); larger results do not apply.
   static constexpr std::int64_t kMaxElements = 512;
+  // Distinct shapes (concatenations make new ones; 4-operator graphs over TASO's inputs need a few hundred).
+  static constexpr std::size_t kMaxShapes = 1024;
 
   // Values 0..19 are input_1..input_20 with the shapes of taso_generator_input_shape, random in the field.
   ValueStore(std::span<const OpInstance> ops, std::uint64_t seed);
@@ -69,17 +71,20 @@ class ValueStore {
     std::array<ValueId, 2> ids{};
   };
   // Outputs of instance `inst` (index into ops) on `args` (1 or 2 values; none for constants), memoized.
-  // With keep_data false the outputs' data may be dropped after hashing (the caller will not use them as
-  // arguments): the deepest level of a search needs only hashes.
+  // With keep_data false only sample 0 is computed and no data is kept: the deepest level of a search needs
+  // only fingerprint hashes (such values have an identity of their own, distinct from the full value's).
   Result apply(int inst, std::span<const ValueId> args, bool keep_data = true);
 
   // Whether `inst` can apply to arguments of these shape ids (split additionally needs a boundary): a cheap
   // pre-test before apply.
   bool shape_applies(int inst, int shape_a, int shape_b);
 
-  // Hash of shape, data of both samples, split trees and layout: equal tensors <=> equal hashes (up to 64-bit
-  // collisions). TASO compares and fingerprints tensors with their metadata, so do we.
-  std::uint64_t hash(ValueId v) const { return values_[v].identity; }
+  // Fingerprint hash: shape, split trees, layout and the data of sample 0. TASO compares and fingerprints
+  // tensors with their metadata, so do we. Equal tensors have equal hashes; candidates found by it are
+  // re-checked on both samples (identity) and in double precision.
+  std::uint64_t hash(ValueId v) const { return values_[v].hash; }
+  // Hash of everything including sample 1 (values computed with keep_data).
+  std::uint64_t identity(ValueId v) const { return values_[v].identity; }
   int shape_id(ValueId v) const { return values_[v].shape; }
   const models::Shape& shape(ValueId v) const { return shapes_[static_cast<std::size_t>(values_[v].shape)]; }
   int rank(ValueId v) const { return static_cast<int>(shape(v).size()); }
@@ -97,7 +102,8 @@ class ValueStore {
  private:
   static constexpr std::uint32_t kNoData = 0xFFFFFFFFu;
   struct Value {
-    std::uint64_t identity = 0;    // shape + data + metadata
+    std::uint64_t hash = 0;        // shape + metadata + sample 0
+    std::uint64_t identity = 0;    // hash + sample 1 (or a marker: sample 0 only)
     std::uint32_t data = kNoData;  // offset into arena_ of kSamples * numel elements
     std::uint16_t shape = 0;
     TensorMeta meta;
@@ -105,7 +111,7 @@ class ValueStore {
   struct Prepared;
   const Prepared* prepare(int inst, std::span<const ValueId> args, std::int64_t split_point);
   int intern_shape(const models::Shape& s);
-  ValueId intern(const Value& v, const models::ModP* data, std::size_t numel, bool keep_data);
+  ValueId intern(const Value& v, const models::ModP* data, std::size_t numel, int samples, bool keep_data);
 
   std::vector<OpInstance> ops_;
   std::vector<models::Shape> shapes_;
@@ -115,7 +121,7 @@ class ValueStore {
   std::unordered_map<std::uint64_t, ValueId> by_identity_;
   std::unordered_map<std::uint64_t, Result> memo_;  // key: instance, argument ids
   std::unordered_map<std::uint64_t, std::unique_ptr<Prepared>> prepared_;  // key: instance, shapes, split
-  std::vector<std::int8_t> applies_;  // [inst][shape a][shape b]: -1 unknown, 0 no, 1 yes
+  std::unordered_map<std::size_t, bool> applies_;  // key: instance, shape a, shape b
   std::size_t inputs_arena_ = 0;
   std::vector<models::ModP> scratch_;
   std::uint64_t evaluations_ = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -237,9 +238,23 @@ struct Record {
 
 class Enumerator {
  public:
-  Enumerator(const std::vector<OpInstance>& ops, int max_ops, std::uint64_t seed)
-      : ops_(ops), max_ops_(max_ops), store_(ops, seed) {
-    for (std::size_t t = 0; t < ops_.size(); ++t) arity_.push_back(op_info(ops_[t].op).tensor_args);
+  Enumerator(const std::vector<OpInstance>& ops, int max_ops, int max_outputs, std::uint64_t seed)
+      : ops_(ops), max_ops_(max_ops), max_outputs_(max_outputs), store_(ops, seed) {
+    for (std::size_t t = 0; t < ops_.size(); ++t) {
+      const auto bit = std::uint64_t{1} << t;
+      const Op op = ops_[t].op;
+      const int arity = op_info(op).tensor_args;
+      if (arity == 0) constants_.push_back(static_cast<std::uint8_t>(t));
+      if (op == Op::enlarge) enlarge_bits_ |= bit;
+      if (ordered_pair_op(op)) ordered_bits_ |= bit;
+      if (op == Op::smul) smul_bits_ |= bit;
+      if (op == Op::conv2d) conv_bits_ |= bit;
+      if (is_split(op)) split_bits_ |= bit;
+      if (arity == 1) unary_bits_ |= bit;
+      if (arity == 2) binary_bits_ |= bit;
+    }
+    unary_mask_.assign(kShapes, kUnknown);
+    binary_mask_.resize(kShapes);
   }
 
   // The first operator of every graph: the parallel split of the search.
@@ -247,6 +262,7 @@ class Enumerator {
     reset();
     std::vector<EncOp> out;
     for_each_choice([&](const EncOp& e) { out.push_back(e); });
+    std::sort(out.begin(), out.end());
     return out;
   }
 
@@ -259,45 +275,91 @@ class Enumerator {
   }
 
   ValueStore& store() { return store_; }
-  std::uint64_t rejected_equal_tensor = 0, rejected_order = 0;
 
  private:
   static constexpr std::size_t kStoreBudget = std::size_t{192} << 20;
+  static constexpr std::size_t kShapes = ValueStore::kMaxShapes;
+  static constexpr std::uint64_t kUnknown = ~std::uint64_t{0};
 
   void reset() {
     tensors_.clear();
-    for (ValueId i = 0; i < kInputs; ++i) tensors_.push_back(i);
+    hashes_.clear();
+    for (ValueId i = 0; i < kInputs; ++i) {
+      tensors_.push_back(i);
+      hashes_.push_back(store_.hash(i));
+    }
     producer_.assign(kInputs, -1);
     uses_.assign(kInputs, 0);
+    open_outputs_ = 0;
     enc_ = Enc{};
     prec_.fill(0);
+  }
+
+  // Instances applicable to arguments of these shapes, as bit masks (filled lazily from the IR's shape rules).
+  std::uint64_t unary_mask(int sa) {
+    auto& m = unary_mask_[static_cast<std::size_t>(sa)];
+    if (m == kUnknown) {
+      m = 0;
+      for (std::size_t t = 0; t < ops_.size(); ++t)
+        if ((unary_bits_ >> t & 1u) && store_.shape_applies(static_cast<int>(t), sa, 0)) m |= std::uint64_t{1} << t;
+    }
+    return m;
+  }
+  std::uint64_t binary_mask(int sa, int sb) {
+    auto& row = binary_mask_[static_cast<std::size_t>(sa)];  // rows allocated on first use
+    if (row.empty()) row.assign(kShapes, kUnknown);
+    auto& m = row[static_cast<std::size_t>(sb)];
+    if (m == kUnknown) {
+      m = 0;
+      for (std::size_t t = 0; t < ops_.size(); ++t)
+        if ((binary_bits_ >> t & 1u) && store_.shape_applies(static_cast<int>(t), sa, sb)) m |= std::uint64_t{1} << t;
+    }
+    return m;
   }
 
   template <class F>
   void for_each_choice(F&& f) {
     const int nt = static_cast<int>(tensors_.size());
-    for (std::size_t t = 0; t < ops_.size(); ++t) {
-      const auto tmpl = static_cast<std::uint8_t>(t);
-      const int arity = arity_[t];
-      const Op op = ops_[t].op;
-      if (arity == 0) {
-        if (store_.shape_applies(static_cast<int>(t), 0, 0)) f(EncOp{tmpl, 0, {}});
-      } else if (arity == 1) {
-        const int limit = op == Op::enlarge ? kInputs : nt;  // TASO: enlarge applies to inputs only
-        for (int a = 0; a < limit; ++a)
-          if (store_.shape_applies(static_cast<int>(t), store_.shape_id(tensors_[static_cast<std::size_t>(a)]), 0))
-            f(EncOp{tmpl, 1, {static_cast<std::uint8_t>(a), 0}});
-      } else {
-        for (int a = 0; a < nt; ++a) {
-          if (op == Op::conv2d && is_weight_input(a)) continue;
-          const int sa = store_.shape_id(tensors_[static_cast<std::size_t>(a)]);
-          for (int b = 0; b < nt; ++b) {
-            if (a == b && (ordered_pair_op(op) || op == Op::smul)) continue;
-            if (ordered_pair_op(op) && b < kInputs && a >= b) continue;  // an input precedes every operator
-            if (store_.shape_applies(static_cast<int>(t), sa, store_.shape_id(tensors_[static_cast<std::size_t>(b)])))
-              f(EncOp{tmpl, 2, {static_cast<std::uint8_t>(a), static_cast<std::uint8_t>(b)}});
-          }
-        }
+    // At the last level a choice must consume enough unconsumed outputs to leave at most max_outputs.
+    const bool last = enc_.n + 1 == max_ops_;
+    const int need = last ? open_outputs_ + 1 - max_outputs_ : -kMaxTensors;  // +1 for a split
+    std::array<bool, kMaxTensors> open{};
+    std::array<int, kMaxTensors> open_list{};
+    int n_open = 0;
+    for (int t = kInputs; t < nt; ++t)
+      if (uses_[static_cast<std::size_t>(t)] == 0) {
+        open[static_cast<std::size_t>(t)] = true;
+        open_list[static_cast<std::size_t>(n_open++)] = t;
+      }
+    if (need <= 0)
+      for (auto t : constants_) f(EncOp{t, 0, {}});
+    for (int a = 0; a < nt; ++a) {
+      const int consumed = open[static_cast<std::size_t>(a)] ? 1 : 0;
+      if (consumed < need) continue;
+      const int sa = store_.shape_id(tensors_[static_cast<std::size_t>(a)]);
+      std::uint64_t m = unary_mask(sa);
+      if (a >= kInputs) m &= ~enlarge_bits_;  // TASO: enlarge applies to inputs only
+      if (consumed < need + 1) m &= ~split_bits_;
+      for (; m; m &= m - 1)
+        f(EncOp{static_cast<std::uint8_t>(std::countr_zero(m)), 1, {static_cast<std::uint8_t>(a), 0}});
+    }
+    auto binary = [&](int a, int b, std::uint64_t conv_ok, int sa) {
+      std::uint64_t m = binary_mask(sa, store_.shape_id(tensors_[static_cast<std::size_t>(b)])) & conv_ok;
+      if (a == b) m &= ~(ordered_bits_ | smul_bits_);
+      if (b < kInputs && a >= b) m &= ~ordered_bits_;  // an input precedes every operator
+      for (; m; m &= m - 1)
+        f(EncOp{static_cast<std::uint8_t>(std::countr_zero(m)), 2,
+                {static_cast<std::uint8_t>(a), static_cast<std::uint8_t>(b)}});
+    };
+    for (int a = 0; a < nt; ++a) {
+      const int sa = store_.shape_id(tensors_[static_cast<std::size_t>(a)]);
+      const std::uint64_t conv_ok = is_weight_input(a) ? ~conv_bits_ : ~std::uint64_t{0};
+      const int ca = open[static_cast<std::size_t>(a)] ? 1 : 0;
+      if (ca >= need) {
+        for (int b = 0; b < nt; ++b) binary(a, b, conv_ok, sa);
+      } else if (ca + 1 >= need) {
+        for (int i = 0; i < n_open; ++i)
+          if (open_list[static_cast<std::size_t>(i)] != a) binary(a, open_list[static_cast<std::size_t>(i)], conv_ok, sa);
       }
     }
   }
@@ -318,15 +380,25 @@ class Enumerator {
     for (int k = 0; k < enc_.n; ++k)
       if (enc_.ops[static_cast<std::size_t>(k)] == e) return;  // duplicated computation
     if (!canonical(e)) return;
-    // TASO's argument order for ewadd/ewmul/concat as a precedence between producers (see ordered_pair_op).
     const int me = enc_.n;
+    const bool last_level = me + 1 == max_ops_;
+    // Unconsumed outputs after e: each later operator lowers the count by at most one, so a graph that can
+    // neither be recorded (at most max_outputs outputs) nor become recordable is not evaluated.
+    int consumed = 0;
+    for (int a = 0; a < e.nin; ++a) {
+      const int t = e.in[static_cast<std::size_t>(a)];
+      if (t >= kInputs && uses_[static_cast<std::size_t>(t)] == 0 && (a == 0 || e.in[0] != e.in[1])) ++consumed;
+    }
+    const int outputs = open_outputs_ - consumed + ((split_bits_ >> e.tmpl & 1u) ? 2 : 1);
+    if (outputs - (max_ops_ - me - 1) > max_outputs_) return;
+    // TASO's argument order for ewadd/ewmul/concat as a precedence between producers (see ordered_pair_op).
     std::uint8_t prec = 0;
     for (int a = 0; a < e.nin; ++a) {
       const int p = producer_[e.in[static_cast<std::size_t>(a)]];
       if (p >= 0) prec |= static_cast<std::uint8_t>(prec_[static_cast<std::size_t>(p)] | (1u << p));
     }
-    auto saved_prec = prec_;
-    if (ordered_pair_op(ops_[e.tmpl].op) && e.in[0] >= kInputs) {
+    const auto saved_prec = prec_;
+    if ((ordered_bits_ >> e.tmpl & 1u) && e.in[0] >= kInputs) {
       const int pa = producer_[e.in[0]];
       if (e.in[1] < kInputs) return;
       const int pb = producer_[e.in[1]];
@@ -343,16 +415,16 @@ class Enumerator {
     }
     enc_.ops[static_cast<std::size_t>(me)] = e;
     enc_.n = static_cast<std::uint8_t>(me + 1);
-    const bool visible = inputs_prefix_closed(enc_);
+    const bool visible = inputs_prefix_closed(enc_) && outputs <= max_outputs_;
     enc_.n = static_cast<std::uint8_t>(me);
     enc_.ops[static_cast<std::size_t>(me)] = EncOp{};
-    if (!visible && me + 1 == max_ops_) {  // neither recorded nor extended: nothing to evaluate
+    if (!visible && last_level) {  // neither recorded nor extended: nothing to evaluate
       prec_ = saved_prec;
       return;
     }
     std::array<ValueId, 2> args{};
     for (int a = 0; a < e.nin; ++a) args[static_cast<std::size_t>(a)] = tensors_[e.in[static_cast<std::size_t>(a)]];
-    const auto r = store_.apply(e.tmpl, std::span(args.data(), e.nin), me + 1 < max_ops_);
+    const auto r = store_.apply(e.tmpl, std::span(args.data(), e.nin), !last_level);
     if (r.count == 0) {
       prec_ = saved_prec;
       return;
@@ -360,30 +432,32 @@ class Enumerator {
     // A tensor equal to an existing one (or an input) is redundant computation (TASO's DFS check).
     for (int o = 0; o < r.count; ++o) {
       const auto h = store_.hash(r.ids[static_cast<std::size_t>(o)]);
-      bool dup = o == 1 && store_.hash(r.ids[0]) == h;
-      for (auto t : tensors_) dup = dup || store_.hash(t) == h;
-      if (dup) {
-        ++rejected_equal_tensor;
+      if ((o == 1 && store_.hash(r.ids[0]) == h) || std::find(hashes_.begin(), hashes_.end(), h) != hashes_.end()) {
         prec_ = saved_prec;
         return;
       }
     }
     for (int o = 0; o < r.count; ++o) {
       tensors_.push_back(r.ids[static_cast<std::size_t>(o)]);
+      hashes_.push_back(store_.hash(r.ids[static_cast<std::size_t>(o)]));
       producer_.push_back(static_cast<std::int8_t>(me));
       uses_.push_back(0);
     }
     for (int a = 0; a < e.nin; ++a) ++uses_[e.in[static_cast<std::size_t>(a)]];
+    const int saved_open = open_outputs_;
+    open_outputs_ = outputs;
     prec_[static_cast<std::size_t>(me)] = prec;
     enc_.ops[static_cast<std::size_t>(me)] = e;
     enc_.n = static_cast<std::uint8_t>(me + 1);
     if (visible) visit(fingerprint(), pack(enc_));
-    if (enc_.n < max_ops_) for_each_choice([&](const EncOp& next) { step(next, visit); });
+    if (!last_level) for_each_choice([&](const EncOp& next) { step(next, visit); });
     enc_.n = static_cast<std::uint8_t>(me);
     enc_.ops[static_cast<std::size_t>(me)] = EncOp{};
+    open_outputs_ = saved_open;
     for (int a = 0; a < e.nin; ++a) --uses_[e.in[static_cast<std::size_t>(a)]];
     for (int o = 0; o < r.count; ++o) {
       tensors_.pop_back();
+      hashes_.pop_back();
       producer_.pop_back();
       uses_.pop_back();
     }
@@ -396,7 +470,7 @@ class Enumerator {
     std::array<std::uint64_t, kMaxTensors> hs{};
     std::size_t n = 0;
     for (std::size_t t = kInputs; t < tensors_.size(); ++t)
-      if (uses_[t] == 0) hs[n++] = store_.hash(tensors_[t]);
+      if (uses_[t] == 0) hs[n++] = hashes_[t];
     std::sort(hs.begin(), hs.begin() + static_cast<std::ptrdiff_t>(n));
     std::uint64_t h = 0xF1A6;
     for (std::size_t i = 0; i < n; ++i) h = mix(h ^ hs[i]);
@@ -405,11 +479,18 @@ class Enumerator {
 
   const std::vector<OpInstance>& ops_;
   int max_ops_;
+  int max_outputs_;
   ValueStore store_;
-  std::vector<int> arity_;
+  std::vector<std::uint8_t> constants_;
+  std::uint64_t enlarge_bits_ = 0, ordered_bits_ = 0, smul_bits_ = 0, conv_bits_ = 0, split_bits_ = 0;
+  std::uint64_t unary_bits_ = 0, binary_bits_ = 0;
+  std::vector<std::uint64_t> unary_mask_;
+  std::vector<std::vector<std::uint64_t>> binary_mask_;
   std::vector<ValueId> tensors_;
+  std::vector<std::uint64_t> hashes_;
   std::vector<std::int8_t> producer_;
   std::vector<int> uses_;
+  int open_outputs_ = 0;
   Enc enc_;
   std::array<std::uint8_t, kMaxOps> prec_{};  // bit k of prec_[i]: operator k must precede operator i
 };
@@ -673,6 +754,8 @@ std::vector<OpInstance> parse_operator_set(std::string_view spec) {
 GeneratorResult generate_rules(const GeneratorOptions& options) {
   if (options.max_ops < 1 || options.max_ops > kMaxOps)
     throw std::invalid_argument(fmt::format("--max-ops must be 1..{}, got {}", kMaxOps, options.max_ops));
+  if (options.max_outputs < 1 || options.max_outputs > 2 * kMaxOps)
+    throw std::invalid_argument(fmt::format("--max-outputs must be 1..{}, got {}", 2 * kMaxOps, options.max_outputs));
   if (options.ops.empty() || options.ops.size() > 62)
     throw std::invalid_argument("operator set must have 1..62 entries");
   const auto start = Clock::now();
@@ -685,8 +768,8 @@ GeneratorResult generate_rules(const GeneratorOptions& options) {
   auto& st = result.stats;
 
   // Enumeration: every thread streams (fingerprint, graph) records of its subtrees.
-  const std::vector<EncOp> firsts = Enumerator(ops, options.max_ops, options.seed).first_choices();
-  tbb::enumerable_thread_specific<Enumerator> enumerators([&] { return Enumerator(ops, options.max_ops, options.seed); });
+  const std::vector<EncOp> firsts = Enumerator(ops, options.max_ops, options.max_outputs, options.seed).first_choices();
+  tbb::enumerable_thread_specific<Enumerator> enumerators([&] { return Enumerator(ops, options.max_ops, options.max_outputs, options.seed); });
   tbb::enumerable_thread_specific<std::vector<Record>> records;
   std::atomic<std::uint64_t> graphs{0};
   std::atomic<std::size_t> done{0};
@@ -770,7 +853,7 @@ GeneratorResult generate_rules(const GeneratorOptions& options) {
       for (int ta : r_out) {
         bool found = false;
         for (std::size_t j = 0; j < m_out.size() && !found; ++j)
-          if (!taken[j] && store.hash(rv[static_cast<std::size_t>(ta)]) == store.hash(mv[static_cast<std::size_t>(m_out[j])])) {
+          if (!taken[j] && store.identity(rv[static_cast<std::size_t>(ta)]) == store.identity(mv[static_cast<std::size_t>(m_out[j])])) {
             taken[j] = found = true;
             cand.outputs.emplace_back(ta, m_out[j]);
             rule.outputs.push_back({tensor_term(rg, ops, ta, used), tensor_term(mg, ops, m_out[j], used)});

@@ -27,6 +27,9 @@ std::vector<OpInstance> parse_operator_set(std::string_view spec);
 struct GeneratorOptions {
   std::vector<OpInstance> ops;
   int max_ops = 3;          // 1..4
+  // Largest number of unconsumed outputs (mapped outputs of a rule) of a recorded graph. TASO's sets have at
+  // most 2; graphs with more are still enumerated as prefixes, but not fingerprinted.
+  int max_outputs = 2;
   std::uint64_t seed = 1;   // random inputs of the fingerprints and of the floating-point confirmation
   double tolerance = 1e-5;  // relative, floating-point confirmation
   // Drop multi-output rules made of equations over disjoint inputs (each part is a smaller rule). TASO keeps

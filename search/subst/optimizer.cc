@@ -1,14 +1,17 @@
 #include "search/subst/optimizer.h"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <queue>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
+#include <variant>
 
 #include <fmt/format.h>
 #include <tbb/parallel_for.h>
@@ -62,7 +65,8 @@ bool grouped_conv(const OpInstance& inst, const Graph& g, const Node& n) {
 
 class Matcher {
  public:
-  Matcher(const Graph& g, const MatchIndex& index, const LhsIndex& lhs) : g_(g), index_(index), lhs_(lhs) {}
+  // index may be null: operators are then derived per visited node (one-off matches).
+  Matcher(const Graph& g, const MatchIndex* index, const LhsIndex& lhs) : g_(g), index_(index), lhs_(lhs) {}
 
   bool match(const Term& t, ValueId v, MatchState& st) const {
     const int id = lhs_.term_id.at(&t);
@@ -75,7 +79,12 @@ class Matcher {
     if (app != models::kNoValue) return app == v;
     const auto& val = g_.value(v);
     if (val.producer < 0) return false;
-    const auto& inst = index_.instances[static_cast<std::size_t>(val.producer)];
+    std::optional<OpInstance> computed;
+    if (!index_) {
+      computed = from_ir(g_, g_.node(val.producer));
+      if (computed && grouped_conv(*computed, g_, g_.node(val.producer))) computed.reset();
+    }
+    const auto& inst = index_ ? index_->instances[static_cast<std::size_t>(val.producer)] : computed;
     if (!inst) return false;
     const Op want = t.op() == Op::split_1 ? Op::split_0 : t.op();
     if (inst->op != want) return false;
@@ -98,7 +107,7 @@ class Matcher {
 
  private:
   const Graph& g_;
-  const MatchIndex& index_;
+  const MatchIndex* index_;
   const LhsIndex& lhs_;
 };
 
@@ -108,6 +117,14 @@ bool root_candidate(const Graph& g, const Term& t, ValueId v) {
   if (t.is_variable()) return false;  // a bare-variable lhs is not a rewrite site
   if (val.producer < 0) return false;
   return val.producer_output == (t.op() == Op::split_1 ? 1 : 0);
+}
+
+bool shares_variable_with_earlier(const Rule& rule, std::size_t eq) {
+  std::vector<std::string> earlier, mine;
+  for (std::size_t i = 0; i < eq; ++i) collect_variables(rule.outputs[i].lhs, earlier);
+  collect_variables(rule.outputs[eq].lhs, mine);
+  return std::any_of(mine.begin(), mine.end(),
+                     [&](const std::string& v) { return std::find(earlier.begin(), earlier.end(), v) != earlier.end(); });
 }
 
 void match_equations(const Graph& g, const MatchIndex& index, const Matcher& m, const Rule& rule,
@@ -120,16 +137,33 @@ void match_equations(const Graph& g, const MatchIndex& index, const Matcher& m, 
   const Term& t = rule.outputs[eq].lhs;
   if (t.is_variable()) return;
   const Op root_op = t.op() == Op::split_1 ? Op::split_0 : t.op();
-  for (NodeId n : index.by_op[static_cast<std::size_t>(root_op)]) {
+  const auto& all = index.by_op[static_cast<std::size_t>(root_op)];
+  std::vector<NodeId> near;
+  if (eq > 0 && !shares_variable_with_earlier(rule, eq)) {
+    // An output of a multi-output rule that shares no input with the earlier ones (relu(a), relu(b) merged
+    // through concat) is only paired with operators whose results meet an earlier root's at a common
+    // consumer: only there can the concat/split it introduces cancel. All pairs would be quadratic in the
+    // graph size and almost all of them useless (docs/subst.md).
+    for (ValueId r : roots)
+      for (NodeId c : index.consumers[static_cast<std::size_t>(r)])
+        for (ValueId in : g.node(c).inputs)
+          if (const NodeId p = g.value(in).producer; p >= 0 && std::binary_search(all.begin(), all.end(), p))
+            near.push_back(p);
+    std::sort(near.begin(), near.end());
+    near.erase(std::unique(near.begin(), near.end()), near.end());
+  }
+  MatchState next;
+  for (NodeId n : (eq > 0 && !shares_variable_with_earlier(rule, eq)) ? near : all) {
     const auto& outs = g.node(n).outputs;
     const std::size_t k = t.op() == Op::split_1 ? 1 : 0;
     if (k >= outs.size()) continue;
     const ValueId v = outs[k];
     if (std::find(roots.begin(), roots.end(), v) != roots.end()) continue;
-    MatchState next = st;
+    next.vars.assign(st.vars.begin(), st.vars.end());  // reuses the buffers: most attempts fail
+    next.apps.assign(st.apps.begin(), st.apps.end());
     if (!m.match(t, v, next)) continue;
     roots.push_back(v);
-    match_equations(g, index, m, rule, eq + 1, std::move(next), roots, out);
+    match_equations(g, index, m, rule, eq + 1, next, roots, out);
     roots.pop_back();
   }
 }
@@ -147,6 +181,40 @@ std::uint64_t hash_text(std::string_view s) {
   return h;
 }
 
+std::uint64_t hash_attrs(const models::Attrs& attrs) {
+  std::uint64_t h = 0x6174747273ULL;
+  for (const auto& [name, value] : attrs.items()) {
+    h = mix(h, hash_text(name));
+    h = mix(h, value.index());
+    std::visit(
+        [&](const auto& x) {
+          using X = std::decay_t<decltype(x)>;
+          if constexpr (std::is_same_v<X, std::int64_t>) {
+            h = mix(h, static_cast<std::uint64_t>(x));
+          } else if constexpr (std::is_same_v<X, double>) {
+            h = mix(h, std::bit_cast<std::uint64_t>(x));
+          } else if constexpr (std::is_same_v<X, std::string>) {
+            h = mix(h, hash_text(x));
+          } else {
+            for (auto i : x) h = mix(h, static_cast<std::uint64_t>(i));
+          }
+        },
+        value);
+  }
+  return h;
+}
+
+std::uint64_t hash_type(const models::TensorType& t) {
+  std::uint64_t h = mix(0x74797065ULL, static_cast<std::uint64_t>(t.dtype));
+  for (auto d : t.shape) h = mix(h, static_cast<std::uint64_t>(d));
+  return h;
+}
+
+}  // namespace
+
+namespace {
+std::vector<Match> find_matches_with(const Graph& g, const MatchIndex& index, const LhsIndex& lhs,
+                                     const Rule& rule, std::size_t rule_index);
 }  // namespace
 
 MatchIndex::MatchIndex(const Graph& g)
@@ -168,10 +236,16 @@ std::vector<Match> find_matches(const Graph& g, const Rule& rule, std::size_t ru
 
 std::vector<Match> find_matches(const Graph& g, const MatchIndex& index, const Rule& rule,
                                 std::size_t rule_index) {
+  return find_matches_with(g, index, LhsIndex(rule), rule, rule_index);
+}
+
+namespace {
+
+std::vector<Match> find_matches_with(const Graph& g, const MatchIndex& index, const LhsIndex& lhs,
+                                     const Rule& rule, std::size_t rule_index) {
   std::vector<Match> result;
   if (rule.outputs.empty()) return result;
-  const LhsIndex lhs(rule);
-  const Matcher m(g, index, lhs);
+  const Matcher m(g, &index, lhs);
   std::vector<std::pair<MatchState, std::vector<ValueId>>> raw;
   std::vector<ValueId> roots;
   match_equations(g, index, m, rule, 0, m.empty(), roots, raw);
@@ -213,8 +287,6 @@ std::vector<Match> find_matches(const Graph& g, const MatchIndex& index, const R
                result.end());
   return result;
 }
-
-namespace {
 
 // A value of the graph being built: an existing value or output `output` of new node `node`.
 struct Ref {
@@ -382,9 +454,8 @@ std::optional<Graph> apply_match(const Graph& g, const Rule& rule, const Match& 
   // Re-derive the lhs roots of this match.
   std::vector<ValueId> roots;
   {
-    const MatchIndex index(g);
     const LhsIndex lhs(rule);
-    const Matcher m(g, index, lhs);
+    const Matcher m(g, nullptr, lhs);
     MatchState st = m.empty();
     for (std::size_t i = 0; i < lhs.var_names.size(); ++i) {
       auto it = vars.find(lhs.var_names[i]);
@@ -475,6 +546,14 @@ std::optional<Graph> apply_match(const Graph& g, const Rule& rule, const Match& 
       if (--indegree[static_cast<std::size_t>(u)] == 0) ready.push(u);
   }
   if (static_cast<int>(order.size()) != live) return std::nullopt;  // the rewrite closes a cycle
+  // Items that reach no graph output (the replaced nodes' exclusive producers) are dropped while building.
+  std::vector<char> reaches_output(static_cast<std::size_t>(total), 0);
+  for (ValueId v : g.outputs())
+    if (const int d = dep_of(resolve(v)); d >= 0) reaches_output[static_cast<std::size_t>(d)] = 1;
+  for (auto it = order.rbegin(); it != order.rend(); ++it)
+    if (reaches_output[static_cast<std::size_t>(*it)])
+      for (int d : deps[static_cast<std::size_t>(*it)])
+        if (d >= 0) reaches_output[static_cast<std::size_t>(d)] = 1;
 
   Graph out(g.name());
   std::vector<ValueId> old_to_new(g.values().size(), models::kNoValue);
@@ -494,6 +573,7 @@ std::optional<Graph> apply_match(const Graph& g, const Rule& rule, const Match& 
   };
   try {
     for (int i : order) {
+      if (!reaches_output[static_cast<std::size_t>(i)]) continue;
       if (i < n_old) {
         const Node& n = g.node(i);
         std::vector<ValueId> ins;
@@ -529,7 +609,7 @@ std::optional<Graph> apply_match(const Graph& g, const Rule& rule, const Match& 
     if (is_out && replacement[i].node >= 0)
       out.set_value_name(value_of(replacement[i]), g.value(roots[i]).name);
   }
-  return remove_dead_nodes(out);
+  return out;
 }
 
 Graph remove_dead_nodes(const Graph& g) {
@@ -652,10 +732,10 @@ std::uint64_t graph_hash(const Graph& g) {
   for (ValueId v = 0; v < static_cast<ValueId>(g.values().size()); ++v) {
     const auto& val = g.value(v);
     if (val.producer < 0)
-      vh[static_cast<std::size_t>(v)] = mix(hash_text(val.name), hash_text(models::type_str(val.type)));
+      vh[static_cast<std::size_t>(v)] = mix(hash_text(val.name), hash_type(val.type));
   }
   for (const Node& n : g.nodes()) {
-    std::uint64_t h = mix(hash_text(n.op->name), hash_text(n.attrs.str()));
+    std::uint64_t h = mix(hash_text(n.op->name), hash_attrs(n.attrs));
     for (ValueId v : n.inputs) h = mix(h, vh[static_cast<std::size_t>(v)]);
     for (std::size_t k = 0; k < n.outputs.size(); ++k)
       vh[static_cast<std::size_t>(n.outputs[k])] = mix(h, k + 1);
@@ -688,7 +768,7 @@ OptimizeResult optimize(const Graph& input, std::span<const Rule> rules, const m
     AppliedSubstitution step;
   };
   std::vector<State> states;
-  std::vector<Pending> pending;
+  std::vector<std::unique_ptr<Pending>> pending;  // null once popped or dropped
   Graph start_graph = remove_dead_nodes(input);
   const double c0 = graph_cost(start_graph, cost);
   const auto max_ops =
@@ -705,6 +785,8 @@ OptimizeResult optimize(const Graph& input, std::span<const Rule> rules, const m
     double delta = 0;
     std::size_t new_nodes = 0;
   };
+  std::vector<LhsIndex> lhs_indices;
+  for (const auto& r : rules) lhs_indices.emplace_back(r);
   std::unordered_map<std::uint64_t, DeltaEstimate> delta_cache;
   std::mutex cache_mutex;
 
@@ -713,6 +795,10 @@ OptimizeResult optimize(const Graph& input, std::span<const Rule> rules, const m
     const Graph& current = states[idx].graph;
     const NodeCosts costs = node_costs(current, cost);
     const MatchIndex index(current);
+    const double threshold = options.alpha * states[best].cost;
+    std::vector<std::uint64_t> node_hash, value_hash;
+    for (const Node& n : current.nodes()) node_hash.push_back(hash_text(n.name));
+    for (const auto& v : current.values()) value_hash.push_back(hash_text(v.name));
     std::vector<std::vector<Pending>> per_rule(rules.size() + options.xfers.size());
     tbb::parallel_for(std::size_t{0}, per_rule.size(), [&](std::size_t r) {
       if (r >= rules.size()) {
@@ -723,16 +809,14 @@ OptimizeResult optimize(const Graph& input, std::span<const Rule> rules, const m
         }
         return;
       }
-      for (auto& m : find_matches(current, index, rules[r], r)) {
-        AppliedSubstitution step{rules[r].name, {}};
-        for (NodeId n : m.nodes) step.nodes.push_back(current.node(n).name);
+      for (auto& m : find_matches_with(current, index, lhs_indices[r], rules[r], r)) {
         // The same match (same rule, nodes and bound values, identified by name: rewrites keep the names of
         // the nodes and values they do not replace) recurs in every descendant of the graph it was found in;
         // its cost change is computed once.
         std::uint64_t key = mix(0x6d61746368ULL, r);
-        for (NodeId n : m.nodes) key = mix(key, hash_text(current.node(n).name));
+        for (NodeId n : m.nodes) key = mix(key, node_hash[static_cast<std::size_t>(n)]);
         for (const auto& [name, v] : m.bindings)
-          key = mix(mix(key, hash_text(current.value(v).name)), costs.folded[static_cast<std::size_t>(v)]);
+          key = mix(mix(key, value_hash[static_cast<std::size_t>(v)]), costs.folded[static_cast<std::size_t>(v)]);
         DeltaEstimate d;
         bool cached = false;
         {
@@ -746,26 +830,25 @@ OptimizeResult optimize(const Graph& input, std::span<const Rule> rules, const m
           std::size_t new_nodes = 0;
           const auto [status, estimate] = target_cost(current, costs, rules[r], m, cost, new_nodes);
           d = {status, estimate - costs.total, new_nodes};
+          if (status == Estimate::unknown) {  // split points outside the target graph: build it once
+            const auto next = apply_match(current, rules[r], m, "probe_");
+            d = next ? DeltaEstimate{Estimate::ok, graph_cost(*next, cost) - costs.total,
+                                     next->nodes().size() + m.nodes.size() - current.nodes().size()}
+                     : DeltaEstimate{Estimate::rejected, 0, 0};
+          }
           std::lock_guard lock(cache_mutex);
           delta_cache.emplace(key, d);
         }
-        if (d.status == Estimate::rejected) continue;
-        if (d.status == Estimate::ok) {
-          if (current.nodes().size() + d.new_nodes - m.nodes.size() > max_ops) continue;
-          per_rule[r].push_back({costs.total + d.delta, idx, r, std::move(m), std::nullopt, std::move(step)});
-          continue;
-        }
-        auto next = apply_match(current, rules[r], m, fmt::format("s{}_{}_", idx, per_rule[r].size()));
-        if (!next || next->nodes().size() > max_ops) continue;
-        const double c = graph_cost(*next, cost);
-        per_rule[r].push_back({c, idx, r, std::move(m), std::move(next), std::move(step)});
+        if (d.status != Estimate::ok || costs.total + d.delta >= threshold) continue;
+        if (current.nodes().size() + d.new_nodes - m.nodes.size() > max_ops) continue;
+        per_rule[r].push_back({costs.total + d.delta, idx, r, std::move(m), std::nullopt, {}});
       }
     });
     for (auto& cands : per_rule)
       for (auto& cand : cands) {
         if (cand.estimate >= options.alpha * states[best].cost) continue;
-        pending.push_back(std::move(cand));
-        queue.push({pending.back().estimate, pending.size() - 1});
+        pending.push_back(std::make_unique<Pending>(std::move(cand)));
+        queue.push({pending.back()->estimate, pending.size() - 1});
         ++res.generated;
       }
     // At most `budget - explored` more graphs are expanded, so candidates ranked far below that can never be
@@ -779,7 +862,7 @@ OptimizeResult optimize(const Graph& input, std::span<const Rule> rules, const m
         entries.push_back(queue.top());
         queue.pop();
       }
-      for (std::size_t i = keep; i < entries.size(); ++i) pending[entries[i].second] = Pending{};
+      for (std::size_t i = keep; i < entries.size(); ++i) pending[entries[i].second].reset();
       entries.resize(keep);
       queue = decltype(queue)(std::greater<>{}, std::move(entries));
     }
@@ -789,10 +872,15 @@ OptimizeResult optimize(const Graph& input, std::span<const Rule> rules, const m
   while (!queue.empty() && res.explored < options.budget) {
     const std::size_t pi = queue.top().second;
     queue.pop();
-    Pending p = std::move(pending[pi]);
-    pending[pi] = Pending{};
+    Pending p = std::move(*pending[pi]);
+    pending[pi].reset();
     std::optional<Graph> next = std::move(p.graph);
-    if (!next) next = apply_match(states[p.parent].graph, rules[p.rule], p.match, fmt::format("s{}_", pi));
+    if (!next) {
+      const Graph& parent = states[p.parent].graph;
+      next = apply_match(parent, rules[p.rule], p.match, fmt::format("s{}_", pi));
+      p.step.rule = rules[p.rule].name;
+      for (NodeId n : p.match.nodes) p.step.nodes.push_back(parent.node(n).name);
+    }
     if (!next || next->nodes().size() > max_ops) continue;
     if (!seen.insert(graph_hash(*next)).second) continue;
     const double c = graph_cost(*next, cost);

@@ -24,6 +24,12 @@ struct RefuteOptions {
   std::uint64_t seed = 1;
   int samples = 2;         // random input sets per shape assignment
   bool other_shapes = true;  // also try the declared shapes with their sizes changed (kernel sizes 1 and 3 kept)
+  // Then search small shapes (every dimension 1..max_dim) on which both sides type-check, like the axiom
+  // validation, at most small_shape_instances per equation; 0 = off. Off by default: it also refutes rules
+  // that hold only for the convolution grouping of their declared shapes, which Z3 proves from TASO's axioms
+  // #19/#24 (themselves false for grouped weights, docs/subst.md).
+  std::size_t small_shape_instances = 0;
+  std::int64_t max_dim = 3;
 };
 
 // A counter-example ("output 0 at input_1: 2x4, ...: values differ in the prime field at element 3 ...") when

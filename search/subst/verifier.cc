@@ -218,6 +218,11 @@ std::optional<RuleResult> check_by_evaluation(const Rule& rule, const VerifyOpti
 
 RuleResult verify_one(const Rule& rule, std::span<const Axiom> axioms, const VerifyOptions& options) {
   if (auto rejected = check_by_evaluation(rule, options)) return *std::move(rejected);
+  if (!options.run_z3) {
+    RuleResult r;
+    r.reason = "not refuted by evaluation (Z3 not run)";
+    return r;
+  }
   return Prover(axioms, options).verify(rule);
 }
 

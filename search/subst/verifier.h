@@ -35,6 +35,8 @@ struct VerifyOptions {
   // make it `refuted` without a Z3 query. Both only reject, so soundness does not depend on them.
   bool check_shapes = true;
   bool refute_by_evaluation = true;
+  // false: stop after the evaluation checks; rules they do not reject are `unknown` ("not refuted").
+  bool run_z3 = true;
 };
 
 struct EquationResult {
