@@ -1,6 +1,7 @@
 #include "models/cost/cost_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -39,11 +40,32 @@ std::string profile_key(const Graph& g, const Node& n, std::string_view device) 
   return fmt::format("{}|{}|{}|{}", n.op->name, n.attrs.str(), types, device);
 }
 
+bool is_contiguous_split(const Graph& g, const Node& n) {
+  if (n.op->name != "split" || n.inputs.empty()) return false;
+  const auto& s = g.type(n.inputs[0]).shape;
+  auto axis = n.attrs.i("axis");
+  if (axis < 0) axis += static_cast<std::int64_t>(s.size());
+  for (std::int64_t d = 0; d < axis && d < static_cast<std::int64_t>(s.size()); ++d)
+    if (s[static_cast<std::size_t>(d)] != 1) return false;
+  return true;
+}
+
+double grouped_conv_tile_utilization(const Graph& g, const Node& n) {
+  if (n.op->name != "conv2d" || n.inputs.size() < 2) return 1.0;
+  const std::int64_t groups = n.attrs.i("groups");
+  const auto& w = g.type(n.inputs[1]).shape;  // [O, C/groups, kh, kw]
+  if (groups <= 1 || w.size() != 4 || w[1] <= 1) return 1.0;
+  const double per_group_n = static_cast<double>(w[0] / groups);
+  const double per_group_k = static_cast<double>(w[1] * w[2] * w[3]);
+  auto fill = [](double extent, double tile) { return extent / (std::ceil(extent / tile) * tile); };
+  return fill(per_group_n, kGemmMinTileN) * fill(per_group_k, kGemmMinTileK);
+}
+
 OpCost CostModel::node_cost(const Graph& g, const Node& n) const {
   OpCost c;
   c.flops = node_flops(g, n);
   c.bytes = node_bytes(g, n);
-  if (is_view(n)) {
+  if (is_view(n) || is_contiguous_split(g, n)) {
     c.is_view = true;
     return c;
   }
@@ -58,7 +80,8 @@ OpCost CostModel::node_cost(const Graph& g, const Node& n) const {
   const DType dt = n.outputs.empty() ? DType::kF32 : g.type(n.outputs[0]).dtype;
   const double peak = gpu_.peak_flops(to_hw(dt));
   const double tc_ideal = c.flops / peak, tm_ideal = c.bytes / gpu_.hbm_bandwidth;
-  const double tc = c.flops > 0 ? tc_ideal / eff.compute.at(tc_ideal) : 0.0;
+  const double tc =
+      c.flops > 0 ? tc_ideal / (eff.compute.at(tc_ideal) * grouped_conv_tile_utilization(g, n)) : 0.0;
   const double tm = c.bytes > 0 ? tm_ideal / eff.memory.at(tm_ideal) : 0.0;
   c.compute_bound = tc >= tm;
   c.seconds = gpu_.launch_overhead + std::max(tc, tm);

@@ -75,6 +75,20 @@ class CostModel {
   const ProfileDb* db_;
 };
 
+// Grouped convolutions (groups > 1, more than one input channel per group) run as one implicit GEMM per
+// group: M = N*Ho*Wo output pixels, N_g = O/groups output channels, K_g = (C/groups)*kh*kw. GEMM kernels
+// compute whole tiles, the smallest being kGemmMinTileN x kGemmMinTileK in (N, K), so a group narrower than
+// a tile wastes the padding: utilization = N_g / roundup(N_g, tile_n) * K_g / roundup(K_g, tile_k), which
+// divides the compute efficiency (docs/models.md, "Grouped convolutions"). Depth-wise convolutions (one
+// input channel per group) have dedicated direct kernels and are not GEMMs: utilization 1. Other nodes: 1.
+inline constexpr double kGemmMinTileN = 32, kGemmMinTileK = 16;
+double grouped_conv_tile_utilization(const Graph& g, const Node& n);
+
+// A split whose parts are contiguous blocks of its input (every dimension before the axis is 1, e.g. channels
+// of a batch-1 NCHW tensor): each output is the input pointer plus an offset, no kernel (as in TASO and
+// torch.split). Its cost is zero.
+bool is_contiguous_split(const Graph& g, const Node& n);
+
 // A node that launches no kernel: it only reinterprets its input's memory.
 bool is_view(const Node& n);
 

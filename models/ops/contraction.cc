@@ -282,6 +282,34 @@ void enlarge_kernel(const KernelCall<T>& c) {
       for (std::int64_t x = 0; x < s[3]; ++x)
         c.out[0][(p * o[2] + y + oy) * o[3] + x + ox] = c.in[0][(p * s[2] + y) * s[3] + x];
 }
+// ---------------- merge_gconv ----------------
+// TASO's merge_gconv (taso.md §4.2, merge-group-convs): the weight of a grouped convolution with `groups`
+// groups rewritten for groups / count groups. Output channel o of old group g = o / (O / groups) keeps its
+// weights in slot g % count of its merged group's input channels; the other slots are zero, so the merged
+// (block-diagonal) convolution computes the same function with fewer, larger per-group GEMMs.
+std::vector<TensorType> merge_gconv_shape(std::span<const TensorType> in, const Attrs& a) {
+  expect_rank(in[0], 4, "kernel (OIHW)");
+  const auto groups = a.i("groups"), count = a.i("count");
+  const auto& s = in[0].shape;
+  if (groups < 1 || count < 1 || groups % count != 0)
+    shape_fail(fmt::format("count {} must divide groups {}", count, groups));
+  if (s[0] % groups != 0)
+    shape_fail(fmt::format("{} output channels are not divisible by {} groups", s[0], groups));
+  return {TensorType{{s[0], s[1] * count, s[2], s[3]}, in[0].dtype}};
+}
+template <class T>
+void merge_gconv_kernel(const KernelCall<T>& c) {
+  const auto& s = *c.in[0].shape;
+  const std::int64_t groups = c.attrs.i("groups"), count = c.attrs.i("count");
+  const std::int64_t per_group = s[0] / groups, cg = s[1], hw = s[2] * s[3];
+  for (std::int64_t i = 0; i < c.out[0].numel; ++i) c.out[0][i] = T{};
+  for (std::int64_t o = 0; o < s[0]; ++o) {
+    const std::int64_t slot = (o / per_group) % count;
+    for (std::int64_t ci = 0; ci < cg; ++ci)
+      for (std::int64_t k = 0; k < hw; ++k)
+        c.out[0][(o * cg * count + slot * cg + ci) * hw + k] = c.in[0][(o * cg + ci) * hw + k];
+  }
+}
 std::vector<TensorType> crop_shape(std::span<const TensorType> in, const Attrs& a) {
   expect_rank(in[0], 4, "kernel gradient (OIHW)");
   const auto& k = a.ints("kernel");
@@ -400,6 +428,17 @@ void register_contraction_ops(OpRegistry& r) {
          .flops = zero_count,
          .kernel = STRATA_KERNELS(enlarge_kernel),
          .grad = enlarge_grad});
+  r.add({.name = "merge_gconv",
+         .symbol = "merge_gconv",
+         .summary = "grouped-conv kernel (OIHW) rewritten for groups/count groups, block-diagonal with zeros",
+         .kind = OpKind::kDataMovement,
+         .attrs = {{"groups", AttrKind::kInt, std::nullopt, "groups of the convolution the kernel belongs to"},
+                   {"count", AttrKind::kInt, std::nullopt, "how many groups are merged into one"}},
+         .symbol_params = {"groups", "count"},
+         .linear_in = {0},
+         .shape = merge_gconv_shape,
+         .flops = zero_count,
+         .kernel = STRATA_KERNELS(merge_gconv_kernel)});
   r.add({.name = "enlarge_grad",
          .symbol = "enlarge_grad",
          .summary = "centre crop of a kernel gradient",
