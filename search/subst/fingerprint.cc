@@ -336,16 +336,19 @@ ValueStore::Result ValueStore::apply(int inst, std::span<const ValueId> args, bo
 }
 
 std::size_t ValueStore::memory_bytes() const {
-  return values_.capacity() * sizeof(Value) + arena_.capacity() * sizeof(ModP) +
-         (by_identity_.size() + memo_.size()) * 48;
+  // Entries, not capacities: after clear() the count restarts from the inputs.
+  return values_.size() * sizeof(Value) + arena_.size() * sizeof(ModP) + (by_identity_.size() + memo_.size()) * 48;
 }
 
 void ValueStore::clear() {
   values_.resize(kGeneratorInputs);
+  values_.shrink_to_fit();
   arena_.resize(inputs_arena_);
-  by_identity_.clear();
+  arena_.shrink_to_fit();
+  // Fresh tables: clearing a grown unordered_map keeps (and memsets) its whole bucket array.
+  by_identity_ = {};
+  memo_ = {};
   for (ValueId i = 0; i < kGeneratorInputs; ++i) by_identity_.emplace(values_[i].identity, i);
-  memo_.clear();
 }
 
 }  // namespace strata::search::subst

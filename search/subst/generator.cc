@@ -820,6 +820,7 @@ GeneratorResult generate_rules(const GeneratorOptions& options) {
   tbb::enumerable_thread_specific<ValueStore> stores([&] { return ValueStore(ops, options.seed); });
   std::vector<std::vector<Candidate>> per_class(classes.size());
   std::atomic<std::uint64_t> candidates{0}, after_structure{0};
+  std::atomic<std::size_t> classes_done{0};
   tbb::parallel_for(std::size_t{0}, classes.size(), [&](std::size_t c) {
     auto& store = stores.local();
     if (store.memory_bytes() > (std::size_t{256} << 20)) store.clear();
@@ -846,8 +847,6 @@ GeneratorResult generate_rules(const GeneratorOptions& options) {
       Candidate cand;
       cand.rep = all[rep].graph;
       cand.member = all[i].graph;
-      Rule& rule = cand.rule;
-      std::vector<int> used;
       std::vector<bool> taken(m_out.size(), false);
       bool ok = true;
       for (int ta : r_out) {
@@ -856,7 +855,6 @@ GeneratorResult generate_rules(const GeneratorOptions& options) {
           if (!taken[j] && store.identity(rv[static_cast<std::size_t>(ta)]) == store.identity(mv[static_cast<std::size_t>(m_out[j])])) {
             taken[j] = found = true;
             cand.outputs.emplace_back(ta, m_out[j]);
-            rule.outputs.push_back({tensor_term(rg, ops, ta, used), tensor_term(mg, ops, m_out[j], used)});
           }
         ok = ok && found;
       }
@@ -864,6 +862,10 @@ GeneratorResult generate_rules(const GeneratorOptions& options) {
       ++n_cand;
       if (common_subgraph(rg, mg) || common_supergraph(rg, mg, ops, store, rv, mv)) continue;
       ++n_struct;
+      Rule& rule = cand.rule;
+      std::vector<int> used;
+      for (auto [ta, tb] : cand.outputs)
+        rule.outputs.push_back({tensor_term(rg, ops, ta, used), tensor_term(mg, ops, tb, used)});
       std::sort(used.begin(), used.end());
       used.erase(std::unique(used.begin(), used.end()), used.end());
       for (int u : used) rule.inputs.push_back({fmt::format("input_{}", u + 1), taso_generator_input_shape(u + 1)});
@@ -871,6 +873,14 @@ GeneratorResult generate_rules(const GeneratorOptions& options) {
     }
     candidates += n_cand;
     after_structure += n_struct;
+    const auto d = ++classes_done;
+    if (std::unique_lock lock(progress_mu, std::try_to_lock); lock.owns_lock()) {
+      if (Clock::now() - last_report > std::chrono::seconds(2)) {
+        last_report = Clock::now();
+        say(fmt::format("  pairing: {}/{} classes, {} candidates, {:.1f} s", d, classes.size(), candidates.load(),
+                        elapsed()));
+      }
+    }
   });
   st.candidates = candidates;
   st.after_common_subgraph = after_structure;
