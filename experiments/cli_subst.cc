@@ -61,9 +61,11 @@ std::size_t equation_count(std::span<const ss::Rule> rules) {
 struct VerifyCli {
   std::string path, json, output;
   RuleFileOptions file;
-  unsigned timeout_ms = 10000;
+  unsigned timeout_ms = ss::VerifyOptions{}.timeout_ms;
   int jobs = 0;
   bool failures_only = false;
+  bool no_shape_check = false, no_refute = false, no_z3 = false;
+  ss::RefuteOptions refute;
   std::vector<std::string> z3;
 };
 
@@ -73,6 +75,10 @@ void run_verify(const VerifyCli& o) {
   ss::VerifyOptions vo;
   vo.timeout_ms = o.timeout_ms;
   vo.jobs = o.jobs;
+  vo.check_shapes = !o.no_shape_check;
+  vo.refute_by_evaluation = !o.no_refute;
+  vo.run_z3 = !o.no_z3;
+  vo.refute = o.refute;
   for (const auto& kv : o.z3) {
     const auto eq = kv.find('=');
     if (eq == std::string::npos || eq == 0)
@@ -265,7 +271,8 @@ void add_subst_commands(CLI::App& app) {
   v->add_option("rules", verify->path, "rule file (strata format or TASO equation file)")
       ->required()
       ->check(CLI::ExistingFile);
-  v->add_option("--timeout-ms", verify->timeout_ms, "Z3 timeout per equation in milliseconds")
+  v->add_option("--timeout-ms", verify->timeout_ms,
+                "Z3 timeout per equation in milliseconds (TASO's artifact: 10000)")
       ->capture_default_str()
       ->check(CLI::Range(1u, 3600000u));
   v->add_option("--jobs", verify->jobs, "worker threads (0 = all hardware threads)")
@@ -273,6 +280,16 @@ void add_subst_commands(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   v->add_option("--z3", verify->z3,
                 "extra Z3 solver parameter NAME=VALUE (repeatable), e.g. --z3 mbqi=false");
+  v->add_flag("--no-shape-check", verify->no_shape_check,
+              "do not type-check rules on their declared input shapes before Z3");
+  v->add_flag("--no-refute", verify->no_refute,
+              "do not evaluate rules on random inputs before Z3 (every rule then costs a Z3 query)");
+  v->add_option("--refute-small-shapes", verify->refute.small_shape_instances,
+                "also search small shapes (dims 1..3) for counter-examples, up to N well-typed instances per "
+                "equation; finds rules that hold only for their declared convolution grouping (0 = off)")
+      ->capture_default_str();
+  v->add_flag("--no-z3", verify->no_z3,
+              "only the evaluation checks: rules they do not reject are reported unknown (fast triage)");
   v->add_flag("--failures-only", verify->failures_only, "list only rules that were not proved");
   v->add_option("--json", verify->json, "also write per-rule outcomes to this JSON file");
   v->add_option("-o,--output", verify->output, "write the proved rules to this file (strata rule format)");

@@ -268,7 +268,8 @@ std::vector<AxiomValidation> validate_axioms(std::span<const Axiom> axioms,
 }
 
 std::optional<AxiomCounterExample> find_counter_example(const Term& lhs, const Term& rhs,
-                                                        const AxiomValidationOptions& options, bool values_only) {
+                                                        const AxiomValidationOptions& options,
+                                                        bool values_only) {
   Axiom eq;
   eq.lhs = lhs;
   eq.rhs = rhs;

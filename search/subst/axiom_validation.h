@@ -53,11 +53,12 @@ struct AxiomValidation {
 std::vector<AxiomValidation> validate_axioms(std::span<const Axiom> axioms,
                                              const AxiomValidationOptions& options);
 
-// A counter-example to `lhs == rhs` (terms with literal parameters only, e.g. one equation of a rule) on small
-// shapes of its variables, searched like an axiom instance; with values_only, instances whose sides differ in
-// shape or split history are skipped rather than counted (a rewrite never applies there).
+// A counter-example to `lhs == rhs` (terms with literal parameters only, e.g. one equation of a rule) on
+// small shapes of its variables, searched like an axiom instance; with values_only, instances whose sides
+// differ in shape or split history are skipped rather than counted (a rewrite never applies there).
 std::optional<AxiomCounterExample> find_counter_example(const Term& lhs, const Term& rhs,
-                                                        const AxiomValidationOptions& options, bool values_only);
+                                                        const AxiomValidationOptions& options,
+                                                        bool values_only);
 
 // "sx=2 sy=1 pad=0; x: 1x2x2x1, y: 1x2x1x1; constants n=2: values differ ..."
 std::string format_counter_example(const AxiomCounterExample& ce, const Axiom& axiom);

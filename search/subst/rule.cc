@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "hw/config_error.h"
+#include "search/subst/rule_check.h"
 #include "sim/trace.h"
 
 namespace strata::search::subst {
@@ -406,8 +407,13 @@ std::vector<Rule> load_rules(const std::string& path, RuleFileFormat format, Tas
       break;
     }
   }
-  return format == RuleFileFormat::taso ? parse_taso_equations(text, path, taso_shapes)
-                                        : parse_rules(text, path);
+  auto rules = format == RuleFileFormat::taso ? parse_taso_equations(text, path, taso_shapes)
+                                              : parse_rules(text, path);
+  for (const Rule& r : rules)
+    if (auto why = rule_shape_error(r))
+      throw ConfigError(fmt::format("{}: rule '{}' does not type-check on its declared input shapes: {}", r.origin,
+                                    r.name, *why));
+  return rules;
 }
 
 void save_rules(const std::string& path, std::span<const Rule> rules) {

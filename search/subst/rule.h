@@ -76,6 +76,8 @@ std::vector<Rule> parse_taso_equations(std::string_view text, std::string_view f
 
 enum class RuleFileFormat { automatic, strata, taso };
 // Reads a rule file. automatic: a first entry line starting with "INDEX<TAB>" means a TASO equation file.
+// Rules whose input shapes are all known must type-check on them (rule_check.h: both sides of every equation
+// well-typed under the IR's shape rules, with equal shapes); otherwise ConfigError "file:line: rule 'r' ...".
 std::vector<Rule> load_rules(const std::string& path, RuleFileFormat format = RuleFileFormat::automatic,
                              TasoShapes taso_shapes = TasoShapes::generator_table);
 // Writes rules in strata's format, atomically.

@@ -35,8 +35,9 @@ std::string shapes_text(const Shapes& shapes) {
   return s;
 }
 
-// Sizes of the declared shapes changed consistently (equal sizes stay equal, so the rule stays well-typed in
-// most cases); 1 and 3 are kept because they are kernel sizes and unit dimensions.
+// Sizes of the declared shapes changed consistently: equal sizes stay equal, so the rule usually stays
+// well-typed and its convolutions keep their grouping. The first three keep 1 and 3 (unit dimensions, kernel
+// sizes); the last changes every size.
 struct SizeMap {
   std::string_view name;
   std::int64_t (*map)(std::int64_t);
@@ -47,6 +48,16 @@ constexpr SizeMap kOtherSizes[] = {
     {"+1", [](std::int64_t v) { return v == 1 || v == 3 ? v : v + 1; }},
     {"all+2", [](std::int64_t v) { return v + 2; }},  // kernels too: 1x3 -> 3x5 exposes boundary effects
 };
+
+// The prime-field model has relu and max-pooling as fixed pseudo-random functions: a difference there means
+// the equation is not entailed by properties that hold for every such function (the axioms), and usually, but
+// not always (relu(relu(x)) = relu(x)), that it is false over the reals. Says which.
+std::string in_double_precision(const Equation& eq, const Shapes& shapes, const TermEvalOptions& eval,
+                                std::uint64_t seed) {
+  const auto vars = random_bindings<double>(shapes, seed);
+  const auto why = value_difference(evaluate(eq.lhs, vars, eval), evaluate(eq.rhs, vars, eval), 1e-9);
+  return why ? "also false in double precision" : "equal in double precision (not entailed by the axioms)";
+}
 
 }  // namespace
 
@@ -62,8 +73,8 @@ std::optional<std::string> rule_shape_error(const Rule& rule) {
       try {
         types[s] = infer_type(*sides[s], by_name);
       } catch (const TermTypeError& e) {
-        return fmt::format("{}{} does not type-check: {}", output_label(rule, i), s == 0 ? "source" : "target",
-                           e.what());
+        return fmt::format("{}{} does not type-check: {}", output_label(rule, i),
+                           s == 0 ? "source" : "target", e.what());
       }
     }
     if (types[0].shape != types[1].shape)
@@ -94,14 +105,16 @@ std::optional<std::string> refute_by_evaluation(const Rule& rule, const RefuteOp
       for (std::size_t i = 0; i < rule.outputs.size(); ++i) {
         std::optional<std::string> why;
         try {
-          why = value_difference(evaluate(rule.outputs[i].lhs, vars, eval), evaluate(rule.outputs[i].rhs, vars, eval));
+          why = value_difference(evaluate(rule.outputs[i].lhs, vars, eval),
+                                 evaluate(rule.outputs[i].rhs, vars, eval));
         } catch (const TermTypeError&) {
           break;  // not well-typed at these shapes: try the next ones
         }
         if (why && why->starts_with("shapes differ")) break;  // ill-typed for the rewrite at these sizes
         if (why)
-          return fmt::format("{}at {}{}: {}", output_label(rule, i), shapes_text(shapes),
-                             t == 0 ? "" : fmt::format(" (declared sizes {})", kOtherSizes[t - 1].name), *why);
+          return fmt::format("{}at {}{}: {}; {}", output_label(rule, i), shapes_text(shapes),
+                             t == 0 ? "" : fmt::format(" (declared sizes {})", kOtherSizes[t - 1].name), *why,
+                             in_double_precision(rule.outputs[i], shapes, eval, options.seed));
       }
     }
   }
@@ -113,7 +126,8 @@ std::optional<std::string> refute_by_evaluation(const Rule& rule, const RefuteOp
     small.seed = options.seed;
     for (std::size_t i = 0; i < rule.outputs.size(); ++i)
       if (auto ce = find_counter_example(rule.outputs[i].lhs, rule.outputs[i].rhs, small, true))
-        return fmt::format("{}at {} (small shapes): {}", output_label(rule, i), shapes_text(ce->shapes), ce->what);
+        return fmt::format("{}at {} (small shapes): {}", output_label(rule, i), shapes_text(ce->shapes),
+                           ce->what);
   }
   return std::nullopt;
 }

@@ -2,7 +2,8 @@
 // Z3 proof:
 //  - shape checking: on the rule's declared input shapes both sides of every equation must type-check under
 //    the IR's shape rules and have the same shape;
-//  - refutation: both sides evaluated in the prime field on random inputs, at the declared shapes and at a few
+//  - refutation: both sides evaluated in the prime field on random inputs, at the declared shapes and at a
+//  few
 //    other shapes that keep the rule well-typed. Different values prove the sides different functions (no
 //    probability involved in this direction), so a refuted rule can be rejected without asking Z3. Agreement
 //    proves nothing: acceptance still needs a Z3 proof.
@@ -22,8 +23,9 @@ std::optional<std::string> rule_shape_error(const Rule& rule);
 
 struct RefuteOptions {
   std::uint64_t seed = 1;
-  int samples = 2;         // random input sets per shape assignment
-  bool other_shapes = true;  // also try the declared shapes with their sizes changed (kernel sizes 1 and 3 kept)
+  int samples = 2;  // random input sets per shape assignment
+  bool other_shapes =
+      true;  // also try the declared shapes with their sizes changed (kernel sizes 1 and 3 kept)
   // Then search small shapes (every dimension 1..max_dim) on which both sides type-check, like the axiom
   // validation, at most small_shape_instances per equation; 0 = off. Off by default: it also refutes rules
   // that hold only for the convolution grouping of their declared shapes, which Z3 proves from TASO's axioms

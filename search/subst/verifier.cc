@@ -12,8 +12,6 @@
 #include <tbb/task_arena.h>
 #include <z3++.h>
 
-#include "search/subst/rule_check.h"
-
 namespace strata::search::subst {
 
 std::string_view to_string(VerifyStatus status) {
@@ -212,7 +210,8 @@ std::optional<RuleResult> check_by_evaluation(const Rule& rule, const VerifyOpti
   if (options.check_shapes)
     if (auto why = rule_shape_error(rule)) return reject(VerifyStatus::invalid, "ill-typed: " + *why);
   if (options.refute_by_evaluation)
-    if (auto why = refute_by_evaluation(rule)) return reject(VerifyStatus::refuted, "evaluation: " + *why);
+    if (auto why = refute_by_evaluation(rule, options.refute))
+      return reject(VerifyStatus::refuted, "evaluation: " + *why);
   return std::nullopt;
 }
 
