@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
+#include <ranges>
 #include <string>
 
 #include <fmt/format.h>
@@ -21,6 +22,8 @@
 #include "search/subst/generator.h"
 #include "search/subst/optimizer.h"
 #include "search/subst/rule.h"
+#include "search/subst/xfers.h"
+#include "sim/trace.h"
 
 namespace strata::cli {
 namespace {
@@ -76,6 +79,7 @@ struct OptimizeCli {
   std::int64_t batch = 0, seq = 0;
   std::uint64_t seed = 1;
   bool check = true;
+  std::string xfers = "all", listing;
   EqsatCli eqsat;  // --optimizer and the eqsat options (cli_optimize_eqsat.h)
 };
 
@@ -97,6 +101,16 @@ void run_optimize(const OptimizeCli& o) {
   opt.alpha = o.alpha;
   opt.budget = o.budget;
   opt.progress = [](std::string_view line) { fmt::print(stderr, "{}\n", line); };
+  if (o.xfers != "none") {
+    std::vector<std::string> names;
+    if (o.xfers != "all")
+      for (auto part : std::views::split(o.xfers, ',')) names.emplace_back(part.begin(), part.end());
+    try {
+      opt.xfers = ss::make_xfers(names);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(fmt::format("--xfers: {}", e.what()));
+    }
+  }
   fmt::print("model {}: {} nodes; {} rules; device {}\n", g.name(), g.nodes().size(), rules.size(), topo.gpu().name);
   if (o.eqsat.optimizer != "backtrack") {
     run_eqsat_optimize(o.eqsat, g, rules, cost, opt, o.output, o.check, o.seed);
@@ -112,6 +126,10 @@ void run_optimize(const OptimizeCli& o) {
   if (!o.output.empty()) {
     models::export_onnx(res.graph, o.output);
     fmt::print("wrote {}\n", o.output);
+  }
+  if (!o.listing.empty()) {
+    sim::write_file_atomically(o.listing, ss::graph_listing(res.graph));
+    fmt::print("wrote {}\n", o.listing);
   }
   if (o.check) {
     models::ExecOptions eo;
@@ -179,6 +197,11 @@ void add_optimize_commands(CLI::App& app) {
   opt->add_option("--seed", p->seed, "seed of the random inputs of the equality check")->capture_default_str();
   opt->add_flag("!--no-check", p->check, "skip the reference-executor equality check");
   opt->add_option("-o,--output", p->output, "write the optimized graph as ONNX");
+  opt->add_option("--listing", p->listing, "write a readable listing of the optimized graph (backtrack)");
+  opt->add_option("--xfers", p->xfers,
+                  "hand-written transformations used besides the rules: all, none, or a comma-separated list of "
+                  "fuse_conv_relu, merge_convs, merge_gconv, matmul_operand_layout (search/subst/xfers.h)")
+      ->capture_default_str();
   add_eqsat_options(*opt, p->eqsat);
   opt->callback([p] { run_optimize(*p); });
 }

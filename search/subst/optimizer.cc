@@ -726,6 +726,28 @@ std::pair<Estimate, double> target_cost(const Graph& g, const NodeCosts& costs, 
 
 }  // namespace
 
+std::string graph_listing(const Graph& g) {
+  std::string out = fmt::format("graph {}: {} nodes\n", g.name(), g.nodes().size());
+  for (const auto& v : g.values())
+    if (v.producer < 0)
+      out += fmt::format("  {} {} : {}\n", models::value_kind_name(v.kind), v.name, models::type_str(v.type));
+  for (const Node& n : g.nodes()) {
+    std::vector<std::string_view> outs, ins;
+    std::vector<std::string> types;
+    for (ValueId v : n.outputs) {
+      outs.push_back(g.value(v).name);
+      types.push_back(models::type_str(g.type(v)));
+    }
+    for (ValueId v : n.inputs) ins.push_back(g.value(v).name);
+    out += fmt::format("  {} = {}[{}]({}) : {}    # {}\n", fmt::join(outs, ", "), n.op->name, n.attrs.str(),
+                       fmt::join(ins, ", "), fmt::join(types, ", "), n.name);
+  }
+  std::vector<std::string_view> outs;
+  for (ValueId v : g.outputs()) outs.push_back(g.value(v).name);
+  out += fmt::format("  outputs: {}\n", fmt::join(outs, ", "));
+  return out;
+}
+
 std::uint64_t graph_hash(const Graph& g) {
   std::vector<std::uint64_t> vh(g.values().size(), 0);
   std::vector<std::uint64_t> nh;
@@ -766,6 +788,7 @@ OptimizeResult optimize(const Graph& input, std::span<const Rule> rules, const m
     Match match;
     std::optional<Graph> graph;
     AppliedSubstitution step;
+    std::function<std::optional<Graph>(const Graph&)> xfer;  // hand-written transformation site
   };
   std::vector<State> states;
   std::vector<std::unique_ptr<Pending>> pending;  // null once popped or dropped
@@ -802,10 +825,12 @@ OptimizeResult optimize(const Graph& input, std::span<const Rule> rules, const m
     std::vector<std::vector<Pending>> per_rule(rules.size() + options.xfers.size());
     tbb::parallel_for(std::size_t{0}, per_rule.size(), [&](std::size_t r) {
       if (r >= rules.size()) {
-        for (auto& x : options.xfers[r - rules.size()](current)) {
-          if (x.graph.nodes().size() > max_ops) continue;
-          const double c = graph_cost(x.graph, cost);
-          per_rule[r].push_back({c, idx, r, {}, std::move(x.graph), {std::move(x.name), std::move(x.nodes)}});
+        for (auto& site : options.xfers[r - rules.size()](current, costs, cost)) {
+          if (costs.total + site.delta >= threshold) continue;
+          Pending p{costs.total + site.delta, idx, r, {}, std::nullopt, {site.name, {}}, {}};
+          for (NodeId n : site.nodes) p.step.nodes.push_back(current.node(n).name);
+          p.xfer = std::move(site.apply);
+          per_rule[r].push_back(std::move(p));
         }
         return;
       }
@@ -841,7 +866,7 @@ OptimizeResult optimize(const Graph& input, std::span<const Rule> rules, const m
         }
         if (d.status != Estimate::ok || costs.total + d.delta >= threshold) continue;
         if (current.nodes().size() + d.new_nodes - m.nodes.size() > max_ops) continue;
-        per_rule[r].push_back({costs.total + d.delta, idx, r, std::move(m), std::nullopt, {}});
+        per_rule[r].push_back({costs.total + d.delta, idx, r, std::move(m), std::nullopt, {}, {}});
       }
     });
     for (auto& cands : per_rule)
@@ -875,7 +900,9 @@ OptimizeResult optimize(const Graph& input, std::span<const Rule> rules, const m
     Pending p = std::move(*pending[pi]);
     pending[pi].reset();
     std::optional<Graph> next = std::move(p.graph);
-    if (!next) {
+    if (p.xfer) {
+      next = p.xfer(states[p.parent].graph);
+    } else if (!next) {
       const Graph& parent = states[p.parent].graph;
       next = apply_match(parent, rules[p.rule], p.match, fmt::format("s{}_", pi));
       p.step.rule = rules[p.rule].name;

@@ -74,14 +74,21 @@ double graph_cost(const models::Graph& g, const models::CostModel& cost);
 // node hashes (operator, attributes, input hashes; sources hash by name and type).
 std::uint64_t graph_hash(const models::Graph& g);
 
-// A transformation outside the rule language (hand-written, like TASO's GraphXfers): every place it applies
-// to a graph, as the rewritten graph, the transformation's name and the names of the nodes it replaced.
-struct XferApplication {
-  std::string name;
-  std::vector<std::string> nodes;
-  models::Graph graph;
+// A transformation outside the rule language (hand-written, like TASO's GraphXfers, search/subst/xfers.h):
+// every place it applies to a graph, with the predicted cost change and a function that builds the rewritten
+// graph from the graph the site was found in (called only if the search takes this candidate).
+struct XferSite {
+  std::string name;                   // transformation, e.g. "merge_gconv(8)"
+  std::vector<models::NodeId> nodes;  // the nodes it replaces
+  double delta = 0;                   // predicted cost change, seconds
+  std::function<std::optional<models::Graph>(const models::Graph&)> apply;
 };
-using GraphXfer = std::function<std::vector<XferApplication>(const models::Graph&)>;
+using GraphXfer =
+    std::function<std::vector<XferSite>(const models::Graph&, const NodeCosts&, const models::CostModel&)>;
+
+// Readable listing of a graph: sources, then one line per node in order
+// ("y = conv2d[activation=relu,...](x, w) : f32[1,64,56,56]"), then the outputs.
+std::string graph_listing(const models::Graph& g);
 
 struct OptimizerOptions {
   double alpha = 1.05;        // relaxation: keep candidates costing less than alpha * best
