@@ -27,12 +27,19 @@ int variable_index(const std::vector<std::string>& vars, const std::string& name
   return it == vars.end() ? -1 : static_cast<int>(it - vars.begin());
 }
 
+// The rules' conv2d derives its groups from the shapes, and rules over convolutions hold for groups = 1 only
+// (as in the backtracking optimizer, docs/subst.md): a grouped convolution is neither matched nor built.
+bool ungroupable(const Signature& sig) {
+  return sig.op && sig.op->name == "conv2d" && sig.attrs.i("groups") != 1;
+}
+
 // Whether e-node n is an instance of the application at the top of pattern t.
 bool node_matches(const EGraph& eg, const ENode& n, const Term& t) {
   const auto& op = eg.signature(n.sig).rule_op;
   if (!op) return false;
   const Op want = t.op() == Op::split_1 ? Op::split_0 : t.op();
   if (op->op != want || n.output != (t.op() == Op::split_1 ? 1 : 0)) return false;
+  if (ungroupable(eg.signature(n.sig))) return false;
   if (op->params.size() != t.params().size() || n.children.size() != t.args().size()) return false;
   for (std::size_t i = 0; i < t.params().size(); ++i)
     if (t.params()[i].is_var() || t.params()[i].value != op->params[i]) return false;
@@ -187,7 +194,7 @@ std::optional<ClassId> build_target(EGraph& eg, const Term& t, const Bindings& b
     cshape = *s;
   }
   auto ir = to_ir(inst, shapes, split_point, cshape);
-  if (!ir) return std::nullopt;
+  if (!ir || (ir->name == "conv2d" && ir->attrs.i("groups") != 1)) return std::nullopt;
   return eg.add_op(ir->name, ir->attrs, kids, ir->output);
 }
 
@@ -420,6 +427,39 @@ ExtractionResult greedy_extract(const EGraph& eg, std::span<const ClassId> roots
   if (!cost) throw std::logic_error("eqsat: greedy extraction found no acyclic choice");
   res.cost = *cost;
   res.used = Extraction::greedy;
+  // Tree cost cannot see that the outputs of one operator instance used by several classes are paid once
+  // (the split outputs of a merged matmul): switching one class to split_0 of the merged operator is never
+  // cheaper on its own. So: moves that switch every class holding an output of one shared instance at once,
+  // kept when the DAG cost (instances counted once) falls, until no move improves.
+  std::map<std::pair<SignatureId, std::vector<ClassId>>, std::vector<std::pair<ClassId, int>>> shared;
+  for (ClassId c : classes) {
+    const EClass& cls = eg.eclass(c);
+    for (std::size_t k = 0; k < cls.nodes.size(); ++k)
+      if (selectable(eg, cls, cls.nodes[k]) && eg.signature(cls.nodes[k].sig).outputs.size() > 1)
+        shared[{cls.nodes[k].sig, cls.nodes[k].children}].emplace_back(c, static_cast<int>(k));
+  }
+  int moves = 0;
+  for (bool improved = true; improved;) {
+    improved = false;
+    for (const auto& [key, members] : shared) {
+      if (members.size() < 2) continue;
+      auto trial = res.choice;
+      bool differs = false;
+      for (const auto& [c, k] : members) {
+        differs = differs || trial[static_cast<std::size_t>(c)] != k;
+        trial[static_cast<std::size_t>(c)] = k;
+      }
+      if (!differs) continue;
+      auto c2 = dag_cost(eg, roots, trial, sc);
+      if (c2 && *c2 < res.cost * (1 - 1e-12)) {
+        res.choice = std::move(trial);
+        res.cost = *c2;
+        improved = true;
+        ++moves;
+      }
+    }
+  }
+  if (moves > 0) res.note = fmt::format("{} shared-instance moves", moves);
   return res;
 }
 
@@ -595,11 +635,12 @@ ExtractionResult extract(const EGraph& eg, std::span<const ClassId> roots, const
   std::string note;
   auto ilp = ilp_extract(eg, roots, sc, ilp_time_limit_s, greedy.cost, note);
   if (!ilp) {
-    greedy.note = "ILP: " + note + "; greedy used";
+    greedy.note = (greedy.note.empty() ? "" : greedy.note + "; ") + "ILP: " + note + "; greedy used";
     return greedy;
   }
   if (ilp->cost > greedy.cost) {  // cannot happen for an optimal ILP answer; guards the rounding of weights
-    greedy.note = fmt::format("ILP result ({:.6f} ms) above greedy; greedy used", ilp->cost * 1e3);
+    greedy.note = (greedy.note.empty() ? "" : greedy.note + "; ") +
+                  fmt::format("ILP result ({:.6f} ms) above greedy; greedy used", ilp->cost * 1e3);
     return greedy;
   }
   ilp->note = note;
