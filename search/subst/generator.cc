@@ -608,12 +608,10 @@ std::size_t peak_rss_kib() {
   return 0;
 }
 
-void collect_variables(const Term& t, std::set<std::string>& out) {
-  if (t.is_variable()) {
-    out.insert(std::string(t.name()));
-    return;
-  }
-  for (const auto& a : t.args()) collect_variables(a, out);
+void collect_operators(const Term& t, std::set<std::string>& out) {
+  if (t.is_variable()) return;
+  out.insert(to_string(t));
+  for (const auto& a : t.args()) collect_operators(a, out);
 }
 
 // A candidate: the class representative and a member, with outputs paired.
@@ -638,16 +636,15 @@ bool confirm_in_double(const Candidate& c, const std::vector<OpInstance>& ops, c
 }
 
 // TASO's pass_checks (taso.md §2.5) on two graphs over the same inputs: a shared operator applied to the
-// same input variables (common subgraph; constants excluded: a constant is not a variable, and replacing it by
-// one gives a different rule), or single-output graphs whose roots are the same instance with at most one
-// argument that is not the same input variable (common supergraph). Either makes the pair implied by a smaller
-// one.
+// same input variables, or a constant on both sides (common subgraph), or single-output graphs whose roots are
+// the same instance with at most one argument that is not the same input variable (common supergraph). Either
+// makes the pair implied by a smaller one (for constants: by the constant's identities).
 bool common_subgraph(const Enc& a, const Enc& b) {
   for (int i = 0; i < a.n; ++i)
     for (int j = 0; j < b.n; ++j) {
       const auto& x = a.ops[static_cast<std::size_t>(i)];
       const auto& y = b.ops[static_cast<std::size_t>(j)];
-      if (x.tmpl != y.tmpl || x.nin == 0) continue;
+      if (x.tmpl != y.tmpl) continue;
       bool same = true;
       for (int k = 0; k < x.nin; ++k)
         same = same && x.in[static_cast<std::size_t>(k)] < kInputs && x.in[static_cast<std::size_t>(k)] == y.in[static_cast<std::size_t>(k)];
@@ -680,12 +677,17 @@ bool common_supergraph(const Enc& a, const Enc& b, const std::vector<OpInstance>
 bool has_unrelated_equations(const Rule& rule) {
   const std::size_t n = rule.outputs.size();
   if (n < 2) return false;
-  std::vector<std::set<std::string>> vars(n);
+  // Operator nodes of each side of each equation; a graph has no duplicated computation, so an operator
+  // subterm occurring in two equations of one side is one shared node.
+  std::vector<std::set<std::string>> lhs(n), rhs(n);
   for (std::size_t i = 0; i < n; ++i) {
-    collect_variables(rule.outputs[i].lhs, vars[i]);
-    collect_variables(rule.outputs[i].rhs, vars[i]);
+    collect_operators(rule.outputs[i].lhs, lhs[i]);
+    collect_operators(rule.outputs[i].rhs, rhs[i]);
   }
-  // Connected components of "shares an input"; more than one component = a conjunction of smaller rules.
+  auto meet = [](const std::set<std::string>& a, const std::set<std::string>& b) {
+    return std::any_of(a.begin(), a.end(), [&](const auto& t) { return b.contains(t); });
+  };
+  // Connected components of "shares an operator on a side"; more than one = a conjunction of smaller rules.
   std::vector<std::size_t> comp(n);
   for (std::size_t i = 0; i < n; ++i) comp[i] = i;
   bool changed = true;
@@ -693,14 +695,11 @@ bool has_unrelated_equations(const Rule& rule) {
     changed = false;
     for (std::size_t i = 0; i < n; ++i)
       for (std::size_t j = i + 1; j < n; ++j) {
-        if (comp[i] == comp[j]) continue;
-        const bool share = std::any_of(vars[i].begin(), vars[i].end(), [&](const auto& v) { return vars[j].contains(v); });
-        if (share) {
-          const auto from = std::max(comp[i], comp[j]), to = std::min(comp[i], comp[j]);
-          for (auto& c : comp)
-            if (c == from) c = to;
-          changed = true;
-        }
+        if (comp[i] == comp[j] || !(meet(lhs[i], lhs[j]) || meet(rhs[i], rhs[j]))) continue;
+        const auto from = std::max(comp[i], comp[j]), to = std::min(comp[i], comp[j]);
+        for (auto& c : comp)
+          if (c == from) c = to;
+        changed = true;
       }
   }
   return std::any_of(comp.begin(), comp.end(), [&](std::size_t c) { return c != comp[0]; });
@@ -802,6 +801,7 @@ GeneratorResult generate_rules(const GeneratorOptions& options) {
   tbb::parallel_sort(all.begin(), all.end());
   st.graphs = all.size();
   for (auto& en : enumerators) st.evaluations += en.store().evaluations();
+  enumerators.clear();  // their value stores are not needed any more
   // Classes: runs of equal fingerprints.
   std::vector<std::pair<std::size_t, std::size_t>> classes;
   for (std::size_t i = 0; i < all.size();) {
@@ -823,53 +823,67 @@ GeneratorResult generate_rules(const GeneratorOptions& options) {
   std::atomic<std::size_t> classes_done{0};
   tbb::parallel_for(std::size_t{0}, classes.size(), [&](std::size_t c) {
     auto& store = stores.local();
-    if (store.memory_bytes() > (std::size_t{256} << 20)) store.clear();
+    if (store.memory_bytes() > (std::size_t{64} << 20)) store.clear();
     const auto [b, e] = classes[c];
-    std::size_t rep = b;
-    std::vector<int> best;
+    // Two centres per class: the graph TASO's search visits first (TASO's star, for comparability) and the
+    // smallest graph (fewest operators, then TASO's order): every member is also paired with its simplest
+    // equivalent, so each equivalence to a smaller form is a rule of its own.
+    std::size_t first = b, smallest = b;
+    std::vector<int> first_key, small_key;
     for (std::size_t i = b; i < e; ++i) {
-      auto key = taso_key(unpack(all[i].graph, ops), ops, store);
-      if (i == b || key < best) {
-        best = std::move(key);
-        rep = i;
+      const Enc g = unpack(all[i].graph, ops);
+      auto key = taso_key(g, ops, store);
+      if (i == b || key < first_key) {
+        first_key = key;
+        first = i;
+      }
+      key.insert(key.begin(), g.n);
+      if (i == b || key < small_key) {
+        small_key = std::move(key);
+        smallest = i;
       }
     }
-    const Enc rg = unpack(all[rep].graph, ops);
-    const auto rv = replay(rg, store);
-    const auto r_out = graph_outputs(rg, ops);
     std::uint64_t n_cand = 0, n_struct = 0;
-    for (std::size_t i = b; i < e; ++i) {
-      if (i == rep) continue;
-      const Enc mg = unpack(all[i].graph, ops);
-      const auto mv = replay(mg, store);
-      auto m_out = graph_outputs(mg, ops);
-      if (m_out.size() != r_out.size()) continue;
-      Candidate cand;
-      cand.rep = all[rep].graph;
-      cand.member = all[i].graph;
-      std::vector<bool> taken(m_out.size(), false);
-      bool ok = true;
-      for (int ta : r_out) {
-        bool found = false;
-        for (std::size_t j = 0; j < m_out.size() && !found; ++j)
-          if (!taken[j] && store.identity(rv[static_cast<std::size_t>(ta)]) == store.identity(mv[static_cast<std::size_t>(m_out[j])])) {
-            taken[j] = found = true;
-            cand.outputs.emplace_back(ta, m_out[j]);
-          }
-        ok = ok && found;
+    for (int centre = 0; centre < 2; ++centre) {
+      if (centre == 1 && smallest == first) break;
+      const std::size_t rep = centre == 0 ? first : smallest;
+      const Enc rg = unpack(all[rep].graph, ops);
+      const auto rv = replay(rg, store);
+      const auto r_out = graph_outputs(rg, ops);
+      for (std::size_t i = b; i < e; ++i) {
+        if (i == rep || (centre == 1 && i == first)) continue;  // first-smallest is paired once
+        const Enc mg = unpack(all[i].graph, ops);
+        const auto mv = replay(mg, store);
+        auto m_out = graph_outputs(mg, ops);
+        if (m_out.size() != r_out.size()) continue;
+        Candidate cand;
+        cand.rep = all[rep].graph;
+        cand.member = all[i].graph;
+        std::vector<bool> taken(m_out.size(), false);
+        bool ok = true;
+        for (int ta : r_out) {
+          bool found = false;
+          for (std::size_t j = 0; j < m_out.size() && !found; ++j)
+            if (!taken[j] && store.identity(rv[static_cast<std::size_t>(ta)]) ==
+                                 store.identity(mv[static_cast<std::size_t>(m_out[j])])) {
+              taken[j] = found = true;
+              cand.outputs.emplace_back(ta, m_out[j]);
+            }
+          ok = ok && found;
+        }
+        if (!ok) continue;
+        ++n_cand;
+        if (common_subgraph(rg, mg) || common_supergraph(rg, mg, ops, store, rv, mv)) continue;
+        ++n_struct;
+        Rule& rule = cand.rule;
+        std::vector<int> used;
+        for (auto [ta, tb] : cand.outputs)
+          rule.outputs.push_back({tensor_term(rg, ops, ta, used), tensor_term(mg, ops, tb, used)});
+        std::sort(used.begin(), used.end());
+        used.erase(std::unique(used.begin(), used.end()), used.end());
+        for (int u : used) rule.inputs.push_back({fmt::format("input_{}", u + 1), taso_generator_input_shape(u + 1)});
+        per_class[c].push_back(std::move(cand));
       }
-      if (!ok) continue;
-      ++n_cand;
-      if (common_subgraph(rg, mg) || common_supergraph(rg, mg, ops, store, rv, mv)) continue;
-      ++n_struct;
-      Rule& rule = cand.rule;
-      std::vector<int> used;
-      for (auto [ta, tb] : cand.outputs)
-        rule.outputs.push_back({tensor_term(rg, ops, ta, used), tensor_term(mg, ops, tb, used)});
-      std::sort(used.begin(), used.end());
-      used.erase(std::unique(used.begin(), used.end()), used.end());
-      for (int u : used) rule.inputs.push_back({fmt::format("input_{}", u + 1), taso_generator_input_shape(u + 1)});
-      per_class[c].push_back(std::move(cand));
     }
     candidates += n_cand;
     after_structure += n_struct;

@@ -32,8 +32,8 @@ struct GeneratorOptions {
   int max_outputs = 2;
   std::uint64_t seed = 1;   // random inputs of the fingerprints and of the floating-point confirmation
   double tolerance = 1e-5;  // relative, floating-point confirmation
-  // Drop multi-output rules made of equations over disjoint inputs (each part is a smaller rule). TASO keeps
-  // them; false reproduces that (e.g. for coverage against TASO's sets).
+  // Drop multi-output rules made of unrelated equations (has_unrelated_equations: each part is a smaller
+  // rule). TASO keeps them; false reproduces that (e.g. for coverage against TASO's sets).
   bool prune_unrelated = true;
   std::function<void(std::string_view)> progress;  // one line per stage (stderr in the CLI)
 };
@@ -60,8 +60,10 @@ struct GeneratorResult {
 
 GeneratorResult generate_rules(const GeneratorOptions& options);
 
-// A multi-output rule whose equations fall into groups over disjoint inputs is the conjunction of smaller
-// rules (each group is itself an equivalence).
+// A multi-output rule whose equations fall into groups sharing no operator on either side (in particular
+// groups over separate inputs) is the conjunction of smaller rules: each group is itself an equivalence,
+// applicable on its own; a rule is needed only where one side shares a node between outputs (e.g. the split
+// of one merged matmul).
 bool has_unrelated_equations(const Rule& rule);
 
 }  // namespace strata::search::subst
