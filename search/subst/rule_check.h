@@ -23,9 +23,10 @@ std::optional<std::string> rule_shape_error(const Rule& rule);
 
 struct RefuteOptions {
   std::uint64_t seed = 1;
-  int samples = 2;  // random input sets per shape assignment
-  bool other_shapes =
-      true;  // also try the declared shapes with their sizes changed (kernel sizes 1 and 3 kept)
+  // Random input sets per shape set; one already misses a difference only with probability <= degree / p.
+  int samples = 1;
+  // Also try the declared shapes with their sizes changed consistently (rule_check.cc: kOtherSizes).
+  bool other_shapes = true;
   // Then search small shapes (every dimension 1..max_dim) on which both sides type-check, like the axiom
   // validation, at most small_shape_instances per equation; 0 = off. Off by default: it also refutes rules
   // that hold only for the convolution grouping of their declared shapes, which Z3 proves from TASO's axioms
