@@ -27,17 +27,23 @@ std::uint64_t mix(std::uint64_t z) {
   return z ^ (z >> 31);
 }
 
-bool is_split(Op op) { return op == Op::split_0 || op == Op::split_1; }
+bool is_split(Op op) {
+  return op == Op::split_0 || op == Op::split_1;
+}
 
-// Shapes of the constants of TASO's generator (taso.md §2.2): I_matmul 4x4, I_ewmul 2x4x5x5, I_conv and C_pool
-// with 4 channels (4x4x3x3 and the depth-wise 4x1x3x3).
+// Shapes of the constants of TASO's generator (taso.md §2.2): I_matmul 4x4, I_ewmul 2x4x5x5, I_conv and
+// C_pool with 4 channels (4x4x3x3 and the depth-wise 4x1x3x3).
 Shape constant_shape(Op op) {
   switch (op) {
-    case Op::Imatmul: return {4, 4};
-    case Op::Iewmul: return {2, 4, 5, 5};
+    case Op::Imatmul:
+      return {4, 4};
+    case Op::Iewmul:
+      return {2, 4, 5, 5};
     case Op::Iconv:
-    case Op::Cpool: return {4};
-    default: return {};
+    case Op::Cpool:
+      return {4};
+    default:
+      return {};
   }
 }
 
@@ -47,7 +53,8 @@ SplitTree merge(const SplitTree& a, int offset, const SplitTree& b, bool& ok) {
     ok = false;
     return r;
   }
-  for (int i = 0; i < b.n; ++i) r.pos[r.n++] = static_cast<std::uint8_t>(offset + b.pos[static_cast<std::size_t>(i)]);
+  for (int i = 0; i < b.n; ++i)
+    r.pos[r.n++] = static_cast<std::uint8_t>(offset + b.pos[static_cast<std::size_t>(i)]);
   r.pos[r.n++] = static_cast<std::uint8_t>(offset);
   return r;
 }
@@ -57,11 +64,15 @@ void divide(const SplitTree& s, SplitTree& left, SplitTree& right) {
   right = {};
   const int mid = s.pos[static_cast<std::size_t>(s.n - 1)];
   int i = 0;
-  while (i < s.n && s.pos[static_cast<std::size_t>(i)] < mid) left.pos[left.n++] = s.pos[static_cast<std::size_t>(i++)];
-  while (i < s.n - 1) right.pos[right.n++] = static_cast<std::uint8_t>(s.pos[static_cast<std::size_t>(i++)] - mid);
+  while (i < s.n && s.pos[static_cast<std::size_t>(i)] < mid)
+    left.pos[left.n++] = s.pos[static_cast<std::size_t>(i++)];
+  while (i < s.n - 1)
+    right.pos[right.n++] = static_cast<std::uint8_t>(s.pos[static_cast<std::size_t>(i++)] - mid);
 }
 
-SplitTree combine(const SplitTree& a, const SplitTree& b) { return a == b ? a : SplitTree{}; }
+SplitTree combine(const SplitTree& a, const SplitTree& b) {
+  return a == b ? a : SplitTree{};
+}
 
 }  // namespace
 
@@ -86,7 +97,9 @@ bool propagate_meta(const OpInstance& inst, std::span<const TensorMeta* const> a
       for (std::size_t d = 0; d < 4; ++d) o.split[d] = combine(args[0]->split[d], args[1]->split[d]);
       return true;
     case Op::relu:
-    case Op::smul: o = *args[0]; return true;
+    case Op::smul:
+      o = *args[0];
+      return true;
     case Op::matmul:
       o.split[0] = args[0]->split[0];
       o.split[1] = args[1]->split[1];
@@ -106,8 +119,9 @@ bool propagate_meta(const OpInstance& inst, std::span<const TensorMeta* const> a
       const auto axis = static_cast<std::size_t>(inst.params[0]);
       bool ok = true;
       for (std::size_t d = 0; d < 4; ++d)
-        o.split[d] = d == axis ? merge(args[0]->split[d], static_cast<int>((*shapes[0])[d]), args[1]->split[d], ok)
-                               : combine(args[0]->split[d], args[1]->split[d]);
+        o.split[d] = d == axis
+                         ? merge(args[0]->split[d], static_cast<int>((*shapes[0])[d]), args[1]->split[d], ok)
+                         : combine(args[0]->split[d], args[1]->split[d]);
       return ok;
     }
     case Op::split_0:
@@ -118,11 +132,14 @@ bool propagate_meta(const OpInstance& inst, std::span<const TensorMeta* const> a
       divide(args[0]->split[axis], out[0].split[axis], out[1].split[axis]);
       return true;
     }
-    case Op::enlarge: o.split = {args[0]->split[0], args[0]->split[1], SplitTree{}, SplitTree{}}; return true;
+    case Op::enlarge:
+      o.split = {args[0]->split[0], args[0]->split[1], SplitTree{}, SplitTree{}};
+      return true;
     case Op::Iconv:
     case Op::Cpool:
     case Op::Imatmul:
-    case Op::Iewmul: return true;
+    case Op::Iewmul:
+      return true;
   }
   return false;
 }
@@ -141,7 +158,8 @@ ValueStore::ValueStore(std::span<const OpInstance> ops, std::uint64_t seed) : op
     const auto n = models::numel(shape);
     std::vector<ModP> data;
     for (int s = 0; s < kSamples; ++s) {
-      auto d = models::random_values<ModP>(n, seed + static_cast<std::uint64_t>(s), fmt::format("input_{}", i));
+      auto d =
+          models::random_values<ModP>(n, seed + static_cast<std::uint64_t>(s), fmt::format("input_{}", i));
       data.insert(data.end(), d.begin(), d.end());
     }
     Value v;
@@ -165,7 +183,8 @@ int ValueStore::intern_shape(const Shape& s) {
   return static_cast<int>(shapes_.size() - 1);
 }
 
-ValueId ValueStore::intern(const Value& proto, const ModP* data, std::size_t numel, int samples, bool keep_data) {
+ValueId ValueStore::intern(const Value& proto, const ModP* data, std::size_t numel, int samples,
+                           bool keep_data) {
   Value v = proto;
   // Polynomial hashes of the data (one multiply per element), mixed with shape and metadata. The fingerprint
   // hash covers sample 0; the identity adds sample 1 (values known on sample 0 only are a separate identity).
@@ -201,10 +220,12 @@ std::span<const ModP> ValueStore::data(ValueId v, int sample) const {
   return {arena_.data() + val.data + static_cast<std::size_t>(sample) * n, n};
 }
 
-const ValueStore::Prepared* ValueStore::prepare(int inst, std::span<const ValueId> args, std::int64_t split_point) {
+const ValueStore::Prepared* ValueStore::prepare(int inst, std::span<const ValueId> args,
+                                                std::int64_t split_point) {
   std::uint64_t key = static_cast<std::uint64_t>(inst);
   for (std::size_t i = 0; i < 2; ++i)
-    key = key * kMaxShapes + (i < args.size() ? static_cast<std::uint64_t>(values_[args[i]].shape) : kMaxShapes - 1);
+    key = key * kMaxShapes +
+          (i < args.size() ? static_cast<std::uint64_t>(values_[args[i]].shape) : kMaxShapes - 1);
   key = key * 64 + static_cast<std::uint64_t>(split_point);
   auto it = prepared_.find(key);
   if (it != prepared_.end()) return it->second.get();
@@ -225,7 +246,8 @@ const ValueStore::Prepared* ValueStore::prepare(int inst, std::span<const ValueI
         p->out_shapes.push_back(t.shape);
       }
       if (fits) {
-        for (std::size_t o = 0; o < p->out_shapes.size() && o < 2; ++o) p->out_shape_ids[o] = intern_shape(p->out_shapes[o]);
+        for (std::size_t o = 0; o < p->out_shapes.size() && o < 2; ++o)
+          p->out_shape_ids[o] = intern_shape(p->out_shapes[o]);
         prep = std::move(p);
       }
     } catch (const std::invalid_argument&) {
@@ -237,8 +259,9 @@ const ValueStore::Prepared* ValueStore::prepare(int inst, std::span<const ValueI
 }
 
 bool ValueStore::shape_applies(int inst, int shape_a, int shape_b) {
-  const auto idx = (static_cast<std::size_t>(inst) * kMaxShapes + static_cast<std::size_t>(shape_a)) * kMaxShapes +
-                   static_cast<std::size_t>(shape_b);
+  const auto idx =
+      (static_cast<std::size_t>(inst) * kMaxShapes + static_cast<std::size_t>(shape_a)) * kMaxShapes +
+      static_cast<std::size_t>(shape_b);
   if (auto it = applies_.find(idx); it != applies_.end()) return it->second;
   const auto& op = ops_[static_cast<std::size_t>(inst)];
   const int arity = op_info(op.op).tensor_args;
@@ -271,7 +294,8 @@ ValueStore::Result ValueStore::apply(int inst, std::span<const ValueId> args, bo
   if (auto it = memo_.find(key); it != memo_.end()) {
     bool usable = true;
     if (keep_data)
-      for (int o = 0; o < it->second.count; ++o) usable = usable && has_data(it->second.ids[static_cast<std::size_t>(o)]);
+      for (int o = 0; o < it->second.count; ++o)
+        usable = usable && has_data(it->second.ids[static_cast<std::size_t>(o)]);
     if (usable) return it->second;
   }
   const int samples = keep_data ? kSamples : 1;
@@ -305,7 +329,8 @@ ValueStore::Result ValueStore::apply(int inst, std::span<const ValueId> args, bo
   std::size_t total = 0;
   for (std::size_t o = 0; o < prep->out_shapes.size(); ++o) {
     offset[o] = total;
-    total += static_cast<std::size_t>(shape_numel_[static_cast<std::size_t>(prep->out_shape_ids[o])] * samples);
+    total +=
+        static_cast<std::size_t>(shape_numel_[static_cast<std::size_t>(prep->out_shape_ids[o])] * samples);
   }
   scratch_.assign(total, ModP{});
   ++evaluations_;
@@ -320,8 +345,8 @@ ValueStore::Result ValueStore::apply(int inst, std::span<const ValueId> args, bo
       const auto n = shape_numel_[static_cast<std::size_t>(prep->out_shape_ids[o])];
       outs[o] = {scratch_.data() + offset[o] + static_cast<std::size_t>(s * n), &prep->out_shapes[o], n};
     }
-    const models::KernelCall<ModP> call{std::span(ins.data(), args.size()), std::span(outs.data(), prep->out_shapes.size()),
-                                        prep->attrs};
+    const models::KernelCall<ModP> call{std::span(ins.data(), args.size()),
+                                        std::span(outs.data(), prep->out_shapes.size()), prep->attrs};
     prep->def->kernel.modp(call);
   }
   r.count = static_cast<int>(prep->out_shapes.size());
@@ -337,7 +362,8 @@ ValueStore::Result ValueStore::apply(int inst, std::span<const ValueId> args, bo
 
 std::size_t ValueStore::memory_bytes() const {
   // Entries, not capacities: after clear() the count restarts from the inputs.
-  return values_.size() * sizeof(Value) + arena_.size() * sizeof(ModP) + (by_identity_.size() + memo_.size()) * 48;
+  return values_.size() * sizeof(Value) + arena_.size() * sizeof(ModP) +
+         (by_identity_.size() + memo_.size()) * 48;
 }
 
 void ValueStore::clear() {

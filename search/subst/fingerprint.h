@@ -119,9 +119,9 @@ class ValueStore {
   std::vector<Value> values_;
   std::vector<models::ModP> arena_;
   std::unordered_map<std::uint64_t, ValueId> by_identity_;
-  std::unordered_map<std::uint64_t, Result> memo_;  // key: instance, argument ids
+  std::unordered_map<std::uint64_t, Result> memo_;                         // key: instance, argument ids
   std::unordered_map<std::uint64_t, std::unique_ptr<Prepared>> prepared_;  // key: instance, shapes, split
-  std::unordered_map<std::size_t, bool> applies_;  // key: instance, shape a, shape b
+  std::unordered_map<std::size_t, bool> applies_;                          // key: instance, shape a, shape b
   std::size_t inputs_arena_ = 0;
   std::vector<models::ModP> scratch_;
   std::uint64_t evaluations_ = 0;

@@ -40,9 +40,13 @@ std::uint64_t mix(std::uint64_t z) {
   return z ^ (z >> 31);
 }
 
-bool is_split(Op op) { return op == Op::split_0 || op == Op::split_1; }
+bool is_split(Op op) {
+  return op == Op::split_0 || op == Op::split_1;
+}
 // TASO's conv enumeration never takes a weight variable (w1..w13) as the data input (taso.md §2.2).
-bool is_weight_input(int t) { return (t >= 3 && t < 6) || (t >= 9 && t < 19); }
+bool is_weight_input(int t) {
+  return (t >= 3 && t < 6) || (t >= 9 && t < 19);
+}
 
 // One operator of a graph: instance index and argument tensors (inputs 0..19, then operator outputs in order;
 // a split has two).
@@ -83,7 +87,9 @@ Enc unpack(std::uint64_t r, const std::vector<OpInstance>& ops) {
   return g;
 }
 
-int op_outputs(const std::vector<OpInstance>& ops, const EncOp& e) { return is_split(ops[e.tmpl].op) ? 2 : 1; }
+int op_outputs(const std::vector<OpInstance>& ops, const EncOp& e) {
+  return is_split(ops[e.tmpl].op) ? 2 : 1;
+}
 
 // Tensor index -> producing operator position (-1: input) and output number.
 struct Producers {
@@ -107,7 +113,8 @@ Producers producers(const Enc& g, const std::vector<OpInstance>& ops) {
 std::vector<int> graph_outputs(const Enc& g, const std::vector<OpInstance>& ops) {
   std::array<int, kMaxTensors> used{};
   for (int k = 0; k < g.n; ++k)
-    for (int a = 0; a < g.ops[static_cast<std::size_t>(k)].nin; ++a) ++used[g.ops[static_cast<std::size_t>(k)].in[static_cast<std::size_t>(a)]];
+    for (int a = 0; a < g.ops[static_cast<std::size_t>(k)].nin; ++a)
+      ++used[g.ops[static_cast<std::size_t>(k)].in[static_cast<std::size_t>(a)]];
   std::vector<int> outs;
   const int n = producers(g, ops).tensors;
   for (int t = kInputs; t < n; ++t)
@@ -115,8 +122,11 @@ std::vector<int> graph_outputs(const Enc& g, const std::vector<OpInstance>& ops)
   return outs;
 }
 
-// Every shape class's used inputs are a prefix of the class (x1, x1 x2, ...): one representative per renaming.
-int input_class(int i) { return i < 18 ? i / 3 : 6 + (i - 18); }
+// Every shape class's used inputs are a prefix of the class (x1, x1 x2, ...): one representative per
+// renaming.
+int input_class(int i) {
+  return i < 18 ? i / 3 : 6 + (i - 18);
+}
 bool inputs_prefix_closed(const Enc& g) {
   std::uint32_t used = 0;
   for (int k = 0; k < g.n; ++k)
@@ -133,9 +143,12 @@ bool inputs_prefix_closed(const Enc& g) {
 // representative of a fingerprint class is the graph TASO's depth-first search visits first.
 int taso_rank(const OpInstance& inst, const ValueStore& store, std::span<const ValueId> args) {
   switch (inst.op) {
-    case Op::matmul: return 0;
-    case Op::ewadd: return 1;
-    case Op::ewmul: return 2;
+    case Op::matmul:
+      return 0;
+    case Op::ewadd:
+      return 1;
+    case Op::ewmul:
+      return 2;
     case Op::conv2d: {
       const auto& w = store.shape(args[1]);
       const int relu = inst.params[3] == kActiRelu ? 1 : 0;
@@ -144,19 +157,31 @@ int taso_rank(const OpInstance& inst, const ValueStore& store, std::span<const V
       if (w[2] == 3 && w[3] == 1) return 7 + relu;
       return 26 + relu;
     }
-    case Op::poolavg: return 9;
-    case Op::poolmax: return 10;
-    case Op::Cpool: return 11;
-    case Op::Iconv: return 12;
-    case Op::Imatmul: return 13;
-    case Op::Iewmul: return 14;
-    case Op::enlarge: return 15;
-    case Op::smul: return 16;
-    case Op::relu: return 17;
-    case Op::concat: return 18 + (store.rank(args[0]) == 4 ? 2 : 0) + (inst.params[0] == 0 ? 1 : 0);
+    case Op::poolavg:
+      return 9;
+    case Op::poolmax:
+      return 10;
+    case Op::Cpool:
+      return 11;
+    case Op::Iconv:
+      return 12;
+    case Op::Imatmul:
+      return 13;
+    case Op::Iewmul:
+      return 14;
+    case Op::enlarge:
+      return 15;
+    case Op::smul:
+      return 16;
+    case Op::relu:
+      return 17;
+    case Op::concat:
+      return 18 + (store.rank(args[0]) == 4 ? 2 : 0) + (inst.params[0] == 0 ? 1 : 0);
     case Op::split_0:
-    case Op::split_1: return inst.params[0] == 1 ? 22 : 23;
-    case Op::transpose: return is_layout_only_transpose(inst) ? 24 : 25;
+    case Op::split_1:
+      return inst.params[0] == 1 ? 22 : 23;
+    case Op::transpose:
+      return is_layout_only_transpose(inst) ? 24 : 25;
   }
   return 30;
 }
@@ -164,7 +189,9 @@ int taso_rank(const OpInstance& inst, const ValueStore& store, std::span<const V
 // Whether TASO's search space has an operator with these arguments in some order of the graph: element-wise
 // add/mul and concat take their first argument from an earlier tensor than their second (TASO enumerates
 // j < k), which for operator outputs is a precedence constraint between their producers.
-bool ordered_pair_op(Op op) { return op == Op::ewadd || op == Op::ewmul || op == Op::concat; }
+bool ordered_pair_op(Op op) {
+  return op == Op::ewadd || op == Op::ewmul || op == Op::concat;
+}
 
 // TASO's key of a graph: the smallest, over the orders TASO can build it in, sequence of (operator rank,
 // argument tensor indices); TASO visits graphs in this order and keeps the first of each fingerprint.
@@ -186,15 +213,19 @@ std::vector<int> taso_key(const Enc& g, const std::vector<OpInstance>& ops, Valu
   for (int k = 0; k < g.n; ++k) {
     const auto& e = g.ops[static_cast<std::size_t>(k)];
     std::array<ValueId, 2> args{};
-    for (int a = 0; a < e.nin; ++a) args[static_cast<std::size_t>(a)] = values[e.in[static_cast<std::size_t>(a)]];
+    for (int a = 0; a < e.nin; ++a)
+      args[static_cast<std::size_t>(a)] = values[e.in[static_cast<std::size_t>(a)]];
     const auto r = store.apply(e.tmpl, std::span(args.data(), e.nin));
-    for (int o = 0; o < r.count; ++o) values[static_cast<std::size_t>(first_tensor[static_cast<std::size_t>(k)] + o)] = r.ids[static_cast<std::size_t>(o)];
+    for (int o = 0; o < r.count; ++o)
+      values[static_cast<std::size_t>(first_tensor[static_cast<std::size_t>(k)] + o)] =
+          r.ids[static_cast<std::size_t>(o)];
   }
   std::array<int, kMaxOps> ranks{};
   for (int k = 0; k < g.n; ++k) {
     const auto& e = g.ops[static_cast<std::size_t>(k)];
     std::array<ValueId, 2> args{};
-    for (int a = 0; a < e.nin; ++a) args[static_cast<std::size_t>(a)] = values[e.in[static_cast<std::size_t>(a)]];
+    for (int a = 0; a < e.nin; ++a)
+      args[static_cast<std::size_t>(a)] = values[e.in[static_cast<std::size_t>(a)]];
     ranks[static_cast<std::size_t>(k)] = taso_rank(ops[e.tmpl], store, std::span(args.data(), e.nin));
   }
   std::vector<int> best;
@@ -220,7 +251,8 @@ std::vector<int> taso_key(const Enc& g, const std::vector<OpInstance>& ops, Valu
       if (!valid) break;
       if (ordered_pair_op(ops[e.tmpl].op) && idx[0] >= idx[1]) valid = false;
       key.insert(key.end(), {ranks[static_cast<std::size_t>(k)], idx[0], idx[1]});
-      for (int o = 0; o < op_outputs(ops, e); ++o) index[static_cast<std::size_t>(first_tensor[static_cast<std::size_t>(k)] + o)] = next++;
+      for (int o = 0; o < op_outputs(ops, e); ++o)
+        index[static_cast<std::size_t>(first_tensor[static_cast<std::size_t>(k)] + o)] = next++;
     }
     if (valid && (best.empty() || key < best)) best = std::move(key);
   } while (std::next_permutation(perm.begin(), perm.begin() + g.n));
@@ -295,13 +327,15 @@ class Enumerator {
     prec_.fill(0);
   }
 
-  // Instances applicable to arguments of these shapes, as bit masks (filled lazily from the IR's shape rules).
+  // Instances applicable to arguments of these shapes, as bit masks (filled lazily from the IR's shape
+  // rules).
   std::uint64_t unary_mask(int sa) {
     auto& m = unary_mask_[static_cast<std::size_t>(sa)];
     if (m == kUnknown) {
       m = 0;
       for (std::size_t t = 0; t < ops_.size(); ++t)
-        if ((unary_bits_ >> t & 1u) && store_.shape_applies(static_cast<int>(t), sa, 0)) m |= std::uint64_t{1} << t;
+        if ((unary_bits_ >> t & 1u) && store_.shape_applies(static_cast<int>(t), sa, 0))
+          m |= std::uint64_t{1} << t;
     }
     return m;
   }
@@ -312,7 +346,8 @@ class Enumerator {
     if (m == kUnknown) {
       m = 0;
       for (std::size_t t = 0; t < ops_.size(); ++t)
-        if ((binary_bits_ >> t & 1u) && store_.shape_applies(static_cast<int>(t), sa, sb)) m |= std::uint64_t{1} << t;
+        if ((binary_bits_ >> t & 1u) && store_.shape_applies(static_cast<int>(t), sa, sb))
+          m |= std::uint64_t{1} << t;
     }
     return m;
   }
@@ -348,7 +383,8 @@ class Enumerator {
       if (a == b) m &= ~(ordered_bits_ | smul_bits_);
       if (b < kInputs && a >= b) m &= ~ordered_bits_;  // an input precedes every operator
       for (; m; m &= m - 1)
-        f(EncOp{static_cast<std::uint8_t>(std::countr_zero(m)), 2,
+        f(EncOp{static_cast<std::uint8_t>(std::countr_zero(m)),
+                2,
                 {static_cast<std::uint8_t>(a), static_cast<std::uint8_t>(b)}});
     };
     for (int a = 0; a < nt; ++a) {
@@ -359,7 +395,8 @@ class Enumerator {
         for (int b = 0; b < nt; ++b) binary(a, b, conv_ok, sa);
       } else if (ca + 1 >= need) {
         for (int i = 0; i < n_open; ++i)
-          if (open_list[static_cast<std::size_t>(i)] != a) binary(a, open_list[static_cast<std::size_t>(i)], conv_ok, sa);
+          if (open_list[static_cast<std::size_t>(i)] != a)
+            binary(a, open_list[static_cast<std::size_t>(i)], conv_ok, sa);
       }
     }
   }
@@ -369,7 +406,8 @@ class Enumerator {
   // its last producer.
   bool canonical(const EncOp& e) const {
     int last = -1;
-    for (int a = 0; a < e.nin; ++a) last = std::max(last, static_cast<int>(producer_[e.in[static_cast<std::size_t>(a)]]));
+    for (int a = 0; a < e.nin; ++a)
+      last = std::max(last, static_cast<int>(producer_[e.in[static_cast<std::size_t>(a)]]));
     for (int k = last + 1; k < enc_.n; ++k)
       if (!(enc_.ops[static_cast<std::size_t>(k)] < e)) return false;
     return true;
@@ -387,7 +425,8 @@ class Enumerator {
     int consumed = 0;
     for (int a = 0; a < e.nin; ++a) {
       const int t = e.in[static_cast<std::size_t>(a)];
-      if (t >= kInputs && uses_[static_cast<std::size_t>(t)] == 0 && (a == 0 || e.in[0] != e.in[1])) ++consumed;
+      if (t >= kInputs && uses_[static_cast<std::size_t>(t)] == 0 && (a == 0 || e.in[0] != e.in[1]))
+        ++consumed;
     }
     const int outputs = open_outputs_ - consumed + ((split_bits_ >> e.tmpl & 1u) ? 2 : 1);
     if (outputs - (max_ops_ - me - 1) > max_outputs_) return;
@@ -409,7 +448,8 @@ class Enumerator {
         // pa precedes pb and everything after pb.
         const auto add = static_cast<std::uint8_t>(prec_[static_cast<std::size_t>(pa)] | (1u << pa));
         for (int k = 0; k < me; ++k)
-          if (k == pb || (prec_[static_cast<std::size_t>(k)] >> pb & 1u)) prec_[static_cast<std::size_t>(k)] |= add;
+          if (k == pb || (prec_[static_cast<std::size_t>(k)] >> pb & 1u))
+            prec_[static_cast<std::size_t>(k)] |= add;
         prec |= add;
       }
     }
@@ -423,7 +463,8 @@ class Enumerator {
       return;
     }
     std::array<ValueId, 2> args{};
-    for (int a = 0; a < e.nin; ++a) args[static_cast<std::size_t>(a)] = tensors_[e.in[static_cast<std::size_t>(a)]];
+    for (int a = 0; a < e.nin; ++a)
+      args[static_cast<std::size_t>(a)] = tensors_[e.in[static_cast<std::size_t>(a)]];
     const auto r = store_.apply(e.tmpl, std::span(args.data(), e.nin), !last_level);
     if (r.count == 0) {
       prec_ = saved_prec;
@@ -432,7 +473,8 @@ class Enumerator {
     // A tensor equal to an existing one (or an input) is redundant computation (TASO's DFS check).
     for (int o = 0; o < r.count; ++o) {
       const auto h = store_.hash(r.ids[static_cast<std::size_t>(o)]);
-      if ((o == 1 && store_.hash(r.ids[0]) == h) || std::find(hashes_.begin(), hashes_.end(), h) != hashes_.end()) {
+      if ((o == 1 && store_.hash(r.ids[0]) == h) ||
+          std::find(hashes_.begin(), hashes_.end(), h) != hashes_.end()) {
         prec_ = saved_prec;
         return;
       }
@@ -495,9 +537,11 @@ class Enumerator {
   std::array<std::uint8_t, kMaxOps> prec_{};  // bit k of prec_[i]: operator k must precede operator i
 };
 
-// ----- conversion to rules, confirmation --------------------------------------------------------------------
+// ----- conversion to rules, confirmation
+// --------------------------------------------------------------------
 
-Term tensor_term(const Enc& g, const std::vector<OpInstance>& ops, int tensor, std::vector<int>& used_inputs) {
+Term tensor_term(const Enc& g, const std::vector<OpInstance>& ops, int tensor,
+                 std::vector<int>& used_inputs) {
   if (tensor < kInputs) {
     used_inputs.push_back(tensor);
     return Term::variable(fmt::format("input_{}", tensor + 1));
@@ -512,7 +556,8 @@ Term tensor_term(const Enc& g, const std::vector<OpInstance>& ops, int tensor, s
   if (op != Op::transpose)  // both transposes print alike (TASO's text form drops the shuffle flag)
     for (auto p : inst.params) params.push_back(Param{p, {}});
   std::vector<Term> args;
-  for (int a = 0; a < e.nin; ++a) args.push_back(tensor_term(g, ops, e.in[static_cast<std::size_t>(a)], used_inputs));
+  for (int a = 0; a < e.nin; ++a)
+    args.push_back(tensor_term(g, ops, e.in[static_cast<std::size_t>(a)], used_inputs));
   return Term::apply(op, std::move(params), std::move(args));
 }
 
@@ -621,8 +666,8 @@ struct Candidate {
   std::vector<std::pair<int, int>> outputs;  // tensor indices (rep, member), in rule.outputs order
 };
 
-bool confirm_in_double(const Candidate& c, const std::vector<OpInstance>& ops, const std::vector<RealTensor>& inputs,
-                       double tolerance) {
+bool confirm_in_double(const Candidate& c, const std::vector<OpInstance>& ops,
+                       const std::vector<RealTensor>& inputs, double tolerance) {
   const auto a = replay_real(unpack(c.rep, ops), ops, inputs);
   const auto b = replay_real(unpack(c.member, ops), ops, inputs);
   for (auto [ta, tb] : c.outputs) {
@@ -630,15 +675,16 @@ bool confirm_in_double(const Candidate& c, const std::vector<OpInstance>& ops, c
     const auto& y = b[static_cast<std::size_t>(tb)].data;
     if (x.size() != y.size()) return false;
     for (std::size_t k = 0; k < x.size(); ++k)
-      if (!(std::fabs(x[k] - y[k]) <= tolerance * std::max({1.0, std::fabs(x[k]), std::fabs(y[k])}))) return false;
+      if (!(std::fabs(x[k] - y[k]) <= tolerance * std::max({1.0, std::fabs(x[k]), std::fabs(y[k])})))
+        return false;
   }
   return true;
 }
 
 // TASO's pass_checks (taso.md §2.5) on two graphs over the same inputs: a shared operator applied to the
-// same input variables, or a constant on both sides (common subgraph), or single-output graphs whose roots are
-// the same instance with at most one argument that is not the same input variable (common supergraph). Either
-// makes the pair implied by a smaller one (for constants: by the constant's identities).
+// same input variables, or a constant on both sides (common subgraph), or single-output graphs whose roots
+// are the same instance with at most one argument that is not the same input variable (common supergraph).
+// Either makes the pair implied by a smaller one (for constants: by the constant's identities).
 bool common_subgraph(const Enc& a, const Enc& b) {
   for (int i = 0; i < a.n; ++i)
     for (int j = 0; j < b.n; ++j) {
@@ -647,13 +693,15 @@ bool common_subgraph(const Enc& a, const Enc& b) {
       if (x.tmpl != y.tmpl) continue;
       bool same = true;
       for (int k = 0; k < x.nin; ++k)
-        same = same && x.in[static_cast<std::size_t>(k)] < kInputs && x.in[static_cast<std::size_t>(k)] == y.in[static_cast<std::size_t>(k)];
+        same = same && x.in[static_cast<std::size_t>(k)] < kInputs &&
+               x.in[static_cast<std::size_t>(k)] == y.in[static_cast<std::size_t>(k)];
       if (same) return true;
     }
   return false;
 }
-bool common_supergraph(const Enc& a, const Enc& b, const std::vector<OpInstance>& ops, const ValueStore& store,
-                       const std::vector<ValueId>& av, const std::vector<ValueId>& bv) {
+bool common_supergraph(const Enc& a, const Enc& b, const std::vector<OpInstance>& ops,
+                       const ValueStore& store, const std::vector<ValueId>& av,
+                       const std::vector<ValueId>& bv) {
   const auto ao = graph_outputs(a, ops), bo = graph_outputs(b, ops);
   if (ao.size() != 1 || bo.size() != 1) return false;
   const auto& x = a.ops[static_cast<std::size_t>(a.n - 1)];
@@ -668,7 +716,10 @@ bool common_supergraph(const Enc& a, const Enc& b, const std::vector<OpInstance>
   if (rank(x, av) != rank(y, bv)) return false;
   int differ = 0;
   for (int k = 0; k < x.nin; ++k)
-    differ += x.in[static_cast<std::size_t>(k)] < kInputs && x.in[static_cast<std::size_t>(k)] == y.in[static_cast<std::size_t>(k)] ? 0 : 1;
+    differ += x.in[static_cast<std::size_t>(k)] < kInputs &&
+                      x.in[static_cast<std::size_t>(k)] == y.in[static_cast<std::size_t>(k)]
+                  ? 0
+                  : 1;
   return differ <= 1;
 }
 
@@ -712,22 +763,43 @@ std::vector<OpInstance> parse_operator_set(std::string_view spec) {
     if (std::find(out.begin(), out.end(), inst) == out.end()) out.push_back(std::move(inst));
   };
   auto add_name = [&](std::string_view n) {
-    if (n == "ewadd") add(Op::ewadd);
-    else if (n == "ewmul") add(Op::ewmul);
-    else if (n == "smul") add(Op::smul);
-    else if (n == "matmul") add(Op::matmul);
-    else if (n == "transpose") add(Op::transpose);
-    else if (n == "transpose_layout") add(Op::transpose, {0});
-    else if (n == "relu") add(Op::relu);
-    else if (n == "conv2d") add(Op::conv2d, {1, 1, kPadSame, kActiNone});
-    else if (n == "conv2d_relu") add(Op::conv2d, {1, 1, kPadSame, kActiRelu});
-    else if (n == "poolavg") add(Op::poolavg, {3, 3, 1, 1, kPadSame});
-    else if (n == "poolmax") add(Op::poolmax, {3, 3, 1, 1, kPadSame});
-    else if (n == "concat") { add(Op::concat, {0}); add(Op::concat, {1}); }
-    else if (n == "split") { add(Op::split_0, {0}); add(Op::split_0, {1}); }
-    else if (n == "enlarge") add(Op::enlarge, {3, 3});
-    else if (n == "constants") { add(Op::Imatmul); add(Op::Iewmul); add(Op::Iconv, {3, 3}); add(Op::Cpool, {3, 3}); }
-    else return false;
+    if (n == "ewadd")
+      add(Op::ewadd);
+    else if (n == "ewmul")
+      add(Op::ewmul);
+    else if (n == "smul")
+      add(Op::smul);
+    else if (n == "matmul")
+      add(Op::matmul);
+    else if (n == "transpose")
+      add(Op::transpose);
+    else if (n == "transpose_layout")
+      add(Op::transpose, {0});
+    else if (n == "relu")
+      add(Op::relu);
+    else if (n == "conv2d")
+      add(Op::conv2d, {1, 1, kPadSame, kActiNone});
+    else if (n == "conv2d_relu")
+      add(Op::conv2d, {1, 1, kPadSame, kActiRelu});
+    else if (n == "poolavg")
+      add(Op::poolavg, {3, 3, 1, 1, kPadSame});
+    else if (n == "poolmax")
+      add(Op::poolmax, {3, 3, 1, 1, kPadSame});
+    else if (n == "concat") {
+      add(Op::concat, {0});
+      add(Op::concat, {1});
+    } else if (n == "split") {
+      add(Op::split_0, {0});
+      add(Op::split_0, {1});
+    } else if (n == "enlarge")
+      add(Op::enlarge, {3, 3});
+    else if (n == "constants") {
+      add(Op::Imatmul);
+      add(Op::Iewmul);
+      add(Op::Iconv, {3, 3});
+      add(Op::Cpool, {3, 3});
+    } else
+      return false;
     return true;
   };
   std::size_t pos = 0;
@@ -739,11 +811,13 @@ std::vector<OpInstance> parse_operator_set(std::string_view spec) {
                      "conv2d_relu", "poolavg", "poolmax", "concat", "split", "enlarge", "constants"})
         add_name(n);
     } else if (!add_name(name)) {
-      throw std::invalid_argument(fmt::format(
-          "--ops: unknown operator set entry '{}' (expected taso or a comma-separated list of ewadd, ewmul, smul, "
-          "matmul, transpose, transpose_layout, relu, conv2d, conv2d_relu, poolavg, poolmax, concat, split, enlarge, "
-          "constants)",
-          name));
+      throw std::invalid_argument(
+          fmt::format("--ops: unknown operator set entry '{}' (expected taso or a comma-separated list of "
+                      "ewadd, ewmul, smul, "
+                      "matmul, transpose, transpose_layout, relu, conv2d, conv2d_relu, poolavg, poolmax, "
+                      "concat, split, enlarge, "
+                      "constants)",
+                      name));
     }
     pos = comma + 1;
   }
@@ -754,7 +828,8 @@ GeneratorResult generate_rules(const GeneratorOptions& options) {
   if (options.max_ops < 1 || options.max_ops > kMaxOps)
     throw std::invalid_argument(fmt::format("--max-ops must be 1..{}, got {}", kMaxOps, options.max_ops));
   if (options.max_outputs < 1 || options.max_outputs > 2 * kMaxOps)
-    throw std::invalid_argument(fmt::format("--max-outputs must be 1..{}, got {}", 2 * kMaxOps, options.max_outputs));
+    throw std::invalid_argument(
+        fmt::format("--max-outputs must be 1..{}, got {}", 2 * kMaxOps, options.max_outputs));
   if (options.ops.empty() || options.ops.size() > 62)
     throw std::invalid_argument("operator set must have 1..62 entries");
   const auto start = Clock::now();
@@ -767,8 +842,10 @@ GeneratorResult generate_rules(const GeneratorOptions& options) {
   auto& st = result.stats;
 
   // Enumeration: every thread streams (fingerprint, graph) records of its subtrees.
-  const std::vector<EncOp> firsts = Enumerator(ops, options.max_ops, options.max_outputs, options.seed).first_choices();
-  tbb::enumerable_thread_specific<Enumerator> enumerators([&] { return Enumerator(ops, options.max_ops, options.max_outputs, options.seed); });
+  const std::vector<EncOp> firsts =
+      Enumerator(ops, options.max_ops, options.max_outputs, options.seed).first_choices();
+  tbb::enumerable_thread_specific<Enumerator> enumerators(
+      [&] { return Enumerator(ops, options.max_ops, options.max_outputs, options.seed); });
   tbb::enumerable_thread_specific<std::vector<Record>> records;
   std::atomic<std::uint64_t> graphs{0};
   std::atomic<std::size_t> done{0};
@@ -777,7 +854,9 @@ GeneratorResult generate_rules(const GeneratorOptions& options) {
   tbb::parallel_for(std::size_t{0}, firsts.size(), [&](std::size_t i) {
     auto& mine = records.local();
     const auto before = mine.size();
-    enumerators.local().run_from(firsts[i], [&](std::uint64_t fp, std::uint64_t g) { mine.push_back({fp, g}); });
+    enumerators.local().run_from(firsts[i], [&](std::uint64_t fp, std::uint64_t g) {
+      mine.push_back({fp, g});
+    });
     graphs += mine.size() - before;
     const auto d = ++done;
     if (std::unique_lock lock(progress_mu, std::try_to_lock); lock.owns_lock()) {
@@ -811,9 +890,10 @@ GeneratorResult generate_rules(const GeneratorOptions& options) {
     if (j - i >= 2) classes.emplace_back(i, j);
     i = j;
   }
-  say(fmt::format("enumerated {} graphs of up to {} operators ({} operator evaluations), {} distinct fingerprints, "
-                  "{} classes with 2 or more graphs ({:.1f} s)",
-                  st.graphs, options.max_ops, st.evaluations, st.fingerprints, classes.size(), elapsed()));
+  say(fmt::format(
+      "enumerated {} graphs of up to {} operators ({} operator evaluations), {} distinct fingerprints, "
+      "{} classes with 2 or more graphs ({:.1f} s)",
+      st.graphs, options.max_ops, st.evaluations, st.fingerprints, classes.size(), elapsed()));
 
   // Candidates: star around the graph TASO's search visits first; outputs paired by value; TASO's structural
   // checks (common subgraph / supergraph).
@@ -881,7 +961,8 @@ GeneratorResult generate_rules(const GeneratorOptions& options) {
           rule.outputs.push_back({tensor_term(rg, ops, ta, used), tensor_term(mg, ops, tb, used)});
         std::sort(used.begin(), used.end());
         used.erase(std::unique(used.begin(), used.end()), used.end());
-        for (int u : used) rule.inputs.push_back({fmt::format("input_{}", u + 1), taso_generator_input_shape(u + 1)});
+        for (int u : used)
+          rule.inputs.push_back({fmt::format("input_{}", u + 1), taso_generator_input_shape(u + 1)});
         per_class[c].push_back(std::move(cand));
       }
     }
@@ -891,8 +972,8 @@ GeneratorResult generate_rules(const GeneratorOptions& options) {
     if (std::unique_lock lock(progress_mu, std::try_to_lock); lock.owns_lock()) {
       if (Clock::now() - last_report > std::chrono::seconds(2)) {
         last_report = Clock::now();
-        say(fmt::format("  pairing: {}/{} classes, {} candidates, {:.1f} s", d, classes.size(), candidates.load(),
-                        elapsed()));
+        say(fmt::format("  pairing: {}/{} classes, {} candidates, {:.1f} s", d, classes.size(),
+                        candidates.load(), elapsed()));
       }
     }
   });
@@ -928,7 +1009,8 @@ GeneratorResult generate_rules(const GeneratorOptions& options) {
   // Input renaming.
   {
     std::vector<std::string> keys(stage.size());
-    tbb::parallel_for(std::size_t{0}, stage.size(), [&](std::size_t i) { keys[i] = canonical_form(stage[i].rule); });
+    tbb::parallel_for(std::size_t{0}, stage.size(),
+                      [&](std::size_t i) { keys[i] = canonical_form(stage[i].rule); });
     std::set<std::string> seen;
     std::vector<Candidate> next;
     for (std::size_t i = 0; i < stage.size(); ++i)
@@ -940,7 +1022,8 @@ GeneratorResult generate_rules(const GeneratorOptions& options) {
   if (options.prune_unrelated)
     std::erase_if(stage, [](const Candidate& c) { return has_unrelated_equations(c.rule); });
   st.after_unrelated = stage.size();
-  say(fmt::format("pruning: {} after exact duplicates, {} after input renaming, {} after unrelated equations "
+  say(
+      fmt::format("pruning: {} after exact duplicates, {} after input renaming, {} after unrelated equations "
                   "({:.1f} s)",
                   st.after_duplicates, st.after_renaming, st.after_unrelated, elapsed()));
 

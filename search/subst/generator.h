@@ -1,9 +1,11 @@
-// Automatic generation of candidate substitutions (TASO §2, docs/reference/taso.md §2): enumerate every
-// acyclic graph of up to N operator instances over TASO's fixed input tensors, fingerprint each by evaluating
-// it with the IR's prime-field kernels (models/ir/modp.h) on two independent random input sets, pair graphs
-// with equal fingerprints, confirm the pairs in double precision and prune (exact duplicates, input renaming,
-// common subgraph / supergraph). Memory stays bounded: graphs are streamed twice and only a fingerprint table
-// (one compact representative per fingerprint) plus the members of colliding classes are kept.
+// Automatic generation of candidate substitutions (TASO §2, docs/reference/taso.md §2, docs/subst.md
+// "Generator"): enumerate every acyclic graph of up to N operator instances over TASO's fixed input tensors,
+// in TASO's search space (its argument rules and tensor metadata) but each graph once; fingerprint each by
+// memoized evaluation in the IR's prime field (fingerprint.h) with an output-order-independent hash; pair
+// graphs with equal fingerprints around two centres per class; prune (common subgraph / supergraph, exact
+// duplicates, input renaming, unrelated equations) and confirm in double precision. TBB-parallel over
+// subtrees; the output does not depend on the number of threads. Memory: bounded value stores plus 16 bytes
+// per enumerated graph.
 #pragma once
 
 #include <cstddef>
@@ -17,16 +19,17 @@
 
 namespace strata::search::subst {
 
-// Operator sets by name, comma-separated: ewadd, ewmul, smul, matmul, transpose, relu, conv2d (stride 1,
-// SAME, no activation), conv2d_relu (fused ReLU), poolavg, poolmax (3x3, stride 1, SAME), concat (axes 0 and
-// 1), split (axes 0 and 1), enlarge (to 3x3), constants (Imatmul, Iewmul, Iconv 3x3, Cpool 3x3), and "taso"
-// for all of them (TASO's public generator's instances, taso.md §2.2). Throws std::invalid_argument naming a
-// bad entry.
+// Operator sets by name, comma-separated: ewadd, ewmul, smul, matmul, transpose (moves data),
+// transpose_layout (TASO's shuffle=false transpose: permutes strides; instance {transpose, {0}}), relu,
+// conv2d (stride 1, SAME, no activation), conv2d_relu (fused ReLU), poolavg, poolmax (3x3, stride 1, SAME),
+// concat (axes 0 and 1), split (axes 0 and 1), enlarge (to 3x3), constants (Imatmul, Iewmul, Iconv 3x3, Cpool
+// 3x3), and "taso" for all of them (TASO's artifact generator's instances, taso.md §2.2). Throws
+// std::invalid_argument naming a bad entry.
 std::vector<OpInstance> parse_operator_set(std::string_view spec);
 
 struct GeneratorOptions {
   std::vector<OpInstance> ops;
-  int max_ops = 3;          // 1..4
+  int max_ops = 3;  // 1..4
   // Largest number of unconsumed outputs (mapped outputs of a rule) of a recorded graph. TASO's sets have at
   // most 2; graphs with more are still enumerated as prefixes, but not fingerprinted.
   int max_outputs = 2;

@@ -24,7 +24,9 @@ void run(benchmark::State& state, const std::string& ops, int max_ops) {
   state.counters["peak_rss_MiB"] = static_cast<double>(r.stats.peak_rss_kib) / 1024.0;
 }
 
-void BM_GenerateTaso2(benchmark::State& state) { run(state, "taso", 2); }
+void BM_GenerateTaso2(benchmark::State& state) {
+  run(state, "taso", 2);
+}
 BENCHMARK(BM_GenerateTaso2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_GenerateMatmulSubset3(benchmark::State& state) {
@@ -33,7 +35,9 @@ void BM_GenerateMatmulSubset3(benchmark::State& state) {
 BENCHMARK(BM_GenerateMatmulSubset3)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // The target: <= 20 s and <= 1 GB on 2 cores.
-void BM_GenerateTaso3(benchmark::State& state) { run(state, "taso", 3); }
+void BM_GenerateTaso3(benchmark::State& state) {
+  run(state, "taso", 3);
+}
 BENCHMARK(BM_GenerateTaso3)->Unit(benchmark::kSecond)->UseRealTime()->Iterations(1);
 
 }  // namespace

@@ -40,28 +40,33 @@ class Store : public ::testing::Test {
     if (r.count <= output) throw std::logic_error("instance does not apply");
     return r.ids[static_cast<std::size_t>(output)];
   }
-  int add = ops.find(Op::ewadd), mul = ops.find(Op::ewmul), mm = ops.find(Op::matmul), smul = ops.find(Op::smul);
+  int add = ops.find(Op::ewadd), mul = ops.find(Op::ewmul), mm = ops.find(Op::matmul),
+      smul = ops.find(Op::smul);
   int relu = ops.find(Op::relu), tr = ops.find(Op::transpose), tr_layout = ops.find(Op::transpose, {0});
-  int conv = ops.find(Op::conv2d, {1, 1, kPadSame, kActiNone}), conv_relu = ops.find(Op::conv2d, {1, 1, kPadSame, kActiRelu});
-  int avg = ops.find(Op::poolavg, {3, 3, 1, 1, kPadSame}), max = ops.find(Op::poolmax, {3, 3, 1, 1, kPadSame});
+  int conv = ops.find(Op::conv2d, {1, 1, kPadSame, kActiNone}),
+      conv_relu = ops.find(Op::conv2d, {1, 1, kPadSame, kActiRelu});
+  int avg = ops.find(Op::poolavg, {3, 3, 1, 1, kPadSame}),
+      max = ops.find(Op::poolmax, {3, 3, 1, 1, kPadSame});
   int cat0 = ops.find(Op::concat, {0}), cat1 = ops.find(Op::concat, {1});
   int split0 = ops.find(Op::split_0, {0}), split1 = ops.find(Op::split_0, {1});
-  int enlarge = ops.find(Op::enlarge, {3, 3}), cpool = ops.find(Op::Cpool, {3, 3}), iconv = ops.find(Op::Iconv, {3, 3});
+  int enlarge = ops.find(Op::enlarge, {3, 3}), cpool = ops.find(Op::Cpool, {3, 3}),
+      iconv = ops.find(Op::Iconv, {3, 3});
 };
 
 TEST_F(Store, KnownEqualGraphsHaveEqualValues) {
   // Axioms of taso.md §3.2 at TASO's shapes: equal tensors (data and metadata) are one value.
-  EXPECT_EQ(apply(add, {x1, x2}), apply(add, {x2, x1}));                                    // 2
-  EXPECT_EQ(apply(mm, {apply(mm, {x1, w1}), w2}), apply(mm, {x1, apply(mm, {w1, w2})}));   // 25
-  EXPECT_EQ(apply(mm, {x1, apply(add, {w1, w2})}), apply(add, {apply(mm, {x1, w1}), apply(mm, {x1, w2})}));  // 29
+  EXPECT_EQ(apply(add, {x1, x2}), apply(add, {x2, x1}));                                  // 2
+  EXPECT_EQ(apply(mm, {apply(mm, {x1, w1}), w2}), apply(mm, {x1, apply(mm, {w1, w2})}));  // 25
+  EXPECT_EQ(apply(mm, {x1, apply(add, {w1, w2})}),
+            apply(add, {apply(mm, {x1, w1}), apply(mm, {x1, w2})}));  // 29
   EXPECT_EQ(apply(conv, {i1, apply(add, {w4, w5})}),
-            apply(add, {apply(conv, {i1, w4}), apply(conv, {i1, w5})}));  // 17
-  EXPECT_EQ(apply(relu, {apply(conv, {i1, w4})}), apply(conv_relu, {i1, w4}));           // 14
-  EXPECT_EQ(apply(conv, {i1, apply(cpool, {})}), apply(avg, {i1}));                      // 39
-  EXPECT_EQ(apply(conv, {i1, apply(iconv, {})}), i1);                                    // 40
-  EXPECT_EQ(apply(conv, {i1, w7}), apply(conv, {i1, apply(enlarge, {w7})}));              // 44, 1x3 kernel
+            apply(add, {apply(conv, {i1, w4}), apply(conv, {i1, w5})}));        // 17
+  EXPECT_EQ(apply(relu, {apply(conv, {i1, w4})}), apply(conv_relu, {i1, w4}));  // 14
+  EXPECT_EQ(apply(conv, {i1, apply(cpool, {})}), apply(avg, {i1}));             // 39
+  EXPECT_EQ(apply(conv, {i1, apply(iconv, {})}), i1);                           // 40
+  EXPECT_EQ(apply(conv, {i1, w7}), apply(conv, {i1, apply(enlarge, {w7})}));    // 44, 1x3 kernel
   EXPECT_EQ(apply(smul, {apply(mm, {x1, w1}), s0}), apply(mm, {x1, apply(smul, {w1, s0})}));  // 10
-  EXPECT_EQ(apply(tr, {apply(tr, {w1})}), w1);                                          // 30
+  EXPECT_EQ(apply(tr, {apply(tr, {w1})}), w1);                                                // 30
   // TASO's rejected grouped-convolution axiom holds at these shapes (4-channel halves make groups = 2): the
   // source of its known-false rules #620-#625, which the verifier must reject.
   EXPECT_EQ(apply(cat1, {apply(conv, {i1, w4}), apply(conv, {i2, w5})}),
@@ -72,7 +77,8 @@ TEST_F(Store, KnownEqualGraphsHaveEqualValues) {
   EXPECT_EQ(apply(split1, {cat}, 0), w1);
   EXPECT_EQ(apply(split1, {cat}, 1), w2);
   EXPECT_EQ(apply(split1, {apply(mm, {x1, cat})}, 1), apply(mm, {x1, w2}));
-  const auto nested = apply(cat0, {apply(cat0, {w1, w2}), w3});  // split_0 gives back concat(w1, w2) with its tree
+  const auto nested =
+      apply(cat0, {apply(cat0, {w1, w2}), w3});  // split_0 gives back concat(w1, w2) with its tree
   EXPECT_EQ(apply(split0, {apply(split0, {nested}, 0)}, 1), w2);
 }
 
@@ -110,10 +116,13 @@ TEST_F(Store, InstancesApplyOnlyWhereTasoAppliesThem) {
   EXPECT_GT(store.evaluations(), 0u);
 }
 
-Rule rule_of(const std::string& text) { return parse_rules(text, "test.rules").at(0); }
+Rule rule_of(const std::string& text) {
+  return parse_rules(text, "test.rules").at(0);
+}
 
 TEST(GeneratorPruning, UnrelatedEquations) {
-  EXPECT_TRUE(has_unrelated_equations(rule_of("rule r (a: 2x4, b: 2x4)\n  relu(a) == relu(a)\n  relu(b) == relu(b)\n")));
+  EXPECT_TRUE(has_unrelated_equations(
+      rule_of("rule r (a: 2x4, b: 2x4)\n  relu(a) == relu(a)\n  relu(b) == relu(b)\n")));
   // Sharing an input is not sharing a node: TASO's #87-style conjunctions over one input are implied too.
   EXPECT_TRUE(has_unrelated_equations(
       rule_of("rule r (x: 2x4x5x5, w: 4x4x3x3)\n  relu(x) == conv2d(1,1,0,2,x,Iconv(3,3))\n"
@@ -164,7 +173,8 @@ TEST(GeneratorPruning, StagesShrinkAndHoldTheirInvariants) {
     for (const auto& t : lhs) EXPECT_FALSE(rhs.contains(t)) << format_rules(std::span(&r, 1));
     EXPECT_FALSE(has_unrelated_equations(r));
   }
-  EXPECT_TRUE(std::any_of(kept.rules.begin(), kept.rules.end(), [](const Rule& r) { return has_unrelated_equations(r); }));
+  EXPECT_TRUE(std::any_of(kept.rules.begin(), kept.rules.end(),
+                          [](const Rule& r) { return has_unrelated_equations(r); }));
 }
 
 TEST(GeneratorDeterminism, SameSeedSameFileOnOneAndManyThreads) {
@@ -192,8 +202,8 @@ TEST(GeneratorCoverage, RediscoversTasoRulesOverAnOperatorSubset) {
   const auto ours = generate_rules(o).rules;
   std::set<std::string> forms;
   for (const auto& r : ours) forms.insert(canonical_form(r));
-  const std::set<Op> subset{Op::ewadd, Op::ewmul, Op::matmul, Op::transpose, Op::concat,
-                            Op::split_0, Op::split_1, Op::smul};
+  const std::set<Op> subset{Op::ewadd,  Op::ewmul,   Op::matmul,  Op::transpose,
+                            Op::concat, Op::split_0, Op::split_1, Op::smul};
   const std::set<std::string> blacklist{"202", "209", "254", "255", "260", "307", "308", "518", "536",
                                         "560", "580", "581", "620", "621", "622", "623", "624", "625",
                                         "681", "682", "688", "689", "695", "696", "697"};
