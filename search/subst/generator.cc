@@ -625,6 +625,7 @@ std::vector<RealTensor> replay_real(const Enc& g, const std::vector<OpInstance>&
       outs[o].data.assign(static_cast<std::size_t>(out_types[o].numel()), 0.0);
     }
     for (auto& o : outs) os.push_back({o.data.data(), &o.shape, static_cast<std::int64_t>(o.data.size())});
+    if (!def.kernel.real) throw std::logic_error(fmt::format("generator: IR op '{}' has no real kernel", def.name));
     def.kernel.real(models::KernelCall<double>{ins, os, attrs});
     for (std::size_t o = 0; o < outs.size(); ++o) {
       outs[o].meta = metas[o];
