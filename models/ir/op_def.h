@@ -50,6 +50,16 @@ struct AttrSpec {
   std::string_view doc;
 };
 
+// An integer parameter of an operator's symbol in substitution rules and the Z3 verifier (TASO §3.1, TASO's
+// rule-file spelling, docs/subst.md). Its kind fixes the value domain over which the verifier's axioms are
+// validated (search/subst/operators.h); how a parameter relates to the node's attributes (e.g. pad 0 = SAME,
+// from `pads` and the shapes) is the IR bridge's business (search/subst/ir_bridge.cc).
+enum class SymbolParamKind : std::uint8_t { stride, padding, activation, kernel, axis };
+struct SymbolParam {
+  std::string_view name;
+  SymbolParamKind kind;
+};
+
 // Read-only view of a tensor's elements plus its shape.
 template <class T>
 struct In {
@@ -95,14 +105,20 @@ using GradFn = void (*)(GradContext& ctx);
 
 struct OpDef {
   std::string_view name{};    // IR name, unique: "conv2d"
-  std::string_view symbol{};  // uninterpreted-function name for the Z3 verifier: "conv2d"
+  std::string_view symbol{};  // uninterpreted-function name for the Z3 verifier and rule files: "conv2d"
   std::string_view summary{};
   OpKind kind = OpKind::kElementwise;
   int min_inputs = 1;
   int max_inputs = 1;  // -1: variadic
   std::vector<AttrSpec> attrs{};
-  // Attributes passed, in this order, as integer parameters of the verifier's function (TASO §3.1).
-  std::vector<std::string_view> symbol_params{};
+  // The symbol's integer parameters, in order (TASO §3.1). Substitution rules (search/subst/operators.h)
+  // derive their operator vocabulary from these entries: symbol, symbol_params, symbol_inputs and
+  // symbol_outputs. Declared for the operators of TASO's vocabulary; other operators have a symbol but no
+  // rule form yet.
+  std::vector<SymbolParam> symbol_params{};
+  int symbol_inputs =
+      -1;  // tensor arguments of the symbol; -1: the operator's fixed arity (min = max inputs)
+  int symbol_outputs = 1;  // > 1: one symbol per output, "<symbol>_<i>" (split: split_0, split_1)
   // Algebraic traits the substitution generator may exploit.
   bool commutative = false;
   bool associative = false;

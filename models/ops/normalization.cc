@@ -364,7 +364,6 @@ void register_normalization_ops(OpRegistry& r) {
          .kind = OpKind::kReduction,
          .attrs = {{"axis", AttrKind::kInt, std::int64_t{-1}, "softmax axis"},
                    {"causal", AttrKind::kInt, std::int64_t{0}, "1: causal mask over the last two dims"}},
-         .symbol_params = {"axis", "causal"},
          .shape = softmax_shape,
          .flops = softmax_flops,
          .kernel = STRATA_KERNELS(softmax_kernel),

@@ -147,26 +147,33 @@ std::vector<AttrSpec> pool_attrs(bool avg, bool grad) {
   return a;
 }
 
+// kernel, strides, SAME/VALID padding (TASO's poolavg/poolmax).
+const std::vector<SymbolParam> kPoolSymbolParams{{"kh", SymbolParamKind::kernel},
+                                                 {"kw", SymbolParamKind::kernel},
+                                                 {"sh", SymbolParamKind::stride},
+                                                 {"sw", SymbolParamKind::stride},
+                                                 {"pad", SymbolParamKind::padding}};
+
 }  // namespace
 
 void register_pooling_ops(OpRegistry& r) {
   r.add({.name = "maxpool2d",
-         .symbol = "pool2d_max",
+         .symbol = "poolmax",
          .summary = "2-D max pooling (NCHW)",
          .kind = OpKind::kDataMovement,
          .attrs = pool_attrs(false, false),
-         .symbol_params = {"kernel", "strides", "pads"},
+         .symbol_params = kPoolSymbolParams,
          .shape = pool_shape,
          .flops = pool_flops,
          .kernel = STRATA_KERNELS(maxpool_kernel),
          .grad = maxpool_grad,
          .onnx_op = "MaxPool"});
   r.add({.name = "avgpool2d",
-         .symbol = "pool2d_avg",
+         .symbol = "poolavg",
          .summary = "2-D average pooling (NCHW)",
          .kind = OpKind::kDataMovement,
          .attrs = pool_attrs(true, false),
-         .symbol_params = {"kernel", "strides", "pads"},
+         .symbol_params = kPoolSymbolParams,
          .linear_in = {0},
          .shape = pool_shape,
          .flops = pool_flops,
@@ -174,7 +181,7 @@ void register_pooling_ops(OpRegistry& r) {
          .grad = avgpool_grad,
          .onnx_op = "AveragePool"});
   r.add({.name = "maxpool2d_grad",
-         .symbol = "pool2d_max_grad",
+         .symbol = "poolmax_grad",
          .summary = "gradient of max pooling (to the argmax)",
          .kind = OpKind::kDataMovement,
          .min_inputs = 2,
@@ -185,7 +192,7 @@ void register_pooling_ops(OpRegistry& r) {
          .flops = pool_flops,
          .kernel = STRATA_KERNELS(maxpool_grad_kernel)});
   r.add({.name = "avgpool2d_grad",
-         .symbol = "pool2d_avg_grad",
+         .symbol = "poolavg_grad",
          .summary = "gradient of average pooling",
          .kind = OpKind::kDataMovement,
          .attrs = pool_attrs(true, true),

@@ -2,45 +2,89 @@
 
 #include <algorithm>
 #include <array>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
 
 namespace strata::search::subst {
 namespace {
 
 using enum ParamKind;
-constexpr std::array<ParamSpec, 0> kNoParams{};
-constexpr std::array kConvParams{ParamSpec{"sh", stride}, ParamSpec{"sw", stride}, ParamSpec{"pad", padding},
-                                 ParamSpec{"acti", activation}};
-constexpr std::array kPoolParams{ParamSpec{"kh", kernel}, ParamSpec{"kw", kernel}, ParamSpec{"sh", stride},
-                                 ParamSpec{"sw", stride}, ParamSpec{"pad", padding}};
-constexpr std::array kAxisParam{ParamSpec{"axis", axis}};
-constexpr std::array kKernelParams{ParamSpec{"kh", kernel}, ParamSpec{"kw", kernel}};
 
-constexpr std::array<OpInfo, kNumOps> kOps{{
-    {Op::ewadd, "ewadd", kNoParams, 2},
-    {Op::ewmul, "ewmul", kNoParams, 2},
-    {Op::smul, "smul", kNoParams, 2},
-    {Op::matmul, "matmul", kNoParams, 2},
-    {Op::transpose, "transpose", kNoParams, 1},
-    {Op::relu, "relu", kNoParams, 1},
-    {Op::conv2d, "conv2d", kConvParams, 2},
-    {Op::poolavg, "poolavg", kPoolParams, 1},
-    {Op::poolmax, "poolmax", kPoolParams, 1},
-    {Op::concat, "concat", kAxisParam, 2},
-    {Op::split_0, "split_0", kAxisParam, 1},
-    {Op::split_1, "split_1", kAxisParam, 1},
-    {Op::enlarge, "enlarge", kKernelParams, 1},
-    {Op::Iconv, "Iconv", kKernelParams, 0},
-    {Op::Cpool, "Cpool", kKernelParams, 0},
-    {Op::Imatmul, "Imatmul", kNoParams, 0},
-    {Op::Iewmul, "Iewmul", kNoParams, 0},
+// The IR operator (and output) each handle denotes. Everything else about a symbol — spelling, parameters and
+// their kinds, tensor arity — is read from that operator's OpDef.
+struct Source {
+  Op op;
+  std::string_view ir_op;
+  int output = 0;
+};
+constexpr std::array<Source, kNumOps> kSources{{
+    {Op::ewadd, "ewadd"},
+    {Op::ewmul, "ewmul"},
+    {Op::smul, "scalar_mul"},
+    {Op::matmul, "matmul"},
+    {Op::transpose, "transpose"},
+    {Op::relu, "relu"},
+    {Op::conv2d, "conv2d"},
+    {Op::poolavg, "avgpool2d"},
+    {Op::poolmax, "maxpool2d"},
+    {Op::concat, "concat"},
+    {Op::split_0, "split", 0},
+    {Op::split_1, "split", 1},
+    {Op::enlarge, "enlarge"},
+    {Op::Iconv, "const_iconv"},
+    {Op::Cpool, "const_pool"},
+    {Op::Imatmul, "const_imm"},
+    {Op::Iewmul, "const_one"},
 }};
 
-constexpr bool table_in_enum_order() {
+constexpr bool sources_in_enum_order() {
   for (int i = 0; i < kNumOps; ++i)
-    if (static_cast<int>(kOps[static_cast<std::size_t>(i)].op) != i) return false;
+    if (static_cast<int>(kSources[static_cast<std::size_t>(i)].op) != i) return false;
   return true;
 }
-static_assert(table_in_enum_order(), "kOps must list the operators in the order of enum Op");
+static_assert(sources_in_enum_order(), "kSources must list the operators in the order of enum Op");
+
+struct Vocabulary {
+  std::array<std::string, kNumOps> names;  // storage for the per-output spellings (split_0, split_1)
+  std::vector<OpInfo> ops;
+};
+
+// Built once from the operator table; a missing or inconsistent OpDef is a programming error.
+Vocabulary build_vocabulary() {
+  Vocabulary v;
+  v.ops.reserve(kNumOps);
+  const auto& registry = models::OpRegistry::instance();
+  for (std::size_t i = 0; i < kSources.size(); ++i) {
+    const Source& src = kSources[i];
+    const models::OpDef& def = registry.get(src.ir_op);
+    auto fail = [&](std::string_view what) {
+      return std::logic_error(fmt::format("OpDef '{}' as rule symbol: {}", def.name, what));
+    };
+    if (def.symbol.empty()) throw fail("no symbol");
+    if (src.output >= std::max(def.symbol_outputs, 1)) throw fail("symbol_outputs too small");
+    v.names[i] =
+        def.symbol_outputs > 1 ? fmt::format("{}_{}", def.symbol, src.output) : std::string(def.symbol);
+    int arity = def.symbol_inputs;
+    if (arity < 0) {
+      if (def.min_inputs != def.max_inputs) throw fail("variable arity: declare symbol_inputs");
+      arity = def.min_inputs;
+    }
+    v.ops.push_back(OpInfo{src.op, v.names[i], def.symbol_params, arity, def.name, src.output});
+  }
+  for (std::size_t i = 0; i < v.ops.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (v.ops[i].name == v.ops[j].name)
+        throw std::logic_error(fmt::format("rule symbol '{}' declared twice", v.ops[i].name));
+  return v;
+}
+
+const Vocabulary& vocabulary() {
+  static const Vocabulary v = build_vocabulary();
+  return v;
+}
 
 // Domains of TASO's verifier and axiom validation: strides {1,2}, SAME/VALID, none/relu, kernels D = {1,3},
 // axes of tensors up to 4-D.
@@ -53,14 +97,14 @@ constexpr std::array<std::int64_t, 4> kAxes{0, 1, 2, 3};
 }  // namespace
 
 const OpInfo& op_info(Op op) {
-  return kOps[static_cast<std::size_t>(op)];
+  return vocabulary().ops[static_cast<std::size_t>(op)];
 }
 std::span<const OpInfo> all_ops() {
-  return kOps;
+  return vocabulary().ops;
 }
 
 std::optional<Op> find_op(std::string_view name) {
-  for (const auto& info : kOps)
+  for (const auto& info : vocabulary().ops)
     if (info.name == name) return info.op;
   return std::nullopt;
 }

@@ -1,12 +1,16 @@
-// The operator symbols of substitution rules: TASO's verifier vocabulary (docs/reference/taso.md §2.2, §3.1),
-// each declared once with its integer parameters, their verified domains and its tensor arity. Terms, the
-// rule file format, the Z3 encoding and the axiom table are all derived from this table.
+// The operator symbols of substitution rules: TASO's verifier vocabulary (docs/reference/taso.md §2.2, §3.1).
+// Each symbol is declared once, by the OpDef of the IR operator it denotes (models/ir/op_def.h: symbol,
+// symbol_params with their kinds, symbol_inputs, symbol_outputs); this header gives them C++ handles (Op) and
+// the verified domain of each parameter kind. Terms, the rule file format, the Z3 encoding and the axiom
+// table all read the table derived here.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <string_view>
+
+#include "models/ir/op_def.h"
 
 namespace strata::search::subst {
 
@@ -31,23 +35,24 @@ enum class Op : std::uint8_t {
 };
 inline constexpr int kNumOps = static_cast<int>(Op::Iewmul) + 1;
 
-// What an integer parameter means; each kind has the value domain over which the axioms were validated
-// (TASO's verify.py and validate_axioms.py). Rules with parameters outside it are not verified.
-enum class ParamKind : std::uint8_t { stride, padding, activation, kernel, axis };
+// What an integer parameter means (declared on the OpDef); each kind has the value domain over which the
+// axioms were validated (TASO's verify.py and validate_axioms.py). Rules with parameters outside it are not
+// verified.
+using ParamKind = models::SymbolParamKind;
 
 inline constexpr int kPadSame = 0, kPadValid = 1;   // TASO PaddingMode
 inline constexpr int kActiNone = 0, kActiRelu = 2;  // TASO ActiMode
 
-struct ParamSpec {
-  std::string_view name;
-  ParamKind kind;
-};
+using ParamSpec = models::SymbolParam;  // name, kind
 
 struct OpInfo {
   Op op;
-  std::string_view name;  // spelling in rule files (TASO's text spelling)
+  std::string_view
+      name;  // spelling in rule files (TASO's text spelling): the OpDef's symbol (split: split_<i>)
   std::span<const ParamSpec> params;
   int tensor_args;
+  std::string_view ir_op;  // the IR operator (OpRegistry name) whose OpDef declares the symbol
+  int ir_output = 0;       // which of its outputs the symbol denotes
 };
 
 const OpInfo& op_info(Op op);

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "models/ir/modp.h"
+#include "models/ir/op_def.h"
 #include "search/subst/axiom_validation.h"
 #include "search/subst/axioms.h"
 #include "search/subst/term_eval.h"
@@ -59,6 +60,29 @@ TEST(TermEval, SplitUndoesTheMostRecentConcatenationThroughOtherOperators) {
   EXPECT_THROW(infer_type(parse("matmul(a,c)"), {{"a", {1, 2}}, {"c", {1, 3}}}), TermTypeError);
   EXPECT_EQ(infer_type(parse("conv2d(2,2,0,0,x,w)"), {{"x", {1, 4, 5, 5}}, {"w", {8, 4, 3, 3}}}).shape,
             (Shape{1, 8, 3, 3}));  // SAME, stride 2: ceil(5/2)
+}
+
+// The rule vocabulary is read from the OpDefs of models/: spellings (TASO's), parameter kinds and arity.
+TEST(Vocabulary, DerivedFromTheOperatorTable) {
+  ASSERT_EQ(all_ops().size(), static_cast<std::size_t>(kNumOps));
+  const auto& registry = models::OpRegistry::instance();
+  for (const OpInfo& info : all_ops()) {
+    const models::OpDef& def = registry.get(info.ir_op);
+    EXPECT_EQ(info.params.data(), def.symbol_params.data()) << info.name;  // the OpDef's own declaration
+    EXPECT_EQ(find_op(info.name), info.op) << info.name;
+  }
+  EXPECT_EQ(registry.get("avgpool2d").symbol, "poolavg");
+  const OpInfo& conv = op_info(Op::conv2d);
+  EXPECT_EQ(conv.tensor_args, 2);  // no bias in the rule form
+  ASSERT_EQ(conv.params.size(), 4u);
+  EXPECT_EQ(conv.params[2].name, "pad");
+  EXPECT_EQ(conv.params[2].kind, ParamKind::padding);
+  EXPECT_EQ(op_info(Op::split_1).name, "split_1");
+  EXPECT_EQ(op_info(Op::split_1).ir_output, 1);
+  EXPECT_EQ(op_info(Op::concat).tensor_args, 2);
+  EXPECT_EQ(op_info(Op::Iconv).tensor_args, 0);
+  EXPECT_EQ(op_info(Op::poolmax).params.size(), 5u);
+  EXPECT_FALSE(find_op("pool2d_avg").has_value());
 }
 
 AxiomValidationOptions small_options() {
