@@ -266,8 +266,10 @@ void add_subst_commands(CLI::App& app) {
   subst->require_subcommand(1);
 
   auto verify = std::make_shared<VerifyCli>();
-  auto* v = subst->add_subcommand(
-      "verify", "Prove every rule from TASO's operator axioms with Z3 (per-equation timeout)");
+  auto* v = subst->add_subcommand("verify",
+                                  "Type-check and refute rules by evaluation, then prove the rest from "
+                                  "TASO's operator axioms with Z3 (per-equation "
+                                  "timeout)");
   v->add_option("rules", verify->path, "rule file (strata format or TASO equation file)")
       ->required()
       ->check(CLI::ExistingFile);
