@@ -200,7 +200,8 @@ void add_optimize_commands(CLI::App& app) {
   opt->add_option("--listing", p->listing, "write a readable listing of the optimized graph (backtrack)");
   opt->add_option("--xfers", p->xfers,
                   "hand-written transformations used besides the rules: all, none, or a comma-separated list of "
-                  "fuse_conv_relu, merge_convs, merge_gconv, matmul_operand_layout (search/subst/xfers.h)")
+                  "fuse_conv_batchnorm, fuse_conv_relu, merge_convs, merge_gconv, matmul_operand_layout "
+                  "(search/subst/xfers.h)")
       ->capture_default_str();
   add_eqsat_options(*opt, p->eqsat);
   opt->callback([p] { run_optimize(*p); });

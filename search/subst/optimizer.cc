@@ -865,7 +865,6 @@ OptimizeResult optimize(const Graph& input, std::span<const Rule> rules, const m
           delta_cache.emplace(key, d);
         }
         if (d.status != Estimate::ok || costs.total + d.delta >= threshold) continue;
-        if (current.nodes().size() + d.new_nodes - m.nodes.size() > max_ops) continue;
         per_rule[r].push_back({costs.total + d.delta, idx, r, std::move(m), std::nullopt, {}, {}});
       }
     });
@@ -908,9 +907,15 @@ OptimizeResult optimize(const Graph& input, std::span<const Rule> rules, const m
       p.step.rule = rules[p.rule].name;
       for (NodeId n : p.match.nodes) p.step.nodes.push_back(parent.node(n).name);
     }
-    if (!next || next->nodes().size() > max_ops) continue;
+    if (!next) continue;
+    const NodeCosts next_costs = node_costs(*next, cost);
+    // The operator cap counts operators that run per step; weight-only ones are folded before inference.
+    std::size_t runtime_ops = 0;
+    for (const Node& n : next->nodes())
+      runtime_ops += n.outputs.empty() || next_costs.folded[static_cast<std::size_t>(n.outputs[0])] == 0;
+    if (runtime_ops > max_ops) continue;
     if (!seen.insert(graph_hash(*next)).second) continue;
-    const double c = graph_cost(*next, cost);
+    const double c = next_costs.total;
     if (c >= options.alpha * states[best].cost) continue;
     auto path = states[p.parent].path;
     path.push_back(std::move(p.step));

@@ -21,11 +21,25 @@ using models::ValueId;
 using Emit = std::function<std::vector<std::pair<ValueId, ValueId>>(
     const Graph& g, Graph& out, const std::function<ValueId(ValueId)>& in)>;
 
-// g with `replaced` taken out and the nodes of `emit` in their place (at the first replaced node, so every
-// input they read is already defined); nodes that no longer reach an output are dropped. nullopt when a
+// g with `replaced` taken out and the nodes of `emit` in their place; nodes that no longer reach an output are
+// dropped. nullopt when a
 // value of a replaced node is still used but not provided, or shape inference rejects the replacement.
 std::optional<Graph> rewrite(const Graph& g, std::vector<NodeId> replaced, const Emit& emit) {
   std::sort(replaced.begin(), replaced.end());
+  // The replacement goes after the first replaced node and after every value it reads (a dry run on
+  // stand-ins finds them): a batchnorm's statistics may be computed between the conv and the batchnorm.
+  NodeId at = replaced.front();
+  {
+    Graph dry;
+    try {
+      emit(g, dry, [&](ValueId v) {
+        at = std::max(at, g.value(v).producer + 1);
+        return dry.add_source(fmt::format("r{}", v), g.type(v), g.value(v).kind);
+      });
+    } catch (const models::GraphError&) {
+      return std::nullopt;
+    }
+  }
   Graph out(g.name());
   std::vector<ValueId> map(g.values().size(), models::kNoValue);
   for (ValueId v = 0; v < static_cast<ValueId>(g.values().size()); ++v) {
@@ -35,11 +49,12 @@ std::optional<Graph> rewrite(const Graph& g, std::vector<NodeId> replaced, const
   auto in = [&](ValueId v) { return map[static_cast<std::size_t>(v)]; };
   std::vector<std::pair<ValueId, ValueId>> provided;
   try {
-    for (NodeId n = 0; n < static_cast<NodeId>(g.nodes().size()); ++n) {
-      if (n == replaced.front()) {
+    for (NodeId n = 0; n <= static_cast<NodeId>(g.nodes().size()); ++n) {
+      if (n == at) {
         provided = emit(g, out, in);
         for (auto [old_v, new_v] : provided) map[static_cast<std::size_t>(old_v)] = new_v;
       }
+      if (n == static_cast<NodeId>(g.nodes().size())) break;
       if (std::binary_search(replaced.begin(), replaced.end(), n)) continue;
       const Node& node = g.node(n);
       std::vector<ValueId> ins;
@@ -140,6 +155,55 @@ std::vector<XferSite> fuse_conv_relu(const Graph& g, const NodeCosts& costs, con
     };
     bool ok = false;
     auto site = make_site(g, costs, cost, "fuse_conv_relu", {n, relu}, std::move(emit), ok);
+    if (ok) sites.push_back(std::move(site));
+  }
+  return sites;
+}
+
+// ---- fuse_conv_batchnorm ----
+// Inference batch normalization after a convolution folds into its weight and bias (TASO's conv+batchnorm
+// GraphXfer): with s = scale / sqrt(var + eps), w' = w * s (per output channel) and
+// b' = (b - mean) * s + beta (b = 0 without a bias); all weight-only, so folded before inference.
+std::vector<XferSite> fuse_conv_batchnorm(const Graph& g, const NodeCosts& costs, const models::CostModel& cost) {
+  std::vector<XferSite> sites;
+  const auto consumers = consumers_of(g);
+  for (NodeId n = 0; n < static_cast<NodeId>(g.nodes().size()); ++n) {
+    const Node& conv = g.node(n);
+    if (conv.op->name != "conv2d" || conv.attrs.s("activation") != "none") continue;
+    const ValueId y = conv.outputs[0];
+    const auto& cs = consumers[static_cast<std::size_t>(y)];
+    if (cs.size() != 1 || is_graph_output(g, y)) continue;
+    const Node& bn = g.node(cs[0]);
+    if (bn.op->name != "batchnorm" || bn.inputs[0] != y) continue;
+    const NodeId bn_id = cs[0];
+    const ValueId z = bn.outputs[0];
+    Emit emit = [n, bn_id, z](const Graph& src, Graph& out, const std::function<ValueId(ValueId)>& in) {
+      const Node& c = src.node(n);
+      const Node& b = src.node(bn_id);
+      const auto w = in(c.inputs[1]);
+      const models::Shape ws = out.type(w).shape;  // a copy: adding nodes reallocates
+      const auto dtype = out.type(w).dtype;
+      const auto eps = out.add_constant(b.name + ".eps", models::TensorType{{}, dtype}, {b.attrs.f("epsilon")});
+      const auto scale = in(b.inputs[1]), beta = in(b.inputs[2]), mean = in(b.inputs[3]), var = in(b.inputs[4]);
+      const auto s = out.add(
+          "ewmul",
+          {scale, out.add("rsqrt", {out.add("ewadd", {var, eps}, {}, b.name + ".var_eps")}, {}, b.name + ".rsqrt")},
+          {}, b.name + ".fold_scale");
+      const auto s4 = out.add("reshape", {s}, {{"shape", Ints{ws[0], 1, 1, 1}}}, b.name + ".fold_scale4");
+      const auto w2 = out.add("ewmul", {w, s4}, {}, b.name + ".fold_weight");
+      const auto shifted =
+          c.inputs.size() == 3
+              ? out.add("ewsub", {in(c.inputs[2]), mean}, {}, b.name + ".shift")
+              : out.add("scalar_mul",
+                        {mean, out.add_constant(b.name + ".minus_one", models::TensorType{{}, dtype}, {-1.0})}, {},
+                        b.name + ".shift");
+      const auto b2 = out.add("ewadd", {out.add("ewmul", {shifted, s}, {}, b.name + ".shift_scale"), beta}, {},
+                              b.name + ".fold_bias");
+      const auto y2 = out.add("conv2d", {in(c.inputs[0]), w2, b2}, c.attrs, c.name + ".bn");
+      return std::vector<std::pair<ValueId, ValueId>>{{z, y2}};
+    };
+    bool ok = false;
+    auto site = make_site(g, costs, cost, "fuse_conv_batchnorm", {n, bn_id}, std::move(emit), ok);
     if (ok) sites.push_back(std::move(site));
   }
   return sites;
@@ -314,7 +378,8 @@ struct NamedXfer {
   const char* name;
   std::vector<XferSite> (*fn)(const Graph&, const NodeCosts&, const models::CostModel&);
 };
-constexpr NamedXfer kXfers[] = {{"fuse_conv_relu", fuse_conv_relu},
+constexpr NamedXfer kXfers[] = {{"fuse_conv_batchnorm", fuse_conv_batchnorm},
+                                {"fuse_conv_relu", fuse_conv_relu},
                                 {"merge_convs", merge_convs},
                                 {"merge_gconv", merge_gconv},
                                 {"matmul_operand_layout", matmul_operand_layout}};

@@ -6,6 +6,9 @@
 // vocabulary has no bias, group-merge or operand-layout operator (docs/subst.md, "Hand-written
 // transformations").
 //
+//   fuse_conv_batchnorm   conv2d(x, w[, b]) -> batchnorm(scale, beta, mean, var)
+//                                                               =>  conv2d(x, w * s, (b - mean) * s + beta),
+//                         s = scale / sqrt(var + eps) per output channel (inference; weight-only, folded)
 //   fuse_conv_relu        conv2d(x, w[, b]) -> relu             =>  conv2d(x, w[, b], activation=relu)
 //   merge_convs           conv2d(x, wa[, ba]), conv2d(x, wb[, bb]) (same x, stride, activation; kernels
 //                         centred in the larger one)            =>  conv2d(x, concat(enlarge(wa), enlarge(wb))
