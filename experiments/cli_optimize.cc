@@ -171,8 +171,8 @@ void add_optimize_commands(CLI::App& app) {
   g->add_option("--seed", o->seed, "seed of the random inputs")->capture_default_str();
   g->add_option("--tolerance", o->tolerance, "relative tolerance of the floating-point confirmation")->capture_default_str();
   g->add_flag("--keep-unrelated", o->keep_unrelated,
-              "keep multi-output rules made of equations over disjoint inputs (TASO keeps them; each part is a "
-              "smaller rule)");
+              "keep multi-output rules whose outputs share no operator, e.g. over disjoint inputs (conjunctions of "
+              "smaller rules; TASO keeps them)");
   g->add_option("-o,--output", o->output, "rule file to write (strata rule format)")->required();
   g->callback([o] { run_generate(*o); });
 
