@@ -123,8 +123,9 @@ bool shares_variable_with_earlier(const Rule& rule, std::size_t eq) {
   std::vector<std::string> earlier, mine;
   for (std::size_t i = 0; i < eq; ++i) collect_variables(rule.outputs[i].lhs, earlier);
   collect_variables(rule.outputs[eq].lhs, mine);
-  return std::any_of(mine.begin(), mine.end(),
-                     [&](const std::string& v) { return std::find(earlier.begin(), earlier.end(), v) != earlier.end(); });
+  return std::any_of(mine.begin(), mine.end(), [&](const std::string& v) {
+    return std::find(earlier.begin(), earlier.end(), v) != earlier.end();
+  });
 }
 
 void match_equations(const Graph& g, const MatchIndex& index, const Matcher& m, const Rule& rule,
@@ -273,7 +274,8 @@ std::vector<Match> find_matches_with(const Graph& g, const MatchIndex& index, co
     Match match;
     match.rule = rule_index;
     match.nodes = std::move(nodes);
-    for (std::size_t i = 0; i < st.vars.size(); ++i) match.bindings.emplace_back(lhs.var_names[i], st.vars[i]);
+    for (std::size_t i = 0; i < st.vars.size(); ++i)
+      match.bindings.emplace_back(lhs.var_names[i], st.vars[i]);
     std::sort(match.bindings.begin(), match.bindings.end());
     result.push_back(std::move(match));
   }
@@ -467,7 +469,8 @@ std::optional<Graph> apply_match(const Graph& g, const Rule& rule, const Match& 
       for (NodeId n : match.nodes) {
         for (ValueId o : g.node(n).outputs) {
           if (found != models::kNoValue) break;
-          if (!root_candidate(g, eq.lhs, o) || std::find(roots.begin(), roots.end(), o) != roots.end()) continue;
+          if (!root_candidate(g, eq.lhs, o) || std::find(roots.begin(), roots.end(), o) != roots.end())
+            continue;
           MatchState trial = st;
           if (m.match(eq.lhs, o, trial)) {
             found = o;
@@ -671,7 +674,9 @@ NodeCosts node_costs(const Graph& g, const models::CostModel& cost) {
   return c;
 }
 
-double graph_cost(const Graph& g, const models::CostModel& cost) { return node_costs(g, cost).total; }
+double graph_cost(const Graph& g, const models::CostModel& cost) {
+  return node_costs(g, cost).total;
+}
 
 namespace {
 
@@ -700,7 +705,8 @@ std::pair<Estimate, double> target_cost(const Graph& g, const NodeCosts& costs, 
   auto value_of = [&](const Ref& r) -> ValueId {
     if (r.node < 0) return r.old;
     const auto& o = outs[static_cast<std::size_t>(r.node)];
-    return static_cast<std::size_t>(r.output) < o.size() ? o[static_cast<std::size_t>(r.output)] : models::kNoValue;
+    return static_cast<std::size_t>(r.output) < o.size() ? o[static_cast<std::size_t>(r.output)]
+                                                         : models::kNoValue;
   };
   try {
     for (std::size_t k = 0; k < fresh.size(); ++k) {
@@ -753,8 +759,7 @@ std::uint64_t graph_hash(const Graph& g) {
   std::vector<std::uint64_t> nh;
   for (ValueId v = 0; v < static_cast<ValueId>(g.values().size()); ++v) {
     const auto& val = g.value(v);
-    if (val.producer < 0)
-      vh[static_cast<std::size_t>(v)] = mix(hash_text(val.name), hash_type(val.type));
+    if (val.producer < 0) vh[static_cast<std::size_t>(v)] = mix(hash_text(val.name), hash_type(val.type));
   }
   for (const Node& n : g.nodes()) {
     std::uint64_t h = mix(hash_text(n.op->name), hash_attrs(n.attrs));
@@ -841,7 +846,8 @@ OptimizeResult optimize(const Graph& input, std::span<const Rule> rules, const m
         std::uint64_t key = mix(0x6d61746368ULL, r);
         for (NodeId n : m.nodes) key = mix(key, node_hash[static_cast<std::size_t>(n)]);
         for (const auto& [name, v] : m.bindings)
-          key = mix(mix(key, value_hash[static_cast<std::size_t>(v)]), costs.folded[static_cast<std::size_t>(v)]);
+          key = mix(mix(key, value_hash[static_cast<std::size_t>(v)]),
+                    costs.folded[static_cast<std::size_t>(v)]);
         DeltaEstimate d;
         bool cached = false;
         {
@@ -923,8 +929,8 @@ OptimizeResult optimize(const Graph& input, std::span<const Rule> rules, const m
     if (c < states[best].cost) best = states.size() - 1;
     expand(states.size() - 1);
     if (options.progress && res.explored % 50 == 0)
-      options.progress(fmt::format("optimize: {} graphs explored, {} candidates, best {:.4f} ms", res.explored,
-                                   res.generated, states[best].cost * 1e3));
+      options.progress(fmt::format("optimize: {} graphs explored, {} candidates, best {:.4f} ms",
+                                   res.explored, res.generated, states[best].cost * 1e3));
   }
   res.graph = states[best].graph;
   res.cost_after = states[best].cost;

@@ -32,7 +32,7 @@ struct Match {
 // operator of every node (from_ir; grouped convolutions have none, see optimizer.cc), consumers of every
 // value, graph outputs, and the nodes of each rule operator.
 struct MatchIndex {
-  std::vector<std::optional<OpInstance>> instances;  // by node id
+  std::vector<std::optional<OpInstance>> instances;    // by node id
   std::vector<std::vector<models::NodeId>> consumers;  // by value id, in node order
   std::vector<char> is_output;                         // by value id
   std::array<std::vector<models::NodeId>, kNumOps> by_op;
@@ -60,8 +60,8 @@ models::Graph remove_dead_nodes(const models::Graph& g);
 
 // Per-node predicted times (seconds; 0 for folded nodes), which values are folded (weight-only), and the sum.
 struct NodeCosts {
-  std::vector<double> node;   // by node id
-  std::vector<char> folded;   // by value id
+  std::vector<double> node;  // by node id
+  std::vector<char> folded;  // by value id
   double total = 0;
 };
 NodeCosts node_costs(const models::Graph& g, const models::CostModel& cost);
@@ -91,9 +91,9 @@ using GraphXfer =
 std::string graph_listing(const models::Graph& g);
 
 struct OptimizerOptions {
-  double alpha = 1.05;        // relaxation: keep candidates costing less than alpha * best
-  int budget = 1000;          // number of graphs taken from the priority queue
-  double max_op_ratio = 2.0;  // operator-count cap relative to the input graph
+  double alpha = 1.05;           // relaxation: keep candidates costing less than alpha * best
+  int budget = 1000;             // number of graphs taken from the priority queue
+  double max_op_ratio = 2.0;     // operator-count cap relative to the input graph
   std::vector<GraphXfer> xfers;  // hand-written transformations applied alongside the rules
   std::function<void(std::string_view)> progress;  // optional, called now and then
 };

@@ -21,9 +21,9 @@ using models::ValueId;
 using Emit = std::function<std::vector<std::pair<ValueId, ValueId>>(
     const Graph& g, Graph& out, const std::function<ValueId(ValueId)>& in)>;
 
-// g with `replaced` taken out and the nodes of `emit` in their place; nodes that no longer reach an output are
-// dropped. nullopt when a
-// value of a replaced node is still used but not provided, or shape inference rejects the replacement.
+// g with `replaced` taken out and the nodes of `emit` in their place; nodes that no longer reach an output
+// are dropped. nullopt when a value of a replaced node is still used but not provided, or shape inference
+// rejects the replacement.
 std::optional<Graph> rewrite(const Graph& g, std::vector<NodeId> replaced, const Emit& emit) {
   std::sort(replaced.begin(), replaced.end());
   // The replacement goes after the first replaced node and after every value it reads (a dry run on
@@ -44,7 +44,8 @@ std::optional<Graph> rewrite(const Graph& g, std::vector<NodeId> replaced, const
   std::vector<ValueId> map(g.values().size(), models::kNoValue);
   for (ValueId v = 0; v < static_cast<ValueId>(g.values().size()); ++v) {
     const auto& val = g.value(v);
-    if (val.producer < 0) map[static_cast<std::size_t>(v)] = out.add_source(val.name, val.type, val.kind, val.data);
+    if (val.producer < 0)
+      map[static_cast<std::size_t>(v)] = out.add_source(val.name, val.type, val.kind, val.data);
   }
   auto in = [&](ValueId v) { return map[static_cast<std::size_t>(v)]; };
   std::vector<std::pair<ValueId, ValueId>> provided;
@@ -164,7 +165,8 @@ std::vector<XferSite> fuse_conv_relu(const Graph& g, const NodeCosts& costs, con
 // Inference batch normalization after a convolution folds into its weight and bias (TASO's conv+batchnorm
 // GraphXfer): with s = scale / sqrt(var + eps), w' = w * s (per output channel) and
 // b' = (b - mean) * s + beta (b = 0 without a bias); all weight-only, so folded before inference.
-std::vector<XferSite> fuse_conv_batchnorm(const Graph& g, const NodeCosts& costs, const models::CostModel& cost) {
+std::vector<XferSite> fuse_conv_batchnorm(const Graph& g, const NodeCosts& costs,
+                                          const models::CostModel& cost) {
   std::vector<XferSite> sites;
   const auto consumers = consumers_of(g);
   for (NodeId n = 0; n < static_cast<NodeId>(g.nodes().size()); ++n) {
@@ -183,22 +185,25 @@ std::vector<XferSite> fuse_conv_batchnorm(const Graph& g, const NodeCosts& costs
       const auto w = in(c.inputs[1]);
       const models::Shape ws = out.type(w).shape;  // a copy: adding nodes reallocates
       const auto dtype = out.type(w).dtype;
-      const auto eps = out.add_constant(b.name + ".eps", models::TensorType{{}, dtype}, {b.attrs.f("epsilon")});
-      const auto scale = in(b.inputs[1]), beta = in(b.inputs[2]), mean = in(b.inputs[3]), var = in(b.inputs[4]);
-      const auto s = out.add(
-          "ewmul",
-          {scale, out.add("rsqrt", {out.add("ewadd", {var, eps}, {}, b.name + ".var_eps")}, {}, b.name + ".rsqrt")},
-          {}, b.name + ".fold_scale");
+      const auto eps =
+          out.add_constant(b.name + ".eps", models::TensorType{{}, dtype}, {b.attrs.f("epsilon")});
+      const auto scale = in(b.inputs[1]), beta = in(b.inputs[2]), mean = in(b.inputs[3]),
+                 var = in(b.inputs[4]);
+      const auto s = out.add("ewmul",
+                             {scale, out.add("rsqrt", {out.add("ewadd", {var, eps}, {}, b.name + ".var_eps")},
+                                             {}, b.name + ".rsqrt")},
+                             {}, b.name + ".fold_scale");
       const auto s4 = out.add("reshape", {s}, {{"shape", Ints{ws[0], 1, 1, 1}}}, b.name + ".fold_scale4");
       const auto w2 = out.add("ewmul", {w, s4}, {}, b.name + ".fold_weight");
       const auto shifted =
           c.inputs.size() == 3
               ? out.add("ewsub", {in(c.inputs[2]), mean}, {}, b.name + ".shift")
-              : out.add("scalar_mul",
-                        {mean, out.add_constant(b.name + ".minus_one", models::TensorType{{}, dtype}, {-1.0})}, {},
-                        b.name + ".shift");
-      const auto b2 = out.add("ewadd", {out.add("ewmul", {shifted, s}, {}, b.name + ".shift_scale"), beta}, {},
-                              b.name + ".fold_bias");
+              : out.add(
+                    "scalar_mul",
+                    {mean, out.add_constant(b.name + ".minus_one", models::TensorType{{}, dtype}, {-1.0})},
+                    {}, b.name + ".shift");
+      const auto b2 = out.add("ewadd", {out.add("ewmul", {shifted, s}, {}, b.name + ".shift_scale"), beta},
+                              {}, b.name + ".fold_bias");
       const auto y2 = out.add("conv2d", {in(c.inputs[0]), w2, b2}, c.attrs, c.name + ".bn");
       return std::vector<std::pair<ValueId, ValueId>>{{z, y2}};
     };
@@ -211,7 +216,8 @@ std::vector<XferSite> fuse_conv_batchnorm(const Graph& g, const NodeCosts& costs
 
 // ---- merge_convs ----
 // Padding of one side after centring a k kernel in K: pad + (K - k) / 2.
-bool centred_pads(const Ints& pa, const Ints& ka, const Ints& pb, const Ints& kb, Ints& merged, Ints& kernel) {
+bool centred_pads(const Ints& pa, const Ints& ka, const Ints& pb, const Ints& kb, Ints& merged,
+                  Ints& kernel) {
   kernel = {std::max(ka[0], kb[0]), std::max(ka[1], kb[1])};
   for (int d = 0; d < 2; ++d)
     if ((kernel[d] - ka[d]) % 2 || (kernel[d] - kb[d]) % 2) return false;
@@ -263,13 +269,13 @@ std::vector<XferSite> merge_convs(const Graph& g, const NodeCosts& costs, const 
         const auto& wa = g.type(first.inputs[1]).shape;
         const auto& wb = g.type(second.inputs[1]).shape;
         Ints pads, kernel;
-        if (!centred_pads(first.attrs.ints("pads"), {wa[2], wa[3]}, second.attrs.ints("pads"), {wb[2], wb[3]}, pads,
-                          kernel))
+        if (!centred_pads(first.attrs.ints("pads"), {wa[2], wa[3]}, second.attrs.ints("pads"), {wb[2], wb[3]},
+                          pads, kernel))
           continue;
         const ValueId out_a = first.outputs[0], out_b = second.outputs[0];
         const ValueId concat_out = concat >= 0 ? g.node(concat).outputs[0] : models::kNoValue;
-        Emit emit = [a, b, pads, kernel, out_a, out_b, concat_out](const Graph& src, Graph& out,
-                                                                   const std::function<ValueId(ValueId)>& in) {
+        Emit emit = [a, b, pads, kernel, out_a, out_b, concat_out](
+                        const Graph& src, Graph& out, const std::function<ValueId(ValueId)>& in) {
           const Node& p = src.node(a);
           const Node& q = src.node(b);
           auto weight = [&](const Node& c) {
@@ -279,18 +285,20 @@ std::vector<XferSite> merge_convs(const Graph& g, const NodeCosts& costs, const 
             return out.add("enlarge", {w}, {{"kernel", kernel}}, c.name + ".enlarge");
           };
           const std::string name = p.name + "+" + q.name;
-          std::vector<ValueId> ins = {in(p.inputs[0]), out.add("concat", {weight(p), weight(q)},
-                                                                {{"axis", std::int64_t{0}}}, name + ".weight")};
+          std::vector<ValueId> ins = {
+              in(p.inputs[0]),
+              out.add("concat", {weight(p), weight(q)}, {{"axis", std::int64_t{0}}}, name + ".weight")};
           if (p.inputs.size() == 3)
-            ins.push_back(
-                out.add("concat", {in(p.inputs[2]), in(q.inputs[2])}, {{"axis", std::int64_t{0}}}, name + ".bias"));
+            ins.push_back(out.add("concat", {in(p.inputs[2]), in(q.inputs[2])}, {{"axis", std::int64_t{0}}},
+                                  name + ".bias"));
           auto attrs = p.attrs;
           attrs.set("pads", pads);
           const ValueId y = out.add("conv2d", std::move(ins), std::move(attrs), name);
-          if (concat_out != models::kNoValue) return std::vector<std::pair<ValueId, ValueId>>{{concat_out, y}};
+          if (concat_out != models::kNoValue)
+            return std::vector<std::pair<ValueId, ValueId>>{{concat_out, y}};
           const auto oa = out.type(in(p.inputs[1])).shape[0], ob = out.type(in(q.inputs[1])).shape[0];
-          const auto parts =
-              out.add_node("split", {y}, {{"axis", std::int64_t{1}}, {"sizes", Ints{oa, ob}}}, name + ".split");
+          const auto parts = out.add_node("split", {y}, {{"axis", std::int64_t{1}}, {"sizes", Ints{oa, ob}}},
+                                          name + ".split");
           return std::vector<std::pair<ValueId, ValueId>>{{out_a, parts[0]}, {out_b, parts[1]}};
         };
         std::vector<NodeId> replaced = {a, b};
@@ -314,7 +322,8 @@ std::vector<XferSite> merge_gconv(const Graph& g, const NodeCosts& costs, const 
     for (std::int64_t count = 2; count <= groups; ++count) {
       if (groups % count != 0) continue;
       const ValueId y = conv.outputs[0];
-      Emit emit = [n, groups, count, y](const Graph& src, Graph& out, const std::function<ValueId(ValueId)>& in) {
+      Emit emit = [n, groups, count, y](const Graph& src, Graph& out,
+                                        const std::function<ValueId(ValueId)>& in) {
         const Node& c = src.node(n);
         std::vector<ValueId> ins;
         for (ValueId v : c.inputs) ins.push_back(in(v));
@@ -322,7 +331,8 @@ std::vector<XferSite> merge_gconv(const Graph& g, const NodeCosts& costs, const 
                          fmt::format("{}.merge_gconv{}", c.name, count));
         auto attrs = c.attrs;
         attrs.set("groups", groups / count);
-        const ValueId y2 = out.add("conv2d", std::move(ins), std::move(attrs), fmt::format("{}.g{}", c.name, groups / count));
+        const ValueId y2 = out.add("conv2d", std::move(ins), std::move(attrs),
+                                   fmt::format("{}.g{}", c.name, groups / count));
         return std::vector<std::pair<ValueId, ValueId>>{{y, y2}};
       };
       bool ok = false;
@@ -341,7 +351,8 @@ bool swaps_last_two(const Node& t, std::size_t rank) {
   if (perm.size() != rank) return false;
   for (std::size_t d = 0; d + 2 < rank; ++d)
     if (perm[d] != static_cast<std::int64_t>(d)) return false;
-  return perm[rank - 2] == static_cast<std::int64_t>(rank - 1) && perm[rank - 1] == static_cast<std::int64_t>(rank - 2);
+  return perm[rank - 2] == static_cast<std::int64_t>(rank - 1) &&
+         perm[rank - 1] == static_cast<std::int64_t>(rank - 2);
 }
 
 std::vector<XferSite> matmul_operand_layout(const Graph& g, const NodeCosts& costs,
@@ -355,7 +366,8 @@ std::vector<XferSite> matmul_operand_layout(const Graph& g, const NodeCosts& cos
       const NodeId t = g.value(v).producer;
       if (t < 0 || !swaps_last_two(g.node(t), g.type(g.node(t).inputs[0]).shape.size())) continue;
       const ValueId y = mm.outputs[0];
-      Emit emit = [n, t, operand, y](const Graph& src, Graph& out, const std::function<ValueId(ValueId)>& in) {
+      Emit emit = [n, t, operand, y](const Graph& src, Graph& out,
+                                     const std::function<ValueId(ValueId)>& in) {
         const Node& m = src.node(n);
         std::vector<ValueId> ins = {in(m.inputs[0]), in(m.inputs[1])};
         ins[static_cast<std::size_t>(operand)] = in(src.node(t).inputs[0]);
@@ -366,8 +378,9 @@ std::vector<XferSite> matmul_operand_layout(const Graph& g, const NodeCosts& cos
         return std::vector<std::pair<ValueId, ValueId>>{{y, y2}};
       };
       bool ok = false;
-      auto site = make_site(g, costs, cost, operand == 0 ? "matmul_operand_layout(a)" : "matmul_operand_layout(b)",
-                            {n}, std::move(emit), ok);
+      auto site =
+          make_site(g, costs, cost, operand == 0 ? "matmul_operand_layout(a)" : "matmul_operand_layout(b)",
+                    {n}, std::move(emit), ok);
       if (ok) sites.push_back(std::move(site));
     }
   }
@@ -398,7 +411,8 @@ std::vector<GraphXfer> make_xfers(const std::vector<std::string>& names) {
     if (names.empty() || std::find(names.begin(), names.end(), x.name) != names.end()) out.emplace_back(x.fn);
   for (const auto& n : names)
     if (std::none_of(std::begin(kXfers), std::end(kXfers), [&](const NamedXfer& x) { return n == x.name; }))
-      throw std::invalid_argument(fmt::format("unknown transformation '{}' (known: {})", n, fmt::join(xfer_names(), ", ")));
+      throw std::invalid_argument(
+          fmt::format("unknown transformation '{}' (known: {})", n, fmt::join(xfer_names(), ", ")));
   return out;
 }
 

@@ -19,9 +19,11 @@ namespace ss = strata::search::subst;
 
 std::vector<ss::Rule> default_rules() {
   std::vector<ss::Rule> rules;
-  for (auto& r : ss::load_rules(STRATA_SOURCE_DIR "/tests/subst/data/taso-rules/taso_shipped_133_equations.txt",
-                                ss::RuleFileFormat::taso, ss::TasoShapes::unknown))
-    if (r.name != "99" && r.name != "100" && r.name != "130" && r.name != "131") rules.push_back(std::move(r));
+  for (auto& r :
+       ss::load_rules(STRATA_SOURCE_DIR "/tests/subst/data/taso-rules/taso_shipped_133_equations.txt",
+                      ss::RuleFileFormat::taso, ss::TasoShapes::unknown))
+    if (r.name != "99" && r.name != "100" && r.name != "130" && r.name != "131")
+      rules.push_back(std::move(r));
   return rules;
 }
 

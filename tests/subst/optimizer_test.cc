@@ -137,7 +137,6 @@ TEST(Optimizer, LowersCostKeepsFunctionDeterministic) {
   for (std::size_t i = 0; i < r1.applied.size(); ++i) EXPECT_EQ(r1.applied[i].nodes, r2.applied[i].nodes);
 }
 
-
 // ---- hand-written transformations (search/subst/xfers.h) ----
 
 double node_cost_of(const Graph& g, std::string_view node_name, const models::CostModel& cost) {
@@ -186,8 +185,8 @@ TEST(OptimizerXfers, MergesBiasConvsIntoOneWithEnlargedKernel) {
   const auto x = m.add_input("x", TensorType{{1, 8, 6, 6}});
   const auto w = m.add_param("w", TensorType{{12, 8, 3, 3}});
   const auto b = m.add_param("b", TensorType{{12}});
-  m.mark_output(
-      m.add("conv2d", {x, w, b}, {{"pads", models::Ints{1, 1, 1, 1}}, {"activation", std::string("relu")}}, "m"));
+  m.mark_output(m.add("conv2d", {x, w, b},
+                      {{"pads", models::Ints{1, 1, 1, 1}}, {"activation", std::string("relu")}}, "m"));
   const double expected = graph_cost(g, cost) - node_cost_of(g, "e1", cost) - node_cost_of(g, "e3", cost) -
                           node_cost_of(g, "cat", cost) + node_cost_of(m, "m", cost);
   EXPECT_NEAR(r.cost_after, expected, 1e-15);
@@ -244,8 +243,8 @@ TEST(OptimizerXfers, FoldsBatchnormIntoConvThenFusesRelu) {
   const auto xm = m.add_input("x", TensorType{{1, 8, 6, 6}});
   const auto wm = m.add_param("w", TensorType{{8, 8, 3, 3}});
   const auto bm = m.add_param("b", TensorType{{8}});
-  m.mark_output(
-      m.add("conv2d", {xm, wm, bm}, {{"pads", models::Ints{1, 1, 1, 1}}, {"activation", std::string("relu")}}));
+  m.mark_output(m.add("conv2d", {xm, wm, bm},
+                      {{"pads", models::Ints{1, 1, 1, 1}}, {"activation", std::string("relu")}}));
   EXPECT_NEAR(r.cost_after, graph_cost(m, cost), 1e-15);
   EXPECT_LT(max_abs_difference(g, r.graph, 14), 1e-9);
 }
@@ -255,14 +254,16 @@ TEST(OptimizerXfers, GroupedConvTileUtilizationByHand) {
   Graph g("gc");
   const auto x = g.add_input("x", TensorType{{1, 32, 8, 8}});
   const auto w = g.add_param("w", TensorType{{32, 4, 3, 3}});
-  g.mark_output(g.add("conv2d", {x, w}, {{"pads", models::Ints{1, 1, 1, 1}}, {"groups", std::int64_t{8}}}, "c"));
+  g.mark_output(
+      g.add("conv2d", {x, w}, {{"pads", models::Ints{1, 1, 1, 1}}, {"groups", std::int64_t{8}}}, "c"));
   // 4/32 of the 32-wide N tile, 36/48 of three 16-deep K tiles.
   EXPECT_DOUBLE_EQ(models::grouped_conv_tile_utilization(g, g.node(0)), (4.0 / 32) * (36.0 / 48));
   // Depth-wise (one input channel per group) is a direct kernel, not a GEMM.
   Graph d("dw");
   const auto xd = d.add_input("x", TensorType{{1, 32, 8, 8}});
   const auto wd = d.add_param("w", TensorType{{32, 1, 3, 3}});
-  d.mark_output(d.add("conv2d", {xd, wd}, {{"pads", models::Ints{1, 1, 1, 1}}, {"groups", std::int64_t{32}}}));
+  d.mark_output(
+      d.add("conv2d", {xd, wd}, {{"pads", models::Ints{1, 1, 1, 1}}, {"groups", std::int64_t{32}}}));
   EXPECT_DOUBLE_EQ(models::grouped_conv_tile_utilization(d, d.node(0)), 1.0);
 }
 
@@ -321,14 +322,17 @@ TEST(OptimizerXfers, RulesDoNotTouchGroupedConvs) {
   // TASO's conv/concat axioms hold for groups = 1 only: rule 127 (two convs sharing an input merged through a
   // weight concat) would regroup a depth-wise conv.
   const auto rs = parse_taso_equations(
-      "127\tconv2d(1,1,0,0,input_7,input_10) == split_0(1,conv2d(1,1,0,0,input_7,concat(0,input_10,input_11)))\n"
-      "127\tconv2d(1,1,0,0,input_7,input_11) == split_1(1,conv2d(1,1,0,0,input_7,concat(0,input_10,input_11)))\n",
+      "127\tconv2d(1,1,0,0,input_7,input_10) == "
+      "split_0(1,conv2d(1,1,0,0,input_7,concat(0,input_10,input_11)))\n"
+      "127\tconv2d(1,1,0,0,input_7,input_11) == "
+      "split_1(1,conv2d(1,1,0,0,input_7,concat(0,input_10,input_11)))\n",
       "test", TasoShapes::unknown);
   Graph g("dw");
   const auto x = g.add_input("x", TensorType{{1, 8, 6, 6}});
   for (const char* n : {"a", "b"}) {
     const auto w = g.add_param(std::string(n) + ".w", TensorType{{8, 1, 3, 3}});
-    g.mark_output(g.add("conv2d", {x, w}, {{"pads", models::Ints{1, 1, 1, 1}}, {"groups", std::int64_t{8}}}, n));
+    g.mark_output(
+        g.add("conv2d", {x, w}, {{"pads", models::Ints{1, 1, 1, 1}}, {"groups", std::int64_t{8}}}, n));
   }
   EXPECT_TRUE(find_matches(g, rs[0], 0).empty());
 }
