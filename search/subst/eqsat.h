@@ -36,7 +36,7 @@ struct EqsatOptions {
   // own descendant skipped: they join every pair of root matches and grow the e-graph fastest.
   int multi_iterations = 1;
   Extraction extraction = Extraction::ilp;
-  double ilp_time_limit_s = 5;  // Z3 time; past it the best acyclic choice found (or greedy) is used
+  double ilp_time_limit_s = 1;  // Z3 time; past it the best acyclic choice found (or greedy) is used
   std::function<void(std::string_view)> progress;
 };
 
