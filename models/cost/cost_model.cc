@@ -40,13 +40,29 @@ std::string profile_key(const Graph& g, const Node& n, std::string_view device) 
   return fmt::format("{}|{}|{}|{}", n.op->name, n.attrs.str(), types, device);
 }
 
-bool is_contiguous_split(const Graph& g, const Node& n) {
+bool split_is_view(const Graph& g, const Node& n) {
   if (n.op->name != "split" || n.inputs.empty()) return false;
   const auto& s = g.type(n.inputs[0]).shape;
   auto axis = n.attrs.i("axis");
   if (axis < 0) axis += static_cast<std::int64_t>(s.size());
+  bool contiguous = true;
   for (std::int64_t d = 0; d < axis && d < static_cast<std::int64_t>(s.size()); ++d)
-    if (s[static_cast<std::size_t>(d)] != 1) return false;
+    if (s[static_cast<std::size_t>(d)] != 1) contiguous = false;
+  if (contiguous) return true;
+  // Row-strided parts: fine for consumers that take strided operands (element-wise kernels, GEMM lda/ldb),
+  // not for graph outputs or consumers that need contiguous memory (reshape, ...).
+  for (ValueId o : n.outputs)
+    if (std::find(g.outputs().begin(), g.outputs().end(), o) != g.outputs().end()) return false;
+  for (const Node& c : g.nodes()) {
+    const bool reads = std::any_of(c.inputs.begin(), c.inputs.end(), [&](ValueId v) {
+      return std::find(n.outputs.begin(), n.outputs.end(), v) != n.outputs.end();
+    });
+    if (!reads) continue;
+    const bool strided_ok = c.op->kind == OpKind::kElementwise || c.op->name == "matmul" ||
+                            c.op->name == "batch_matmul" || c.op->name == "scalar_mul" ||
+                            c.op->name == "split" || c.op->name == "concat";
+    if (!strided_ok) return false;
+  }
   return true;
 }
 
@@ -65,7 +81,7 @@ OpCost CostModel::node_cost(const Graph& g, const Node& n) const {
   OpCost c;
   c.flops = node_flops(g, n);
   c.bytes = node_bytes(g, n);
-  if (is_view(n) || is_contiguous_split(g, n)) {
+  if (is_view(n) || split_is_view(g, n)) {
     c.is_view = true;
     return c;
   }

@@ -84,10 +84,12 @@ class CostModel {
 inline constexpr double kGemmMinTileN = 32, kGemmMinTileK = 16;
 double grouped_conv_tile_utilization(const Graph& g, const Node& n);
 
-// A split whose parts are contiguous blocks of its input (every dimension before the axis is 1, e.g. channels
-// of a batch-1 NCHW tensor): each output is the input pointer plus an offset, no kernel (as in TASO and
-// torch.split). Its cost is zero.
-bool is_contiguous_split(const Graph& g, const Node& n);
+// A split whose parts need no copy: each output is the input pointer plus an offset (as in TASO and
+// torch.split), with the input's strides. Always when the parts are contiguous blocks (every dimension before
+// the axis is 1, e.g. channels of a batch-1 NCHW tensor); otherwise the parts are row-strided, which is free
+// only when every consumer reads strided operands at full bandwidth (element-wise kernels, GEMMs via their
+// leading dimension) and no part is a graph output. Its cost is zero.
+bool split_is_view(const Graph& g, const Node& n);
 
 // A node that launches no kernel: it only reinterprets its input's memory.
 bool is_view(const Node& n);

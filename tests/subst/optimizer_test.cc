@@ -383,6 +383,28 @@ TEST(Optimizer, DeterministicAcrossThreadCountsWithRulesAndXfers) {
   EXPECT_LT(max_abs_difference(g, r1.graph, 12), 1e-9);
 }
 
+TEST(OptimizerCost, SplitIsAViewWhenConsumersTakeStridedParts) {
+  // Columns of a [64, 256] matrix: row-strided parts. Free for an element-wise consumer (and for a split of a
+  // contiguous batch-1 channel block); a reshape needs contiguous memory, so the split copies.
+  const auto cost = a100();
+  for (const bool reshape : {false, true}) {
+    Graph g("s");
+    const auto x = g.add_input("x", TensorType{{64, 256}});
+    const auto parts =
+        g.add_node("split", {x}, {{"axis", std::int64_t{1}}, {"sizes", models::Ints{128, 128}}}, "split");
+    g.mark_output(g.add("relu", {parts[0]}));
+    g.mark_output(reshape ? g.add("reshape", {parts[1]}, {{"shape", models::Ints{128, 64}}})
+                          : g.add("relu", {parts[1]}));
+    EXPECT_EQ(cost.node_cost(g, g.node(0)).seconds > 0, reshape);
+  }
+  Graph c("c");
+  const auto x = c.add_input("x", TensorType{{1, 8, 4, 4}});
+  const auto parts = c.add_node("split", {x}, {{"axis", std::int64_t{1}}, {"sizes", models::Ints{4, 4}}});
+  c.mark_output(parts[0]);
+  c.mark_output(parts[1]);
+  EXPECT_EQ(cost.node_cost(c, c.node(0)).seconds, 0.0);
+}
+
 TEST(Optimizer, GraphHashIgnoresNodeOrder) {
   Graph a("a"), b("b");
   for (Graph* g : {&a, &b}) {
