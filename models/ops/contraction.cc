@@ -310,6 +310,33 @@ void merge_gconv_kernel(const KernelCall<T>& c) {
         c.out[0][(o * cg * count + slot * cg + ci) * hw + k] = c.in[0][(o * cg + ci) * hw + k];
   }
 }
+// Gradient of merge_gconv: each output channel's block of its own slot (the zeros have no source).
+std::vector<TensorType> merge_gconv_grad_shape(std::span<const TensorType> in, const Attrs& a) {
+  expect_rank(in[0], 4, "merged kernel gradient (OIHW)");
+  const auto count = a.i("count");
+  const auto& s = in[0].shape;
+  if (count < 1 || s[1] % count != 0)
+    shape_fail(fmt::format("count {} must divide {} input channels", count, s[1]));
+  return {TensorType{{s[0], s[1] / count, s[2], s[3]}, in[0].dtype}};
+}
+template <class T>
+void merge_gconv_grad_kernel(const KernelCall<T>& c) {
+  const auto& s = *c.out[0].shape;
+  const std::int64_t groups = c.attrs.i("groups"), count = c.attrs.i("count");
+  const std::int64_t per_group = s[0] / groups, cg = s[1], hw = s[2] * s[3];
+  for (std::int64_t o = 0; o < s[0]; ++o) {
+    const std::int64_t slot = (o / per_group) % count;
+    for (std::int64_t ci = 0; ci < cg; ++ci)
+      for (std::int64_t k = 0; k < hw; ++k)
+        c.out[0][(o * cg + ci) * hw + k] = c.in[0][(o * cg * count + slot * cg + ci) * hw + k];
+  }
+}
+void merge_gconv_grad(GradContext& c) {
+  if (!c.need(0)) return;
+  c.set_dx(0, c.emit("merge_gconv_grad", {c.dout()},
+                     {{"groups", c.fwd.attrs.i("groups")}, {"count", c.fwd.attrs.i("count")}}));
+}
+
 std::vector<TensorType> crop_shape(std::span<const TensorType> in, const Attrs& a) {
   expect_rank(in[0], 4, "kernel gradient (OIHW)");
   const auto& k = a.ints("kernel");
@@ -440,7 +467,18 @@ void register_contraction_ops(OpRegistry& r) {
        .linear_in = {0},
        .shape = merge_gconv_shape,
        .flops = zero_count,
-       .kernel = STRATA_KERNELS(merge_gconv_kernel)});
+       .kernel = STRATA_KERNELS(merge_gconv_kernel),
+       .grad = merge_gconv_grad});
+  r.add({.name = "merge_gconv_grad",
+         .symbol = "merge_gconv_grad",
+         .summary = "gradient of merge_gconv: each output channel's own slot of the merged kernel gradient",
+         .kind = OpKind::kDataMovement,
+         .attrs = {{"groups", AttrKind::kInt, std::nullopt, "groups of the original convolution"},
+                   {"count", AttrKind::kInt, std::nullopt, "how many groups were merged into one"}},
+         .backward = true,
+         .shape = merge_gconv_grad_shape,
+         .flops = zero_count,
+         .kernel = STRATA_KERNELS(merge_gconv_grad_kernel)});
   r.add({.name = "enlarge_grad",
          .symbol = "enlarge_grad",
          .summary = "centre crop of a kernel gradient",

@@ -106,6 +106,7 @@ std::vector<GradCase> grad_cases() {
        {{"groups", std::int64_t{2}}, {"activation", std::string("relu")}}},
       {"conv2d_dilation", "conv2d", {{{1, 1, 5, 5}, {}}, {{1, 1, 2, 2}, {}}}, {{"dilations", Ints{2, 2}}}},
       {"enlarge", "enlarge", {{{2, 1, 1, 3}, {}}}, {{"kernel", Ints{3, 3}}}},
+      {"merge_gconv", "merge_gconv", {{{4, 2, 1, 3}, {}}}, {{"groups", std::int64_t{4}}, {"count", std::int64_t{2}}}},
       {"concat", "concat", {{{2, 1}, {}}, {{2, 3}, {}}}, {{"axis", std::int64_t{1}}}},
       {"split", "split", {{{2, 5}, {}}}, {{"axis", std::int64_t{1}}, {"sizes", Ints{2, 3}}}},
       {"transpose", "transpose", {{{2, 3, 4}, {}}}, {{"perm", Ints{2, 0, 1}}}},
