@@ -253,10 +253,27 @@ std::vector<EMatch> ematch(const EGraph& eg, const Rule& rule) {
       match_pattern(eg, eq.lhs, c, Bindings(vars.size(), -1), vars, found);
       for (auto& b : found) own.emplace_back(c, std::move(b));
     }
+    // A root sharing no variable with the earlier ones (e.g. rule 70: relu(a), relu(b)) would pair with every
+    // other match; as in the backtracking optimizer, it is paired only with roots it has a common consumer
+    // with.
+    std::vector<std::string> earlier, own_vars;
+    for (std::size_t e = 0; e < static_cast<std::size_t>(&eq - rule.outputs.data()); ++e)
+      collect_variables(rule.outputs[e].lhs, earlier);
+    collect_variables(eq.lhs, own_vars);
+    const bool unrelated = !earlier.empty() && std::none_of(own_vars.begin(), own_vars.end(), [&](const std::string& v) {
+      return std::find(earlier.begin(), earlier.end(), v) != earlier.end();
+    });
+    auto common_consumer = [&](ClassId a, const std::vector<ClassId>& others) {
+      for (const auto& [node, cls] : eg.eclass(a).parents)
+        for (ClassId k : node.children)
+          if (std::find(others.begin(), others.end(), eg.find(k)) != others.end()) return true;
+      return false;
+    };
     std::vector<EMatch> next;
     for (const auto& p : partial) {
       for (const auto& [root, b] : own) {
         if (std::find(p.roots.begin(), p.roots.end(), root) != p.roots.end()) continue;
+        if (unrelated && !common_consumer(root, p.roots)) continue;
         Bindings joined = p.bindings;
         bool ok = true;
         for (std::size_t i = 0; i < b.size() && ok; ++i) {
@@ -310,6 +327,15 @@ class SignatureCost {
       const Signature& sig = eg_.signature(id);
       if (!sig.op) {
         memo_[i] = 0;
+      } else if (sig.op->name == "split") {
+        // The cost model prices a split by its consumers (a view when all of them read strided operands, as
+        // element-wise kernels and GEMMs do): priced here for element-wise consumers, the common case of
+        // merged projections; graph_cost of the extracted graph is the final word.
+        models::Graph g("signature");
+        std::vector<models::ValueId> ins;
+        for (std::size_t k = 0; k < sig.inputs.size(); ++k) ins.push_back(g.add_input(fmt::format("in{}", k), sig.inputs[k]));
+        for (auto v : g.add_node(sig.op->name, std::move(ins), sig.attrs, "op")) g.mark_output(g.add("relu", {v}));
+        memo_[i] = cost_.node_cost(g, g.node(0)).seconds;
       } else {
         const models::Graph g = signature_graph(sig);
         memo_[i] = cost_.node_cost(g, g.node(0)).seconds;

@@ -34,7 +34,7 @@ struct EqsatOptions {
   // Multi-root rules (several lhs roots, e.g. two matmuls sharing an input) are applied in a separate step in
   // the first `multi_iterations` iterations only (Tensat's k_multi), with matches that would make a root its
   // own descendant skipped: they join every pair of root matches and grow the e-graph fastest.
-  int multi_iterations = 1;
+  int multi_iterations = 2;
   Extraction extraction = Extraction::ilp;
   double ilp_time_limit_s = 1;  // Z3 time; past it the best acyclic choice found (or greedy) is used
   std::function<void(std::string_view)> progress;
