@@ -464,11 +464,30 @@ ExtractionResult greedy_extract(const EGraph& eg, std::span<const ClassId> roots
       if (selectable(eg, cls, cls.nodes[k]) && eg.signature(cls.nodes[k].sig).outputs.size() > 1)
         shared[{cls.nodes[k].sig, cls.nodes[k].children}].emplace_back(c, static_cast<int>(k));
   }
+  // Classes the current choice uses: a move touching none of them cannot change the cost.
+  std::vector<char> in_dag(n_ids, 0);
+  auto mark_dag = [&] {
+    std::fill(in_dag.begin(), in_dag.end(), 0);
+    std::vector<ClassId> stack;
+    for (ClassId r : roots) stack.push_back(eg.find(r));
+    while (!stack.empty()) {
+      const ClassId c = stack.back();
+      stack.pop_back();
+      if (in_dag[static_cast<std::size_t>(c)] || res.choice[static_cast<std::size_t>(c)] < 0) continue;
+      in_dag[static_cast<std::size_t>(c)] = 1;
+      for (ClassId k : eg.eclass(c).nodes[static_cast<std::size_t>(res.choice[static_cast<std::size_t>(c)])].children)
+        stack.push_back(eg.find(k));
+    }
+  };
+  mark_dag();
   int moves = 0;
   for (bool improved = true; improved;) {
     improved = false;
     for (const auto& [key, members] : shared) {
       if (members.size() < 2) continue;
+      if (std::none_of(members.begin(), members.end(),
+                       [&](const auto& m) { return in_dag[static_cast<std::size_t>(m.first)] != 0; }))
+        continue;
       auto trial = res.choice;
       bool differs = false;
       for (const auto& [c, k] : members) {
@@ -482,6 +501,7 @@ ExtractionResult greedy_extract(const EGraph& eg, std::span<const ClassId> roots
         res.cost = *c2;
         improved = true;
         ++moves;
+        mark_dag();
       }
     }
   }
@@ -500,6 +520,13 @@ std::optional<ExtractionResult> ilp_extract(const EGraph& eg, std::span<const Cl
   const auto start = Clock::now();
   const auto classes = reachable_classes(eg, roots);
   const std::size_t n_ids = eg.class_capacity();
+  // Z3 spends seconds just taking in models of this size (beyond any timeout) and has not been seen to
+  // finish above a few thousand classes: not attempted.
+  constexpr std::size_t kMaxClasses = 10000;
+  if (classes.size() > kMaxClasses) {
+    note = fmt::format("not attempted: {} classes (limit {})", classes.size(), kMaxClasses);
+    return std::nullopt;
+  }
   // Integer weights: 0.1 ns units, coarser if needed to keep the sum within 32 bits.
   const double scale = std::min(1e10, 1e9 / std::max(greedy_cost, 1e-12));
   z3::context ctx;
@@ -511,7 +538,13 @@ std::optional<ExtractionResult> ilp_extract(const EGraph& eg, std::span<const Cl
   std::vector<int> weights;
   std::vector<std::vector<std::optional<z3::expr>>> xvar(n_ids);
   for (ClassId r : roots) hard.push_back(*cvar[static_cast<std::size_t>(eg.find(r))]);
+  std::size_t built = 0;
   for (ClassId c : classes) {
+    if (++built % 256 == 0 && since(start) > time_limit_s) {
+      note = fmt::format("time limit ({} s) reached while building the model ({} of {} classes)", time_limit_s, built,
+                         classes.size());
+      return std::nullopt;
+    }
     const EClass& cls = eg.eclass(c);
     auto& xs = xvar[static_cast<std::size_t>(c)];
     xs.resize(cls.nodes.size());
