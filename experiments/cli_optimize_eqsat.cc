@@ -14,13 +14,15 @@ namespace ss = search::subst;
 namespace ex = experiments;
 
 void print_eqsat(const ss::EqsatResult& r) {
-  fmt::print("equality saturation: {} iterations, stopped by {}; e-graph {} e-nodes, {} e-classes; {:.2f} s\n",
-             r.iterations.size(), ss::stop_reason_name(r.stop), r.nodes, r.classes, r.saturation_seconds);
+  fmt::print(
+      "equality saturation: {} iterations, stopped by {}; e-graph {} e-nodes, {} e-classes; {:.2f} s\n",
+      r.iterations.size(), ss::stop_reason_name(r.stop), r.nodes, r.classes, r.saturation_seconds);
   for (std::size_t i = 0; i < r.iterations.size(); ++i) {
     const auto& it = r.iterations[i];
-    fmt::print("  iteration {}: {} unions ({} multi-root, {} multi-root matches skipped as cyclic), {} e-nodes, "
-               "{:.2f} s\n",
-               i + 1, it.applied, it.multi_applied, it.multi_skipped_cycles, it.nodes, it.seconds);
+    fmt::print(
+        "  iteration {}: {} unions ({} multi-root, {} multi-root matches skipped as cyclic), {} e-nodes, "
+        "{:.2f} s\n",
+        i + 1, it.applied, it.multi_applied, it.multi_skipped_cycles, it.nodes, it.seconds);
   }
   fmt::print("extraction: {}{} ({:.2f} s)\n", ss::extraction_name(r.extraction),
              r.extraction_note.empty() ? "" : ": " + r.extraction_note, r.extraction_seconds);
@@ -62,8 +64,8 @@ void add_eqsat_options(CLI::App& cmd, EqsatCli& o) {
 }
 
 void run_eqsat_optimize(const EqsatCli& o, const models::Graph& g, std::span<const ss::Rule> rules,
-                        const models::CostModel& cost, const ss::OptimizerOptions& backtrack, const std::string& output,
-                        bool check, std::uint64_t seed) {
+                        const models::CostModel& cost, const ss::OptimizerOptions& backtrack,
+                        const std::string& output, bool check, std::uint64_t seed) {
   ss::EqsatOptions eo = o.options;
   eo.extraction = o.extraction == "greedy" ? ss::Extraction::greedy : ss::Extraction::ilp;
   eo.progress = [](std::string_view line) { fmt::print(stderr, "{}\n", line); };
@@ -75,20 +77,22 @@ void run_eqsat_optimize(const EqsatCli& o, const models::Graph& g, std::span<con
     const auto br = ss::optimize(g, rules, cost, backtrack);
     const auto b = ex::outcome_of(g, br, backtrack);
     const auto e = ex::outcome_of(g, er);
-    fmt::print("\n{:<11} {:>12} {:>12} {:>8} {:>10} {:>7}  {}\n", "optimizer", "before (ms)", "after (ms)", "speedup",
-               "time (s)", "nodes", "search / stop / extraction");
+    fmt::print("\n{:<11} {:>12} {:>12} {:>8} {:>10} {:>7}  {}\n", "optimizer", "before (ms)", "after (ms)",
+               "speedup", "time (s)", "nodes", "search / stop / extraction");
     for (const auto* x : {&b, &e})
-      fmt::print("{:<11} {:>12.4f} {:>12.4f} {:>7.3f}x {:>10.2f} {:>7}  {}; {}{}\n", x->optimizer, x->cost_before * 1e3,
-                 x->cost_after * 1e3, x->speedup(), x->seconds, x->nodes_after, x->search, x->stop,
-                 x->extraction.empty() ? "" : "; " + x->extraction);
+      fmt::print("{:<11} {:>12.4f} {:>12.4f} {:>7.3f}x {:>10.2f} {:>7}  {}; {}{}\n", x->optimizer,
+                 x->cost_before * 1e3, x->cost_after * 1e3, x->speedup(), x->seconds, x->nodes_after,
+                 x->search, x->stop, x->extraction.empty() ? "" : "; " + x->extraction);
     fmt::print("eqsat {} the backtracking cost ({:+.4f} ms) in {:.2f}x its time\n",
                e.cost_after <= b.cost_after * (1 + 1e-9) ? "reaches" : "does not reach",
                (e.cost_after - b.cost_after) * 1e3, b.seconds > 0 ? e.seconds / b.seconds : 0.0);
     if (check) {
       const auto d = ex::output_difference(g, br.graph, seed);
-      fmt::print("check backtrack (reference executor, seed {}): max abs difference {:.3g} (max |output| {:.3g})\n",
-                 seed, d.max_abs, d.max_output);
-      if (!d.equal()) throw std::runtime_error("check failed: the backtracking result computes a different function");
+      fmt::print(
+          "check backtrack (reference executor, seed {}): max abs difference {:.3g} (max |output| {:.3g})\n",
+          seed, d.max_abs, d.max_output);
+      if (!d.equal())
+        throw std::runtime_error("check failed: the backtracking result computes a different function");
     }
     if (br.cost_after < er.cost_after) {
       best = br.graph;
@@ -97,8 +101,8 @@ void run_eqsat_optimize(const EqsatCli& o, const models::Graph& g, std::span<con
   }
   if (check) {
     const auto d = ex::output_difference(g, er.graph, seed);
-    fmt::print("check eqsat (reference executor, seed {}): max abs difference {:.3g} (max |output| {:.3g})\n", seed,
-               d.max_abs, d.max_output);
+    fmt::print("check eqsat (reference executor, seed {}): max abs difference {:.3g} (max |output| {:.3g})\n",
+               seed, d.max_abs, d.max_output);
     if (!d.equal()) throw std::runtime_error("check failed: the eqsat result computes a different function");
   }
   if (!output.empty()) {

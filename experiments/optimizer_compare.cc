@@ -49,7 +49,8 @@ OutputDifference output_difference(const models::Graph& a, const models::Graph& 
   const auto va = models::execute<double>(a, {}, eo);
   const auto vb = models::execute<double>(b, {}, eo);
   if (a.outputs().size() != b.outputs().size())
-    throw std::runtime_error(fmt::format("check: {} outputs against {}", a.outputs().size(), b.outputs().size()));
+    throw std::runtime_error(
+        fmt::format("check: {} outputs against {}", a.outputs().size(), b.outputs().size()));
   OutputDifference d;
   for (std::size_t i = 0; i < a.outputs().size(); ++i) {
     const auto& x = va[static_cast<std::size_t>(a.outputs()[i])];
@@ -63,7 +64,8 @@ OutputDifference output_difference(const models::Graph& a, const models::Graph& 
   return d;
 }
 
-OptimizerOutcome outcome_of(const models::Graph& input, const ss::OptimizeResult& r, const ss::OptimizerOptions& o) {
+OptimizerOutcome outcome_of(const models::Graph& input, const ss::OptimizeResult& r,
+                            const ss::OptimizerOptions& o) {
   OptimizerOutcome out;
   out.optimizer = "backtrack";
   out.cost_before = r.cost_before;
@@ -71,8 +73,8 @@ OptimizerOutcome outcome_of(const models::Graph& input, const ss::OptimizeResult
   out.seconds = r.seconds;
   out.nodes_before = ss::remove_dead_nodes(input).nodes().size();
   out.nodes_after = r.graph.nodes().size();
-  out.search = fmt::format("{} graphs explored, {} generated (alpha {}, budget {})", r.explored, r.generated, o.alpha,
-                           o.budget);
+  out.search = fmt::format("{} graphs explored, {} generated (alpha {}, budget {})", r.explored, r.generated,
+                           o.alpha, o.budget);
   out.stop = r.explored >= o.budget ? "budget" : "queue empty";
   return out;
 }
@@ -85,8 +87,9 @@ OptimizerOutcome outcome_of(const models::Graph& input, const ss::EqsatResult& r
   out.seconds = r.seconds;
   out.nodes_before = ss::remove_dead_nodes(input).nodes().size();
   out.nodes_after = r.graph.nodes().size();
-  out.search = fmt::format("{} iterations, {} e-nodes, {} e-classes; saturation {:.2f} s, extraction {:.2f} s",
-                           r.iterations.size(), r.nodes, r.classes, r.saturation_seconds, r.extraction_seconds);
+  out.search =
+      fmt::format("{} iterations, {} e-nodes, {} e-classes; saturation {:.2f} s, extraction {:.2f} s",
+                  r.iterations.size(), r.nodes, r.classes, r.saturation_seconds, r.extraction_seconds);
   out.stop = std::string(ss::stop_reason_name(r.stop));
   out.extraction = std::string(ss::extraction_name(r.extraction));
   if (!r.extraction_note.empty()) out.extraction += " (" + r.extraction_note + ")";
@@ -151,7 +154,8 @@ std::string run_subst_optimizers(const YamlReader& root, const std::string& path
   }
   ss::EqsatOptions eq;
   if (auto e = root.maybe("eqsat")) {
-    e->expect_map({"iterations", "node_limit", "time_limit", "multi_iterations", "extraction", "ilp_time_limit"});
+    e->expect_map(
+        {"iterations", "node_limit", "time_limit", "multi_iterations", "extraction", "ilp_time_limit"});
     if (auto a = e->maybe("iterations")) eq.max_iterations = static_cast<int>(a->as_positive_int());
     if (auto a = e->maybe("node_limit")) eq.node_limit = static_cast<std::size_t>(a->as_positive_int());
     if (auto a = e->maybe("time_limit")) eq.time_limit_s = a->as_duration();
@@ -213,20 +217,22 @@ std::string run_subst_optimizers(const YamlReader& root, const std::string& path
       row.bx.optimizer = "backtrack+xfers";
       row.dbx = difference(rx.graph);
     }
-    std::cerr << fmt::format("  backtrack {:.4f} -> {:.4f} ms in {:.2f} s; eqsat {:.4f} -> {:.4f} ms in {:.2f} s\n",
-                             row.bt.cost_before * 1e3, row.bt.cost_after * 1e3, row.bt.seconds,
-                             row.eq.cost_before * 1e3, row.eq.cost_after * 1e3, row.eq.seconds);
+    std::cerr << fmt::format(
+        "  backtrack {:.4f} -> {:.4f} ms in {:.2f} s; eqsat {:.4f} -> {:.4f} ms in {:.2f} s\n",
+        row.bt.cost_before * 1e3, row.bt.cost_after * 1e3, row.bt.seconds, row.eq.cost_before * 1e3,
+        row.eq.cost_after * 1e3, row.eq.seconds);
     for (const auto* o : {&row.bt, &row.eq, &row.bx}) {
       if (o->optimizer.empty()) continue;
       const auto& d = o == &row.bt ? row.dbt : o == &row.eq ? row.deq : row.dbx;
       if (checked && !d.equal())
-        throw std::runtime_error(fmt::format("{} on {}: the optimized graph computes a different function (max abs "
-                                             "difference {:.3g}, max |output| {:.3g})",
-                                             o->optimizer, s.name, d.max_abs, d.max_output));
-      csv += fmt::format("{},{},{},{:.6f},{:.6f},{:.4f},{:.3f},{},{},{},{},{:.3g},{:.3g}\n", s.name, o->nodes_before,
-                         o->optimizer, o->cost_before * 1e3, o->cost_after * 1e3, o->speedup(), o->seconds,
-                         o->nodes_after, csv_field(o->search), csv_field(o->stop), csv_field(o->extraction),
-                         d.max_abs, d.max_output);
+        throw std::runtime_error(
+            fmt::format("{} on {}: the optimized graph computes a different function (max abs "
+                        "difference {:.3g}, max |output| {:.3g})",
+                        o->optimizer, s.name, d.max_abs, d.max_output));
+      csv += fmt::format("{},{},{},{:.6f},{:.6f},{:.4f},{:.3f},{},{},{},{},{:.3g},{:.3g}\n", s.name,
+                         o->nodes_before, o->optimizer, o->cost_before * 1e3, o->cost_after * 1e3,
+                         o->speedup(), o->seconds, o->nodes_after, csv_field(o->search), csv_field(o->stop),
+                         csv_field(o->extraction), d.max_abs, d.max_output);
     }
     rows.push_back(std::move(row));
   }
@@ -237,16 +243,23 @@ std::string run_subst_optimizers(const YamlReader& root, const std::string& path
 
   std::string md = fmt::format("# {}\n\n{}\n\n", name, description);
   md += fmt::format(
-      "Device {} (cost model: roofline per operator, weight-only operators folded); rules: {} ({} rules after "
-      "excluding {}). Backtracking: alpha {}, budget {}. Equality saturation: {} iterations, node limit {}, time "
-      "limit {} s, multi-root rules in the first {} iterations, {} extraction (ILP limit {} s). Results checked equal "
+      "Device {} (cost model: roofline per operator, weight-only operators folded); rules: {} ({} rules "
+      "after "
+      "excluding {}). Backtracking: alpha {}, budget {}. Equality saturation: {} iterations, node limit {}, "
+      "time "
+      "limit {} s, multi-root rules in the first {} iterations, {} extraction (ILP limit {} s). Results "
+      "checked equal "
       "to their input on the reference executor (seed {}): {}.\n\n",
-      topo.gpu().name, rules_path, rules.size(), exclude.empty() ? std::string("none") : fmt::format("{}", fmt::join(exclude, ", ")),
-      bt.alpha, bt.budget, eq.max_iterations, eq.node_limit, eq.time_limit_s, eq.multi_iterations,
+      topo.gpu().name, rules_path, rules.size(),
+      exclude.empty() ? std::string("none") : fmt::format("{}", fmt::join(exclude, ", ")), bt.alpha,
+      bt.budget, eq.max_iterations, eq.node_limit, eq.time_limit_s, eq.multi_iterations,
       ss::extraction_name(eq.extraction), eq.ilp_time_limit_s, seed,
-      check ? (check->empty() ? std::string("none") : fmt::format("{}", fmt::join(*check, ", "))) : std::string("all models"));
-  md += "| model | nodes | before (ms) | backtrack after (ms) | speedup | time (s) | eqsat after (ms) | speedup | "
-        "time (s) | e-graph | stop | extraction | eqsat <= backtrack, faster |\n";
+      check ? (check->empty() ? std::string("none") : fmt::format("{}", fmt::join(*check, ", ")))
+            : std::string("all models"));
+  md +=
+      "| model | nodes | before (ms) | backtrack after (ms) | speedup | time (s) | eqsat after (ms) | "
+      "speedup | "
+      "time (s) | e-graph | stop | extraction | eqsat <= backtrack, faster |\n";
   md += "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   std::string xmd;
   int reached = 0;
@@ -254,28 +267,36 @@ std::string run_subst_optimizers(const YamlReader& root, const std::string& path
     const bool as_good = r.eq.cost_after <= r.bt.cost_after * (1 + 1e-9);
     const bool faster = r.eq.seconds < r.bt.seconds;
     reached += as_good && faster;
-    md += fmt::format("| {} | {} | {:.4f} | {:.4f} | {:.3f}x | {:.2f} | {:.4f} | {:.3f}x | {:.2f} | {} | {} | {} | {} |\n",
-                      r.model, r.bt.nodes_before, r.bt.cost_before * 1e3, r.bt.cost_after * 1e3, r.bt.speedup(),
-                      r.bt.seconds, r.eq.cost_after * 1e3, r.eq.speedup(), r.eq.seconds, r.eq.search, r.eq.stop,
-                      r.eq.extraction, as_good ? (faster ? "yes, yes" : "yes, no") : (faster ? "no, yes" : "no, no"));
+    md += fmt::format(
+        "| {} | {} | {:.4f} | {:.4f} | {:.3f}x | {:.2f} | {:.4f} | {:.3f}x | {:.2f} | {} | {} | {} | {} |\n",
+        r.model, r.bt.nodes_before, r.bt.cost_before * 1e3, r.bt.cost_after * 1e3, r.bt.speedup(),
+        r.bt.seconds, r.eq.cost_after * 1e3, r.eq.speedup(), r.eq.seconds, r.eq.search, r.eq.stop,
+        r.eq.extraction, as_good ? (faster ? "yes, yes" : "yes, no") : (faster ? "no, yes" : "no, no"));
     if (with_xfers)
-      xmd += fmt::format("| {} | {:.4f} | {:.3f}x | {:.2f} |\n", r.model, r.bx.cost_after * 1e3, r.bx.speedup(),
-                         r.bx.seconds);
+      xmd += fmt::format("| {} | {:.4f} | {:.3f}x | {:.2f} |\n", r.model, r.bx.cost_after * 1e3,
+                         r.bx.speedup(), r.bx.seconds);
   }
-  md += fmt::format("\nEquality saturation reached at least the backtracking cost in less time on {} of {} models.\n",
-                    reached, rows.size());
+  md += fmt::format(
+      "\nEquality saturation reached at least the backtracking cost in less time on {} of {} models.\n",
+      reached, rows.size());
   if (with_xfers)
-    md += "\nFor context, the backtracking search with TASO-style hand-written transformations "
-          "(search/subst/xfers.h) beside the same rules; equality saturation has no counterpart of them:\n\n"
-          "| model | backtrack+xfers after (ms) | speedup | time (s) |\n|---|---|---|---|\n" + xmd;
-  md += "\n## Files\n\n- `results.csv`: one row per model and optimizer (costs, speedup, optimizer time, search "
-        "statistics, stop reason, extraction, max output difference against the input)\n"
-        "- `speedup.png`: predicted speedup per model and optimizer; `time.png`: optimizer time per model\n";
+    md +=
+        "\nFor context, the backtracking search with TASO-style hand-written transformations "
+        "(search/subst/xfers.h) beside the same rules; equality saturation has no counterpart of them:\n\n"
+        "| model | backtrack+xfers after (ms) | speedup | time (s) |\n|---|---|---|---|\n" +
+        xmd;
+  md +=
+      "\n## Files\n\n- `results.csv`: one row per model and optimizer (costs, speedup, optimizer time, "
+      "search "
+      "statistics, stop reason, extraction, max output difference against the input)\n"
+      "- `speedup.png`: predicted speedup per model and optimizer; `time.png`: optimizer time per model\n";
   if (options.plots) {
     const auto script = std::filesystem::path(STRATA_SOURCE_DIR) / "experiments/plots/subst_optimizers.py";
-    const std::string cmd = fmt::format("/usr/bin/python3 '{}' '{}' '{}'", script.string(), out_dir.string(), name);
+    const std::string cmd =
+        fmt::format("/usr/bin/python3 '{}' '{}' '{}'", script.string(), out_dir.string(), name);
     if (std::system(cmd.c_str()) != 0) {
-      std::cerr << "warning: plotting failed (needs /usr/bin/python3 with matplotlib); CSV and summary are written\n";
+      std::cerr << "warning: plotting failed (needs /usr/bin/python3 with matplotlib); CSV and summary are "
+                   "written\n";
       md += "\n(The figures could not be drawn: /usr/bin/python3 with matplotlib is needed.)\n";
     }
   }

@@ -28,12 +28,12 @@ OutputDifference output_difference(const models::Graph& a, const models::Graph& 
 
 // One optimizer's outcome in a common form, for side-by-side tables.
 struct OptimizerOutcome {
-  std::string optimizer;  // "backtrack" or "eqsat"
+  std::string optimizer;                   // "backtrack" or "eqsat"
   double cost_before = 0, cost_after = 0;  // seconds
   double seconds = 0;                      // optimizer wall time
   std::size_t nodes_before = 0, nodes_after = 0;
-  std::string search;  // backtrack: graphs explored/generated; eqsat: e-graph size, iterations
-  std::string stop;    // eqsat: stop reason; backtrack: "budget" or "queue empty"
+  std::string search;      // backtrack: graphs explored/generated; eqsat: e-graph size, iterations
+  std::string stop;        // eqsat: stop reason; backtrack: "budget" or "queue empty"
   std::string extraction;  // eqsat: ilp/greedy (+ note)
   [[nodiscard]] double speedup() const { return cost_after > 0 ? cost_before / cost_after : 0.0; }
 };

@@ -32,7 +32,8 @@ models::Graph signature_graph(const Signature& sig) {
     return g;
   }
   std::vector<models::ValueId> ins;
-  for (std::size_t i = 0; i < sig.inputs.size(); ++i) ins.push_back(g.add_input(fmt::format("in{}", i), sig.inputs[i]));
+  for (std::size_t i = 0; i < sig.inputs.size(); ++i)
+    ins.push_back(g.add_input(fmt::format("in{}", i), sig.inputs[i]));
   for (auto v : g.add_node(sig.op->name, std::move(ins), sig.attrs, "op")) g.mark_output(v);
   return g;
 }
@@ -99,14 +100,15 @@ ClassId EGraph::add(ENode node) {
   node = canonical(std::move(node));
   if (auto it = memo_.find(node); it != memo_.end()) return find(it->second);
   const Signature& sig = signature(node.sig);
-  if (static_cast<std::size_t>(node.output) >= sig.outputs.size() || node.children.size() != sig.inputs.size())
+  if (static_cast<std::size_t>(node.output) >= sig.outputs.size() ||
+      node.children.size() != sig.inputs.size())
     throw std::logic_error(fmt::format("e-graph: e-node of '{}' has the wrong arity", sig.key));
   bool weight_only = sig.op ? true : weight_kind(sig.source_kind);
   for (std::size_t i = 0; i < node.children.size(); ++i) {
     const EClass& child = eclass(node.children[i]);
     if (child.type != sig.inputs[i])
-      throw std::logic_error(fmt::format("e-graph: child {} of '{}' has type {}", i, sig.key,
-                                         models::type_str(child.type)));
+      throw std::logic_error(
+          fmt::format("e-graph: child {} of '{}' has type {}", i, sig.key, models::type_str(child.type)));
     weight_only = weight_only && child.weight_only;
   }
   const auto id = static_cast<ClassId>(classes_.size());
@@ -128,7 +130,8 @@ std::optional<ClassId> EGraph::add_op(std::string_view op, const models::Attrs& 
   std::vector<models::TensorType> types;
   for (ClassId c : children) types.push_back(eclass(c).type);
   auto sig = op_signature(op, attrs, types);
-  if (!sig || output < 0 || static_cast<std::size_t>(output) >= signature(*sig).outputs.size()) return std::nullopt;
+  if (!sig || output < 0 || static_cast<std::size_t>(output) >= signature(*sig).outputs.size())
+    return std::nullopt;
   return add(ENode{*sig, output, {children.begin(), children.end()}});
 }
 
@@ -139,8 +142,8 @@ bool EGraph::merge(ClassId a, ClassId b) {
   auto& ca = classes_[static_cast<std::size_t>(a)];
   auto& cb = classes_[static_cast<std::size_t>(b)];
   if (ca.type != cb.type)
-    throw std::logic_error(fmt::format("e-graph: merging classes of types {} and {}", models::type_str(ca.type),
-                                       models::type_str(cb.type)));
+    throw std::logic_error(fmt::format("e-graph: merging classes of types {} and {}",
+                                       models::type_str(ca.type), models::type_str(cb.type)));
   // Union by size; the smaller class's nodes and parents move to the larger.
   if (ca.nodes.size() + ca.parents.size() < cb.nodes.size() + cb.parents.size()) std::swap(a, b);
   auto& root = classes_[static_cast<std::size_t>(a)];
@@ -249,9 +252,12 @@ GraphEGraph egraph_from_graph(const models::Graph& g) {
       children.push_back(cls[static_cast<std::size_t>(v)]);
     }
     auto sig = eg.op_signature(n.op->name, n.attrs, types);
-    if (!sig) throw std::invalid_argument(fmt::format("e-graph: node '{}' ({}) is not well-formed", n.name, n.op->name));
+    if (!sig)
+      throw std::invalid_argument(
+          fmt::format("e-graph: node '{}' ({}) is not well-formed", n.name, n.op->name));
     for (std::size_t k = 0; k < n.outputs.size(); ++k)
-      cls[static_cast<std::size_t>(n.outputs[k])] = eg.add(ENode{*sig, static_cast<std::int32_t>(k), children});
+      cls[static_cast<std::size_t>(n.outputs[k])] =
+          eg.add(ENode{*sig, static_cast<std::int32_t>(k), children});
     out.node_names.emplace_back(ENode{*sig, 0, children}, n.name);
   }
   for (auto v : g.outputs()) out.roots.push_back(cls[static_cast<std::size_t>(v)]);

@@ -58,8 +58,8 @@ struct ENodeHash {
 };
 
 struct EClass {
-  std::vector<ENode> nodes;                          // canonical and deduplicated after rebuild()
-  std::vector<std::pair<ENode, ClassId>> parents;    // e-nodes using this class (possibly stale until rebuild)
+  std::vector<ENode> nodes;                        // canonical and deduplicated after rebuild()
+  std::vector<std::pair<ENode, ClassId>> parents;  // e-nodes using this class (possibly stale until rebuild)
   models::TensorType type;
   bool weight_only = false;  // has an e-node computed from parameters / constants only
 };
@@ -77,8 +77,8 @@ class EGraph {
   // when there is one (hash-consing). The child classes' types must be the signature's input types.
   ClassId add(ENode node);
   // Convenience: signature + add; nullopt when shape inference rejects the operator on these children.
-  std::optional<ClassId> add_op(std::string_view op, const models::Attrs& attrs, std::span<const ClassId> children,
-                                int output = 0);
+  std::optional<ClassId> add_op(std::string_view op, const models::Attrs& attrs,
+                                std::span<const ClassId> children, int output = 0);
   std::optional<ClassId> lookup(ENode node) const;  // the class of an existing e-node
 
   ClassId find(ClassId id) const;
@@ -92,7 +92,7 @@ class EGraph {
   std::vector<ClassId> class_ids() const;
   std::size_t num_classes() const { return num_classes_; }
   std::size_t class_capacity() const { return classes_.size(); }  // every class id is below it
-  std::size_t num_nodes() const { return num_nodes_; }  // e-nodes (exact after rebuild)
+  std::size_t num_nodes() const { return num_nodes_; }            // e-nodes (exact after rebuild)
   ENode canonical(ENode node) const;
 
  private:
@@ -109,13 +109,15 @@ class EGraph {
   std::size_t num_nodes_ = 0;
 };
 
-// The e-graph of a models::Graph (dead nodes removed): one class per value; roots are the graph outputs in order.
+// The e-graph of a models::Graph (dead nodes removed): one class per value; roots are the graph outputs in
+// order.
 struct GraphEGraph {
   EGraph egraph;
   std::vector<ClassId> roots;
   std::vector<models::ValueId> sources;  // source values of the graph, in order, and their classes
   std::vector<ClassId> source_classes;
-  std::vector<std::pair<ENode, std::string>> node_names;  // e-node of each input node's first output -> its name
+  std::vector<std::pair<ENode, std::string>>
+      node_names;  // e-node of each input node's first output -> its name
 };
 GraphEGraph egraph_from_graph(const models::Graph& g);
 

@@ -18,7 +18,9 @@ namespace strata::search::subst {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 using Bindings = std::vector<ClassId>;
 
@@ -47,8 +49,8 @@ bool node_matches(const EGraph& eg, const ENode& n, const Term& t) {
 }
 
 // Backtracking e-matching: every extension of `b` under which pattern t denotes class c.
-void match_pattern(const EGraph& eg, const Term& t, ClassId c, const Bindings& b, const std::vector<std::string>& vars,
-                   std::vector<Bindings>& out) {
+void match_pattern(const EGraph& eg, const Term& t, ClassId c, const Bindings& b,
+                   const std::vector<std::string>& vars, std::vector<Bindings>& out) {
   c = eg.find(c);
   if (t.is_variable()) {
     const auto i = static_cast<std::size_t>(variable_index(vars, t.name()));
@@ -138,8 +140,9 @@ std::optional<std::int64_t> concat_boundary(const EGraph& eg, ClassId c, std::in
 
 // Adds target term t under bindings b; `expected` is the type it must have when it is an rhs root (a root
 // split takes its split point from it).
-std::optional<ClassId> build_target(EGraph& eg, const Term& t, const Bindings& b, const std::vector<std::string>& vars,
-                                    std::optional<ConstantContext> ctx, const models::TensorType* expected) {
+std::optional<ClassId> build_target(EGraph& eg, const Term& t, const Bindings& b,
+                                    const std::vector<std::string>& vars, std::optional<ConstantContext> ctx,
+                                    const models::TensorType* expected) {
   if (t.is_variable()) {
     const int i = variable_index(vars, t.name());
     if (i < 0 || b[static_cast<std::size_t>(i)] < 0) return std::nullopt;
@@ -221,15 +224,21 @@ bool reaches(const EGraph& eg, ClassId from, const std::vector<ClassId>& targets
 
 std::string_view stop_reason_name(StopReason r) {
   switch (r) {
-    case StopReason::saturated: return "saturated";
-    case StopReason::iteration_limit: return "iteration limit";
-    case StopReason::node_limit: return "node limit";
-    case StopReason::time_limit: return "time limit";
+    case StopReason::saturated:
+      return "saturated";
+    case StopReason::iteration_limit:
+      return "iteration limit";
+    case StopReason::node_limit:
+      return "node limit";
+    case StopReason::time_limit:
+      return "time limit";
   }
   return "?";
 }
 
-std::string_view extraction_name(Extraction e) { return e == Extraction::ilp ? "ilp" : "greedy"; }
+std::string_view extraction_name(Extraction e) {
+  return e == Extraction::ilp ? "ilp" : "greedy";
+}
 
 std::vector<std::string> rule_variables(const Rule& rule) {
   std::vector<std::string> vars;
@@ -260,9 +269,10 @@ std::vector<EMatch> ematch(const EGraph& eg, const Rule& rule) {
     for (std::size_t e = 0; e < static_cast<std::size_t>(&eq - rule.outputs.data()); ++e)
       collect_variables(rule.outputs[e].lhs, earlier);
     collect_variables(eq.lhs, own_vars);
-    const bool unrelated = !earlier.empty() && std::none_of(own_vars.begin(), own_vars.end(), [&](const std::string& v) {
-      return std::find(earlier.begin(), earlier.end(), v) != earlier.end();
-    });
+    const bool unrelated =
+        !earlier.empty() && std::none_of(own_vars.begin(), own_vars.end(), [&](const std::string& v) {
+          return std::find(earlier.begin(), earlier.end(), v) != earlier.end();
+        });
     auto common_consumer = [&](ClassId a, const std::vector<ClassId>& others) {
       for (const auto& [node, cls] : eg.eclass(a).parents)
         for (ClassId k : node.children)
@@ -292,10 +302,13 @@ std::vector<EMatch> ematch(const EGraph& eg, const Rule& rule) {
     partial = std::move(next);
     if (partial.empty()) break;
   }
-  std::sort(partial.begin(), partial.end(),
-            [](const EMatch& a, const EMatch& b) { return std::tie(a.roots, a.bindings) < std::tie(b.roots, b.bindings); });
+  std::sort(partial.begin(), partial.end(), [](const EMatch& a, const EMatch& b) {
+    return std::tie(a.roots, a.bindings) < std::tie(b.roots, b.bindings);
+  });
   partial.erase(std::unique(partial.begin(), partial.end(),
-                            [](const EMatch& a, const EMatch& b) { return a.roots == b.roots && a.bindings == b.bindings; }),
+                            [](const EMatch& a, const EMatch& b) {
+                              return a.roots == b.roots && a.bindings == b.bindings;
+                            }),
                 partial.end());
   return partial;
 }
@@ -333,8 +346,10 @@ class SignatureCost {
         // merged projections; graph_cost of the extracted graph is the final word.
         models::Graph g("signature");
         std::vector<models::ValueId> ins;
-        for (std::size_t k = 0; k < sig.inputs.size(); ++k) ins.push_back(g.add_input(fmt::format("in{}", k), sig.inputs[k]));
-        for (auto v : g.add_node(sig.op->name, std::move(ins), sig.attrs, "op")) g.mark_output(g.add("relu", {v}));
+        for (std::size_t k = 0; k < sig.inputs.size(); ++k)
+          ins.push_back(g.add_input(fmt::format("in{}", k), sig.inputs[k]));
+        for (auto v : g.add_node(sig.op->name, std::move(ins), sig.attrs, "op"))
+          g.mark_output(g.add("relu", {v}));
         memo_[i] = cost_.node_cost(g, g.node(0)).seconds;
       } else {
         const models::Graph g = signature_graph(sig);
@@ -355,8 +370,10 @@ class SignatureCost {
 bool selectable(const EGraph& eg, const EClass& cls, const ENode& n) {
   if (!cls.weight_only) return true;
   const Signature& sig = eg.signature(n.sig);
-  if (!sig.op) return sig.source_kind == models::ValueKind::kParam || sig.source_kind == models::ValueKind::kConstant;
-  return std::all_of(n.children.begin(), n.children.end(), [&](ClassId k) { return eg.eclass(k).weight_only; });
+  if (!sig.op)
+    return sig.source_kind == models::ValueKind::kParam || sig.source_kind == models::ValueKind::kConstant;
+  return std::all_of(n.children.begin(), n.children.end(),
+                     [&](ClassId k) { return eg.eclass(k).weight_only; });
 }
 
 double node_cost(const EClass& cls, const ENode& n, SignatureCost& sc) {
@@ -384,8 +401,9 @@ std::vector<ClassId> reachable_classes(const EGraph& eg, std::span<const ClassId
 
 // Cost of a choice with every operator instance counted once; nullopt when the choice is cyclic or
 // incomplete. `cycle` receives the (class, node index) pairs of a cycle found.
-std::optional<double> dag_cost(const EGraph& eg, std::span<const ClassId> roots, const std::vector<int>& choice,
-                               SignatureCost& sc, std::vector<std::pair<ClassId, int>>* cycle = nullptr) {
+std::optional<double> dag_cost(const EGraph& eg, std::span<const ClassId> roots,
+                               const std::vector<int>& choice, SignatureCost& sc,
+                               std::vector<std::pair<ClassId, int>>* cycle = nullptr) {
   std::vector<char> state(choice.size(), 0);  // 0 new, 1 on stack, 2 done
   std::map<std::pair<SignatureId, std::vector<ClassId>>, char> instances;
   double total = 0;
@@ -475,7 +493,8 @@ ExtractionResult greedy_extract(const EGraph& eg, std::span<const ClassId> roots
       stack.pop_back();
       if (in_dag[static_cast<std::size_t>(c)] || res.choice[static_cast<std::size_t>(c)] < 0) continue;
       in_dag[static_cast<std::size_t>(c)] = 1;
-      for (ClassId k : eg.eclass(c).nodes[static_cast<std::size_t>(res.choice[static_cast<std::size_t>(c)])].children)
+      for (ClassId k :
+           eg.eclass(c).nodes[static_cast<std::size_t>(res.choice[static_cast<std::size_t>(c)])].children)
         stack.push_back(eg.find(k));
     }
   };
@@ -515,8 +534,9 @@ ExtractionResult greedy_extract(const EGraph& eg, std::span<const ClassId> roots
 // query is unsatisfiable. Variables: x (e-node picked), c (class needed), g (operator instance paid: both
 // outputs of a split share one). Acyclicity by cuts: a model whose choice has a cycle gets a clause
 // forbidding that cycle's e-nodes together, and the query is repeated.
-std::optional<ExtractionResult> ilp_extract(const EGraph& eg, std::span<const ClassId> roots, SignatureCost& sc,
-                                            double time_limit_s, double greedy_cost, std::string& note) {
+std::optional<ExtractionResult> ilp_extract(const EGraph& eg, std::span<const ClassId> roots,
+                                            SignatureCost& sc, double time_limit_s, double greedy_cost,
+                                            std::string& note) {
   const auto start = Clock::now();
   const auto classes = reachable_classes(eg, roots);
   const std::size_t n_ids = eg.class_capacity();
@@ -541,8 +561,8 @@ std::optional<ExtractionResult> ilp_extract(const EGraph& eg, std::span<const Cl
   std::size_t built = 0;
   for (ClassId c : classes) {
     if (++built % 256 == 0 && since(start) > time_limit_s) {
-      note = fmt::format("time limit ({} s) reached while building the model ({} of {} classes)", time_limit_s, built,
-                         classes.size());
+      note = fmt::format("time limit ({} s) reached while building the model ({} of {} classes)",
+                         time_limit_s, built, classes.size());
       return std::nullopt;
     }
     const EClass& cls = eg.eclass(c);
@@ -555,7 +575,8 @@ std::optional<ExtractionResult> ilp_extract(const EGraph& eg, std::span<const Cl
       z3::expr x = ctx.bool_const(fmt::format("x{}_{}", c, k).c_str());
       xs[k] = x;
       any.push_back(x);
-      for (ClassId child : n.children) hard.push_back(z3::implies(x, *cvar[static_cast<std::size_t>(eg.find(child))]));
+      for (ClassId child : n.children)
+        hard.push_back(z3::implies(x, *cvar[static_cast<std::size_t>(eg.find(child))]));
       if (!eg.signature(n.sig).op) continue;
       auto key = std::pair{n.sig, n.children};
       auto it = group_index.find(key);
@@ -563,7 +584,8 @@ std::optional<ExtractionResult> ilp_extract(const EGraph& eg, std::span<const Cl
         it = group_index.emplace(key, gvars.size()).first;
         gvars.push_back(ctx.bool_const(fmt::format("g{}", gvars.size()).c_str()));
         // Every operator instance costs at least one unit, so ties prefer fewer nodes.
-        weights.push_back(static_cast<int>(std::max<long long>(1, std::llround(node_cost(cls, n, sc) * scale))));
+        weights.push_back(
+            static_cast<int>(std::max<long long>(1, std::llround(node_cost(cls, n, sc) * scale))));
       }
       hard.push_back(z3::implies(x, gvars[static_cast<unsigned>(it->second)]));
     }
@@ -594,7 +616,8 @@ std::optional<ExtractionResult> ilp_extract(const EGraph& eg, std::span<const Cl
   };
   auto cut = [&](const std::vector<std::pair<ClassId, int>>& cycle) {
     z3::expr_vector on_cycle(ctx);
-    for (const auto& [c, k] : cycle) on_cycle.push_back(*xvar[static_cast<std::size_t>(c)][static_cast<std::size_t>(k)]);
+    for (const auto& [c, k] : cycle)
+      on_cycle.push_back(*xvar[static_cast<std::size_t>(c)][static_cast<std::size_t>(k)]);
     hard.push_back(!z3::mk_and(on_cycle));
   };
   int cuts = 0, improvements = 0;
@@ -632,9 +655,10 @@ std::optional<ExtractionResult> ilp_extract(const EGraph& eg, std::span<const Cl
   for (;;) {
     const double left = time_limit_s - since(start);
     if (left <= 0) {
-      note = fmt::format("{} classes, {} operator instances, {} improvements, {} cycle cuts; time limit {} s, best "
-                         "found kept (not proved optimal)",
-                         classes.size(), gvars.size(), improvements, cuts, time_limit_s);
+      note = fmt::format(
+          "{} classes, {} operator instances, {} improvements, {} cycle cuts; time limit {} s, best "
+          "found kept (not proved optimal)",
+          classes.size(), gvars.size(), improvements, cuts, time_limit_s);
       break;
     }
     z3::params p(ctx);
@@ -645,15 +669,16 @@ std::optional<ExtractionResult> ilp_extract(const EGraph& eg, std::span<const Cl
     const auto r = solver.check();
     if (r == z3::unsat) {
       solver.pop();
-      note = fmt::format("{} classes, {} operator instances, {} improvements, {} cycle cuts; optimal", classes.size(),
-                         gvars.size(), improvements, cuts);
+      note = fmt::format("{} classes, {} operator instances, {} improvements, {} cycle cuts; optimal",
+                         classes.size(), gvars.size(), improvements, cuts);
       break;
     }
     if (r != z3::sat) {
       solver.pop();
-      note = fmt::format("{} classes, {} operator instances, {} improvements, {} cycle cuts; time limit {} s, best "
-                         "found kept (not proved optimal)",
-                         classes.size(), gvars.size(), improvements, cuts, time_limit_s);
+      note = fmt::format(
+          "{} classes, {} operator instances, {} improvements, {} cycle cuts; time limit {} s, best "
+          "found kept (not proved optimal)",
+          classes.size(), gvars.size(), improvements, cuts, time_limit_s);
       break;
     }
     const z3::model m = solver.get_model();
@@ -738,8 +763,10 @@ models::Graph extracted_graph(const GraphEGraph& geg, const ExtractionResult& ex
       auto it = emitted.find(key);
       if (it == emitted.end()) {
         auto nit = names.find(ENode{n.sig, 0, n.children});
-        std::string name = nit != names.end() ? nit->second : fmt::format("eqsat{}_{}", fresh++, sig.op->name);
-        it = emitted.emplace(key, out.add_node(sig.op->name, std::move(ins), sig.attrs, std::move(name))).first;
+        std::string name =
+            nit != names.end() ? nit->second : fmt::format("eqsat{}_{}", fresh++, sig.op->name);
+        it = emitted.emplace(key, out.add_node(sig.op->name, std::move(ins), sig.attrs, std::move(name)))
+                 .first;
       }
       v = it->second.at(static_cast<std::size_t>(n.output));
     }
@@ -751,7 +778,8 @@ models::Graph extracted_graph(const GraphEGraph& geg, const ExtractionResult& ex
     const models::ValueId v = emit(geg.roots[i]);
     out.mark_output(v);
     const auto& want = like.value(like.outputs()[i]).name;
-    if (out.value(v).producer >= 0 && static_cast<std::size_t>(v) < renamed.size() && !renamed[static_cast<std::size_t>(v)]) {
+    if (out.value(v).producer >= 0 && static_cast<std::size_t>(v) < renamed.size() &&
+        !renamed[static_cast<std::size_t>(v)]) {
       renamed[static_cast<std::size_t>(v)] = 1;
       out.set_value_name(v, want);
     }
@@ -759,8 +787,8 @@ models::Graph extracted_graph(const GraphEGraph& geg, const ExtractionResult& ex
   return out;
 }
 
-EqsatResult eqsat_optimize(const models::Graph& input, std::span<const Rule> rules, const models::CostModel& cost,
-                           const EqsatOptions& options) {
+EqsatResult eqsat_optimize(const models::Graph& input, std::span<const Rule> rules,
+                           const models::CostModel& cost, const EqsatOptions& options) {
   const auto start = Clock::now();
   const models::Graph g0 = remove_dead_nodes(input);
   EqsatResult res;
@@ -823,10 +851,10 @@ EqsatResult eqsat_optimize(const models::Graph& input, std::span<const Rule> rul
     it.seconds = since(t_iter);
     res.iterations.push_back(it);
     if (options.progress)
-      options.progress(fmt::format("eqsat: iteration {}: {} unions ({} multi-root, {} skipped as cyclic), {} e-nodes, "
-                                   "{} e-classes, {:.2f} s",
-                                   iter + 1, it.applied, it.multi_applied, it.multi_skipped_cycles, it.nodes,
-                                   it.classes, it.seconds));
+      options.progress(fmt::format(
+          "eqsat: iteration {}: {} unions ({} multi-root, {} skipped as cyclic), {} e-nodes, "
+          "{} e-classes, {:.2f} s",
+          iter + 1, it.applied, it.multi_applied, it.multi_skipped_cycles, it.nodes, it.classes, it.seconds));
     if (stopped) break;
     if (it.applied == 0) {
       res.stop = StopReason::saturated;

@@ -28,9 +28,9 @@ enum class Extraction { greedy, ilp };
 std::string_view extraction_name(Extraction e);
 
 struct EqsatOptions {
-  int max_iterations = 15;        // Tensat's experiments: 15
+  int max_iterations = 15;         // Tensat's experiments: 15
   std::size_t node_limit = 50000;  // e-nodes; Tensat: 50,000
-  double time_limit_s = 10;       // saturation wall time
+  double time_limit_s = 10;        // saturation wall time
   // Multi-root rules (several lhs roots, e.g. two matmuls sharing an input) are applied in a separate step in
   // the first `multi_iterations` iterations only (Tensat's k_multi), with matches that would make a root its
   // own descendant skipped: they join every pair of root matches and grow the e-graph fastest.
@@ -61,8 +61,8 @@ bool apply_ematch(EGraph& eg, const Rule& rule, const EMatch& m, bool& changed);
 
 struct EqsatIteration {
   std::size_t nodes = 0, classes = 0;  // after the iteration's rebuild
-  int applied = 0;                      // matches whose union changed the e-graph
-  int multi_applied = 0;                // of those: multi-root
+  int applied = 0;                     // matches whose union changed the e-graph
+  int multi_applied = 0;               // of those: multi-root
   int multi_skipped_cycles = 0;
   double seconds = 0;
 };
@@ -92,15 +92,15 @@ struct EqsatResult {
   double cost_before = 0, cost_after = 0;  // graph_cost, seconds
   StopReason stop = StopReason::saturated;
   std::vector<EqsatIteration> iterations;
-  std::size_t nodes = 0, classes = 0;  // final e-graph size
+  std::size_t nodes = 0, classes = 0;                          // final e-graph size
   std::vector<std::pair<std::string, int>> rule_applications;  // rule name -> unions that changed the e-graph
-  Extraction extraction = Extraction::greedy;                   // the one whose result was used
+  Extraction extraction = Extraction::greedy;                  // the one whose result was used
   std::string extraction_note;
   double extraction_cost = 0;  // the extractor's own estimate (seconds)
   double saturation_seconds = 0, extraction_seconds = 0, seconds = 0;
 };
 
-EqsatResult eqsat_optimize(const models::Graph& input, std::span<const Rule> rules, const models::CostModel& cost,
-                           const EqsatOptions& options = {});
+EqsatResult eqsat_optimize(const models::Graph& input, std::span<const Rule> rules,
+                           const models::CostModel& cost, const EqsatOptions& options = {});
 
 }  // namespace strata::search::subst

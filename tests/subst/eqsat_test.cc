@@ -20,9 +20,12 @@ namespace {
 using models::Graph;
 using models::TensorType;
 
-models::CostModel a100() { return models::CostModel(*hw::find_gpu("a100-sxm4-80gb")); }
+models::CostModel a100() {
+  return models::CostModel(*hw::find_gpu("a100-sxm4-80gb"));
+}
 
-models::Value source(const char* name, models::Shape shape, models::ValueKind kind = models::ValueKind::kInput) {
+models::Value source(const char* name, models::Shape shape,
+                     models::ValueKind kind = models::ValueKind::kInput) {
   models::Value v;
   v.name = name;
   v.type = TensorType{std::move(shape)};
@@ -38,7 +41,9 @@ const char* kRules =
     "77\tmatmul(input_1,input_4) == split_0(1,matmul(input_1,concat(1,input_4,input_5)))\n"
     "77\tmatmul(input_1,input_5) == split_1(1,matmul(input_1,concat(1,input_4,input_5)))\n";
 
-std::vector<Rule> rules() { return parse_taso_equations(kRules, "test", TasoShapes::unknown); }
+std::vector<Rule> rules() {
+  return parse_taso_equations(kRules, "test", TasoShapes::unknown);
+}
 
 double max_abs_difference(const Graph& a, const Graph& b) {
   models::ExecOptions o;
@@ -135,7 +140,8 @@ Graph small_graph() {
 
 // Brute force: every assignment of rule variables to classes under which each lhs denotes a class, found
 // bottom-up (the class of an application is that of an existing e-node over the arguments' classes).
-std::set<std::pair<std::vector<ClassId>, std::vector<ClassId>>> brute_force(const EGraph& eg, const Rule& rule) {
+std::set<std::pair<std::vector<ClassId>, std::vector<ClassId>>> brute_force(const EGraph& eg,
+                                                                            const Rule& rule) {
   const auto vars = rule_variables(rule);
   const auto ids = eg.class_ids();
   std::set<std::pair<std::vector<ClassId>, std::vector<ClassId>>> out;
@@ -155,9 +161,11 @@ std::set<std::pair<std::vector<ClassId>, std::vector<ClassId>>> brute_force(cons
       for (const ENode& n : eg.eclass(c).nodes) {
         const auto& op = eg.signature(n.sig).rule_op;
         const Op want = t.op() == Op::split_1 ? Op::split_0 : t.op();
-        if (!op || op->op != want || n.output != (t.op() == Op::split_1 ? 1 : 0) || n.children != args) continue;
+        if (!op || op->op != want || n.output != (t.op() == Op::split_1 ? 1 : 0) || n.children != args)
+          continue;
         bool params = op->params.size() == t.params().size();
-        for (std::size_t i = 0; params && i < op->params.size(); ++i) params = op->params[i] == t.params()[i].value;
+        for (std::size_t i = 0; params && i < op->params.size(); ++i)
+          params = op->params[i] == t.params()[i].value;
         if (params) return c;
       }
     return std::nullopt;
@@ -249,7 +257,8 @@ TEST(Eqsat, ReachesTheHandDerivedOptimumAndTheBacktrackingCost) {
     const auto wk = merged.add_param("wk", TensorType{{1024, 1024}});
     const auto w = merged.add("concat", {wq, wk}, {{"axis", std::int64_t{1}}});
     const auto m = merged.add("matmul", {x, w});
-    const auto parts = merged.add_node("split", {m}, {{"axis", std::int64_t{1}}, {"sizes", models::Ints{1024, 1024}}});
+    const auto parts =
+        merged.add_node("split", {m}, {{"axis", std::int64_t{1}}, {"sizes", models::Ints{1024, 1024}}});
     merged.mark_output(merged.add("relu", {parts[0]}));
     merged.mark_output(merged.add("relu", {parts[1]}));
   }
