@@ -83,6 +83,11 @@ void run_eqsat_optimize(const EqsatCli& o, const models::Graph& g, std::span<con
       fmt::print("{:<11} {:>12.4f} {:>12.4f} {:>7.3f}x {:>10.2f} {:>7}  {}; {}{}\n", x->optimizer,
                  x->cost_before * 1e3, x->cost_after * 1e3, x->speedup(), x->seconds, x->nodes_after,
                  x->search, x->stop, x->extraction.empty() ? "" : "; " + x->extraction);
+    if (!backtrack.xfers.empty())
+      fmt::print(
+          "note: the backtracking search also applied {} hand-written transformation kinds (--xfers) that "
+          "eqsat does not have; --xfers none compares on the rules alone\n",
+          backtrack.xfers.size());
     fmt::print("eqsat {} the backtracking cost ({:+.4f} ms) in {:.2f}x its time\n",
                e.cost_after <= b.cost_after * (1 + 1e-9) ? "reaches" : "does not reach",
                (e.cost_after - b.cost_after) * 1e3, b.seconds > 0 ? e.seconds / b.seconds : 0.0);

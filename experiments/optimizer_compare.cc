@@ -122,6 +122,9 @@ std::string run_subst_optimizers(const YamlReader& root, const std::string& path
     m.expect_map({"name", "batch", "seq"});
     ModelSpec s;
     s.name = m.at("name").as_string();
+    if (!models::zoo::find_model(s.name))
+      throw m.at("name").error(
+          fmt::format("unknown zoo model '{}' (known: {})", s.name, models::zoo::zoo_names()));
     if (auto b = m.maybe("batch")) s.batch = b->as_positive_int();
     if (auto q = m.maybe("seq")) s.seq = q->as_positive_int();
     specs.push_back(s);
