@@ -6,6 +6,7 @@
 #include <set>
 
 #include <gtest/gtest.h>
+#include <tbb/task_arena.h>
 
 #include "hw/gpu_spec.h"
 #include "models/exec/executor.h"
@@ -294,6 +295,12 @@ TEST(Eqsat, Deterministic) {
   EXPECT_EQ(a.nodes, b.nodes);
   EXPECT_EQ(a.classes, b.classes);
   EXPECT_EQ(a.rule_applications, b.rule_applications);
+  // Rules are searched TBB-parallel; one thread must give the same e-graph and graph.
+  EqsatResult c;
+  tbb::task_arena(1).execute([&] { c = eqsat_optimize(g, rules(), a100()); });
+  EXPECT_EQ(graph_hash(a.graph), graph_hash(c.graph));
+  EXPECT_EQ(a.nodes, c.nodes);
+  EXPECT_EQ(a.rule_applications, c.rule_applications);
 }
 
 }  // namespace
