@@ -32,9 +32,21 @@ struct SystemRun {
 
 }  // namespace
 
+bool run_plot_script(const std::string& script, const std::vector<std::string>& args) {
+  std::string cmd =
+      fmt::format("/usr/bin/python3 '{}'",
+                  (std::filesystem::path(STRATA_SOURCE_DIR) / "experiments/plots" / script).string());
+  for (const auto& a : args) cmd += fmt::format(" '{}'", a);
+  if (std::system(cmd.c_str()) == 0) return true;
+  std::cerr
+      << "warning: plotting failed (needs /usr/bin/python3 with matplotlib); CSV and summary are written\n";
+  return false;
+}
+
 std::string run_experiment(const std::string& path, const RunOptions& options) {
   const YamlReader root = YamlReader::from_file(path);
-  if (root.has("kind") && root.at("kind").as_string() == "p2-reproduction") return run_p2_reproduction(root, path, options);
+  if (root.has("kind") && root.at("kind").as_string() == "p2-reproduction")
+    return run_p2_reproduction(root, path, options);
   if (root.has("kind") && root.at("kind").as_string() == "subst-optimizers")
     return run_subst_optimizers(root, path, options);
   root.expect_map({"experiment", "description", "kind", "systems", "op", "sizes", "algorithms", "dtype"});
@@ -43,13 +55,18 @@ std::string run_experiment(const std::string& path, const RunOptions& options) {
     throw root.at("experiment").error("expected a plain name (it becomes the results folder)");
   const YamlReader kind = root.at("kind");
   if (kind.as_string() != "collective-sweep")
-    throw kind.error(fmt::format("unknown experiment kind '{}' (expected: collective-sweep, p2-reproduction, subst-optimizers)", kind.as_string()));
+    throw kind.error(fmt::format(
+        "unknown experiment kind '{}' (expected: collective-sweep, p2-reproduction, subst-optimizers)",
+        kind.as_string()));
   const std::string description = root.has("description") ? root.at("description").as_string() : "";
 
   SweepConfig base;
   const YamlReader op_node = root.at("op");
-  if (auto op = sim::parse_op(op_node.as_string())) base.op = *op;
-  else throw op_node.error(fmt::format("unknown collective '{}' (expected one of: {})", op_node.as_string(), sim::kOpNames));
+  if (auto op = sim::parse_op(op_node.as_string()))
+    base.op = *op;
+  else
+    throw op_node.error(
+        fmt::format("unknown collective '{}' (expected one of: {})", op_node.as_string(), sim::kOpNames));
   const YamlReader sizes_node = root.at("sizes");
   try {
     base.sizes = parse_size_range(sizes_node.as_string(), "sizes");
@@ -87,11 +104,15 @@ std::string run_experiment(const std::string& path, const RunOptions& options) {
   }
 
   const std::filesystem::path out_dir = std::filesystem::path(options.output_root) / name;
-  std::string csv = "system,nodes,gpus,op,algorithm_requested,algorithm,protocol,bytes,time_us,algbw_GBps,busbw_GBps\n";
-  std::string md = fmt::format("# {}\n\n{}\n\nCollective: **{}**, sizes {}, dtype {}. Simulated by strata (flow-level "
-                               "network model, NCCL cost constants; see docs/fidelity.md).\n\n",
-                               name, description, sim::op_name(base.op), sizes_node.as_string(), hw::dtype_name(base.dtype));
-  md += "| system | GPUs | algorithm | peak busbw (GB/s) | at size | busbw at largest size (GB/s) | time at smallest size (us) |\n";
+  std::string csv =
+      "system,nodes,gpus,op,algorithm_requested,algorithm,protocol,bytes,time_us,algbw_GBps,busbw_GBps\n";
+  std::string md = fmt::format(
+      "# {}\n\n{}\n\nCollective: **{}**, sizes {}, dtype {}. Simulated by strata (flow-level "
+      "network model, NCCL cost constants; see docs/fidelity.md).\n\n",
+      name, description, sim::op_name(base.op), sizes_node.as_string(), hw::dtype_name(base.dtype));
+  md +=
+      "| system | GPUs | algorithm | peak busbw (GB/s) | at size | busbw at largest size (GB/s) | time at "
+      "smallest size (us) |\n";
   md += "|---|---|---|---|---|---|---|\n";
   const std::size_t total = systems.size() * algorithms.size();
   std::size_t done = 0;
@@ -107,15 +128,17 @@ std::string run_experiment(const std::string& path, const RunOptions& options) {
       try {
         rows = run_sweep(topo, cfg);
       } catch (const std::invalid_argument& e) {
-        md += fmt::format("| {} | {} | {} | not applicable: {} | | | |\n", label, topo.num_gpus(), algo, e.what());
+        md += fmt::format("| {} | {} | {} | not applicable: {} | | | |\n", label, topo.num_gpus(), algo,
+                          e.what());
         continue;
       }
       const SweepRow* peak = &rows.front();
       for (const auto& r : rows) {
         if (r.busbw > peak->busbw) peak = &r;
-        csv += fmt::format("{},{},{},{},{},{},{},{:.0f},{:.3f},{:.3f},{:.3f}\n", label, topo.nodes(), topo.num_gpus(),
-                           sim::op_name(base.op), algo, r.algorithm, sim::protocol_name(r.protocol), r.bytes,
-                           r.seconds * 1e6, r.algbw / 1e9, r.busbw / 1e9);
+        csv += fmt::format("{},{},{},{},{},{},{},{:.0f},{:.3f},{:.3f},{:.3f}\n", label, topo.nodes(),
+                           topo.num_gpus(), sim::op_name(base.op), algo, r.algorithm,
+                           sim::protocol_name(r.protocol), r.bytes, r.seconds * 1e6, r.algbw / 1e9,
+                           r.busbw / 1e9);
       }
       md += fmt::format("| {} | {} | {} | {:.1f} | {} | {:.1f} | {:.1f} |\n", label, topo.num_gpus(), algo,
                         peak->busbw / 1e9, units::format_bytes(peak->bytes), rows.back().busbw / 1e9,
@@ -126,15 +149,9 @@ std::string run_experiment(const std::string& path, const RunOptions& options) {
   const auto csv_path = (out_dir / "collectives.csv").string();
   sim::write_file_atomically(csv_path, csv);
   md += "\nFiles: `collectives.csv` (every size), `busbw.png` (bus bandwidth against size).\n";
-  if (options.plots) {
-    const auto script = std::filesystem::path(STRATA_SOURCE_DIR) / "experiments/plots/collective_sweep.py";
-    const auto png = (out_dir / "busbw.png").string();
-    const std::string cmd = fmt::format("/usr/bin/python3 '{}' '{}' '{}' '{}'", script.string(), csv_path, png, name);
-    if (std::system(cmd.c_str()) != 0) {
-      std::cerr << "warning: plotting failed (needs /usr/bin/python3 with matplotlib); CSV and summary are written\n";
-      md += "\n(The figure could not be drawn: /usr/bin/python3 with matplotlib is needed.)\n";
-    }
-  }
+  if (options.plots &&
+      !run_plot_script("collective_sweep.py", {csv_path, (out_dir / "busbw.png").string(), name}))
+    md += "\n(The figure could not be drawn: /usr/bin/python3 with matplotlib is needed.)\n";
   sim::write_file_atomically((out_dir / "summary.md").string(), md);
   return out_dir.string();
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace strata::experiments {
 
@@ -10,6 +11,10 @@ struct RunOptions {
   std::string output_root = "results";  // results/<experiment>/
   bool plots = true;
 };
+
+// Runs experiments/plots/<script> with /usr/bin/python3 (matplotlib) and the given arguments. On failure
+// warns on stderr and returns false; the caller notes the missing figures in its summary.
+bool run_plot_script(const std::string& script, const std::vector<std::string>& args);
 
 // Runs the experiment; returns the folder it wrote. Throws ConfigError on a bad file.
 std::string run_experiment(const std::string& path, const RunOptions& options = {});

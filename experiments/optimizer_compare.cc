@@ -1,4 +1,5 @@
 #include "experiments/optimizer_compare.h"
+#include "experiments/experiment.h"
 
 #include <algorithm>
 #include <cmath>
@@ -293,16 +294,8 @@ std::string run_subst_optimizers(const YamlReader& root, const std::string& path
       "search "
       "statistics, stop reason, extraction, max output difference against the input)\n"
       "- `speedup.png`: predicted speedup per model and optimizer; `time.png`: optimizer time per model\n";
-  if (options.plots) {
-    const auto script = std::filesystem::path(STRATA_SOURCE_DIR) / "experiments/plots/subst_optimizers.py";
-    const std::string cmd =
-        fmt::format("/usr/bin/python3 '{}' '{}' '{}'", script.string(), out_dir.string(), name);
-    if (std::system(cmd.c_str()) != 0) {
-      std::cerr << "warning: plotting failed (needs /usr/bin/python3 with matplotlib); CSV and summary are "
-                   "written\n";
-      md += "\n(The figures could not be drawn: /usr/bin/python3 with matplotlib is needed.)\n";
-    }
-  }
+  if (options.plots && !run_plot_script("subst_optimizers.py", {out_dir.string(), name}))
+    md += "\n(The figures could not be drawn: /usr/bin/python3 with matplotlib is needed.)\n";
   sim::write_file_atomically((out_dir / "summary.md").string(), md);
   return out_dir.string();
 }

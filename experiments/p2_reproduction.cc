@@ -1,4 +1,5 @@
 #include "experiments/p2_reproduction.h"
+#include "experiments/experiment.h"
 
 #include <algorithm>
 #include <chrono>
@@ -384,16 +385,8 @@ std::string run_p2_reproduction(const YamlReader& root, const std::string& path,
       "- `spread.csv`: per configuration, AllReduce and best-program time across placements\n"
       "- `spread.png`: placement spread per configuration; `speedup_hist.png`: speedup histogram\n";
 
-  if (options.plots) {
-    const auto script = std::filesystem::path(STRATA_SOURCE_DIR) / "experiments/plots/p2_reproduction.py";
-    const std::string cmd =
-        fmt::format("/usr/bin/python3 '{}' '{}' '{}'", script.string(), out_dir.string(), name);
-    if (std::system(cmd.c_str()) != 0) {
-      std::cerr << "warning: plotting failed (needs /usr/bin/python3 with matplotlib); CSV and summary are "
-                   "written\n";
-      md += "\n(The figures could not be drawn: /usr/bin/python3 with matplotlib is needed.)\n";
-    }
-  }
+  if (options.plots && !run_plot_script("p2_reproduction.py", {out_dir.string(), name}))
+    md += "\n(The figures could not be drawn: /usr/bin/python3 with matplotlib is needed.)\n";
   sim::write_file_atomically((out_dir / "summary.md").string(), md);
   return out_dir.string();
 }

@@ -94,22 +94,6 @@ struct ConstantContext {
   ClassId sibling = -1;
 };
 
-std::optional<models::Shape> constant_shape(const ConstantContext& c, const models::Shape& sibling) {
-  switch (c.parent) {
-    case Op::conv2d:
-      if (c.arg != 1 || sibling.size() != 4) return std::nullopt;
-      return models::Shape{sibling[1]};
-    case Op::matmul:
-      if (sibling.size() != 2) return std::nullopt;
-      return c.arg == 1 ? models::Shape{sibling[1], sibling[1]} : models::Shape{sibling[0], sibling[0]};
-    case Op::ewmul:
-    case Op::ewadd:
-      return sibling;
-    default:
-      return std::nullopt;
-  }
-}
-
 // TASO's split point of a class: its most recent concatenation boundary along `axis`, traced through the
 // operators that carry that axis from an input to their output. First found over the class's e-nodes in
 // order.
@@ -192,7 +176,7 @@ std::optional<ClassId> build_target(EGraph& eg, const Term& t, const Bindings& b
   models::Shape cshape;
   if (op_info(t.op()).tensor_args == 0) {
     if (!ctx || ctx->sibling < 0) return std::nullopt;
-    auto s = constant_shape(*ctx, eg.eclass(ctx->sibling).type.shape);
+    auto s = constant_shape_in(ctx->parent, ctx->arg, eg.eclass(ctx->sibling).type.shape);
     if (!s) return std::nullopt;
     cshape = *s;
   }

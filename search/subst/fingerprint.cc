@@ -20,17 +20,6 @@ using models::Shape;
 constexpr std::size_t kMaxShapes = ValueStore::kMaxShapes;
 constexpr std::uint32_t kNoArg = 0xFFFFFFFu;  // 28 bits
 
-std::uint64_t mix(std::uint64_t z) {
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-bool is_split(Op op) {
-  return op == Op::split_0 || op == Op::split_1;
-}
-
 // Shapes of the constants of TASO's generator (taso.md §2.2): I_matmul 4x4, I_ewmul 2x4x5x5, I_conv and
 // C_pool with 4 channels (4x4x3x3 and the depth-wise 4x1x3x3).
 Shape constant_shape(Op op) {
@@ -194,15 +183,15 @@ ValueId ValueStore::intern(const Value& proto, const ModP* data, std::size_t num
     for (std::size_t i = 0; i < numel; ++i) h = h * 0x9E3779B97F4A7C15ull + d[i].v + 1;
     return h;
   };
-  std::uint64_t h = mix(poly(0) ^ shapes_[v.shape].size());
-  for (auto d : shapes_[v.shape]) h = mix(h ^ static_cast<std::uint64_t>(d));
-  h = mix(h ^ (v.meta.transposed_layout ? 0x7A11 : 0x5EED));
+  std::uint64_t h = mix64(poly(0) ^ shapes_[v.shape].size());
+  for (auto d : shapes_[v.shape]) h = mix64(h ^ static_cast<std::uint64_t>(d));
+  h = mix64(h ^ (v.meta.transposed_layout ? 0x7A11 : 0x5EED));
   for (const auto& t : v.meta.split) {
-    h = mix(h ^ t.n);
-    for (int i = 0; i < t.n; ++i) h = mix(h ^ t.pos[static_cast<std::size_t>(i)]);
+    h = mix64(h ^ t.n);
+    for (int i = 0; i < t.n; ++i) h = mix64(h ^ t.pos[static_cast<std::size_t>(i)]);
   }
   v.hash = h;
-  v.identity = samples == kSamples ? mix(h ^ poly(1)) : mix(h ^ 0x9A47'1A11ull);
+  v.identity = samples == kSamples ? mix64(h ^ poly(1)) : mix64(h ^ 0x9A47'1A11ull);
   auto [it, inserted] = by_identity_.try_emplace(v.identity, static_cast<ValueId>(values_.size()));
   if (inserted) values_.push_back(v);
   auto& stored = values_[it->second];

@@ -24,6 +24,14 @@
 
 namespace strata::search::subst {
 
+// splitmix64's finalizer: the mixing step of the generator's fingerprint and graph hashes.
+inline std::uint64_t mix64(std::uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
 inline constexpr int kGeneratorInputs = 20;  // TASO's input_1..input_20
 
 using ValueId = std::uint32_t;

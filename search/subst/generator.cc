@@ -33,16 +33,6 @@ constexpr int kInputs = kGeneratorInputs;
 constexpr int kMaxOps = 4;
 constexpr int kMaxTensors = kInputs + 2 * kMaxOps;
 
-std::uint64_t mix(std::uint64_t z) {
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-bool is_split(Op op) {
-  return op == Op::split_0 || op == Op::split_1;
-}
 // TASO's conv enumeration never takes a weight variable (w1..w13) as the data input (taso.md §2.2).
 bool is_weight_input(int t) {
   return (t >= 3 && t < 6) || (t >= 9 && t < 19);
@@ -515,7 +505,7 @@ class Enumerator {
       if (uses_[t] == 0) hs[n++] = hashes_[t];
     std::sort(hs.begin(), hs.begin() + static_cast<std::ptrdiff_t>(n));
     std::uint64_t h = 0xF1A6;
-    for (std::size_t i = 0; i < n; ++i) h = mix(h ^ hs[i]);
+    for (std::size_t i = 0; i < n; ++i) h = mix64(h ^ hs[i]);
     return h;
   }
 
@@ -625,7 +615,8 @@ std::vector<RealTensor> replay_real(const Enc& g, const std::vector<OpInstance>&
       outs[o].data.assign(static_cast<std::size_t>(out_types[o].numel()), 0.0);
     }
     for (auto& o : outs) os.push_back({o.data.data(), &o.shape, static_cast<std::int64_t>(o.data.size())});
-    if (!def.kernel.real) throw std::logic_error(fmt::format("generator: IR op '{}' has no real kernel", def.name));
+    if (!def.kernel.real)
+      throw std::logic_error(fmt::format("generator: IR op '{}' has no real kernel", def.name));
     def.kernel.real(models::KernelCall<double>{ins, os, attrs});
     for (std::size_t o = 0; o < outs.size(); ++o) {
       outs[o].meta = metas[o];

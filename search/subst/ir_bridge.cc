@@ -198,4 +198,20 @@ std::string instance_name(const OpInstance& inst) {
   return s;
 }
 
+std::optional<models::Shape> constant_shape_in(Op parent, std::size_t arg, const models::Shape& sibling) {
+  switch (parent) {
+    case Op::conv2d:
+      if (arg != 1 || sibling.size() != 4) return std::nullopt;
+      return models::Shape{sibling[1]};
+    case Op::matmul:
+      if (sibling.size() != 2) return std::nullopt;
+      return arg == 1 ? models::Shape{sibling[1], sibling[1]} : models::Shape{sibling[0], sibling[0]};
+    case Op::ewmul:
+    case Op::ewadd:
+      return sibling;
+    default:
+      return std::nullopt;
+  }
+}
+
 }  // namespace strata::search::subst

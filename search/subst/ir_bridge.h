@@ -42,6 +42,12 @@ std::optional<IrOp> to_ir(const OpInstance& inst, std::span<const models::Shape>
 // padding...). Split nodes with two outputs map to split_0 (their first output) and split_1 is output 1.
 std::optional<OpInstance> from_ir(const models::Graph& g, const models::Node& n);
 
+// The shape of a constant (Iconv, Cpool, Imatmul, Iewmul) that is tensor argument `arg` of a `parent`
+// operator whose other argument has shape `sibling` (a rule's constants carry no shape of their own): an
+// Iconv/Cpool weight has one kernel per input channel, Imatmul is square on the contracted side, Iewmul takes
+// the sibling's shape. nullopt where the constant cannot stand in that position.
+std::optional<models::Shape> constant_shape_in(Op parent, std::size_t arg, const models::Shape& sibling);
+
 // "conv2d(1,1,0,0)", "ewadd" etc.
 std::string instance_name(const OpInstance& inst);
 

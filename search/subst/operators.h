@@ -56,6 +56,10 @@ struct OpInfo {
 };
 
 const OpInfo& op_info(Op op);
+// split_0 and split_1 are the two outputs of one split.
+inline bool is_split(Op op) {
+  return op == Op::split_0 || op == Op::split_1;
+}
 std::span<const OpInfo> all_ops();
 std::optional<Op> find_op(std::string_view name);
 

@@ -370,22 +370,6 @@ class TargetBuilder {
   std::vector<NewNode> nodes_;
 };
 
-std::optional<models::Shape> constant_shape(const ConstantContext& c, const models::Shape& sibling) {
-  switch (c.parent) {
-    case Op::conv2d:  // Iconv / Cpool as weight: one kernel per input channel
-      if (c.arg != 1 || sibling.size() != 4) return std::nullopt;
-      return models::Shape{sibling[1]};
-    case Op::matmul:
-      if (sibling.size() != 2) return std::nullopt;
-      return c.arg == 1 ? models::Shape{sibling[1], sibling[1]} : models::Shape{sibling[0], sibling[0]};
-    case Op::ewmul:
-    case Op::ewadd:
-      return sibling;
-    default:
-      return std::nullopt;
-  }
-}
-
 // TASO's split point: the most recent concatenation boundary along `axis` of v, traced back through the
 // operators that carry that axis from one input to their output (element-wise, matmul, conv2d
 // channels/batch).
@@ -437,7 +421,7 @@ std::optional<std::vector<ValueId>> emit_new_node(Graph& out, const NewNode& nn,
   models::Shape cshape;
   if (nn.context) {
     if (sibling == models::kNoValue) return std::nullopt;
-    auto s = constant_shape(*nn.context, out.type(sibling).shape);
+    auto s = constant_shape_in(nn.context->parent, nn.context->arg, out.type(sibling).shape);
     if (!s) return std::nullopt;
     cshape = *s;
   }
