@@ -542,13 +542,8 @@ std::optional<Graph> apply_match(const Graph& g, const Rule& rule, const Match& 
       for (int d : deps[static_cast<std::size_t>(*it)])
         if (d >= 0) reaches_output[static_cast<std::size_t>(d)] = 1;
 
-  Graph out(g.name());
-  std::vector<ValueId> old_to_new(g.values().size(), models::kNoValue);
-  for (ValueId v = 0; v < static_cast<ValueId>(g.values().size()); ++v) {
-    const auto& val = g.value(v);
-    if (val.producer >= 0) continue;
-    old_to_new[static_cast<std::size_t>(v)] = out.add_source(val.name, val.type, val.kind, val.data);
-  }
+  std::vector<ValueId> old_to_new;
+  Graph out = copy_sources(g, old_to_new);
   std::vector<std::vector<ValueId>> fresh_outputs(static_cast<std::size_t>(n_new));
   auto value_of = [&](const Ref& r) -> ValueId {
     if (r.node >= 0) {
@@ -599,6 +594,17 @@ std::optional<Graph> apply_match(const Graph& g, const Rule& rule, const Match& 
   return out;
 }
 
+Graph copy_sources(const Graph& g, std::vector<ValueId>& map) {
+  Graph out(g.name());
+  map.assign(g.values().size(), models::kNoValue);
+  for (ValueId v = 0; v < static_cast<ValueId>(g.values().size()); ++v) {
+    const auto& val = g.value(v);
+    if (val.producer < 0)
+      map[static_cast<std::size_t>(v)] = out.add_source(val.name, val.type, val.kind, val.data);
+  }
+  return out;
+}
+
 Graph remove_dead_nodes(const Graph& g) {
   std::vector<char> live_value(g.values().size(), 0), live_node(g.nodes().size(), 0);
   for (ValueId v : g.outputs()) live_value[static_cast<std::size_t>(v)] = 1;
@@ -610,13 +616,8 @@ Graph remove_dead_nodes(const Graph& g) {
       for (ValueId v : node.inputs) live_value[static_cast<std::size_t>(v)] = 1;
   }
   if (std::all_of(live_node.begin(), live_node.end(), [](char c) { return c != 0; })) return g;
-  Graph out(g.name());
-  std::vector<ValueId> map(g.values().size(), models::kNoValue);
-  for (ValueId v = 0; v < static_cast<ValueId>(g.values().size()); ++v) {
-    const auto& val = g.value(v);
-    if (val.producer < 0)
-      map[static_cast<std::size_t>(v)] = out.add_source(val.name, val.type, val.kind, val.data);
-  }
+  std::vector<ValueId> map;
+  Graph out = copy_sources(g, map);
   for (NodeId n = 0; n < static_cast<NodeId>(g.nodes().size()); ++n) {
     if (!live_node[static_cast<std::size_t>(n)]) continue;
     const Node& node = g.node(n);

@@ -58,6 +58,11 @@ std::optional<models::Graph> apply_match(const models::Graph& g, const Rule& rul
 // Removes nodes none of whose outputs reach a graph output; source values are kept.
 models::Graph remove_dead_nodes(const models::Graph& g);
 
+// The start of every rebuilt graph: a graph named like g holding copies of g's source values (inputs,
+// parameters, constants) in g's order. `map` is resized to g's values and maps each source to its copy, every
+// other value to kNoValue.
+models::Graph copy_sources(const models::Graph& g, std::vector<models::ValueId>& map);
+
 // Per-node predicted times (seconds; 0 for folded nodes), which values are folded (weight-only), and the sum.
 struct NodeCosts {
   std::vector<double> node;  // by node id

@@ -40,13 +40,8 @@ std::optional<Graph> rewrite(const Graph& g, std::vector<NodeId> replaced, const
       return std::nullopt;
     }
   }
-  Graph out(g.name());
-  std::vector<ValueId> map(g.values().size(), models::kNoValue);
-  for (ValueId v = 0; v < static_cast<ValueId>(g.values().size()); ++v) {
-    const auto& val = g.value(v);
-    if (val.producer < 0)
-      map[static_cast<std::size_t>(v)] = out.add_source(val.name, val.type, val.kind, val.data);
-  }
+  std::vector<ValueId> map;
+  Graph out = copy_sources(g, map);
   auto in = [&](ValueId v) { return map[static_cast<std::size_t>(v)]; };
   std::vector<std::pair<ValueId, ValueId>> provided;
   try {
