@@ -286,14 +286,8 @@ std::vector<EMatch> ematch(const EGraph& eg, const Rule& rule) {
     partial = std::move(next);
     if (partial.empty()) break;
   }
-  std::sort(partial.begin(), partial.end(), [](const EMatch& a, const EMatch& b) {
-    return std::tie(a.roots, a.bindings) < std::tie(b.roots, b.bindings);
-  });
-  partial.erase(std::unique(partial.begin(), partial.end(),
-                            [](const EMatch& a, const EMatch& b) {
-                              return a.roots == b.roots && a.bindings == b.bindings;
-                            }),
-                partial.end());
+  std::sort(partial.begin(), partial.end());
+  partial.erase(std::unique(partial.begin(), partial.end()), partial.end());
   return partial;
 }
 

@@ -6,6 +6,7 @@
 // greedily bottom-up.
 #pragma once
 
+#include <compare>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -44,6 +45,7 @@ struct EqsatOptions {
 struct EMatch {
   std::vector<ClassId> roots;
   std::vector<ClassId> bindings;  // indexed like rule_variables(rule); -1 where the lhs does not bind it
+  friend auto operator<=>(const EMatch&, const EMatch&) = default;
 };
 
 // The tensor variables of a rule: those of its lhs terms, then any only in its rhs terms, in order of first

@@ -218,17 +218,20 @@ std::vector<Match> find_matches_with(const Graph& g, const MatchIndex& index, co
                                      const Rule& rule, std::size_t rule_index);
 }  // namespace
 
-MatchIndex::MatchIndex(const Graph& g)
-    : instances(g.nodes().size()), consumers(g.values().size()), is_output(g.values().size(), 0) {
+GraphUses::GraphUses(const Graph& g) : consumers(g.values().size()), is_output(g.values().size(), 0) {
+  for (NodeId n = 0; n < static_cast<NodeId>(g.nodes().size()); ++n)
+    for (ValueId v : g.node(n).inputs) consumers[static_cast<std::size_t>(v)].push_back(n);
+  for (ValueId v : g.outputs()) is_output[static_cast<std::size_t>(v)] = 1;
+}
+
+MatchIndex::MatchIndex(const Graph& g) : GraphUses(g), instances(g.nodes().size()) {
   for (NodeId n = 0; n < static_cast<NodeId>(g.nodes().size()); ++n) {
     const Node& node = g.node(n);
-    for (ValueId v : node.inputs) consumers[static_cast<std::size_t>(v)].push_back(n);
     auto inst = from_ir(g, node);
     if (!inst || grouped_conv(*inst, g, node)) continue;
     by_op[static_cast<std::size_t>(inst->op)].push_back(n);
     instances[static_cast<std::size_t>(n)] = std::move(inst);
   }
-  for (ValueId v : g.outputs()) is_output[static_cast<std::size_t>(v)] = 1;
 }
 
 std::vector<Match> find_matches(const Graph& g, const Rule& rule, std::size_t rule_index) {
@@ -279,14 +282,8 @@ std::vector<Match> find_matches_with(const Graph& g, const MatchIndex& index, co
     std::sort(match.bindings.begin(), match.bindings.end());
     result.push_back(std::move(match));
   }
-  std::sort(result.begin(), result.end(), [](const Match& a, const Match& b) {
-    return std::tie(a.nodes, a.bindings) < std::tie(b.nodes, b.bindings);
-  });
-  result.erase(std::unique(result.begin(), result.end(),
-                           [](const Match& a, const Match& b) {
-                             return a.nodes == b.nodes && a.bindings == b.bindings;
-                           }),
-               result.end());
+  std::sort(result.begin(), result.end());  // all of one rule: by nodes, then bindings
+  result.erase(std::unique(result.begin(), result.end()), result.end());
   return result;
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <compare>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -26,15 +27,20 @@ struct Match {
   std::size_t rule = 0;  // index into the rule list
   std::vector<models::NodeId> nodes;
   std::vector<std::pair<std::string, models::ValueId>> bindings;  // rule input -> graph value, sorted by name
+  friend auto operator<=>(const Match&, const Match&) = default;
 };
 
 // What matching needs to know about a graph, computed once per graph and shared by all rules: the rule
 // operator of every node (from_ir; grouped convolutions have none, see optimizer.cc), consumers of every
 // value, graph outputs, and the nodes of each rule operator.
-struct MatchIndex {
-  std::vector<std::optional<OpInstance>> instances;    // by node id
+// Who reads each value of a graph, and which values are graph outputs.
+struct GraphUses {
   std::vector<std::vector<models::NodeId>> consumers;  // by value id, in node order
   std::vector<char> is_output;                         // by value id
+  explicit GraphUses(const models::Graph& g);
+};
+struct MatchIndex : GraphUses {
+  std::vector<std::optional<OpInstance>> instances;  // by node id
   std::array<std::vector<models::NodeId>, kNumOps> by_op;
   explicit MatchIndex(const models::Graph& g);
 };

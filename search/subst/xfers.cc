@@ -117,28 +117,25 @@ XferSite make_site(const Graph& g, const NodeCosts& costs, const models::CostMod
   return site;
 }
 
-std::vector<std::vector<NodeId>> consumers_of(const Graph& g) {
-  std::vector<std::vector<NodeId>> c(g.values().size());
-  for (NodeId n = 0; n < static_cast<NodeId>(g.nodes().size()); ++n)
-    for (ValueId v : g.node(n).inputs) c[static_cast<std::size_t>(v)].push_back(n);
-  return c;
-}
-
-bool is_graph_output(const Graph& g, ValueId v) {
-  return std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end();
+// The one node reading conv n's output, when n is a convolution without a fused activation whose output is
+// not a graph output and has exactly one consumer: where an activation or normalization can fold into it.
+std::optional<NodeId> sole_consumer_of_plain_conv(const Graph& g, const GraphUses& uses, NodeId n) {
+  const Node& conv = g.node(n);
+  if (conv.op->name != "conv2d" || conv.attrs.s("activation") != "none") return std::nullopt;
+  const ValueId y = conv.outputs[0];
+  const auto& cs = uses.consumers[static_cast<std::size_t>(y)];
+  if (cs.size() != 1 || uses.is_output[static_cast<std::size_t>(y)]) return std::nullopt;
+  return cs[0];
 }
 
 // ---- fuse_conv_relu ----
 std::vector<XferSite> fuse_conv_relu(const Graph& g, const NodeCosts& costs, const models::CostModel& cost) {
   std::vector<XferSite> sites;
-  const auto consumers = consumers_of(g);
+  const GraphUses uses(g);
   for (NodeId n = 0; n < static_cast<NodeId>(g.nodes().size()); ++n) {
-    const Node& conv = g.node(n);
-    if (conv.op->name != "conv2d" || conv.attrs.s("activation") != "none") continue;
-    const ValueId y = conv.outputs[0];
-    const auto& cs = consumers[static_cast<std::size_t>(y)];
-    if (cs.size() != 1 || is_graph_output(g, y) || g.node(cs[0]).op->name != "relu") continue;
-    const NodeId relu = cs[0];
+    const auto next = sole_consumer_of_plain_conv(g, uses, n);
+    if (!next || g.node(*next).op->name != "relu") continue;
+    const NodeId relu = *next;
     const ValueId r = g.node(relu).outputs[0];
     Emit emit = [n, r](const Graph& src, Graph& out, const std::function<ValueId(ValueId)>& in) {
       const Node& c = src.node(n);
@@ -163,16 +160,13 @@ std::vector<XferSite> fuse_conv_relu(const Graph& g, const NodeCosts& costs, con
 std::vector<XferSite> fuse_conv_batchnorm(const Graph& g, const NodeCosts& costs,
                                           const models::CostModel& cost) {
   std::vector<XferSite> sites;
-  const auto consumers = consumers_of(g);
+  const GraphUses uses(g);
   for (NodeId n = 0; n < static_cast<NodeId>(g.nodes().size()); ++n) {
-    const Node& conv = g.node(n);
-    if (conv.op->name != "conv2d" || conv.attrs.s("activation") != "none") continue;
-    const ValueId y = conv.outputs[0];
-    const auto& cs = consumers[static_cast<std::size_t>(y)];
-    if (cs.size() != 1 || is_graph_output(g, y)) continue;
-    const Node& bn = g.node(cs[0]);
-    if (bn.op->name != "batchnorm" || bn.inputs[0] != y) continue;
-    const NodeId bn_id = cs[0];
+    const auto next = sole_consumer_of_plain_conv(g, uses, n);
+    if (!next) continue;
+    const NodeId bn_id = *next;
+    const Node& bn = g.node(bn_id);
+    if (bn.op->name != "batchnorm" || bn.inputs[0] != g.node(n).outputs[0]) continue;
     const ValueId z = bn.outputs[0];
     Emit emit = [n, bn_id, z](const Graph& src, Graph& out, const std::function<ValueId(ValueId)>& in) {
       const Node& c = src.node(n);
@@ -228,7 +222,8 @@ bool centred_pads(const Ints& pa, const Ints& ka, const Ints& pb, const Ints& kb
 
 std::vector<XferSite> merge_convs(const Graph& g, const NodeCosts& costs, const models::CostModel& cost) {
   std::vector<XferSite> sites;
-  const auto consumers = consumers_of(g);
+  const GraphUses uses(g);
+  const auto& consumers = uses.consumers;
   auto mergeable = [&](const Node& c) {
     return c.op->name == "conv2d" && c.attrs.i("groups") == 1 && c.attrs.ints("dilations") == Ints{1, 1};
   };
@@ -249,8 +244,8 @@ std::vector<XferSite> merge_convs(const Graph& g, const NodeCosts& costs, const 
         NodeId concat = -1;
         const auto& ca = consumers[static_cast<std::size_t>(ya)];
         const auto& cb = consumers[static_cast<std::size_t>(yb)];
-        if (ca.size() == 1 && cb.size() == 1 && ca[0] == cb[0] && !is_graph_output(g, ya) &&
-            !is_graph_output(g, yb)) {
+        if (ca.size() == 1 && cb.size() == 1 && ca[0] == cb[0] &&
+            !uses.is_output[static_cast<std::size_t>(ya)] && !uses.is_output[static_cast<std::size_t>(yb)]) {
           const Node& c = g.node(ca[0]);
           auto axis = c.op->name == "concat" ? c.attrs.i("axis") : -1;
           if (axis < 0 && c.op->name == "concat") axis += 4;
