@@ -1,4 +1,4 @@
-// Synthesis: program counts (docs/reference p2.md section 8.1), the grouping table of P2 Table 2, the text
+// Synthesis: one-level programs, the grouping table of P2 (Xie et al., MLSys 2022) Table 2, the text
 // form, synthesis hierarchies (P2 Table 1) and the validity lemmas.
 #include <gtest/gtest.h>
 
