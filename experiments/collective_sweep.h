@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "hw/gpu_spec.h"
@@ -17,6 +18,8 @@ namespace strata::experiments {
 // Parses "8B:8GiB" (doubling, like nccl-tests -b 8 -e 8G -f 2) or "1MiB:1GiB:4" (factor 4) or a single size.
 // Throws ConfigError naming `field` on bad input.
 std::vector<double> parse_size_range(std::string_view text, std::string_view field);
+// The same, returning the reason (without a field name) instead of throwing.
+std::variant<std::vector<double>, std::string> read_size_range(std::string_view text);
 
 struct SweepConfig {
   sim::CollectiveOp op = sim::CollectiveOp::kAllReduce;

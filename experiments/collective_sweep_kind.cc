@@ -47,11 +47,9 @@ SweepExperiment parse(const ExperimentFile& file) {
         fmt::format("unknown collective '{}' (expected one of: {})", op_node.as_string(), sim::kOpNames));
   const YamlReader sizes_node = root.at("sizes");
   x.sizes_text = sizes_node.as_string();
-  try {
-    x.base.sizes = parse_size_range(x.sizes_text, "sizes");
-  } catch (const ConfigError& e) {
-    throw sizes_node.error(e.what());
-  }
+  auto sizes = read_size_range(x.sizes_text);
+  if (const auto* why = std::get_if<std::string>(&sizes)) throw sizes_node.error(*why);
+  x.base.sizes = std::get<std::vector<double>>(std::move(sizes));
   if (auto d = root.maybe("dtype")) {
     auto t = hw::parse_dtype(d->as_string());
     if (!t) throw d->error("expected one of fp64, fp32, tf32, fp16, bf16, fp8");

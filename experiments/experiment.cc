@@ -7,6 +7,7 @@
 #include <fcntl.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -44,6 +45,9 @@ std::string random_suffix() {
 }  // namespace
 
 ExperimentFile ExperimentFile::load(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec))
+    throw ConfigError(fmt::format("{}: is a directory (expected an experiment YAML file)", path));
   ExperimentFile f(path, YamlReader::from_file(path));
   const YamlReader name = f.root_.at("experiment");
   f.name_ = name.as_string();
@@ -149,6 +153,12 @@ bool run_plot_script(const std::string& script, const std::vector<std::string>& 
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
+    // Ctrl-C or kill while plotting stops strata too (with the signal's exit status), instead of being
+    // reported as a missing matplotlib; the staging folder is left and the previous results stay in place.
+    if (WIFSIGNALED(status) && (WTERMSIG(status) == SIGINT || WTERMSIG(status) == SIGTERM)) {
+      std::signal(WTERMSIG(status), SIG_DFL);
+      std::raise(WTERMSIG(status));
+    }
   }
   std::cerr << "warning: plotting failed (needs /usr/bin/python3 with matplotlib); CSV and summary are "
                "written\n";

@@ -259,6 +259,12 @@ class SimCollective(unittest.TestCase):
         self.assertEqual(r.rc, 2, r)
         self.assertIn("unknown collective 'foo'", r.err)
         self.assertIn("allreduce", r.err)
+        # Issue 11: sweeps that never end or have empty rows are refused up front.
+        for sizes, why in [("8B:8GiB:1.0000001", "more than"), ("1e308TiB:1e308TiB", "finite"),
+                           ("0.4B", "less than one byte")]:
+            r = strata("sim", "collective", "--hw", src("configs/hw/dgx-a100.yaml"), "--sizes", sizes, timeout=60)
+            self.assertEqual(r.rc, 2, r)
+            self.assertIn(why, r.err)
         r = strata("sim", "collective", "--hw", src("configs/hw/dgx-a100.yaml"), "--algo", "nosuch")
         self.assertEqual(r.rc, 2, r)
         self.assertIn("nosuch", r.err)
@@ -628,6 +634,12 @@ class RunExperiment(unittest.TestCase):
             self.assertEqual(r.rc, 0, r)
             self.assertEqual(os.listdir(os.path.join(d, "out")), ["small"])
 
+    def test_directory_instead_of_a_file(self):
+        with tempfile.TemporaryDirectory() as d:
+            r = strata("run", d, "--output", os.path.join(d, "out"))
+            self.assertEqual(r.rc, 2, r)
+            self.assertIn(f"{d}: is a directory", r.err)
+
     def test_shipped_quickstart_from_another_directory(self):
         with tempfile.TemporaryDirectory() as d:
             r = strata("run", src("configs/experiments/quickstart.yaml"), "--output", d, "--no-plots", cwd=d)
@@ -664,7 +676,9 @@ class RunExperiment(unittest.TestCase):
         self.check_error(good.replace("kind: collective-sweep", "kind: sweep"),
                          r":3:7: kind: unknown experiment kind 'sweep' \(expected one of: collective-sweep, ")
         self.check_error(good + "sizez: 3\n", r":\d+:1: sizez: unknown field")
-        self.check_error(good.replace("sizes: 1MiB:16MiB:4", "sizes: 1MiB:16:4"), r":5:8: sizes: ")
+        self.check_error(good.replace("sizes: 1MiB:16MiB:4", "sizes: 1MiB:16:4"), r":5:8: sizes: '16' is not")
+        self.check_error(good.replace("experiment: bad", "experiment: ."), r":1:13: experiment: expected a plain name")
+        self.check_error(good.split("systems:")[0] + "systems: []\n", r":7:10: systems: expected at least one system")
         self.check_error(good.replace("op: allreduce", "op: allsum"), r":4:5: op: unknown collective 'allsum'")
         self.check_error(good.replace("[auto, ring]", "[auto, rung]"), r":6:20: algorithms\[1\]: unknown algorithm 'rung'")
         self.check_error(good.replace("nodes: 2", "nodes: 0"), r":10:12: systems\[1\]\.nodes: ")
