@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -30,7 +31,9 @@ OutputDifference output_difference(const models::Graph& a, const models::Graph& 
     const auto& y = vb[static_cast<std::size_t>(b.outputs()[i])];
     if (x.size() != y.size()) throw std::runtime_error(fmt::format("check: output {} changed size", i));
     for (std::size_t k = 0; k < x.size(); ++k) {
-      d.max_abs = std::max(d.max_abs, std::abs(x[k] - y[k]));
+      // std::max(d, NaN) would keep d: a NaN on either side is an infinite difference, never "equal".
+      const double diff = std::abs(x[k] - y[k]);
+      d.max_abs = std::isnan(diff) ? std::numeric_limits<double>::infinity() : std::max(d.max_abs, diff);
       d.max_output = std::max(d.max_output, std::abs(x[k]));
     }
   }
