@@ -104,9 +104,14 @@ hw::Topology ExperimentFile::load_system(const YamlReader& field, std::optional<
 
 ResultsDir::ResultsDir(fs::path destination) : destination_(std::move(destination)) {
   const fs::path parent = destination_.parent_path().empty() ? fs::path(".") : destination_.parent_path();
-  fs::create_directories(parent);
-  staging_ = parent / fmt::format(".{}.partial-{}", destination_.filename().string(), random_suffix());
-  fs::create_directory(staging_);
+  try {
+    fs::create_directories(parent);
+    staging_ = parent / fmt::format(".{}.partial-{}", destination_.filename().string(), random_suffix());
+    fs::create_directory(staging_);
+  } catch (const fs::filesystem_error& e) {
+    throw ConfigError(fmt::format("--output: cannot create the results folder under '{}': {}",
+                                  parent.string(), e.code().message()));
+  }
 }
 
 ResultsDir::~ResultsDir() {
@@ -121,19 +126,24 @@ void ResultsDir::write(std::string_view file, std::string_view text) const {
 
 fs::path ResultsDir::commit() {
   std::error_code ec;
-  if (!fs::exists(destination_, ec)) {
-    fs::rename(staging_, destination_);
-  } else {
-    // Swap the complete new set with the old one in one step (Linux renameat2), then drop the old one; where
-    // the file system cannot exchange, move the old set aside first.
-    if (renameat2(AT_FDCWD, staging_.c_str(), AT_FDCWD, destination_.c_str(), RENAME_EXCHANGE) != 0) {
+  try {
+    if (!fs::exists(destination_, ec)) {
+      fs::rename(staging_, destination_);
+    } else if (!fs::is_directory(destination_, ec)) {
+      throw ConfigError(fmt::format("--output: '{}' exists and is not a folder", destination_.string()));
+    } else if (renameat2(AT_FDCWD, staging_.c_str(), AT_FDCWD, destination_.c_str(), RENAME_EXCHANGE) == 0) {
+      // The complete new set swapped with the old one in one step (Linux renameat2); drop the old one.
+      fs::remove_all(staging_, ec);
+    } else {
+      // The file system cannot exchange: move the old set aside first.
       const fs::path old = staging_.string() + ".old";
       fs::rename(destination_, old);
       fs::rename(staging_, destination_);
       fs::remove_all(old, ec);
-    } else {
-      fs::remove_all(staging_, ec);  // now holds the previous set
     }
+  } catch (const fs::filesystem_error& e) {
+    throw ConfigError(fmt::format("--output: cannot put the results in place at '{}': {}",
+                                  destination_.string(), e.code().message()));
   }
   committed_ = true;
   return destination_;

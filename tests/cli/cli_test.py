@@ -784,6 +784,18 @@ class OptimizeCostAfterFix(unittest.TestCase):
             self.assertAlmostEqual(step, after, delta=1e-4 + 1e-3 * after)
 
 
+class OptimizeCheckAfterFix(unittest.TestCase):
+    """Issue 10 defect 7: the equality check prints a verdict (pass/fail, max relative error, tolerance)."""
+
+    def test_verdict(self):
+        r = strata("optimize", "--model", "squeezenet", "--hw", src("configs/hw/dgx-a100.yaml"))
+        self.assertEqual(r.rc, 0, r)
+        check = next(l for l in r.out.splitlines() if l.startswith("check"))
+        self.assertRegex(check, r"(?i)\bpass\b")
+        self.assertRegex(check, r"(?i)relative error")
+        self.assertRegex(check, r"(?i)tolerance")
+
+
 class CollectiveDetailsAfterFix(unittest.TestCase):
     """Issue 10 defect 10: strict rank lists, 1-GPU groups, sendrecv without --group, no directories created by
     --trace, no table header before an error, aligned columns at >= 10,000 us."""
