@@ -504,10 +504,14 @@ class Synth(unittest.TestCase):
         self.assertEqual(r.rc, 0, r)
         ranks = [int(l.split()[0]) for l in r.out.splitlines() if re.match(r"^\s+\d+\s+\[\[", l)]
         self.assertEqual(ranks, list(range(1, 2 * len(placement_matrices([4, 16], [4, 16])) + 1)))
-        r = strata("synth", "--hw", src("configs/hw/gcp-a100x16.yaml"), "--nodes", "4", "--axes", "4,15",
-                   "--reduce", "0", "--bytes", "4GiB")
-        self.assertEqual(r.rc, 2, r)
-        self.assertIn("--axes", r.err)
+        # docs/reduce.md: bad input is an error naming the option.
+        base = ["synth", "--hw", src("configs/hw/gcp-a100x16.yaml"), "--nodes", "4"]
+        for args, option in [(["--axes", "4,15", "--reduce", "0", "--bytes", "4GiB"], "--axes"),
+                             (["--axes", "4,16", "--reduce", "5", "--bytes", "4GiB"], "--reduce"),
+                             (["--axes", "4,16", "--reduce", "0", "--bytes", "4"], "--bytes")]:
+            r = strata(*base, *args)
+            self.assertEqual(r.rc, 2, r)
+            self.assertIn(option, r.err)
 
     def test_program_counts_by_brute_force(self):
         self.assertEqual(count_programs([4]), 3)  # AllReduce; ReduceScatter-AllGather; Reduce-Broadcast
@@ -597,8 +601,16 @@ class Subst(unittest.TestCase):
             write_text(path, "rule r (x: 2x4)\n  ewadd(x,y) == x\n")
             r = strata("subst", "verify", path)
             self.assertEqual(r.rc, 2, r)
-            # docs/subst.md "Rule format"
+            # docs/subst.md "Rule format": its three example messages.
             self.assertIn(f"{path}:2:11: 'y' is not an input of rule 'r'", r.err)
+            write_text(path, "rule r (a: 2x4x5x5, w: 4x4x3x3)\n  conv2d(1,1,x,2,a,w) == conv2d(1,1,0,2,a,w)\n")
+            r = strata("subst", "verify", path)
+            self.assertEqual(r.rc, 2, r)
+            self.assertIn(f"{path}:2:14: expected an integer for parameter 'pad' (padding) of conv2d, got 'x'", r.err)
+            write_text(path, "rule r (x: 2x4)\n  ewadd(x,x) == ewadd(x,x)\nrule r (x: 2x4)\n  ewadd(x,x) == ewadd(x,x)\n")
+            r = strata("subst", "verify", path)
+            self.assertEqual(r.rc, 2, r)
+            self.assertIn(f"{path}:3:6: rule name 'r' already used on line 1", r.err)
 
 
 class Optimize(unittest.TestCase):
