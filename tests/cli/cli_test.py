@@ -560,6 +560,17 @@ class Models(unittest.TestCase):
         self.assertAlmostEqual(float(m.group(1)), n * 4 / 2**20, delta=0.006)
         self.assertAlmostEqual(float(m.group(2)), n * 8 / 2**20, delta=0.006)  # Adam: two f32 moments
 
+    def test_export_round_trip_keeps_the_parameters(self):
+        n = PUBLISHED_PARAMS["resnet50"]
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "r50.onnx")
+            r = strata("model", "export", "resnet50", "-o", path)
+            self.assertEqual(r.rc, 0, r)
+            r = strata("model", "show", path)
+            self.assertEqual(r.rc, 0, r)
+            m = re.search(r"parameters: ([0-9.]+) M \(([0-9.]+) MiB\)", r.out)
+            self.assertAlmostEqual(float(m.group(2)), n * 4 / 2**20, delta=0.006)
+
     def test_errors(self):
         r = strata("model", "show", "nomodel")
         self.assertEqual(r.rc, 2, r)
@@ -594,6 +605,30 @@ class Subst(unittest.TestCase):
             self.assertEqual(status.get("comm"), "proved", r)
             self.assertNotEqual(status.get("wrong"), "proved", r)
             self.assertRegex(r.out, r"# summary: 2 rules: 1 proved")
+
+    @staticmethod
+    def taso_file_counts(path):
+        """(rules, equations, multi-output rules) of a TASO equation file: one `INDEX<TAB>LHS == RHS` per line,
+        lines with the same index form one rule."""
+        indices = [l.split("\t")[0] for l in read_text(path).splitlines() if re.match(r"^\d+\t", l)]
+        per_rule = {i: indices.count(i) for i in indices}
+        return len(per_rule), len(indices), sum(1 for n in per_rule.values() if n > 1)
+
+    def test_show_summary_counts_the_file(self):
+        path = src("tests/subst/data/taso-rules/taso_shipped_133_equations.txt")
+        r = strata("subst", "show", path, "--taso-shapes", "unknown", "--summary")
+        self.assertEqual(r.rc, 0, r)
+        rules, equations, multi = self.taso_file_counts(path)
+        self.assertIn(f"{rules} rules, {equations} equations, {multi} multi-output rules", r.out)
+
+    def test_coverage_of_a_file_by_itself_is_complete(self):
+        path = src("tests/subst/data/taso-rules/taso_master_619_equations.txt")
+        rules, equations, _ = self.taso_file_counts(path)
+        r = strata("subst", "coverage", path, path)
+        self.assertEqual(r.rc, 0, r)
+        self.assertRegex(r.out, rf"in both:\s+{rules} rules of A occur in B, {rules} rules of B occur in A")
+        self.assertRegex(r.out, r"only in A: 0 rules")
+        self.assertRegex(r.out, rf"equations: {equations} of A's {equations} occur in B")
 
     def test_rule_file_error_names_file_line_column(self):
         with tempfile.TemporaryDirectory() as d:
