@@ -113,12 +113,17 @@ void parse_eqsat(const YamlReader& e, ss::EqsatOptions& eq) {
     if (eq.multi_iterations < 0) throw a->error("expected a count >= 0");
   }
   if (auto a = e.maybe("extraction")) {
-    if (a->as_string() == "ilp")
-      eq.extraction = ss::Extraction::ilp;
-    else if (a->as_string() == "greedy")
-      eq.extraction = ss::Extraction::greedy;
-    else
-      throw a->error("expected ilp or greedy");
+    // The names are the eqsat module's own (extraction_name), so they cannot drift from `strata optimize`.
+    std::string names;
+    bool found = false;
+    for (const auto x : {ss::Extraction::ilp, ss::Extraction::greedy}) {
+      names += fmt::format("{}{}", names.empty() ? "" : " or ", ss::extraction_name(x));
+      if (a->as_string() == ss::extraction_name(x)) {
+        eq.extraction = x;
+        found = true;
+      }
+    }
+    if (!found) throw a->error(fmt::format("expected {}", names));
   }
   if (auto a = e.maybe("ilp_time_limit")) eq.ilp_time_limit_s = a->as_duration();
 }
