@@ -187,6 +187,12 @@ std::string experiment_kind_names() {
   return names;
 }
 
+ExperimentFile check_experiment(const std::string& path) {
+  ExperimentFile file = ExperimentFile::load(path);
+  find_experiment_kind(file.kind())->parse(file);
+  return file;
+}
+
 std::string run_experiment(const std::string& path, const RunOptions& options) {
   const ExperimentFile file = ExperimentFile::load(path);
   // The whole file is validated (and its hardware files loaded) before anything runs or is written.

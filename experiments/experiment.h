@@ -117,5 +117,7 @@ std::string experiment_kind_names();  // "collective-sweep, p2-reproduction, ...
 // Parses the file completely, runs it, writes the results set atomically; returns the folder it wrote. Throws
 // ConfigError on a bad file.
 std::string run_experiment(const std::string& path, const RunOptions& options = {});
+// Only the parse step (the file and every file it names); returns the experiment file. Throws ConfigError.
+ExperimentFile check_experiment(const std::string& path);
 
 }  // namespace strata::experiments

@@ -722,6 +722,15 @@ class RunExperiment(unittest.TestCase):
             self.assertEqual(r.rc, 0, r)
             self.assertEqual(os.listdir(os.path.join(d, "out")), ["small"])
 
+    def test_every_shipped_experiment_is_valid(self):
+        folder = src("configs/experiments")
+        for f in sorted(os.listdir(folder)):
+            with tempfile.TemporaryDirectory() as d:
+                r = strata("run", "--check", os.path.join(folder, f), "--output", d, cwd=d)
+                self.assertEqual(r.rc, 0, r)
+                self.assertIn(f"valid {yaml_scalar(os.path.join(folder, f), 'kind')} experiment", r.out)
+                self.assertEqual(os.listdir(d), [])  # --check writes nothing
+
     def test_directory_instead_of_a_file(self):
         with tempfile.TemporaryDirectory() as d:
             r = strata("run", d, "--output", os.path.join(d, "out"))
