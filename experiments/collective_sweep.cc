@@ -7,55 +7,13 @@
 
 #include "hw/config_error.h"
 #include "hw/units.h"
+#include "util/parse.h"
 
 namespace strata::experiments {
 
-std::variant<std::vector<double>, std::string> read_size_range(std::string_view text) {
-  const auto fail = [&](std::string_view why) {
-    return std::string(
-        fmt::format("{} in '{}' (expected SIZE or MIN:MAX[:FACTOR] with units, e.g. 8B:8GiB)", why, text));
-  };
-  std::vector<std::string_view> parts;
-  std::size_t pos = 0;
-  while (true) {
-    const auto colon = text.find(':', pos);
-    parts.push_back(text.substr(pos, colon == std::string_view::npos ? std::string_view::npos : colon - pos));
-    if (colon == std::string_view::npos) break;
-    pos = colon + 1;
-  }
-  if (parts.size() > 3) return fail("too many ':'");
-  const auto lo = units::parse_bytes(parts[0]);
-  if (!lo || *lo <= 0)
-    return fail(fmt::format("'{}' is not a positive size with a unit ({})", parts[0], units::kByteUnits));
-  if (!std::isfinite(*lo)) return fail(fmt::format("'{}' is not a finite size", parts[0]));
-  if (*lo < 1) return fail(fmt::format("'{}' is less than one byte", parts[0]));
-  if (parts.size() == 1) return std::vector<double>{std::round(*lo)};
-  const auto hi = units::parse_bytes(parts[1]);
-  if (!hi || *hi < *lo)
-    return fail(fmt::format("'{}' is not a size with a unit that is >= the minimum", parts[1]));
-  if (!std::isfinite(*hi)) return fail(fmt::format("'{}' is not a finite size", parts[1]));
-  double factor = 2;
-  if (parts.size() == 3) {
-    const std::string f(parts[2]);
-    char* end = nullptr;
-    factor = std::strtod(f.c_str(), &end);
-    if (end == f.c_str() || *end != '\0' || !(factor > 1))
-      return fail(fmt::format("factor '{}' must be a number > 1", f));
-  }
-  // A sweep is printed row by row; refuse one that would not end in reasonable time.
-  constexpr double kMaxSizes = 10000;
-  if (std::floor(std::log(*hi / *lo) / std::log(factor)) + 1 > kMaxSizes)
-    return fail(fmt::format("factor '{}' gives more than {} sizes", factor, kMaxSizes));
-  std::vector<double> sizes;
-  for (double s = *lo; s <= *hi * (1 + 1e-12); s *= factor) sizes.push_back(std::round(s));
-  return sizes;
-}
-
 std::vector<double> parse_size_range(std::string_view text, std::string_view field) {
-  auto sizes = read_size_range(text);
-  if (const auto* why = std::get_if<std::string>(&sizes))
-    throw config_error(ConfigLocation{"", std::string(field)}, *why);
-  return std::get<std::vector<double>>(std::move(sizes));
+  const auto bytes = util::parse_size_range(text, field);
+  return {bytes.begin(), bytes.end()};
 }
 
 std::vector<SweepRow> run_sweep(const hw::Topology& topo, const SweepConfig& config,

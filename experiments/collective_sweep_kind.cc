@@ -8,6 +8,7 @@
 #include "experiments/experiment.h"
 #include "hw/units.h"
 #include "sim/collective.h"
+#include "util/error.h"
 
 namespace strata::experiments {
 namespace {
@@ -47,9 +48,14 @@ SweepExperiment parse(const ExperimentFile& file) {
         fmt::format("unknown collective '{}' (expected one of: {})", op_node.as_string(), sim::kOpNames));
   const YamlReader sizes_node = root.at("sizes");
   x.sizes_text = sizes_node.as_string();
-  auto sizes = read_size_range(x.sizes_text);
-  if (const auto* why = std::get_if<std::string>(&sizes)) throw sizes_node.error(*why);
-  x.base.sizes = std::get<std::vector<double>>(std::move(sizes));
+  try {
+    x.base.sizes = parse_size_range(x.sizes_text, "sizes");
+  } catch (const util::InputError& e) {
+    // The message starts with the field name (util/parse.h); the YAML location names it already.
+    std::string why = e.what();
+    if (why.starts_with("sizes: ")) why.erase(0, 7);
+    throw sizes_node.error(why);
+  }
   if (auto d = root.maybe("dtype")) {
     auto t = hw::parse_dtype(d->as_string());
     if (!t) throw d->error("expected one of fp64, fp32, tf32, fp16, bf16, fp8");

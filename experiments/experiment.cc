@@ -16,26 +16,15 @@
 #include <fmt/format.h>
 
 #include "hw/system_loader.h"
-#include "sim/trace.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
+#include "util/path.h"
 
 extern char** environ;
 
 namespace strata::experiments {
 namespace fs = std::filesystem;
 namespace {
-
-// `path` as written in a file that lives in `base_dir`: absolute paths stay, relative ones are taken from
-// `base_dir` (not from the working directory, so `strata run /abs/path/x.yaml` works from anywhere).
-// TODO(util): util/path.h resolve_relative_to once it lands in main.
-fs::path resolve_relative_to(const fs::path& base_dir, const fs::path& path) {
-  if (path.is_absolute()) return path;
-  return (base_dir / path).lexically_normal();
-}
-
-// Where the plot scripts are. TODO(util): util/path.h find_data_file once it lands in main.
-fs::path plot_script_path(const std::string& script) {
-  return fs::path(STRATA_SOURCE_DIR) / "experiments/plots" / script;
-}
 
 std::string random_suffix() {
   std::random_device rd;
@@ -83,7 +72,8 @@ void ExperimentFile::expect_keys(std::initializer_list<std::string_view> kind_ke
 std::string ExperimentFile::resolve_path(const YamlReader& field) const {
   const std::string written = field.as_string();
   if (written.empty()) throw field.error("expected a file path");
-  const fs::path resolved = resolve_relative_to(fs::path(path_).parent_path(), written);
+  // Relative to the experiment file, not the working directory: `strata run /abs/x.yaml` works from anywhere.
+  const fs::path resolved = util::resolve_relative_to(path_, written);
   std::error_code ec;
   if (!fs::is_regular_file(resolved, ec))
     throw field.error(
@@ -121,7 +111,7 @@ ResultsDir::~ResultsDir() {
 }
 
 void ResultsDir::write(std::string_view file, std::string_view text) const {
-  sim::write_file_atomically(staged(file).string(), std::string(text));
+  util::write_file_atomically(staged(file), text);
 }
 
 fs::path ResultsDir::commit() {
@@ -151,7 +141,15 @@ fs::path ResultsDir::commit() {
 
 bool run_plot_script(const std::string& script, const std::vector<std::string>& args) {
   const std::string python = "/usr/bin/python3";
-  std::vector<std::string> argv_text{python, plot_script_path(script).string()};
+  fs::path script_path;
+  try {
+    // Beside the installed binary (share/strata) or in the source tree of a build (util/path.h).
+    script_path = util::find_data_file("experiments/plots/" + script);
+  } catch (const util::InputError& e) {
+    std::cerr << fmt::format("warning: plotting skipped: {}\n", e.what());
+    return false;
+  }
+  std::vector<std::string> argv_text{python, script_path.string()};
   argv_text.insert(argv_text.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_text) argv.push_back(a.data());
