@@ -12,12 +12,24 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   namespace u = strata::util;
   try {
     switch (data[0] % 6) {
-      case 0: (void)u::parse_size(text, "--bytes"); break;
-      case 1: (void)u::parse_size_range(text, "--sizes"); break;
-      case 2: (void)u::parse_rank_set(text, 1 << 20, "--group"); break;
-      case 3: (void)u::parse_int_list(text, {1, 1 << 20}, "--axes"); break;
-      case 4: (void)u::parse_key_values(text, "--dim"); break;
-      default: (void)u::parse_real(text, 0, 1e6, "--alpha"); break;
+      case 0:
+        (void)u::parse_size(text, "--bytes");
+        break;
+      case 1:
+        (void)u::parse_size_range(text, "--sizes");
+        break;
+      case 2:
+        (void)u::parse_rank_set(text, 1 << 20, "--group");
+        break;
+      case 3:
+        (void)u::parse_int_list(text, {1, 1 << 20}, "--axes");
+        break;
+      case 4:
+        (void)u::parse_key_values(text, "--dim");
+        break;
+      default:
+        (void)u::parse_real(text, 0, 1e6, "--alpha");
+        break;
     }
   } catch (const strata::util::InputError&) {
   }
