@@ -97,7 +97,7 @@ void run_joint(const SynthOptions& o, const hw::Topology& topo, const std::vecto
     reductions.push_back(r);
   }
   const auto ph = rd::placement_hierarchy(topo, o.split_levels);
-  for (const auto& r : reductions) rd::check_axes(ph.levels, axes, r.reduce_axes);
+  for (const auto& r : reductions) rd::check_axes(ph.levels, axes, r.reduce_axes, "--joint");
   if (o.algo != "ring" && o.algo != "tree")
     throw ConfigError(fmt::format("--algo: expected ring or tree, got '{}'", o.algo));
   const auto joint = rd::evaluate_joint(topo, axes, reductions, o.algo, so, o.split_levels);

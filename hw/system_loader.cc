@@ -366,12 +366,24 @@ Topology build(const YamlReader& root, const LoadOptions& options) {
 
 }  // namespace
 
+namespace {
+// yaml-cpp reports some shapes only when a value is converted; name the file and position for those too.
+Topology build_checked(const YamlReader& root, const LoadOptions& options) {
+  try {
+    return build(root, options);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(fmt::format("{}:{}:{}: unexpected YAML structure: {}", root.file(), e.mark.line + 1,
+                                  e.mark.column + 1, e.msg));
+  }
+}
+}  // namespace
+
 Topology load_system(const std::string& path, const LoadOptions& options) {
-  return build(YamlReader::from_file(path), options);
+  return build_checked(YamlReader::from_file(path), options);
 }
 
 Topology load_system_from_string(std::string_view yaml, const std::string& name, const LoadOptions& options) {
-  return build(YamlReader::from_string(yaml, name), options);
+  return build_checked(YamlReader::from_string(yaml, name), options);
 }
 
 }  // namespace strata::hw

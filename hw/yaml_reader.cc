@@ -30,7 +30,12 @@ void reject_duplicate_keys(const YAML::Node& node, const std::string& file, cons
   if (node.IsMap()) {
     std::unordered_set<std::string> seen;
     for (const auto& kv : node) {
-      const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string("<non-scalar key>");
+      if (!kv.first.IsScalar())
+        throw ConfigError(
+            fmt::format("{}: {}: expected a text key (a key that is a list or a mapping is not "
+                        "part of any strata file)",
+                        position(file, kv.first.Mark()), field.empty() ? "<top level>" : field));
+      const std::string key = kv.first.Scalar();
       if (!seen.insert(key).second)
         throw ConfigError(fmt::format("{}: {}: duplicate key '{}' (each key may appear once in a mapping)",
                                       position(file, kv.first.Mark()), child_field(field, key), key));
