@@ -34,10 +34,15 @@ std::string random_suffix() {
 }  // namespace
 
 ExperimentFile ExperimentFile::load(const std::string& path) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec))
-    throw ConfigError(fmt::format("{}: is a directory (expected an experiment YAML file)", path));
-  ExperimentFile f(path, YamlReader::from_file(path));
+  return from_root(path, YamlReader::from_file(path));
+}
+
+ExperimentFile ExperimentFile::from_string(std::string_view text, const std::string& path) {
+  return from_root(path, YamlReader::from_string(text, path));
+}
+
+ExperimentFile ExperimentFile::from_root(const std::string& path, YamlReader root) {
+  ExperimentFile f(path, std::move(root));
   const YamlReader name = f.root_.at("experiment");
   f.name_ = name.as_string();
   if (f.name_.empty() || f.name_ == "." || f.name_.find('/') != std::string::npos ||
@@ -56,6 +61,8 @@ ExperimentFile ExperimentFile::load(const std::string& path) {
 void ExperimentFile::expect_keys(std::initializer_list<std::string_view> kind_keys) const {
   if (!root_.is_map()) throw root_.error("expected a mapping");
   for (const auto& entry : root_.node()) {
+    if (!entry.first.IsScalar())
+      throw config_error(ConfigLocation{path_, "<top level>"}, entry.first, "expected a text key");
     const auto key = entry.first.as<std::string>();
     if (key == "experiment" || key == "description" || key == "kind") continue;
     bool known = false;
@@ -189,6 +196,11 @@ ExperimentFile check_experiment(const std::string& path) {
   ExperimentFile file = ExperimentFile::load(path);
   find_experiment_kind(file.kind())->parse(file);
   return file;
+}
+
+void check_experiment_text(std::string_view text, const std::string& path) {
+  const ExperimentFile file = ExperimentFile::from_string(text, path);
+  find_experiment_kind(file.kind())->parse(file);
 }
 
 std::string run_experiment(const std::string& path, const RunOptions& options) {

@@ -36,6 +36,8 @@ class ExperimentFile {
  public:
   // Reads and checks the common fields (experiment, description, kind). Throws ConfigError.
   static ExperimentFile load(const std::string& path);
+  // The same for text that stands for the file at `path` (relative paths resolve from its directory).
+  static ExperimentFile from_string(std::string_view text, const std::string& path);
 
   const YamlReader& root() const { return root_; }
   const std::string& path() const { return path_; }
@@ -54,6 +56,7 @@ class ExperimentFile {
 
  private:
   ExperimentFile(std::string path, YamlReader root) : path_(std::move(path)), root_(std::move(root)) {}
+  static ExperimentFile from_root(const std::string& path, YamlReader root);
   std::string path_;
   YamlReader root_;
   std::string name_, description_, kind_;
@@ -119,5 +122,7 @@ std::string experiment_kind_names();  // "collective-sweep, p2-reproduction, ...
 std::string run_experiment(const std::string& path, const RunOptions& options = {});
 // Only the parse step (the file and every file it names); returns the experiment file. Throws ConfigError.
 ExperimentFile check_experiment(const std::string& path);
+// The same for text standing for the file at `path` (the experiment_yaml fuzz target).
+void check_experiment_text(std::string_view text, const std::string& path);
 
 }  // namespace strata::experiments
