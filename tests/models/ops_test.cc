@@ -229,6 +229,27 @@ TEST(Optimizer, SgdAndAdamFirstStep) {
   expect_near(out[2], {0.00025, 0.009}, 1e-12);  // v = (1 - 0.999) g^2
 }
 
+// Mixed precision: the update starts from the f32 master copy (last input), not from the rounded parameter,
+// and returns the new master copy as its last output (p' = master - lr * step, by hand).
+TEST(Optimizer, MasterWeightsAreTheUpdateBase) {
+  const auto sgd = testing::run_op<double>(
+      "sgd_update", {{{2}, {1, 2}, DType::kF16}, {{2}, {0.5, -1}, DType::kF16}, {{2}, {1.25, 2.5}}},
+      {{"lr", 0.1}});
+  ASSERT_EQ(sgd.size(), 2u);
+  expect_near(sgd[0], {1.2, 2.6});
+  expect_near(sgd[1], {1.2, 2.6});
+  const auto adam = testing::run_op<double>("adam_update",
+                                            {{{2}, {1, 2}, DType::kBF16},
+                                             {{2}, {0.5, -3}, DType::kBF16},
+                                             {{2}, {0, 0}},
+                                             {{2}, {0, 0}},
+                                             {{2}, {1.25, 2.5}}},
+                                            {{"lr", 0.1}});
+  ASSERT_EQ(adam.size(), 4u);
+  expect_near(adam[0], {1.15, 2.6}, 1e-6);  // first step moves by lr against the gradient's sign
+  expect_near(adam[3], {1.15, 2.6}, 1e-6);
+}
+
 TEST(Attributes, UnknownAndMissingAreErrors) {
   EXPECT_THROW(testing::build("relu", {{{2}, {}}}, {{"alpha", 1.0}}), GraphError);
   EXPECT_THROW(testing::build("concat", {{{2}, {}}}), GraphError);  // axis required
