@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <sstream>
+#include <stdexcept>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -105,10 +107,15 @@ OpCost CostModel::node_cost(const Graph& g, const Node& n, const hw::GpuSpec& gp
 }
 
 sim::ComputeWork KernelCost::add(const Graph& g, NodeId node) {
+  if (node < 0 || static_cast<std::size_t>(node) >= g.nodes().size())
+    throw std::invalid_argument(fmt::format("KernelCost::add: graph '{}' has no node {} ({} nodes)", g.name(),
+                                            node, g.nodes().size()));
+  if (kernels_.size() >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
+    throw std::length_error("KernelCost: more than 2^31 - 1 kernels");
   const Node& n = g.node(node);
   const DType dt = n.outputs.empty() ? DType::kF32 : g.type(n.outputs[0]).dtype;
   kernels_.push_back({&g, node});
-  return {node_flops(g, n), node_bytes(g, n), to_hw(dt), static_cast<std::int64_t>(kernels_.size() - 1)};
+  return {node_flops(g, n), node_bytes(g, n), to_hw(dt), static_cast<std::int32_t>(kernels_.size() - 1)};
 }
 
 double KernelCost::seconds(const sim::ComputeWork& work, const hw::GpuSpec& gpu) const {

@@ -117,6 +117,36 @@ TEST(GraphSim, StepTimeIsTheHandDerivedRooflineSum) {
   EXPECT_NEAR(r.node_seconds[1], relu, 1e-15);
 }
 
+// Before the one compute-cost interface, simulate_graph put fixed-duration tasks (node_cost seconds) on the
+// task graph; now the simulator asks KernelCost. Rebuilt here the old way, the makespans are identical.
+TEST(GraphSim, SameTimesAsFixedDurationTasks) {
+  const auto topo = hw::load_system("configs/hw/dgx-a100.yaml");
+  const CostModel cm(topo.gpu());
+  for (const char* name : {"resnet50", "bert-base", "nasrnn"}) {
+    SCOPED_TRACE(name);
+    const auto g = zoo::build_model(name, {.dtype = DType::kF16});
+    sim::TaskGraph fixed;
+    std::vector<sim::TaskId> producer(g.values().size(), -1);
+    for (const auto& n : g.nodes()) {
+      std::vector<sim::Dep> deps;
+      for (auto v : n.inputs) {
+        const auto t = producer[static_cast<std::size_t>(v)];
+        if (t >= 0 && std::none_of(deps.begin(), deps.end(), [&](const sim::Dep& d) { return d.task == t; }))
+          deps.push_back({t, sim::DepKind::kDone});
+      }
+      const double seconds = cm.node_cost(g, n).seconds;
+      const auto label = fixed.intern(n.name);
+      const auto task =
+          seconds > 0 ? fixed.add_compute_fixed(0, 0, seconds, label, deps) : fixed.add_delay(0, label, deps);
+      for (auto v : n.outputs) producer[static_cast<std::size_t>(v)] = task;
+    }
+    const auto before = sim::simulate(topo, fixed);
+    const auto after = simulate_graph(g, topo, cm);
+    EXPECT_EQ(after.sim.makespan, before.makespan);
+    EXPECT_GT(after.seconds, 0);
+  }
+}
+
 // KernelCost refuses work it did not register rather than timing it as something else.
 TEST(GraphSim, KernelCostRejectsUnregisteredWork) {
   const CostModel cm(a100());
