@@ -304,6 +304,12 @@ void import_gather(Importer& im) {
   const auto axis = im.attr_i("axis", 0);
   if (table.empty() || (axis != 0 && axis != -static_cast<std::int64_t>(table.size())))
     im.unsupported("only Gather along axis 0 (an embedding lookup) is supported");
+  // Constant indices are checked here (ONNX: in [-rows, rows)); others when the graph runs.
+  if (const auto& idx = im.g.value(im.in(1)); idx.data)
+    for (double i : *idx.data)
+      if (!(i >= -static_cast<double>(table[0]) && i < static_cast<double>(table[0])))
+        im.malformed(fmt::format("index {} (input 1) is outside the table's {} rows (expected {} to {})", i,
+                                 table[0], -table[0], table[0] - 1));
   if (table.size() == 2) {
     im.bind(0, im.add("embedding", {im.in(0), im.in(1)}));
     return;

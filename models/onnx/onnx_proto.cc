@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -13,40 +14,33 @@ namespace strata::models::onnx_detail {
 
 using OnnxType = ::onnx::TensorProto_DataType;
 
+namespace {
+
+// The element types strata and ONNX share, declared once for both directions.
+struct TypePair {
+  int onnx;
+  DType dtype;
+};
+constexpr TypePair kTypes[] = {
+    {::onnx::TensorProto_DataType_FLOAT, DType::kF32},
+    {::onnx::TensorProto_DataType_FLOAT16, DType::kF16},
+    {::onnx::TensorProto_DataType_BFLOAT16, DType::kBF16},
+    {::onnx::TensorProto_DataType_DOUBLE, DType::kF64},
+    {::onnx::TensorProto_DataType_INT64, DType::kI64},
+    {::onnx::TensorProto_DataType_INT32, DType::kI32},
+};
+
+}  // namespace
+
 std::optional<DType> from_onnx_type(int t) {
-  switch (t) {
-    case ::onnx::TensorProto_DataType_FLOAT:
-      return DType::kF32;
-    case ::onnx::TensorProto_DataType_FLOAT16:
-      return DType::kF16;
-    case ::onnx::TensorProto_DataType_BFLOAT16:
-      return DType::kBF16;
-    case ::onnx::TensorProto_DataType_DOUBLE:
-      return DType::kF64;
-    case ::onnx::TensorProto_DataType_INT64:
-      return DType::kI64;
-    case ::onnx::TensorProto_DataType_INT32:
-      return DType::kI32;
-    default:
-      return std::nullopt;
-  }
+  for (const auto& p : kTypes)
+    if (p.onnx == t) return p.dtype;
+  return std::nullopt;
 }
 int to_onnx_type(DType t) {
-  switch (t) {
-    case DType::kF32:
-      return ::onnx::TensorProto_DataType_FLOAT;
-    case DType::kF16:
-      return ::onnx::TensorProto_DataType_FLOAT16;
-    case DType::kBF16:
-      return ::onnx::TensorProto_DataType_BFLOAT16;
-    case DType::kF64:
-      return ::onnx::TensorProto_DataType_DOUBLE;
-    case DType::kI64:
-      return ::onnx::TensorProto_DataType_INT64;
-    case DType::kI32:
-      return ::onnx::TensorProto_DataType_INT32;
-  }
-  return ::onnx::TensorProto_DataType_FLOAT;
+  for (const auto& p : kTypes)
+    if (p.dtype == t) return p.onnx;
+  throw std::logic_error(fmt::format("element type {} has no ONNX counterpart", dtype_name(t)));
 }
 std::string onnx_type_name(int t) {
   return ::onnx::TensorProto_DataType_IsValid(t) ? ::onnx::TensorProto_DataType_Name(static_cast<OnnxType>(t))

@@ -176,6 +176,20 @@ TEST(OnnxMalformed, ConstantOrTransposeWithoutOutputs) {
   expect_error(t, {"node 't' (Transpose)", "no outputs"});
 }
 
+TEST(OnnxMalformed, GatherWithConstantIndexOutsideTheTable) {
+  ModelBuilder m;
+  m.weight("table", {4, 3});
+  auto* idx = m.graph->add_initializer();
+  idx->set_name("idx");
+  idx->set_data_type(::onnx::TensorProto_DataType_INT64);
+  idx->add_dims(2);
+  idx->add_int64_data(1);
+  idx->add_int64_data(7);
+  m.output("y");
+  m.node("Gather", "g", {"table", "idx"}, {"y"});
+  expect_error(m, {"node 'g' (Gather)", "index 7 (input 1) is outside the table's 4 rows", "-4 to 3"});
+}
+
 TEST(OnnxMalformed, EmptyOrDirectoryPathIsAnError) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / "strata_onnx_malformed_dir";
