@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <optional>
@@ -69,7 +70,13 @@ struct Importer {
     const auto& v = g.value(in(i));
     if (!v.data) unsupported(fmt::format("{} (input {}) must be a constant", what, i));
     std::vector<std::int64_t> out;
-    for (double x : *v.data) out.push_back(static_cast<std::int64_t>(std::llround(x)));
+    for (double x : *v.data) {
+      // Values travel as doubles; integers beyond 2^53 are not exact and out-of-range ones must not wrap.
+      if (!(std::abs(x) <= 9007199254740992.0))
+        malformed(
+            fmt::format("{} (input {}) holds {}, expected an integer of magnitude <= 2^53", what, i, x));
+      out.push_back(static_cast<std::int64_t>(std::llround(x)));
+    }
     return out;
   }
   const ::onnx::AttributeProto* attr(std::string_view name) const {

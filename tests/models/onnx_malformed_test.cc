@@ -190,6 +190,21 @@ TEST(OnnxMalformed, GatherWithConstantIndexOutsideTheTable) {
   expect_error(m, {"node 'g' (Gather)", "index 7 (input 1) is outside the table's 4 rows", "-4 to 3"});
 }
 
+// Shape-like constants are read as integers; 1e30 used to be cast to int64 (undefined) instead of refused.
+TEST(OnnxMalformed, ShapeConstantBeyondInt64) {
+  ModelBuilder m;
+  m.input("x", {2, 3});
+  auto* shape = m.graph->add_initializer();
+  shape->set_name("shape");
+  shape->set_data_type(::onnx::TensorProto_DataType_FLOAT);
+  shape->add_dims(1);
+  shape->add_float_data(1e30f);
+  m.output("y");
+  m.node("Reshape", "r", {"x", "shape"}, {"y"});
+  expect_error(m,
+               {"node 'r' (Reshape)", "shape (input 1) holds 1.0000000150474662e+30", "magnitude <= 2^53"});
+}
+
 TEST(OnnxMalformed, EmptyOrDirectoryPathIsAnError) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / "strata_onnx_malformed_dir";
