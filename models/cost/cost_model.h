@@ -80,9 +80,9 @@ class CostModel {
 };
 
 // The cost model as the simulator's sim::ComputeCost: operator kernels put on a sim::TaskGraph are timed
-// by CostModel::node_cost on the GPU the simulator runs them on. add() registers a node (its graph must
-// outlive this object; nodes of several graphs may be mixed) and returns the work to give
-// TaskGraph::add_compute; ComputeWork::kernel is the registration's index.
+// by CostModel::node_cost on the GPU the simulator runs them on. add() registers a node (the cost model and
+// the node's graph must outlive this object; nodes of several graphs may be mixed) and returns the work to
+// give TaskGraph::add_compute; ComputeWork::kernel is the registration's index.
 class KernelCost final : public sim::ComputeCost {
  public:
   explicit KernelCost(const CostModel& cost) : cost_(cost) {}
