@@ -16,7 +16,7 @@ struct ComputeWork {
   hw::DType dtype = hw::DType::kFp16;
   // The cost model's own handle for the kernel (models::KernelCost: an operator node it registered);
   // -1: none.
-  std::int64_t kernel = -1;
+  std::int32_t kernel = -1;
 };
 
 class ComputeCost {
