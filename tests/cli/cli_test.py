@@ -932,7 +932,7 @@ class CollectiveDetailsAfterFix(unittest.TestCase):
         self.assertEqual(r.out, "")  # no header before the error
 
     def test_one_gpu_group_moves_no_bytes(self):
-        r = strata("sim", "collective", "--hw", self.hw, "--group", "0", "--sizes", "1MiB")
+        r = strata("sim", "collective", "--hw", self.hw, "--group", "0", "--sizes", "1GiB")
         self.assertEqual(r.rc, 0, r)
         row = parse_collective_table(r.out)[0][0]
         self.assertEqual(row["busbw"], 0.0)  # nccl-tests: busbw factor 2(n-1)/n = 0 for one rank
