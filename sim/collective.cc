@@ -78,11 +78,16 @@ double busbw_factor(CollectiveOp op, int n) {
 }
 
 BuildContext::BuildContext(const hw::Topology& topo_in, TaskGraph& graph_in, const CollectiveSpec& spec_in,
-                           std::string algorithm_in, std::vector<Dep> after_in)
-    : topo(topo_in), graph(graph_in), spec(spec_in), algorithm(std::move(algorithm_in)), after(std::move(after_in)) {}
+                           std::string algorithm_in, nccl::Family family_in, std::vector<Dep> after_in)
+    : topo(topo_in),
+      graph(graph_in),
+      spec(spec_in),
+      algorithm(std::move(algorithm_in)),
+      family(family_in),
+      after(std::move(after_in)) {}
 
 double BuildContext::step_latency(hw::Rank a, hw::Rank b) const {
-  const double hop = nccl::hop_latency(topo.route_transport(a, b), nccl::family_of(algorithm), spec.protocol);
+  const double hop = nccl::hop_latency(topo.route_transport(a, b), family, spec.protocol);
   return std::max(hop, topo.route_latency(a, b));
 }
 
@@ -161,6 +166,13 @@ std::string AlgorithmRegistry::names() const {
   return s;
 }
 
+const CollectiveAlgorithm* AlgorithmRegistry::first_eligible(const CollectiveSpec& spec,
+                                                             const hw::Topology& topo) const {
+  for (const auto& a : algorithms_)
+    if (a->unsupported_reason(spec, topo).empty()) return a.get();
+  return nullptr;
+}
+
 TaskId add_collective(const hw::Topology& topo, TaskGraph& graph, const CollectiveSpec& spec,
                       std::string_view algorithm, std::span<const Dep> after) {
   const CollectiveAlgorithm* algo = AlgorithmRegistry::instance().find(algorithm);
@@ -180,7 +192,15 @@ TaskId add_collective(const hw::Topology& topo, TaskGraph& graph, const Collecti
   if (!(spec.bytes >= 0)) throw std::invalid_argument("collective size must be non-negative");
   if (std::string reason = algo->unsupported_reason(spec, topo); !reason.empty())
     throw std::invalid_argument(fmt::format("algorithm '{}' cannot run {}: {}", algorithm, op_name(spec.op), reason));
-  BuildContext ctx(topo, graph, spec, std::string(algorithm), std::vector<Dep>(after.begin(), after.end()));
+  BuildContext ctx(topo, graph, spec, std::string(algorithm), algo->family(),
+                   std::vector<Dep>(after.begin(), after.end()));
+  if (spec.group.size() == 1) {
+    // NCCL runs a one-rank collective as a local device copy (ncclLaunchOneRank: the out-of-place buffer is
+    // copied, S read and S written in HBM); nothing crosses a link, and nccl-tests' busbw factor is 0.
+    const TaskId start = algorithms::begin_collective(ctx);
+    const double hbm = topo.gpu().hbm_bandwidth;
+    return graph.add_delay(hbm > 0 ? 2 * spec.bytes / hbm : 0.0, ctx.label("local copy"), std::array{Dep{start}});
+  }
   return algo->build(ctx);
 }
 

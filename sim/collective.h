@@ -15,6 +15,12 @@
 
 namespace strata::sim {
 
+namespace nccl {
+// NCCL's algorithm families, which index its latency tables (src/graph/tuning.cc).
+enum class Family { kTree, kRing, kNvls };
+struct EstimateInputs;
+}  // namespace nccl
+
 enum class CollectiveOp { kAllReduce, kReduceScatter, kAllGather, kReduce, kBroadcast, kAllToAll, kSendRecv };
 std::string_view op_name(CollectiveOp op);
 std::optional<CollectiveOp> parse_op(std::string_view name);
@@ -42,7 +48,9 @@ double busbw_factor(CollectiveOp op, int n);
 
 struct CollectiveSpec {
   CollectiveOp op = CollectiveOp::kAllReduce;
-  std::vector<hw::Rank> group;  // participating GPUs; group[0] is the root of Reduce/Broadcast, the sender of SendRecv
+  // Participating GPUs; group[0] is the root of Reduce/Broadcast. SendRecv (as nccl-tests' sendrecv_perf):
+  // every member sends the message to the next member and receives from the previous one.
+  std::vector<hw::Rank> group;
   // nccl-tests convention: the size of the operation's buffer. AllReduce/Reduce/Broadcast: the whole vector;
   // AllGather/ReduceScatter: the whole gathered array (each rank owns bytes/n); AllToAll: each rank's send
   // buffer (bytes/n to each peer); SendRecv: the message.
@@ -58,11 +66,12 @@ struct CollectiveSpec {
 class BuildContext {
  public:
   BuildContext(const hw::Topology& topo, TaskGraph& graph, const CollectiveSpec& spec, std::string algorithm,
-               std::vector<Dep> after);
+               nccl::Family family, std::vector<Dep> after);
   const hw::Topology& topo;
   TaskGraph& graph;
   const CollectiveSpec& spec;
-  const std::string algorithm;  // NCCL latency tables are indexed by the algorithm family
+  const std::string algorithm;  // for trace labels
+  const nccl::Family family;    // NCCL latency tables are indexed by the algorithm family
   const std::vector<Dep> after;  // the collective starts once these are done
 
   int group_size() const { return static_cast<int>(spec.group.size()); }
@@ -82,13 +91,19 @@ class BuildContext {
   std::vector<std::vector<hw::Rank>> members_by_node() const;
 };
 
+// A collective algorithm describes itself completely; nothing outside its file switches over its name.
 class CollectiveAlgorithm {
  public:
   virtual ~CollectiveAlgorithm() = default;
   virtual std::string_view name() const = 0;
   virtual std::string_view description() const = 0;
-  // Empty when the algorithm can run `spec` on `topo`; otherwise why not.
+  // Which of NCCL's latency tables (base and per-hop latencies) the algorithm's steps use.
+  virtual nccl::Family family() const = 0;
+  // Empty when the algorithm can run `spec` (op, group, protocol) on `topo`; otherwise why not. The tuner,
+  // the CLI and search/reduce ask only this.
   virtual std::string unsupported_reason(const CollectiveSpec& spec, const hw::Topology& topo) const = 0;
+  // NCCL-style analytic time (seconds) of `in.spec` at `in.spec.protocol`; called only when eligible.
+  virtual double estimate(const nccl::EstimateInputs& in) const = 0;
   // Adds the collective's tasks; returns a task that is done when the whole collective is.
   virtual TaskId build(BuildContext& ctx) const = 0;
 };
@@ -100,6 +115,8 @@ class AlgorithmRegistry {
   const CollectiveAlgorithm* find(std::string_view name) const;
   std::vector<const CollectiveAlgorithm*> all() const;  // in registration order
   std::string names() const;                            // "ring, tree, ..."
+  // The first registered algorithm that can run `spec` (registration order: ring first), or nullptr.
+  const CollectiveAlgorithm* first_eligible(const CollectiveSpec& spec, const hw::Topology& topo) const;
 
  private:
   AlgorithmRegistry();

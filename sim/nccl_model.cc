@@ -34,12 +34,6 @@ double ll_max_bw(const hw::Topology& topo, int nodes) {
 }
 }  // namespace
 
-Family family_of(std::string_view algorithm) {
-  if (algorithm == "tree") return Family::kTree;
-  if (algorithm == "nvls") return Family::kNvls;
-  return Family::kRing;
-}
-
 double base_latency(Family f, Protocol p) { return kBase[fam(f)][idx(p)] * kUs; }
 double hop_latency(hw::Transport t, Family f, Protocol p) { return kHop[trans(t)][fam(f)][idx(p)] * kUs; }
 
@@ -63,7 +57,6 @@ GroupBandwidth group_bandwidth(const hw::Topology& topo, std::span<const hw::Ran
   }
   g.nvlink = nvlink > 0;
   g.intra = nvlink > 0 ? nvlink : pcie;
-  g.nvls = topo.nvls_capable() && g.nodes == 1 && g.ranks == topo.gpus_per_node();
   if (g.nodes > 1) {
     double nic_bw = 0;
     int nics = 0;
@@ -83,55 +76,24 @@ GroupBandwidth group_bandwidth(const hw::Topology& topo, std::span<const hw::Ran
 
 std::vector<Estimate> estimate_all(const hw::Topology& topo, const CollectiveSpec& spec) {
   const GroupBandwidth g = group_bandwidth(topo, spec.group);
-  const int n = g.ranks;
-  const double S = spec.bytes;
   const hw::Transport intra_t = g.nvlink ? hw::Transport::kNvlink : hw::Transport::kPcie;
   std::vector<Estimate> out;
   for (const CollectiveAlgorithm* algo : AlgorithmRegistry::instance().all()) {
+    const Family f = algo->family();
     for (Protocol p : {Protocol::kLL, Protocol::kLL128, Protocol::kSimple}) {
+      if (p == Protocol::kLL128 && !g.nvlink) continue;  // NCCL enables LL128 on NVLink only
       CollectiveSpec trial = spec;
       trial.protocol = p;
       if (!algo->unsupported_reason(trial, topo).empty()) continue;
-      const Family f = family_of(algo->name());
-      if (f == Family::kNvls && p != Protocol::kSimple) continue;  // NVLS runs Simple only
-      if (p == Protocol::kLL128 && !g.nvlink) continue;             // NCCL enables LL128 on NVLink only
-      const double intra_lat = hop_latency(intra_t, f, p);
-      const double inter_lat = hop_latency(hw::Transport::kNet, f, p);
-      // Bus bandwidth per rank: the scale-up fabric, or the node's NICs shared by the ring(s).
-      double bus = g.nodes > 1 ? std::min(g.intra, g.inter) : g.intra;
-      double lat = base_latency(f, p);
-      double alg_bw = 0;
-      const std::string name(algo->name());
-      const bool reduce_all = spec.op == CollectiveOp::kAllReduce;
-      const int steps = reduce_all ? 2 * (n - 1) : (n - 1);
-      // Protocol caps apply to the bus bandwidth, as in NCCL's tuner: LL carries half its lines as flags
-      // and is capped by llMaxBw; LL128 loses 8 of 128 bytes per line (Ring: 0.92 busBw cap).
-      const double ll_cap = ll_max_bw(topo, g.nodes);
-      if (name == "nvls") {
-        lat = intra_lat;
-        alg_bw = g.intra * kNvlsEfficiency * n / (n + 1.0);
-      } else if (name == "tree") {
-        const int ppn = g.ranks_per_node;
-        lat += 2 * ((ppn - 1) * intra_lat + std::log2(std::max(1, g.nodes)) * inter_lat);
-        bus *= 0.92;
-        if (p == Protocol::kLL) bus = std::min(bus / 3.8, ll_cap);
-        if (p == Protocol::kLL128) bus *= g.nodes > 1 ? 120.0 / 128.0 : 7.0 / 9.0;
-        alg_bw = bus * 0.5;
-        if (spec.op != CollectiveOp::kAllReduce) alg_bw = bus;  // broadcast/reduce pipeline down/up once
-      } else {
-        if (p == Protocol::kLL) bus = std::min(0.5 * bus, ll_cap);
-        if (p == Protocol::kLL128) bus *= 0.92;
-        const double factor = busbw_factor(spec.op, n);
-        alg_bw = factor > 0 ? bus / factor : bus;
-        if (name == "ring" || name == "hierarchical") {
-          const int inter_steps = g.nodes > 1 ? (reduce_all ? 2 * (g.nodes - 1) : g.nodes - 1) : 0;
-          lat += (steps - inter_steps) * intra_lat + inter_steps * inter_lat;
-          if (spec.op == CollectiveOp::kBroadcast || spec.op == CollectiveOp::kReduce) alg_bw = bus;
-        } else {  // direct: every pair at once; each rank's traffic over its own links
-          lat += (g.nodes > 1 ? inter_lat : intra_lat);
-        }
-      }
-      out.push_back({name, p, lat + (alg_bw > 0 ? S / alg_bw : std::numeric_limits<double>::infinity())});
+      const EstimateInputs in{topo,
+                              trial,
+                              g,
+                              base_latency(f, p),
+                              hop_latency(intra_t, f, p),
+                              hop_latency(hw::Transport::kNet, f, p),
+                              ll_max_bw(topo, g.nodes),
+                              protocol_wire_factor(p)};
+      out.push_back({std::string(algo->name()), p, algo->estimate(in)});
     }
   }
   std::stable_sort(out.begin(), out.end(), [](const Estimate& a, const Estimate& b) { return a.seconds < b.seconds; });

@@ -1,8 +1,10 @@
 // NCCL's published cost constants (NVIDIA/nccl src/graph/tuning.cc, at the snapshot cited in
-// docs/fidelity.md) and a tuner that, like NCCL, predicts each (algorithm, protocol) pair's time from them
-// and picks the fastest. The simulator then runs the chosen pair on the flow model.
+// docs/fidelity.md) and a tuner that, like NCCL, predicts every eligible (algorithm, protocol) pair's time
+// and picks the fastest. Each algorithm's prediction lives in its own file (sim/algorithms/); this file
+// holds only what all of them share: the latency tables, the protocol caps and the group's bandwidths.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -12,12 +14,8 @@
 
 namespace strata::sim::nccl {
 
-enum class Family { kTree, kRing, kNvls };
 // NCCL's nvlsEfficiency for Hopper: the share of NVLink bandwidth the in-switch reduction path sustains.
 inline constexpr double kNvlsEfficiency = 0.85;
-// Family of a strata algorithm name for NCCL's latency tables: tree -> Tree, nvls -> NVLS, anything else
-// (ring, direct, hierarchical) -> Ring.
-Family family_of(std::string_view algorithm);
 
 // Base latency per launch, seconds.
 double base_latency(Family f, Protocol p);
@@ -27,20 +25,41 @@ double hop_latency(hw::Transport t, Family f, Protocol p);
 // Bandwidths the tuner assembles from the topology (bytes/s, per GPU).
 struct GroupBandwidth {
   int ranks = 0, nodes = 0, ranks_per_node = 0;  // ranks_per_node = max over nodes
-  double intra = 0;   // a GPU's scale-up bandwidth to its node peers
-  double inter = 0;   // a node's NIC bandwidth (all NICs), 0 on one node
+  double intra = 0;     // a GPU's scale-up bandwidth to its node peers
+  double inter = 0;     // a node's NIC bandwidth (the NICs its group members can use), 0 on one node
   bool nvlink = false;  // intra-node path is NVLink/NVSwitch (enables LL128)
-  bool nvls = false;    // NVSwitch in-switch reduction available
 };
 GroupBandwidth group_bandwidth(const hw::Topology& topo, std::span<const hw::Rank> group);
+
+// Everything an algorithm's estimate reads: the spec (with the protocol being tried), the group's
+// bandwidths, and NCCL's latencies for the algorithm's family and that protocol.
+struct EstimateInputs {
+  const hw::Topology& topo;
+  const CollectiveSpec& spec;
+  GroupBandwidth group;
+  double base_latency = 0;   // seconds per launch
+  double intra_latency = 0;  // seconds per intra-node hop
+  double inter_latency = 0;  // seconds per network hop
+  // NCCL's per-protocol bus-bandwidth caps. ll_cap: llMaxBw (GB/s by GPU generation, or by node count).
+  double ll_cap = 0;
+  // Wire bytes per payload byte of the protocol (the simulator moves protocol_wire_factor x payload).
+  double wire_factor = 1;
+};
+
+// The bus bandwidth a rank can use: its scale-up fabric, or on several nodes the smaller of that and the
+// node's NICs.
+inline double bus_bandwidth(const EstimateInputs& in) {
+  return in.group.nodes > 1 ? std::min(in.group.intra, in.group.inter) : in.group.intra;
+}
 
 struct Estimate {
   std::string algorithm;
   Protocol protocol;
   double seconds;
 };
-// NCCL-style predictions for every (registered algorithm, protocol) pair that supports the spec, fastest first
-// (ties keep registration order).
+// NCCL-style predictions for every (registered algorithm, protocol) pair that can run the spec, fastest
+// first (ties keep registration order). An algorithm takes part when its unsupported_reason is empty for
+// the spec at that protocol; NCCL's global protocol rule applies on top: LL128 only over NVLink.
 std::vector<Estimate> estimate_all(const hw::Topology& topo, const CollectiveSpec& spec);
 
 }  // namespace strata::sim::nccl

@@ -29,8 +29,8 @@ class FlowListener {
 
 class NetworkModel final : public EventHandler {
  public:
-  // `capacities` gives bytes/s per directed link id; links with shared[l] == false never divide bandwidth
-  // (their capacity is known not to bind) and take no part in the sharing.
+  // `capacities` gives bytes/s per directed link id. Links with shared[l] == false are fat pipes (SimGrid's
+  // FATPIPE sharing policy): flows do not divide their bandwidth, but each flow's rate is capped at it.
   NetworkModel(Engine& engine, std::vector<double> capacities, std::vector<char> shared, FlowListener& listener);
 
   // Starts a flow now. `route` (and `weights`) must stay valid until the flow is sent (Topology routes and
@@ -54,6 +54,8 @@ class NetworkModel final : public EventHandler {
     double remaining = 0;  // bytes still to send
     double bytes = 0;
     double rate = 0;       // bytes/s
+    double cap = 0;        // the flow's own rate cap from the fat-pipe links on its route; +inf when none
+    bool coupled = false;  // crosses at least one shared link (its rate comes from the max-min solve)
     SimTime last_update = 0;
     SimTime latency = 0;
     std::uint32_t version = 0;
@@ -62,6 +64,8 @@ class NetworkModel final : public EventHandler {
   };
   static constexpr std::uint64_t kDeliveredBit = 1ULL << 63;
   static constexpr std::uint64_t kResolveTag = ~0ULL;
+  // Relative change below which a re-solved rate counts as unchanged (rounding in the max-min solve).
+  static constexpr double kRateTolerance = 1e-12;
 
   void mark_dirty(std::span<const hw::LinkId> route);
   void resolve();

@@ -100,7 +100,7 @@ class Run final : public EventHandler, public FlowListener {
         break;
       }
       case TaskKind::kDelay:
-        engine_.schedule(engine_.now() + seconds_to_time(task.seconds), *this, static_cast<std::uint64_t>(t));
+        engine_.schedule(time_after(engine_.now(), task.seconds), *this, static_cast<std::uint64_t>(t));
         break;
     }
   }
@@ -109,7 +109,7 @@ class Run final : public EventHandler, public FlowListener {
     const Task& task = graph_.task(t);
     if (record_) timeline_[static_cast<std::size_t>(t)].start = engine_.now();
     const double seconds = task.seconds > 0 ? task.seconds : compute_->duration(task.work, topo_.gpu());
-    engine_.schedule(engine_.now() + seconds_to_time(seconds), *this, static_cast<std::uint64_t>(t));
+    engine_.schedule(time_after(engine_.now(), seconds), *this, static_cast<std::uint64_t>(t));
   }
 
   void finish(TaskId t, bool sent, bool done) {

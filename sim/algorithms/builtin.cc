@@ -15,7 +15,7 @@ void register_builtin(AlgorithmRegistry& registry) {
 }
 
 TaskId begin_collective(BuildContext& ctx) {
-  const double base = nccl::base_latency(nccl::family_of(ctx.algorithm), ctx.spec.protocol);
+  const double base = nccl::base_latency(ctx.family, ctx.spec.protocol);
   return ctx.graph.add_delay(base, ctx.label("launch"), ctx.after);
 }
 

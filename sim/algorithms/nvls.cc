@@ -18,12 +18,19 @@ class Nvls final : public CollectiveAlgorithm {
   std::string_view description() const override {
     return "in-switch reduction and multicast on NVSwitch gen3+ (all-reduce within one node)";
   }
+  nccl::Family family() const override { return nccl::Family::kNvls; }
+  double estimate(const nccl::EstimateInputs& in) const override {
+    const int n = in.group.ranks;
+    return in.intra_latency + in.spec.bytes / (in.group.intra * nccl::kNvlsEfficiency * n / (n + 1.0));
+  }
   std::string unsupported_reason(const CollectiveSpec& spec, const hw::Topology& topo) const override {
     if (spec.op != CollectiveOp::kAllReduce) return "nvls implements allreduce only";
     if (!topo.nvls_capable()) return "the system has no NVSwitch with in-switch reduction (NVSwitch gen3+)";
     const int node = topo.node_of(spec.group[0]);
     for (hw::Rank r : spec.group)
       if (topo.node_of(r) != node) return "nvls works within one node (NCCL's multi-node NVLSTree is not modelled)";
+    if (static_cast<int>(spec.group.size()) != topo.gpus_per_node())
+      return "nvls needs every GPU of the node in the group (the NVLS model is calibrated on full-node groups)";
     if (spec.protocol != Protocol::kSimple) return "nvls uses the simple protocol only";
     return {};
   }

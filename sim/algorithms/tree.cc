@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "sim/algorithms/algorithms.h"
+#include "sim/nccl_model.h"
 
 namespace strata::sim::algorithms {
 namespace {
@@ -33,23 +34,25 @@ struct TreeShape {
   int depth = 0;              // hops from the root to the deepest member: pipeline stages in one direction
 };
 
-// One tree: chains inside nodes (members in the given order, the first leads), and the heap over `order`
-// (node indices) across nodes: the parent of position p is (p-1)/2.
-TreeShape make_tree(const std::vector<std::vector<hw::Rank>>& nodes, const std::vector<int>& order) {
+// One tree: chains inside nodes (members in the given order, the first heads the chain), and the heap over
+// `order` (node indices) across nodes: the parent of position p is (p-1)/2. A node's chain head hangs off
+// its parent node's gateway, the member at gateway[node] of that node's chain (the GPU whose NIC the
+// channel uses; the head except on the root node of broadcast/reduce, whose chain starts at the root GPU).
+TreeShape make_tree(const std::vector<std::vector<hw::Rank>>& nodes, const std::vector<int>& order,
+                    const std::vector<std::size_t>& gateway) {
   TreeShape t;
-  std::vector<int> leader_index(nodes.size(), -1);
+  std::vector<int> head_index(nodes.size(), -1);
   for (int node : order) {
     const auto& m = nodes[static_cast<std::size_t>(node)];
-    leader_index[static_cast<std::size_t>(node)] = static_cast<int>(t.members.size());
+    head_index[static_cast<std::size_t>(node)] = static_cast<int>(t.members.size());
     for (std::size_t i = 0; i < m.size(); ++i) {
       t.members.push_back(m[i]);
       t.parent.push_back(i == 0 ? -1 : static_cast<int>(t.members.size()) - 2);
     }
   }
   for (std::size_t p = 1; p < order.size(); ++p) {
-    const int node = order[p], up = order[(p - 1) / 2];
-    t.parent[static_cast<std::size_t>(leader_index[static_cast<std::size_t>(node)])] =
-        leader_index[static_cast<std::size_t>(up)];
+    const auto node = static_cast<std::size_t>(order[p]), up = static_cast<std::size_t>(order[(p - 1) / 2]);
+    t.parent[static_cast<std::size_t>(head_index[node])] = head_index[up] + static_cast<int>(gateway[up]);
   }
   t.children.resize(t.members.size());
   for (std::size_t i = 0; i < t.members.size(); ++i) {
@@ -71,11 +74,33 @@ TreeShape make_tree(const std::vector<std::vector<hw::Rank>>& nodes, const std::
   return t;
 }
 
+// The members of each node (in `nodes` order) in the order `ring` visits them.
+std::vector<std::vector<hw::Rank>> node_chains(const BuildContext& ctx, const std::vector<std::vector<hw::Rank>>& nodes,
+                                               std::span<const hw::Rank> ring) {
+  std::vector<std::vector<hw::Rank>> chains(nodes.size());
+  for (hw::Rank r : ring)
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+      if (ctx.topo.node_of(r) == ctx.topo.node_of(nodes[i].front())) chains[i].push_back(r);
+  return chains;
+}
+
 class Tree final : public CollectiveAlgorithm {
  public:
   std::string_view name() const override { return "tree"; }
   std::string_view description() const override {
     return "NCCL-style double binary trees across nodes (a pair per channel), chains inside nodes, chunk-pipelined";
+  }
+  nccl::Family family() const override { return nccl::Family::kTree; }
+  double estimate(const nccl::EstimateInputs& in) const override {
+    const auto& g = in.group;
+    double bus = nccl::bus_bandwidth(in) * 0.92;
+    if (in.spec.protocol == Protocol::kLL) bus = std::min(bus / 3.8, in.ll_cap);
+    if (in.spec.protocol == Protocol::kLL128) bus *= g.nodes > 1 ? 120.0 / 128.0 : 7.0 / 9.0;
+    // All-reduce goes up and down the tree; broadcast and reduce pipeline through it once.
+    const double alg_bw = in.spec.op == CollectiveOp::kAllReduce ? bus * 0.5 : bus;
+    const double lat =
+        in.base_latency + 2 * ((g.ranks_per_node - 1) * in.intra_latency + std::log2(std::max(1, g.nodes)) * in.inter_latency);
+    return lat + in.spec.bytes / alg_bw;
   }
   std::string unsupported_reason(const CollectiveSpec& spec, const hw::Topology&) const override {
     if (spec.op != CollectiveOp::kAllReduce && spec.op != CollectiveOp::kBroadcast && spec.op != CollectiveOp::kReduce)
@@ -85,20 +110,22 @@ class Tree final : public CollectiveAlgorithm {
 
   TaskId build(BuildContext& ctx) const override {
     const TaskId start = begin_collective(ctx);
-    const int n = ctx.group_size();
-    if (n == 1) return join(ctx, std::array{Dep{start}});
     const auto nodes = ctx.members_by_node();
     const auto op = ctx.spec.op;
+    const hw::Rank root = ctx.spec.group[0];
     // The root of broadcast/reduce leads its node in every tree, and its node is the tree root.
     int root_node = 0;
     if (op != CollectiveOp::kAllReduce)
       for (std::size_t i = 0; i < nodes.size(); ++i)
-        if (std::find(nodes[i].begin(), nodes[i].end(), ctx.spec.group[0]) != nodes[i].end())
+        if (std::find(nodes[i].begin(), nodes[i].end(), root) != nodes[i].end())
           root_node = static_cast<int>(i);
     std::vector<int> order(nodes.size());
     for (std::size_t i = 0; i < nodes.size(); ++i)
       order[i] = static_cast<int>((i + static_cast<std::size_t>(root_node)) % nodes.size());
     const int channels = ctx.channels();
+    // Chains inside nodes follow the channel's ring (ring_orders): direct NVLinks on directly wired nodes
+    // (DGX-1's hybrid cube-mesh), and on switched nodes a different first GPU, hence NIC, per channel.
+    const auto rings = ring_orders(ctx, channels);
     // All-reduce uses mirrored pairs (each node interior in at most one tree of a pair); broadcast and
     // reduce have a fixed root, so one tree per channel.
     const int per_channel = op == CollectiveOp::kAllReduce ? 2 : 1;
@@ -110,22 +137,23 @@ class Tree final : public CollectiveAlgorithm {
     for (int t = 0; t < trees; ++t) {
       const int channel = t / per_channel;
       const bool mirror = t % per_channel == 1;
-      // Channel c enters each node through a different GPU (hence NIC); the root's node keeps the root first.
-      auto rotated = nodes;
-      for (std::size_t i = 0; i < rotated.size(); ++i) {
-        auto& m = rotated[i];
+      auto chains = node_chains(ctx, nodes, rings[static_cast<std::size_t>(channel)]);
+      std::vector<std::size_t> gateway(chains.size(), 0);
+      for (std::size_t i = 0; i < chains.size(); ++i) {
+        auto& m = chains[i];
         if (op != CollectiveOp::kAllReduce && static_cast<int>(i) == root_node) {
-          std::rotate(m.begin(), std::find(m.begin(), m.end(), ctx.spec.group[0]), m.end());
+          // The root GPU starts its node's chain; the channel still leaves the node through its own GPU
+          // (the one the ring enters the node at), so every channel uses a different NIC, as NCCL's do.
+          const hw::Rank entry = m.front();
+          std::rotate(m.begin(), std::find(m.begin(), m.end(), root), m.end());
+          gateway[i] = static_cast<std::size_t>(std::find(m.begin(), m.end(), entry) - m.begin());
           continue;
         }
-        std::rotate(m.begin(), m.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(channel) * m.size() /
-                                                                       static_cast<std::size_t>(channels)),
-                    m.end());
         if (mirror && m.size() > 1) std::reverse(m.begin() + 1, m.end());  // the chain runs the other way
       }
       std::vector<int> tree_order = order;
       if (mirror) std::reverse(tree_order.begin(), tree_order.end());
-      const TreeShape shape = make_tree(rotated, tree_order);
+      const TreeShape shape = make_tree(chains, tree_order, gateway);
       const int chunks = ctx.spec.pipeline_chunks > 0
                              ? ctx.spec.pipeline_chunks
                              : std::max(1, static_cast<int>(std::ceil(per_tree / tree_chunk_bytes(per_tree, shape.depth))));
