@@ -102,8 +102,11 @@ class CollectiveAlgorithm {
   // Empty when the algorithm can run `spec` (op, group, protocol) on `topo`; otherwise why not. The tuner,
   // the CLI and search/reduce ask only this.
   virtual std::string unsupported_reason(const CollectiveSpec& spec, const hw::Topology& topo) const = 0;
-  // NCCL-style analytic time (seconds) of `in.spec` at `in.spec.protocol`; called only when eligible.
-  virtual double estimate(const nccl::EstimateInputs& in) const = 0;
+  // NCCL-style analytic time (seconds) of `in.spec` at `in.spec.protocol`; called only when eligible and
+  // for groups of two or more. The default reads the algorithm's own flow-form expansion without simulating
+  // it (nccl::expansion_estimate); an algorithm whose expansion is too large to build per estimate (direct:
+  // n^2 transfers) overrides it.
+  virtual double estimate(const nccl::EstimateInputs& in) const;
   // Adds the collective's tasks; returns a task that is done when the whole collective is.
   virtual TaskId build(BuildContext& ctx) const = 0;
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <set>
 
 namespace strata::sim::nccl {
@@ -74,6 +75,66 @@ GroupBandwidth group_bandwidth(const hw::Topology& topo, std::span<const hw::Ran
   return g;
 }
 
+double expansion_estimate(const EstimateInputs& in, const CollectiveAlgorithm& algorithm) {
+  CollectiveSpec spec = in.spec;
+  spec.granularity = Granularity::kFlow;
+  TaskGraph graph;
+  BuildContext ctx(in.topo, graph, spec, std::string(algorithm.name()), algorithm.family(), {});
+  algorithm.build(ctx);
+  const auto tasks = graph.tasks();
+  const auto& links = in.topo.links();
+  // Stage of each task: its dependency depth (tasks are added after their dependencies, and edges are
+  // stored in the order their target tasks were added).
+  std::vector<int> stage(tasks.size(), 0);
+  for (const auto& e : graph.edges())
+    stage[static_cast<std::size_t>(e.to)] = std::max(stage[static_cast<std::size_t>(e.to)], stage[static_cast<std::size_t>(e.from)] + 1);
+  const auto route_of = [&](const Task& t, std::vector<hw::LinkId>& route, std::vector<double>& weights) {
+    if (t.route >= 0) {
+      const auto& r = graph.custom_route(t.route);
+      route = r.links;
+      weights = r.weights;
+    } else {
+      const auto r = in.topo.route(t.rank, t.peer);
+      route.assign(r.begin(), r.end());
+      weights.clear();
+    }
+  };
+  std::map<std::pair<int, hw::LinkId>, double> load;  // (stage, link) -> bytes
+  std::vector<hw::LinkId> route;
+  std::vector<double> weights;
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    if (tasks[i].kind != TaskKind::kTransfer) continue;
+    route_of(tasks[i], route, weights);
+    for (std::size_t k = 0; k < route.size(); ++k)
+      if (links[static_cast<std::size_t>(route[k])].shared)
+        load[{stage[i], route[k]}] += tasks[i].bytes * (weights.empty() ? 1.0 : weights[k]);
+  }
+  std::vector<double> start(tasks.size(), 0.0), finish(tasks.size(), 0.0);
+  std::size_t next_edge = 0;
+  const auto edges = graph.edges();
+  double makespan = 0;
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    for (; next_edge < edges.size() && static_cast<std::size_t>(edges[next_edge].to) == i; ++next_edge)
+      start[i] = std::max(start[i], finish[static_cast<std::size_t>(edges[next_edge].from)]);
+    const Task& t = tasks[i];
+    double duration = t.seconds;  // delay, or the transfer's delivery latency
+    if (t.kind == TaskKind::kTransfer) {
+      route_of(t, route, weights);
+      double drain = 0;
+      for (hw::LinkId l : route) {
+        const auto& link = links[static_cast<std::size_t>(l)];
+        // A shared link drains the stage's whole load; a fat pipe only caps this transfer.
+        const double bytes = link.shared ? load[{stage[i], l}] : t.bytes;
+        drain = std::max(drain, bytes / link.bandwidth);
+      }
+      duration += drain;
+    }
+    finish[i] = start[i] + duration;
+    makespan = std::max(makespan, finish[i]);
+  }
+  return makespan;
+}
+
 std::vector<Estimate> estimate_all(const hw::Topology& topo, const CollectiveSpec& spec) {
   const GroupBandwidth g = group_bandwidth(topo, spec.group);
   const hw::Transport intra_t = g.nvlink ? hw::Transport::kNvlink : hw::Transport::kPcie;
@@ -93,7 +154,10 @@ std::vector<Estimate> estimate_all(const hw::Topology& topo, const CollectiveSpe
                               hop_latency(hw::Transport::kNet, f, p),
                               ll_max_bw(topo, g.nodes),
                               protocol_wire_factor(p)};
-      out.push_back({std::string(algo->name()), p, algo->estimate(in)});
+      // One rank: every algorithm is the same local copy (add_collective), so they tie at its cost.
+      const double seconds = g.ranks == 1 ? in.base_latency + 2 * spec.bytes / std::max(topo.gpu().hbm_bandwidth, 1.0)
+                                          : algo->estimate(in);
+      out.push_back({std::string(algo->name()), p, seconds});
     }
   }
   std::stable_sort(out.begin(), out.end(), [](const Estimate& a, const Estimate& b) { return a.seconds < b.seconds; });
@@ -101,3 +165,7 @@ std::vector<Estimate> estimate_all(const hw::Topology& topo, const CollectiveSpe
 }
 
 }  // namespace strata::sim::nccl
+
+namespace strata::sim {
+double CollectiveAlgorithm::estimate(const nccl::EstimateInputs& in) const { return nccl::expansion_estimate(in, *this); }
+}  // namespace strata::sim

@@ -46,6 +46,14 @@ struct EstimateInputs {
   double wire_factor = 1;
 };
 
+// NCCL's cost form, latency + bytes / bandwidth, read off the algorithm's own flow-form expansion instead of
+// a per-GPU "bus bandwidth": the launch and hop latencies are NCCL's tables (as the expansion carries them),
+// and each transfer's bandwidth time is the time its busiest link needs for everything the expansion puts
+// on that link in the same stage (tasks at equal dependency depth run together). The estimate is the
+// longest path through the expansion with those durations. Nothing is simulated: no event ordering, no
+// max-min sharing; it is exact when every flow on a bottleneck link starts and ends with the others.
+double expansion_estimate(const EstimateInputs& in, const CollectiveAlgorithm& algorithm);
+
 // The bus bandwidth a rank can use: its scale-up fabric, or on several nodes the smaller of that and the
 // node's NICs.
 inline double bus_bandwidth(const EstimateInputs& in) {

@@ -153,3 +153,55 @@ TEST(Algorithms, CollectiveTableColumnsStayAlignedAtLongTimes) {
 }
 
 }  // namespace strata::sim
+
+namespace strata::sim {
+
+// The tuner against the simulator: over every preset system on 1, 2 and 4 nodes, full / half-node /
+// cross-node groups and sizes from 8 B to 8 GiB, auto's simulated time is within 10% of the fastest
+// eligible (algorithm, protocol) pair's simulated time.
+TEST(Algorithms, TunerPicksWithinTenPercentOfTheBestSimulatedAlgorithm) {
+  int checked = 0;
+  std::string misses;
+  for (const char* preset : {"dgx1-v100.yaml", "dgx-a100.yaml", "dgx-h100.yaml", "gcp-a100x16.yaml",
+                             "gcp-v100x8.yaml", "pcie-4gpu.yaml"})
+    for (int nodes : {1, 2, 4}) {
+      const hw::Topology t = hw::load_system(test::preset(preset), hw::LoadOptions{nodes});
+      const int per = t.gpus_per_node();
+      std::vector<std::pair<std::string, std::vector<hw::Rank>>> groups{{"full", range(0, t.num_gpus())},
+                                                                        {"half node", range(0, per / 2)}};
+      if (nodes > 1) {
+        std::vector<hw::Rank> cross;
+        for (int n = 0; n < nodes; ++n)
+          for (int i = 0; i < per / 2; ++i) cross.push_back(n * per + i);
+        groups.emplace_back("half of each node", cross);
+      }
+      for (const auto& [gname, group] : groups)
+        for (auto op : {CollectiveOp::kAllReduce, CollectiveOp::kBroadcast, CollectiveOp::kAllGather})
+          for (double bytes : {8.0, 65536.0, 524288.0, 1048576.0, 16777216.0, 134217728.0, 8589934592.0}) {
+            CollectiveSpec spec;
+            spec.op = op;
+            spec.group = group;
+            spec.bytes = bytes;
+            double best = 1e300;
+            std::string best_name;
+            for (const auto& e : nccl::estimate_all(t, spec)) {
+              const auto r = run(t, op, group, bytes, e.algorithm, e.protocol);
+              if (r.seconds < best) {
+                best = r.seconds;
+                best_name = fmt::format("{}/{}", e.algorithm, protocol_name(e.protocol));
+              }
+            }
+            const auto a = run(t, op, group, bytes, "auto", std::nullopt);
+            ++checked;
+            if (a.seconds > 1.10 * best)
+              misses += fmt::format("{} x{} {} {} {} B: auto {}/{} {:.2f} us, best {} {:.2f} us ({:.2f}x)\n",
+                                    preset, nodes, gname, op_name(op), bytes, a.algorithm,
+                                    protocol_name(a.protocol), a.seconds * 1e6, best_name, best * 1e6,
+                                    a.seconds / best);
+          }
+    }
+  EXPECT_GT(checked, 300);
+  EXPECT_EQ(misses, "");
+}
+
+}  // namespace strata::sim

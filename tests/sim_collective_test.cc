@@ -82,12 +82,11 @@ TEST(Collectives, TreeBeatsRingForSmallMessagesOnManyNodes) {
   const auto ring = run(t, CollectiveOp::kAllReduce, 1024, "ring", Protocol::kLL);
   const auto tree = run(t, CollectiveOp::kAllReduce, 1024, "tree", Protocol::kLL);
   EXPECT_LT(tree.seconds * 3, ring.seconds);
-  // ...and the automatic choice is at least as fast as the tree there (it picks direct: every pair in one
-  // step, 14.7 us against the tree's 55 us).
+  // ...and the automatic choice picks the tree there.
   CollectiveRequest req;
   req.spec.group = all(t);
   req.spec.bytes = 1024;
-  EXPECT_LE(run_collective(t, req).seconds, tree.seconds * 1.1);
+  EXPECT_EQ(run_collective(t, req).algorithm, "tree");
 }
 
 TEST(Collectives, EveryAlgorithmRunsEveryOpItSupports) {

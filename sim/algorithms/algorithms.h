@@ -16,9 +16,6 @@ std::unique_ptr<CollectiveAlgorithm> make_nvls();
 
 void register_builtin(AlgorithmRegistry& registry);
 
-// The ring's NCCL-style estimate (ring.cc); hierarchical runs rings and uses it too.
-double ring_estimate(const nccl::EstimateInputs& in);
-
 // Shared by several algorithms: a start task (NCCL's base launch latency after ctx.after) and a join.
 TaskId begin_collective(BuildContext& ctx);
 TaskId join(BuildContext& ctx, std::span<const Dep> deps);

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <map>
 
+#include <fmt/format.h>
+
 #include "sim/algorithms/algorithms.h"
 #include "sim/nccl_model.h"
 
@@ -53,8 +55,16 @@ class Direct final : public CollectiveAlgorithm {
     const double lat = in.base_latency + phases * (in.group.nodes > 1 ? in.inter_latency : in.intra_latency);
     return lat + phases * busiest * in.wire_factor;
   }
-  std::string unsupported_reason(const CollectiveSpec&, const hw::Topology&) const override {
-    return {};  // every op, any group
+  std::string unsupported_reason(const CollectiveSpec& spec, const hw::Topology& topo) const override {
+    if (spec.op == CollectiveOp::kAllToAll || spec.op == CollectiveOp::kSendRecv) return {};
+    // The one-shot forms of the other collectives are intra-node schedules (like the one-shot all-reduce
+    // kernels of TensorRT-LLM and vLLM over NVLink); across nodes their n(n-1) messages per step are not a
+    // schedule anyone runs, and strata models no per-message cost that would say so.
+    const int node = topo.node_of(spec.group[0]);
+    for (hw::Rank r : spec.group)
+      if (topo.node_of(r) != node)
+        return fmt::format("direct runs {} within one node only (across nodes: alltoall and sendrecv)", op_name(spec.op));
+    return {};
   }
 
   TaskId build(BuildContext& ctx) const override {

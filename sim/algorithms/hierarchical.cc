@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 
 #include "sim/algorithms/algorithms.h"
-#include "sim/nccl_model.h"
 
 namespace strata::sim::algorithms {
 namespace {
@@ -19,7 +18,6 @@ class Hierarchical final : public CollectiveAlgorithm {
     return "intra-node ring reduce-scatter, inter-node ring all-reduce per local rank, intra-node all-gather";
   }
   nccl::Family family() const override { return nccl::Family::kRing; }
-  double estimate(const nccl::EstimateInputs& in) const override { return ring_estimate(in); }
   std::string unsupported_reason(const CollectiveSpec& spec, const hw::Topology& topo) const override {
     if (spec.op != CollectiveOp::kAllReduce) return "hierarchical implements allreduce only";
     std::map<int, int> per_node;

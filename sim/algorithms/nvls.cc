@@ -19,10 +19,6 @@ class Nvls final : public CollectiveAlgorithm {
     return "in-switch reduction and multicast on NVSwitch gen3+ (all-reduce within one node)";
   }
   nccl::Family family() const override { return nccl::Family::kNvls; }
-  double estimate(const nccl::EstimateInputs& in) const override {
-    const int n = in.group.ranks;
-    return in.intra_latency + in.spec.bytes / (in.group.intra * nccl::kNvlsEfficiency * n / (n + 1.0));
-  }
   std::string unsupported_reason(const CollectiveSpec& spec, const hw::Topology& topo) const override {
     if (spec.op != CollectiveOp::kAllReduce) return "nvls implements allreduce only";
     if (!topo.nvls_capable()) return "the system has no NVSwitch with in-switch reduction (NVSwitch gen3+)";

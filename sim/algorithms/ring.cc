@@ -10,7 +10,6 @@
 #include <fmt/format.h>
 
 #include "sim/algorithms/algorithms.h"
-#include "sim/nccl_model.h"
 
 namespace strata::sim::algorithms {
 namespace {
@@ -110,7 +109,6 @@ class Ring final : public CollectiveAlgorithm {
       return "ring has no all-to-all or send/recv schedule (use direct)";
     return {};
   }
-  double estimate(const nccl::EstimateInputs& in) const override { return ring_estimate(in); }
 
   TaskId build(BuildContext& ctx) const override {
     const int n = ctx.group_size();
@@ -258,25 +256,6 @@ std::vector<TaskId> ring_phase(BuildContext& ctx, std::span<const hw::Rank> ring
     std::swap(prev, cur);
   }
   return prev;
-}
-
-double ring_estimate(const nccl::EstimateInputs& in) {
-  const auto& g = in.group;
-  const auto op = in.spec.op;
-  const int n = g.ranks;
-  double bus = nccl::bus_bandwidth(in);
-  // Protocol caps on the bus bandwidth, as in NCCL's tuner: LL carries half its lines as flags and is capped
-  // by llMaxBw; LL128 loses 8 of 128 bytes per line (Ring: 0.92 busBw cap).
-  if (in.spec.protocol == Protocol::kLL) bus = std::min(0.5 * bus, in.ll_cap);
-  if (in.spec.protocol == Protocol::kLL128) bus *= 0.92;
-  const double factor = busbw_factor(op, n);
-  const bool chain = op == CollectiveOp::kBroadcast || op == CollectiveOp::kReduce;
-  const double alg_bw = chain || factor <= 0 ? bus : bus / factor;
-  const bool reduce_all = op == CollectiveOp::kAllReduce;
-  const int steps = reduce_all ? 2 * (n - 1) : (n - 1);
-  const int inter_steps = g.nodes > 1 ? (reduce_all ? 2 * (g.nodes - 1) : g.nodes - 1) : 0;
-  const double lat = in.base_latency + (steps - inter_steps) * in.intra_latency + inter_steps * in.inter_latency;
-  return lat + in.spec.bytes / alg_bw;
 }
 
 std::unique_ptr<CollectiveAlgorithm> make_ring() { return std::make_unique<Ring>(); }

@@ -8,7 +8,6 @@
 #include <cmath>
 
 #include "sim/algorithms/algorithms.h"
-#include "sim/nccl_model.h"
 
 namespace strata::sim::algorithms {
 namespace {
@@ -91,17 +90,6 @@ class Tree final : public CollectiveAlgorithm {
     return "NCCL-style double binary trees across nodes (a pair per channel), chains inside nodes, chunk-pipelined";
   }
   nccl::Family family() const override { return nccl::Family::kTree; }
-  double estimate(const nccl::EstimateInputs& in) const override {
-    const auto& g = in.group;
-    double bus = nccl::bus_bandwidth(in) * 0.92;
-    if (in.spec.protocol == Protocol::kLL) bus = std::min(bus / 3.8, in.ll_cap);
-    if (in.spec.protocol == Protocol::kLL128) bus *= g.nodes > 1 ? 120.0 / 128.0 : 7.0 / 9.0;
-    // All-reduce goes up and down the tree; broadcast and reduce pipeline through it once.
-    const double alg_bw = in.spec.op == CollectiveOp::kAllReduce ? bus * 0.5 : bus;
-    const double lat =
-        in.base_latency + 2 * ((g.ranks_per_node - 1) * in.intra_latency + std::log2(std::max(1, g.nodes)) * in.inter_latency);
-    return lat + in.spec.bytes / alg_bw;
-  }
   std::string unsupported_reason(const CollectiveSpec& spec, const hw::Topology&) const override {
     if (spec.op != CollectiveOp::kAllReduce && spec.op != CollectiveOp::kBroadcast && spec.op != CollectiveOp::kReduce)
       return "tree implements allreduce, broadcast and reduce only";
