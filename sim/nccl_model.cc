@@ -22,56 +22,20 @@ int fam(Family f) { return f == Family::kTree ? 0 : (f == Family::kRing ? 1 : 2)
 int trans(hw::Transport t) {
   return t == hw::Transport::kNvlink ? 0 : (t == hw::Transport::kNet ? 2 : 1);
 }
-// llMaxBw: the LL protocol's aggregate cap, GB/s (single node by GPU generation; multi-node, Intel CPUs).
-double ll_max_bw(const hw::Topology& topo, int nodes) {
-  if (nodes > 1) return (nodes == 2 ? 39.0 : 20.4) * 1e9;
-  switch (topo.gpu().arch) {
-    case hw::GpuArch::kVolta: return 39.0e9;
-    case hw::GpuArch::kAmpere: return 87.7e9;
-    case hw::GpuArch::kHopper: return 141.0e9;
-    case hw::GpuArch::kBlackwell: return 282.0e9;
-  }
-  return 39.0e9;
-}
 }  // namespace
 
 double base_latency(Family f, Protocol p) { return kBase[fam(f)][idx(p)] * kUs; }
 double hop_latency(hw::Transport t, Family f, Protocol p) { return kHop[trans(t)][fam(f)][idx(p)] * kUs; }
 
-GroupBandwidth group_bandwidth(const hw::Topology& topo, std::span<const hw::Rank> group) {
-  GroupBandwidth g;
+GroupShape group_shape(const hw::Topology& topo, std::span<const hw::Rank> group) {
+  GroupShape g;
   g.ranks = static_cast<int>(group.size());
   std::set<int> nodes;
-  std::vector<int> per_node(static_cast<std::size_t>(topo.nodes()), 0);
-  for (hw::Rank r : group) {
-    nodes.insert(topo.node_of(r));
-    g.ranks_per_node = std::max(g.ranks_per_node, ++per_node[static_cast<std::size_t>(topo.node_of(r))]);
-  }
+  for (hw::Rank r : group) nodes.insert(topo.node_of(r));
   g.nodes = static_cast<int>(nodes.size());
-  // Scale-up: everything a GPU can push to its node peers over NVLink (switch port or direct links).
   const hw::VertexId v = topo.gpu_vertex(group.empty() ? 0 : group[0]);
-  double nvlink = 0, pcie = 0;
-  for (const auto& l : topo.links()) {
-    if (l.src != v) continue;
-    if (l.transport == hw::Transport::kNvlink) nvlink += l.bandwidth;
-    if (l.transport == hw::Transport::kPcie) pcie = std::max(pcie, l.bandwidth);
-  }
-  g.nvlink = nvlink > 0;
-  g.intra = nvlink > 0 ? nvlink : pcie;
-  if (g.nodes > 1) {
-    double nic_bw = 0;
-    int nics = 0;
-    for (const auto& l : topo.links()) {
-      const auto& src = topo.vertices()[static_cast<std::size_t>(l.src)];
-      const auto& dst = topo.vertices()[static_cast<std::size_t>(l.dst)];
-      if (src.kind == hw::VertexKind::kNic && src.node == 0 && dst.kind == hw::VertexKind::kNetSwitch) {
-        nic_bw += l.bandwidth;
-        ++nics;
-      }
-    }
-    // A node's group members can use only as many NICs as there are members on it.
-    g.inter = nics > 0 ? nic_bw * std::min(1.0, static_cast<double>(g.ranks_per_node) / nics) : 0;
-  }
+  for (const auto& l : topo.links())
+    if (l.src == v && l.transport == hw::Transport::kNvlink) g.nvlink = true;
   return g;
 }
 
@@ -136,7 +100,7 @@ double expansion_estimate(const EstimateInputs& in, const CollectiveAlgorithm& a
 }
 
 std::vector<Estimate> estimate_all(const hw::Topology& topo, const CollectiveSpec& spec) {
-  const GroupBandwidth g = group_bandwidth(topo, spec.group);
+  const GroupShape g = group_shape(topo, spec.group);
   const hw::Transport intra_t = g.nvlink ? hw::Transport::kNvlink : hw::Transport::kPcie;
   std::vector<Estimate> out;
   for (const CollectiveAlgorithm* algo : AlgorithmRegistry::instance().all()) {
@@ -152,7 +116,6 @@ std::vector<Estimate> estimate_all(const hw::Topology& topo, const CollectiveSpe
                               base_latency(f, p),
                               hop_latency(intra_t, f, p),
                               hop_latency(hw::Transport::kNet, f, p),
-                              ll_max_bw(topo, g.nodes),
                               protocol_wire_factor(p)};
       // One rank: every algorithm is the same local copy (add_collective), so they tie at its cost.
       const double seconds = g.ranks == 1 ? in.base_latency + 2 * spec.bytes / std::max(topo.gpu().hbm_bandwidth, 1.0)

@@ -1,10 +1,9 @@
-// NCCL's published cost constants (NVIDIA/nccl src/graph/tuning.cc, at the snapshot cited in
-// docs/fidelity.md) and a tuner that, like NCCL, predicts every eligible (algorithm, protocol) pair's time
-// and picks the fastest. Each algorithm's prediction lives in its own file (sim/algorithms/); this file
-// holds only what all of them share: the latency tables, the protocol caps and the group's bandwidths.
+// NCCL's published latency constants (NVIDIA/nccl src/graph/tuning.cc, at the snapshot cited in
+// docs/fidelity.md) and a tuner that, like NCCL's, predicts every eligible (algorithm, protocol) pair's time
+// and picks the fastest. Each algorithm owns its prediction (CollectiveAlgorithm::estimate); by default it
+// is NCCL's latency + bytes / bandwidth form read off the algorithm's own expansion (expansion_estimate).
 #pragma once
 
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -22,26 +21,23 @@ double base_latency(Family f, Protocol p);
 // Per-hop latency, seconds, for a transport class (NVLink, PCI, NET); host shared memory counts as PCI.
 double hop_latency(hw::Transport t, Family f, Protocol p);
 
-// Bandwidths the tuner assembles from the topology (bytes/s, per GPU).
-struct GroupBandwidth {
-  int ranks = 0, nodes = 0, ranks_per_node = 0;  // ranks_per_node = max over nodes
-  double intra = 0;     // a GPU's scale-up bandwidth to its node peers
-  double inter = 0;     // a node's NIC bandwidth (the NICs its group members can use), 0 on one node
-  bool nvlink = false;  // intra-node path is NVLink/NVSwitch (enables LL128)
+// What the tuner reads of the group: its size and spread over nodes, and whether the intra-node path is
+// NVLink/NVSwitch (NCCL enables LL128 only there).
+struct GroupShape {
+  int ranks = 0, nodes = 0;
+  bool nvlink = false;
 };
-GroupBandwidth group_bandwidth(const hw::Topology& topo, std::span<const hw::Rank> group);
+GroupShape group_shape(const hw::Topology& topo, std::span<const hw::Rank> group);
 
-// Everything an algorithm's estimate reads: the spec (with the protocol being tried), the group's
-// bandwidths, and NCCL's latencies for the algorithm's family and that protocol.
+// Everything an algorithm's estimate reads: the spec (with the protocol being tried), the group's shape,
+// and NCCL's latencies for the algorithm's family and that protocol.
 struct EstimateInputs {
   const hw::Topology& topo;
   const CollectiveSpec& spec;
-  GroupBandwidth group;
+  GroupShape group;
   double base_latency = 0;   // seconds per launch
   double intra_latency = 0;  // seconds per intra-node hop
   double inter_latency = 0;  // seconds per network hop
-  // NCCL's per-protocol bus-bandwidth caps. ll_cap: llMaxBw (GB/s by GPU generation, or by node count).
-  double ll_cap = 0;
   // Wire bytes per payload byte of the protocol (the simulator moves protocol_wire_factor x payload).
   double wire_factor = 1;
 };
@@ -53,12 +49,6 @@ struct EstimateInputs {
 // longest path through the expansion with those durations. Nothing is simulated: no event ordering, no
 // max-min sharing; it is exact when every flow on a bottleneck link starts and ends with the others.
 double expansion_estimate(const EstimateInputs& in, const CollectiveAlgorithm& algorithm);
-
-// The bus bandwidth a rank can use: its scale-up fabric, or on several nodes the smaller of that and the
-// node's NICs.
-inline double bus_bandwidth(const EstimateInputs& in) {
-  return in.group.nodes > 1 ? std::min(in.group.intra, in.group.inter) : in.group.intra;
-}
 
 struct Estimate {
   std::string algorithm;
