@@ -102,6 +102,12 @@ class CollectiveAlgorithm {
   // Empty when the algorithm can run `spec` (op, group, protocol) on `topo`; otherwise why not. The tuner,
   // the CLI and search/reduce ask only this.
   virtual std::string unsupported_reason(const CollectiveSpec& spec, const hw::Topology& topo) const = 0;
+  // Empty when NCCL itself would run this algorithm for `spec`; otherwise why not. search/reduce, which
+  // reproduces programs of NCCL calls (P²), forces an algorithm only where this is empty. Default: the same
+  // as unsupported_reason (strata's own algorithms have no NCCL counterpart to differ from).
+  virtual std::string nccl_unsupported_reason(const CollectiveSpec& spec, const hw::Topology& topo) const {
+    return unsupported_reason(spec, topo);
+  }
   // NCCL-style analytic time (seconds) of `in.spec` at `in.spec.protocol`; called only when eligible and
   // for groups of two or more. The default reads the algorithm's own flow-form expansion without simulating
   // it (nccl::expansion_estimate); an algorithm whose expansion is too large to build per estimate (direct:

@@ -38,7 +38,6 @@ FlowId NetworkModel::start_flow(std::span<const hw::LinkId> route, double bytes,
   ++f.version;
   f.user = user;
   f.active = true;
-  ++active_count_;
   if (route.empty() || f.remaining <= 0) {
     // Nothing to share (local copy or empty message): done with its bandwidth phase right away.
     engine_.schedule(engine_.now(), *this, (static_cast<std::uint64_t>(f.version) << 32) | static_cast<std::uint32_t>(id));
@@ -189,7 +188,6 @@ void NetworkModel::on_event(std::uint64_t tag) {
   Flow& f = flows_[static_cast<std::size_t>(id)];
   if (tag & kDeliveredBit) {
     f.active = false;
-    --active_count_;
     const std::uint64_t user = f.user;
     free_ids_.push_back(id);
     listener_.on_flow_delivered(id, user);

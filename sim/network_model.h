@@ -41,8 +41,6 @@ class NetworkModel final : public EventHandler {
 
   // Bytes each link has carried so far (for utilization).
   std::span<const double> link_bytes() const { return link_bytes_; }
-  std::span<const double> capacities() const { return capacity_; }
-  std::size_t active_flows() const { return active_count_; }
   std::uint64_t rate_solves() const { return solves_; }
 
   void on_event(std::uint64_t tag) override;
@@ -81,7 +79,6 @@ class NetworkModel final : public EventHandler {
   std::vector<std::vector<FlowId>> link_flows_;
   std::vector<Flow> flows_;
   std::vector<FlowId> free_ids_;
-  std::size_t active_count_ = 0;
   std::uint64_t solves_ = 0;
 
   // Dirty-link batching and component-gathering scratch.

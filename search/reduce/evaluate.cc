@@ -38,7 +38,7 @@ std::string_view algorithm_for(const hw::Topology& topo, const sim::CollectiveSp
   const sim::CollectiveAlgorithm* algo = registry.find(requested);
   if (!algo) throw std::invalid_argument(fmt::format("--algo: unknown algorithm '{}' (expected one of: {})", requested,
                                                      registry.names()));
-  if (algo->unsupported_reason(call, topo).empty()) return algo->name();
+  if (algo->nccl_unsupported_reason(call, topo).empty()) return algo->name();
   const sim::CollectiveAlgorithm* fallback = registry.first_eligible(call, topo);
   if (!fallback)
     throw std::invalid_argument(fmt::format("no registered algorithm can run {} on this group", sim::op_name(call.op)));

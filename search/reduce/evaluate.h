@@ -18,9 +18,9 @@
 namespace strata::search::reduce {
 
 // The algorithm a collective of a program runs with when `requested` (a registered name) is forced: the
-// requested one where it can run the call (its own eligibility), otherwise the first registered algorithm
-// that can (ring). E.g. tree runs only all-reduce, broadcast and reduce, so reduce-scatter and all-gather
-// steps of a "tree" program use rings.
+// requested one where NCCL would run it for the call (its nccl_unsupported_reason), otherwise the first
+// registered algorithm that can run the call (ring). E.g. NCCL's tree implements all-reduce only, so every
+// other step of a "tree" program uses rings, as NCCL does.
 std::string_view algorithm_for(const hw::Topology& topo, const sim::CollectiveSpec& call, std::string_view requested);
 
 // Simulates a lowered program on the physical topology: each call becomes a collective on one task graph and

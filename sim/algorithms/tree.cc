@@ -96,6 +96,11 @@ class Tree final : public CollectiveAlgorithm {
     return {};
   }
 
+  std::string nccl_unsupported_reason(const CollectiveSpec& spec, const hw::Topology& topo) const override {
+    if (spec.op != CollectiveOp::kAllReduce) return "NCCL's tree implements allreduce only";
+    return unsupported_reason(spec, topo);
+  }
+
   TaskId build(BuildContext& ctx) const override {
     const TaskId start = begin_collective(ctx);
     const auto nodes = ctx.members_by_node();
