@@ -66,7 +66,7 @@ std::vector<SweepRow> run_sweep(const hw::Topology& topo, const SweepConfig& con
       // Explicit algorithm, automatic protocol: the tuner's best protocol for that algorithm.
       sim::Protocol best = sim::Protocol::kSimple;
       double best_t = 1e300;
-      for (const auto& e : sim::nccl::estimate_all(topo, req.spec))
+      for (const auto& e : sim::nccl::estimate_all(topo, req.spec, config.algorithm))
         if (e.algorithm == config.algorithm && e.seconds < best_t) {
           best_t = e.seconds;
           best = e.protocol;

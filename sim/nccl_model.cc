@@ -99,11 +99,12 @@ double expansion_estimate(const EstimateInputs& in, const CollectiveAlgorithm& a
   return makespan;
 }
 
-std::vector<Estimate> estimate_all(const hw::Topology& topo, const CollectiveSpec& spec) {
+std::vector<Estimate> estimate_all(const hw::Topology& topo, const CollectiveSpec& spec, std::string_view only) {
   const GroupShape g = group_shape(topo, spec.group);
   const hw::Transport intra_t = g.nvlink ? hw::Transport::kNvlink : hw::Transport::kPcie;
   std::vector<Estimate> out;
   for (const CollectiveAlgorithm* algo : AlgorithmRegistry::instance().all()) {
+    if (!only.empty() && algo->name() != only) continue;
     const Family f = algo->family();
     for (Protocol p : {Protocol::kLL, Protocol::kLL128, Protocol::kSimple}) {
       if (p == Protocol::kLL128 && !g.nvlink) continue;  // NCCL enables LL128 on NVLink only
