@@ -24,7 +24,8 @@ struct EstimateInputs;
 enum class CollectiveOp { kAllReduce, kReduceScatter, kAllGather, kReduce, kBroadcast, kAllToAll, kSendRecv };
 std::string_view op_name(CollectiveOp op);
 std::optional<CollectiveOp> parse_op(std::string_view name);
-inline constexpr std::string_view kOpNames = "allreduce, reducescatter, allgather, reduce, broadcast, alltoall, sendrecv";
+inline constexpr std::string_view kOpNames =
+    "allreduce, reducescatter, allgather, reduce, broadcast, alltoall, sendrecv";
 
 // NCCL's wire protocols. Simple moves plain data; LL packs 4 B of data with a 4 B flag (50% payload);
 // LL128 carries 120 B of data per 128 B line (93.75%).
@@ -59,7 +60,7 @@ struct CollectiveSpec {
   int channels = 0;         // parallel rings/trees; 0 = choose from the topology (one per NIC across nodes)
   int pipeline_chunks = 0;  // chunks per tree/chain pipeline; 0 = default
   Granularity granularity = Granularity::kFlow;
-  std::string label;        // trace name prefix; default: op name
+  std::string label;  // trace name prefix; default: op name
 };
 
 // What an algorithm needs to expand a collective.
@@ -70,8 +71,8 @@ class BuildContext {
   const hw::Topology& topo;
   TaskGraph& graph;
   const CollectiveSpec& spec;
-  const std::string algorithm;  // for trace labels
-  const nccl::Family family;    // NCCL latency tables are indexed by the algorithm family
+  const std::string algorithm;   // for trace labels
+  const nccl::Family family;     // NCCL latency tables are indexed by the algorithm family
   const std::vector<Dep> after;  // the collective starts once these are done
 
   int group_size() const { return static_cast<int>(spec.group.size()); }

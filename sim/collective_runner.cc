@@ -16,7 +16,8 @@ CollectiveResult run_collective(const hw::Topology& topo, const CollectiveReques
     // Like NCCL's tuner: every registered algorithm that can run the spec, at every protocol it can use,
     // ranked by its own estimate.
     auto estimates = nccl::estimate_all(topo, spec);
-    if (!request.auto_protocol) std::erase_if(estimates, [&](const auto& e) { return e.protocol != spec.protocol; });
+    if (!request.auto_protocol)
+      std::erase_if(estimates, [&](const auto& e) { return e.protocol != spec.protocol; });
     if (estimates.empty())
       throw std::invalid_argument(fmt::format("no algorithm can run {} on this group", op_name(spec.op)));
     algorithm = estimates.front().algorithm;

@@ -9,7 +9,9 @@
 namespace strata::sim::nccl {
 namespace {
 constexpr double kUs = 1e-6;
-constexpr int idx(Protocol p) { return p == Protocol::kLL ? 0 : (p == Protocol::kLL128 ? 1 : 2); }
+constexpr int idx(Protocol p) {
+  return p == Protocol::kLL ? 0 : (p == Protocol::kLL128 ? 1 : 2);
+}
 // [family][LL, LL128, Simple], microseconds.
 constexpr double kBase[3][3] = {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}};
 // [transport NVLink, PCI, NET][family Tree, Ring, NVLS][LL, LL128, Simple], microseconds.
@@ -18,14 +20,20 @@ constexpr double kHop[3][3][3] = {
     {{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 0}},
     {{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 18}},
 };
-int fam(Family f) { return f == Family::kTree ? 0 : (f == Family::kRing ? 1 : 2); }
+int fam(Family f) {
+  return f == Family::kTree ? 0 : (f == Family::kRing ? 1 : 2);
+}
 int trans(hw::Transport t) {
   return t == hw::Transport::kNvlink ? 0 : (t == hw::Transport::kNet ? 2 : 1);
 }
 }  // namespace
 
-double base_latency(Family f, Protocol p) { return kBase[fam(f)][idx(p)] * kUs; }
-double hop_latency(hw::Transport t, Family f, Protocol p) { return kHop[trans(t)][fam(f)][idx(p)] * kUs; }
+double base_latency(Family f, Protocol p) {
+  return kBase[fam(f)][idx(p)] * kUs;
+}
+double hop_latency(hw::Transport t, Family f, Protocol p) {
+  return kHop[trans(t)][fam(f)][idx(p)] * kUs;
+}
 
 GroupShape group_shape(const hw::Topology& topo, std::span<const hw::Rank> group) {
   GroupShape g;
@@ -51,7 +59,8 @@ double expansion_estimate(const EstimateInputs& in, const CollectiveAlgorithm& a
   // stored in the order their target tasks were added).
   std::vector<int> stage(tasks.size(), 0);
   for (const auto& e : graph.edges())
-    stage[static_cast<std::size_t>(e.to)] = std::max(stage[static_cast<std::size_t>(e.to)], stage[static_cast<std::size_t>(e.from)] + 1);
+    stage[static_cast<std::size_t>(e.to)] =
+        std::max(stage[static_cast<std::size_t>(e.to)], stage[static_cast<std::size_t>(e.from)] + 1);
   const auto route_of = [&](const Task& t, std::vector<hw::LinkId>& route, std::vector<double>& weights) {
     if (t.route >= 0) {
       const auto& r = graph.custom_route(t.route);
@@ -99,7 +108,8 @@ double expansion_estimate(const EstimateInputs& in, const CollectiveAlgorithm& a
   return makespan;
 }
 
-std::vector<Estimate> estimate_all(const hw::Topology& topo, const CollectiveSpec& spec, std::string_view only) {
+std::vector<Estimate> estimate_all(const hw::Topology& topo, const CollectiveSpec& spec,
+                                   std::string_view only) {
   const GroupShape g = group_shape(topo, spec.group);
   const hw::Transport intra_t = g.nvlink ? hw::Transport::kNvlink : hw::Transport::kPcie;
   std::vector<Estimate> out;
@@ -119,17 +129,21 @@ std::vector<Estimate> estimate_all(const hw::Topology& topo, const CollectiveSpe
                               hop_latency(hw::Transport::kNet, f, p),
                               protocol_wire_factor(p)};
       // One rank: every algorithm is the same local copy (add_collective), so they tie at its cost.
-      const double seconds = g.ranks == 1 ? in.base_latency + 2 * spec.bytes / std::max(topo.gpu().hbm_bandwidth, 1.0)
-                                          : algo->estimate(in);
+      const double seconds = g.ranks == 1
+                                 ? in.base_latency + 2 * spec.bytes / std::max(topo.gpu().hbm_bandwidth, 1.0)
+                                 : algo->estimate(in);
       out.push_back({std::string(algo->name()), p, seconds});
     }
   }
-  std::stable_sort(out.begin(), out.end(), [](const Estimate& a, const Estimate& b) { return a.seconds < b.seconds; });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Estimate& a, const Estimate& b) { return a.seconds < b.seconds; });
   return out;
 }
 
 }  // namespace strata::sim::nccl
 
 namespace strata::sim {
-double CollectiveAlgorithm::estimate(const nccl::EstimateInputs& in) const { return nccl::expansion_estimate(in, *this); }
+double CollectiveAlgorithm::estimate(const nccl::EstimateInputs& in) const {
+  return nccl::expansion_estimate(in, *this);
+}
 }  // namespace strata::sim

@@ -59,6 +59,7 @@ struct Estimate {
 // first (ties keep registration order). An algorithm takes part when its unsupported_reason is empty for
 // the spec at that protocol; NCCL's global protocol rule applies on top: LL128 only over NVLink.
 // `only`: estimate just that algorithm's protocols (an explicit --algo without --protocol).
-std::vector<Estimate> estimate_all(const hw::Topology& topo, const CollectiveSpec& spec, std::string_view only = {});
+std::vector<Estimate> estimate_all(const hw::Topology& topo, const CollectiveSpec& spec,
+                                   std::string_view only = {});
 
 }  // namespace strata::sim::nccl

@@ -40,7 +40,8 @@ FlowId NetworkModel::start_flow(std::span<const hw::LinkId> route, double bytes,
   f.active = true;
   if (route.empty() || f.remaining <= 0) {
     // Nothing to share (local copy or empty message): done with its bandwidth phase right away.
-    engine_.schedule(engine_.now(), *this, (static_cast<std::uint64_t>(f.version) << 32) | static_cast<std::uint32_t>(id));
+    engine_.schedule(engine_.now(), *this,
+                     (static_cast<std::uint64_t>(f.version) << 32) | static_cast<std::uint32_t>(id));
     return id;
   }
   f.cap = std::numeric_limits<double>::infinity();
@@ -108,7 +109,8 @@ void NetworkModel::resolve() {
       flow_mark_[static_cast<std::size_t>(fid)] = epoch_;
       comp_flows_.push_back(fid);
       for (hw::LinkId l2 : flows_[static_cast<std::size_t>(fid)].route) {
-        if (!shared_[static_cast<std::size_t>(l2)] || link_mark_[static_cast<std::size_t>(l2)] == epoch_) continue;
+        if (!shared_[static_cast<std::size_t>(l2)] || link_mark_[static_cast<std::size_t>(l2)] == epoch_)
+          continue;
         link_mark_[static_cast<std::size_t>(l2)] = epoch_;
         comp_links_.push_back(l2);
       }

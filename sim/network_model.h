@@ -31,13 +31,14 @@ class NetworkModel final : public EventHandler {
  public:
   // `capacities` gives bytes/s per directed link id. Links with shared[l] == false are fat pipes (SimGrid's
   // FATPIPE sharing policy): flows do not divide their bandwidth, but each flow's rate is capped at it.
-  NetworkModel(Engine& engine, std::vector<double> capacities, std::vector<char> shared, FlowListener& listener);
+  NetworkModel(Engine& engine, std::vector<double> capacities, std::vector<char> shared,
+               FlowListener& listener);
 
   // Starts a flow now. `route` (and `weights`) must stay valid until the flow is sent (Topology routes and
   // TaskGraph custom routes are). `weights` is empty or parallel to `route`: a bundle of hops moving at one
   // common rate loads link l with weights[l] x rate and carries weights[l] x bytes over it.
-  FlowId start_flow(std::span<const hw::LinkId> route, double bytes, double latency_seconds, std::uint64_t user,
-                    std::span<const double> weights = {});
+  FlowId start_flow(std::span<const hw::LinkId> route, double bytes, double latency_seconds,
+                    std::uint64_t user, std::span<const double> weights = {});
 
   // Bytes each link has carried so far (for utilization).
   std::span<const double> link_bytes() const { return link_bytes_; }
@@ -49,7 +50,7 @@ class NetworkModel final : public EventHandler {
   struct Flow {
     std::span<const hw::LinkId> route;
     std::span<const double> weights;  // empty: 1 per link
-    double remaining = 0;  // bytes still to send
+    double remaining = 0;             // bytes still to send
     double bytes = 0;
     double rate = 0;       // bytes/s
     double cap = 0;        // the flow's own rate cap from the fat-pipe links on its route; +inf when none

@@ -34,13 +34,17 @@ inline SimTime seconds_to_time(double seconds) {
   if (!(ps >= 0.0 && ps < 9223372036854775808.0)) throw time_out_of_range(seconds);
   return static_cast<SimTime>(ps);
 }
-inline double time_to_seconds(SimTime t) { return static_cast<double>(t) / static_cast<double>(kPicosPerSecond); }
+inline double time_to_seconds(SimTime t) {
+  return static_cast<double>(t) / static_cast<double>(kPicosPerSecond);
+}
 
 // now + d, throwing time_out_of_range instead of overflowing.
 inline SimTime checked_add(SimTime now, SimTime d) {
   if (d > kNever - now) throw time_out_of_range(time_to_seconds(now) + time_to_seconds(d));
   return now + d;
 }
-inline SimTime time_after(SimTime now, double seconds) { return checked_add(now, seconds_to_time(seconds)); }
+inline SimTime time_after(SimTime now, double seconds) {
+  return checked_add(now, seconds_to_time(seconds));
+}
 
 }  // namespace strata::sim

@@ -63,7 +63,8 @@ class Direct final : public CollectiveAlgorithm {
     const int node = topo.node_of(spec.group[0]);
     for (hw::Rank r : spec.group)
       if (topo.node_of(r) != node)
-        return fmt::format("direct runs {} within one node only (across nodes: alltoall and sendrecv)", op_name(spec.op));
+        return fmt::format("direct runs {} within one node only (across nodes: alltoall and sendrecv)",
+                           op_name(spec.op));
     return {};
   }
 
@@ -80,7 +81,8 @@ class Direct final : public CollectiveAlgorithm {
     switch (ctx.spec.op) {
       case CollectiveOp::kSendRecv:
         // nccl-tests' sendrecv_perf: every rank sends to the next and receives from the previous, at once.
-        for (int i = 0; i < n; ++i) finals.push_back({send(i, (i + 1) % n, S, ctx.label("send"), from_start)});
+        for (int i = 0; i < n; ++i)
+          finals.push_back({send(i, (i + 1) % n, S, ctx.label("send"), from_start)});
         break;
       case CollectiveOp::kBroadcast:
       case CollectiveOp::kReduce: {
@@ -119,6 +121,8 @@ class Direct final : public CollectiveAlgorithm {
 
 }  // namespace
 
-std::unique_ptr<CollectiveAlgorithm> make_direct() { return std::make_unique<Direct>(); }
+std::unique_ptr<CollectiveAlgorithm> make_direct() {
+  return std::make_unique<Direct>();
+}
 
 }  // namespace strata::sim::algorithms

@@ -23,7 +23,6 @@ double tree_chunk_bytes(double per_tree, int depth) {
   return chunk;
 }
 
-
 struct TreeShape {
   std::vector<hw::Rank> members;
   std::vector<int> parent;  // index into members; -1 for the root
@@ -74,7 +73,8 @@ TreeShape make_tree(const std::vector<std::vector<hw::Rank>>& nodes, const std::
 }
 
 // The members of each node (in `nodes` order) in the order `ring` visits them.
-std::vector<std::vector<hw::Rank>> node_chains(const BuildContext& ctx, const std::vector<std::vector<hw::Rank>>& nodes,
+std::vector<std::vector<hw::Rank>> node_chains(const BuildContext& ctx,
+                                               const std::vector<std::vector<hw::Rank>>& nodes,
                                                std::span<const hw::Rank> ring) {
   std::vector<std::vector<hw::Rank>> chains(nodes.size());
   for (hw::Rank r : ring)
@@ -87,11 +87,13 @@ class Tree final : public CollectiveAlgorithm {
  public:
   std::string_view name() const override { return "tree"; }
   std::string_view description() const override {
-    return "NCCL-style double binary trees across nodes (a pair per channel), chains inside nodes, chunk-pipelined";
+    return "NCCL-style double binary trees across nodes (a pair per channel), chains inside nodes, "
+           "chunk-pipelined";
   }
   nccl::Family family() const override { return nccl::Family::kTree; }
   std::string unsupported_reason(const CollectiveSpec& spec, const hw::Topology&) const override {
-    if (spec.op != CollectiveOp::kAllReduce && spec.op != CollectiveOp::kBroadcast && spec.op != CollectiveOp::kReduce)
+    if (spec.op != CollectiveOp::kAllReduce && spec.op != CollectiveOp::kBroadcast &&
+        spec.op != CollectiveOp::kReduce)
       return "tree implements allreduce, broadcast and reduce only";
     return {};
   }
@@ -147,9 +149,10 @@ class Tree final : public CollectiveAlgorithm {
       std::vector<int> tree_order = order;
       if (mirror) std::reverse(tree_order.begin(), tree_order.end());
       const TreeShape shape = make_tree(chains, tree_order, gateway);
-      const int chunks = ctx.spec.pipeline_chunks > 0
-                             ? ctx.spec.pipeline_chunks
-                             : std::max(1, static_cast<int>(std::ceil(per_tree / tree_chunk_bytes(per_tree, shape.depth))));
+      const int chunks =
+          ctx.spec.pipeline_chunks > 0
+              ? ctx.spec.pipeline_chunks
+              : std::max(1, static_cast<int>(std::ceil(per_tree / tree_chunk_bytes(per_tree, shape.depth))));
       const double chunk = per_tree / chunks;
       if (ctx.spec.granularity == Granularity::kFlow)
         finals.push_back({build_flow(ctx, shape, do_up, do_down, chunk, chunks, start, up_label, t)});
@@ -163,8 +166,8 @@ class Tree final : public CollectiveAlgorithm {
   // Flow granularity: the whole pipelined tree is one bundle. With D pipeline stages along the deepest
   // path (up, then down) and K chunks, the last chunk finishes after (K + D - 1) chunk times at the
   // bottleneck rate, plus the path's latencies.
-  static TaskId build_flow(BuildContext& ctx, const TreeShape& s, bool do_up, bool do_down, double chunk, int chunks,
-                           TaskId start, std::int32_t label, int lane) {
+  static TaskId build_flow(BuildContext& ctx, const TreeShape& s, bool do_up, bool do_down, double chunk,
+                           int chunks, TaskId start, std::int32_t label, int lane) {
     const std::size_t m = s.members.size();
     std::vector<std::pair<hw::Rank, hw::Rank>> hops;
     std::vector<double> lat_to_root(m, 0.0), lat_from_root(m, 0.0);
@@ -186,14 +189,15 @@ class Tree final : public CollectiveAlgorithm {
 
   // Step granularity: every chunk on every edge is a transfer. A node forwards chunk k up once all its
   // children's chunk k arrived and its link is free of chunk k-1; the root turns chunks around.
-  static void build_steps(BuildContext& ctx, const TreeShape& s, bool do_up, bool do_down, double chunk, int chunks,
-                          TaskId start, std::int32_t up_label, std::int32_t down_label, int lane,
+  static void build_steps(BuildContext& ctx, const TreeShape& s, bool do_up, bool do_down, double chunk,
+                          int chunks, TaskId start, std::int32_t up_label, std::int32_t down_label, int lane,
                           std::vector<Dep>& finals) {
     const std::size_t m = s.members.size();
     const auto root = static_cast<std::size_t>(s.root);
     std::vector<double> up_lat(m, 0);
     for (std::size_t i = 0; i < m; ++i)
-      if (s.parent[i] >= 0) up_lat[i] = ctx.step_latency(s.members[i], s.members[static_cast<std::size_t>(s.parent[i])]);
+      if (s.parent[i] >= 0)
+        up_lat[i] = ctx.step_latency(s.members[i], s.members[static_cast<std::size_t>(s.parent[i])]);
     // Post-order (children before parents) for the reduction.
     std::vector<int> post;
     std::vector<std::pair<int, std::size_t>> stack{{s.root, 0}};
@@ -218,8 +222,9 @@ class Tree final : public CollectiveAlgorithm {
           for (int c : s.children[vi]) deps.push_back({up_cur[static_cast<std::size_t>(c)], DepKind::kDone});
           if (s.children[vi].empty()) deps.push_back({start});
           if (up_prev[vi] >= 0) deps.push_back({up_prev[vi], DepKind::kSent});
-          up_cur[vi] = ctx.graph.add_transfer(s.members[vi], s.members[static_cast<std::size_t>(s.parent[vi])],
-                                              ctx.wire(chunk), up_lat[vi], up_label, deps, lane);
+          up_cur[vi] =
+              ctx.graph.add_transfer(s.members[vi], s.members[static_cast<std::size_t>(s.parent[vi])],
+                                     ctx.wire(chunk), up_lat[vi], up_label, deps, lane);
         }
       }
       if (do_down) {
@@ -232,7 +237,8 @@ class Tree final : public CollectiveAlgorithm {
             if (s.parent[vi] < 0) {
               // The root forwards chunk k once every child's reduced chunk k has arrived.
               if (do_up)
-                for (int cc : s.children[vi]) deps.push_back({up_cur[static_cast<std::size_t>(cc)], DepKind::kDone});
+                for (int cc : s.children[vi])
+                  deps.push_back({up_cur[static_cast<std::size_t>(cc)], DepKind::kDone});
               if (deps.empty()) deps.push_back({start});
             } else {
               const auto p = static_cast<std::size_t>(s.parent[vi]);
@@ -241,9 +247,9 @@ class Tree final : public CollectiveAlgorithm {
               deps.push_back({down_cur[p][idx], DepKind::kDone});
             }
             if (!down_prev[vi].empty()) deps.push_back({down_prev[vi][ci], DepKind::kSent});
-            down_cur[vi][ci] = ctx.graph.add_transfer(s.members[vi], s.members[c], ctx.wire(chunk),
-                                                      ctx.step_latency(s.members[vi], s.members[c]), down_label, deps,
-                                                      lane);
+            down_cur[vi][ci] =
+                ctx.graph.add_transfer(s.members[vi], s.members[c], ctx.wire(chunk),
+                                       ctx.step_latency(s.members[vi], s.members[c]), down_label, deps, lane);
           }
         }
       }
@@ -263,6 +269,8 @@ class Tree final : public CollectiveAlgorithm {
 
 }  // namespace
 
-std::unique_ptr<CollectiveAlgorithm> make_tree() { return std::make_unique<Tree>(); }
+std::unique_ptr<CollectiveAlgorithm> make_tree() {
+  return std::make_unique<Tree>();
+}
 
 }  // namespace strata::sim::algorithms
