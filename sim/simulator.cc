@@ -100,7 +100,7 @@ class Run final : public EventHandler, public FlowListener {
         break;
       }
       case TaskKind::kDelay:
-        engine_.schedule(engine_.now() + seconds_to_time(task.seconds), *this, static_cast<std::uint64_t>(t));
+        engine_.schedule(time_after(engine_.now(), task.seconds), *this, static_cast<std::uint64_t>(t));
         break;
     }
   }
@@ -113,7 +113,7 @@ class Run final : public EventHandler, public FlowListener {
           "compute task '{}' has no fixed duration and SimOptions::compute is not set",
           task.label >= 0 ? graph_.labels()[static_cast<std::size_t>(task.label)] : std::string("?")));
     const double seconds = task.seconds > 0 ? task.seconds : compute_->seconds(task.work, topo_.gpu());
-    engine_.schedule(engine_.now() + seconds_to_time(seconds), *this, static_cast<std::uint64_t>(t));
+    engine_.schedule(time_after(engine_.now(), seconds), *this, static_cast<std::uint64_t>(t));
   }
 
   void finish(TaskId t, bool sent, bool done) {
