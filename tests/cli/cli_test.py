@@ -826,10 +826,12 @@ class SizesAfterFix(unittest.TestCase):
         self.assertEqual(self.table_sizes("1048576:1073741824"), sizes_of(2**20, 2**30, 2))
         self.assertEqual(self.table_sizes("1k:4k"), [1024, 2048, 4096])
         self.assertEqual(self.table_sizes("1M:1G:32"), sizes_of(2**20, 2**30, 32))
-        self.assertRegex(strata("sim", "collective", "--help").out, r"(?i)1024")
         r = strata("sim", "collective", "--hw", src("configs/hw/dgx-a100.yaml"), "--sizes", "1Q")
         self.assertEqual(r.rc, 2, r)
         self.assertRegex(r.err, r"K.*M.*G")
+
+    def test_help_states_the_rule(self):
+        self.assertRegex(strata("sim", "collective", "--help").out, r"(?i)1024")
 
 
 class TunerAfterFix(unittest.TestCase):
