@@ -13,6 +13,7 @@
 #include "hw/units.h"
 #include "hw/yaml_reader.h"
 #include "sim/trace.h"
+#include "util/path.h"
 
 namespace strata::experiments {
 namespace {
@@ -34,8 +35,7 @@ struct SystemRun {
 
 bool run_plot_script(const std::string& script, const std::vector<std::string>& args) {
   std::string cmd =
-      fmt::format("/usr/bin/python3 '{}'",
-                  (std::filesystem::path(STRATA_SOURCE_DIR) / "experiments/plots" / script).string());
+      fmt::format("/usr/bin/python3 '{}'", util::find_data_file("experiments/plots/" + script).string());
   for (const auto& a : args) cmd += fmt::format(" '{}'", a);
   if (std::system(cmd.c_str()) == 0) return true;
   std::cerr

@@ -24,7 +24,7 @@ namespace {
 namespace rd = search::reduce;
 using Clock = std::chrono::steady_clock;
 
-// The paper's headline numbers (docs/reference p2.md section 11.2).
+// The paper's headline numbers (P2, Xie et al., MLSys 2022: abstract, section 4.1-4.2 and Appendix A).
 constexpr double kPaperMaxSpread = 448.5;
 constexpr double kPaperImprovedFraction = 0.69;
 constexpr double kPaperMeanSpeedup = 1.27;

@@ -1,4 +1,4 @@
-// The `p2-reproduction` experiment kind: P2's evaluation grid (docs/reference p2.md section 11) run on
+// The `p2-reproduction` experiment kind: P2's evaluation grid (Xie et al., MLSys 2022, section 4) run on
 // strata's placement enumeration, program synthesis and simulator, reported beside the paper's headline
 // numbers.
 #pragma once

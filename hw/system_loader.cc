@@ -74,7 +74,7 @@ GpuSpec read_gpu(const YamlReader& r) {
 }
 
 // DGX-1 (V100) hybrid cube-mesh: NVLink multiplicity per GPU pair, as reported by `nvidia-smi topo -m`
-// on DGX-1V (see docs/reference collectives-and-hardware.md section 10). Every GPU totals 6 links.
+// on DGX-1V (NVIDIA DGX-1 System Architecture whitepaper WP-08437-001). Every GPU totals 6 links.
 constexpr std::array<std::array<int, 3>, 16> kHybridCubeMesh{{
     {0, 1, 1}, {0, 2, 1}, {0, 3, 2}, {1, 2, 2}, {1, 3, 1}, {2, 3, 2},  // quad 0-3
     {4, 5, 1}, {4, 6, 1}, {4, 7, 2}, {5, 6, 2}, {5, 7, 1}, {6, 7, 2},  // quad 4-7
@@ -102,9 +102,11 @@ Topology build(const YamlReader& root, const LoadOptions& options) {
   root.expect_map({"name", "description", "gpu", "nodes", "node", "network"});
   const std::string name = root.at("name").as_string();
   GpuSpec gpu = read_gpu(root.at("gpu"));
-  int nodes = root.has("nodes") ? static_cast<int>(root.at("nodes").as_positive_int()) : 1;
+  int nodes = root.has("nodes") ? static_cast<int>(root.at("nodes").as_int_in(1, kMaxNodes)) : 1;
   if (options.nodes) {
-    if (*options.nodes < 1) throw ConfigError(fmt::format("--nodes: expected a positive integer, got {}", *options.nodes));
+    if (*options.nodes < 1 || *options.nodes > kMaxNodes)
+      throw ConfigError(
+          fmt::format("--nodes: expected an integer in 1..{}, got {}", kMaxNodes, *options.nodes));
     nodes = *options.nodes;
   }
 

@@ -10,8 +10,12 @@
 
 namespace strata::hw {
 
+// The largest cluster a system file or --nodes may describe (8,192 GPUs with 8 per node): well above the
+// clusters strata's experiments study, and small enough that building routes stays interactive.
+inline constexpr int kMaxNodes = 1024;
+
 struct LoadOptions {
-  std::optional<int> nodes;  // overrides the file's `nodes:` (the CLI's --nodes N)
+  std::optional<int> nodes;  // overrides the file's `nodes:` (the CLI's --nodes N), 1..kMaxNodes
 };
 
 Topology load_system(const std::string& path, const LoadOptions& options = {});

@@ -98,6 +98,12 @@ long long YamlReader::as_positive_int() const {
   return v;
 }
 
+long long YamlReader::as_int_in(long long min, long long max) const {
+  const long long v = as_int();
+  if (v < min || v > max) throw error(fmt::format("expected an integer in {}..{}, got {}", min, max, v));
+  return v;
+}
+
 double YamlReader::as_double() const {
   const std::string s = as_string();
   double v = 0;
@@ -123,7 +129,7 @@ double YamlReader::as_bandwidth() const {
 double YamlReader::as_bytes() const {
   const std::string s = as_string();
   if (auto v = units::parse_bytes(s)) return *v;
-  throw error(fmt::format("expected a size with a unit ({}), got '{}'", units::kByteUnits, s));
+  throw error(fmt::format("expected {}, got '{}'", util::kSizeRule, s));
 }
 
 double YamlReader::as_duration() const {

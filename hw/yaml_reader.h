@@ -45,10 +45,11 @@ class YamlReader {
   std::string as_string() const;
   long long as_int() const;            // any integer
   long long as_positive_int() const;   // >= 1
+  long long as_int_in(long long min, long long max) const;  // in [min, max]
   double as_double() const;            // any finite number
   bool as_bool() const;
   double as_bandwidth() const;  // "450 GB/s"; unit required, > 0
-  double as_bytes() const;      // "4 GiB"; unit required
+  double as_bytes() const;      // "4 GiB", "80 GB", "1048576" (util::parse_size's rule)
   double as_duration() const;   // "0.6 us"; unit required
   double as_flops() const;      // "989 TFLOPS"
 

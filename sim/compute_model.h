@@ -1,5 +1,6 @@
 // Compute cost: how long a kernel takes on a GPU. The simulator asks a ComputeCostModel, so measured
-// profiles (written by validate/) can replace the roofline estimate without touching the simulator.
+// profiles can replace the roofline estimate without touching the simulator (no strata component measures
+// them yet).
 #pragma once
 
 #include <string_view>

@@ -10,9 +10,9 @@
 #include "util/error.h"
 
 namespace strata::util {
+namespace fs = std::filesystem;
 
-void write_file_atomically(const std::filesystem::path& path, std::string_view text) {
-  namespace fs = std::filesystem;
+void check_output_path(const fs::path& path) {
   std::error_code ec;
   const fs::path folder = path.has_parent_path() ? path.parent_path() : fs::path(".");
   if (!fs::is_directory(folder, ec))
@@ -21,6 +21,11 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view t
   if (fs::is_directory(path, ec))
     throw InputError(
         fmt::format("{}: cannot write: it is a directory (expected a file name)", path.string()));
+}
+
+void write_file_atomically(const fs::path& path, std::string_view text) {
+  check_output_path(path);
+  std::error_code ec;
   const fs::path tmp = path.string() + ".tmp";
   const auto fail = [&](std::string_view why) {
     fs::remove(tmp, ec);

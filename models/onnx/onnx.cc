@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 
-#include "sim/trace.h"
+#include "util/atomic_file.h"
 
 namespace strata::models {
 namespace {
@@ -1037,7 +1037,7 @@ std::string export_onnx_bytes(const Graph& g) {
 }
 
 void export_onnx(const Graph& g, const std::string& path) {
-  sim::write_file_atomically(path, export_onnx_bytes(g));
+  util::write_file_atomically(path, export_onnx_bytes(g));
 }
 
 OnnxTensor read_onnx_tensor(const std::string& path) {

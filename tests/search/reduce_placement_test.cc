@@ -1,4 +1,4 @@
-// Placements: matrix enumeration (counts from docs/reference p2.md section 4.2, brute force), the layout
+// Placements: matrix enumeration (counts by brute force and from P2 section 3.1 and Appendix A), the layout
 // convention (P2 Fig. 2b-2d) and the placement hierarchy of non-switched nodes.
 #include <gtest/gtest.h>
 

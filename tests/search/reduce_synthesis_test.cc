@@ -1,5 +1,5 @@
-// Synthesis: program counts (docs/reference p2.md section 8.1), the grouping table of P2 Table 2, the text
-// form, synthesis hierarchies (P2 Table 1) and the validity lemmas.
+// Synthesis: program counts (P2 Table 4 and Appendix A; docs/reduce.md, 'Program counts'), the grouping
+// table of P2 Table 2, the text form, synthesis hierarchies (P2 Table 1) and the validity lemmas.
 #include <gtest/gtest.h>
 
 #include <algorithm>
