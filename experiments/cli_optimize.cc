@@ -168,7 +168,8 @@ void add_optimize_commands(CLI::App& app) {
   add_int_option(*g, "--max-ops", o->max_ops, {1, 4}, "largest graph size in operators");
   add_int_option(*g, "--max-outputs", o->max_outputs, {1, 8}, "largest number of mapped outputs of a rule");
   add_int_option(*g, "--seed", o->seed, kSeedRange, "seed of the random inputs");
-  g->add_option("--tolerance", o->tolerance, "relative tolerance of the floating-point confirmation")->capture_default_str();
+  add_real_option(*g, "--tolerance", o->tolerance, 0, 1,
+                  "relative tolerance of the floating-point confirmation");
   g->add_flag("--keep-unrelated", o->keep_unrelated,
               "keep multi-output rules whose outputs share no operator, e.g. over disjoint inputs (conjunctions of "
               "smaller rules; TASO keeps them)");
@@ -185,9 +186,7 @@ void add_optimize_commands(CLI::App& app) {
   opt->add_option("--rules", p->rules,
                   "rule file (strata or TASO format); default: TASO's 133 shipped rules less the 4 unproved (99, 100, "
                   "130, 131)");
-  opt->add_option("--alpha", p->alpha, "relaxation: keep graphs cheaper than alpha * best")
-      ->capture_default_str()
-      ->check(CLI::Range(1.0, 10.0));
+  add_real_option(*opt, "--alpha", p->alpha, 1.0, 10.0, "relaxation: keep graphs cheaper than alpha * best");
   add_int_option(*opt, "--budget", p->budget, {1, 100000000}, "graphs taken from the priority queue");
   add_int_option(*opt, "--batch", p->batch, {0, kMaxModelDim}, "batch size (zoo models; 0: model default)",
                  false);

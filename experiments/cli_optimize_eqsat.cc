@@ -45,18 +45,15 @@ void add_eqsat_options(CLI::App& cmd, EqsatCli& o) {
       ->check(CLI::IsMember({"backtrack", "eqsat", "both"}));
   add_int_option(cmd, "--eqsat-iterations", o.options.max_iterations, {1, 1000}, "eqsat: iteration limit");
   add_int_option(cmd, "--eqsat-node-limit", o.options.node_limit, {1, 100000000}, "eqsat: e-node limit");
-  cmd.add_option("--eqsat-time-limit", o.options.time_limit_s, "eqsat: saturation time limit, seconds")
-      ->capture_default_str()
-      ->check(CLI::Range(0.001, 1e6));
+  add_real_option(cmd, "--eqsat-time-limit", o.options.time_limit_s, 0.001, 1e6,
+                  "eqsat: saturation time limit, seconds");
   add_int_option(cmd, "--eqsat-multi-iterations", o.options.multi_iterations, {0, 1000},
                  "eqsat: apply multi-root rules in the first K iterations (Tensat's k_multi)");
   cmd.add_option("--extraction", o.extraction, "eqsat: ilp (Z3, shared nodes counted once) or greedy")
       ->capture_default_str()
       ->check(CLI::IsMember({"ilp", "greedy"}));
-  cmd.add_option("--ilp-time-limit", o.options.ilp_time_limit_s,
-                 "eqsat: ILP time limit in seconds; greedy extraction is used past it")
-      ->capture_default_str()
-      ->check(CLI::Range(0.001, 1e6));
+  add_real_option(cmd, "--ilp-time-limit", o.options.ilp_time_limit_s, 0.001, 1e6,
+                  "eqsat: ILP time limit in seconds; greedy extraction is used past it");
 }
 
 void run_eqsat_optimize(const EqsatCli& o, const models::Graph& g, std::span<const ss::Rule> rules,

@@ -33,6 +33,19 @@ CLI::Option* add_int_option(CLI::App& cmd, const std::string& name, T& target, u
   return opt;
 }
 
+// A floating-point option `name` stored in `target`: the whole value must be a finite number in [min, max]
+// (util::parse_real; "nan" and "inf" are refused).
+inline CLI::Option* add_real_option(CLI::App& cmd, const std::string& name, double& target, double min,
+                                    double max, const std::string& help) {
+  auto* opt = cmd.add_option_function<std::string>(
+      name,
+      [&target, min, max, name](const std::string& text) { target = util::parse_real(text, min, max, name); },
+      fmt::format("{} ({}..{})", help, min, max));
+  opt->type_name("NUMBER");
+  opt->default_str(fmt::format("{}", target));
+  return opt;
+}
+
 // The largest batch size, sequence length or symbolic ONNX dimension accepted on the command line (2^20).
 inline constexpr std::int64_t kMaxModelDim = std::int64_t{1} << 20;
 // Seeds: any non-negative 64-bit signed integer.

@@ -113,7 +113,7 @@ Topology build(const YamlReader& root, const LoadOptions& options) {
   const YamlReader node = root.at("node");
   node.expect_map({"gpus", "levels", "fabric", "host", "nics"});
   NodeSpec ns;
-  ns.gpus = static_cast<int>(node.at("gpus").as_positive_int());
+  ns.gpus = static_cast<int>(node.at("gpus").as_int_in(1, kMaxGpusPerNode));
 
   // Hierarchy view: the cluster level, then the node's own levels (default: one level of GPUs).
   std::vector<Level> levels{{"node", nodes}};

@@ -14,6 +14,10 @@ namespace strata::hw {
 // clusters strata's experiments study, and small enough that building routes stays interactive.
 inline constexpr int kMaxNodes = 1024;
 
+// The most GPUs one node may have: a DGX GH200 joins 256 GPUs in one NVLink domain, the largest shipped;
+// beyond it building a node's routes stops being interactive.
+inline constexpr int kMaxGpusPerNode = 256;
+
 struct LoadOptions {
   std::optional<int> nodes;  // overrides the file's `nodes:` (the CLI's --nodes N), 1..kMaxNodes
 };

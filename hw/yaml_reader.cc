@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -94,7 +95,9 @@ long long YamlReader::as_int() const {
 
 long long YamlReader::as_positive_int() const {
   const long long v = as_int();
-  if (v < 1) throw error(fmt::format("expected a positive integer, got {}", v));
+  // Callers store counts in int: larger values would wrap (gpus: 4294967304 read as 8).
+  if (v < 1 || v > std::numeric_limits<int>::max())
+    throw error(fmt::format("expected an integer in 1..{}, got {}", std::numeric_limits<int>::max(), v));
   return v;
 }
 

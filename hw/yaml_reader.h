@@ -44,7 +44,7 @@ class YamlReader {
 
   std::string as_string() const;
   long long as_int() const;            // any integer
-  long long as_positive_int() const;   // >= 1
+  long long as_positive_int() const;   // 1..INT_MAX (counts are stored in int)
   long long as_int_in(long long min, long long max) const;  // in [min, max]
   double as_double() const;            // any finite number
   bool as_bool() const;

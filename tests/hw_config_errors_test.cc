@@ -99,4 +99,13 @@ TEST(ConfigErrors, NodeCountIsRangeChecked) {
   EXPECT_NE(e.find("expected an integer in 1..1024, got 99999999999"), std::string::npos) << e;
 }
 
+// Issue 11: `gpus: 4294967304` was narrowed to int and read as 8 GPUs.
+TEST(ConfigErrors, GpuCountIsRangeCheckedNotNarrowed) {
+  const auto e = error_of(replace(kGood, "  gpus: 4\n", "  gpus: 4294967304\n"));
+  EXPECT_NE(e.find("bad.yaml:4"), std::string::npos) << e;
+  EXPECT_NE(e.find("node.gpus: expected an integer in 1..256, got 4294967304"), std::string::npos) << e;
+  const auto c = error_of(replace(kGood, "cpus: 1", "cpus: 4294967297"));
+  EXPECT_NE(c.find("expected an integer in 1..2147483647, got 4294967297"), std::string::npos) << c;
+}
+
 }  // namespace strata::hw

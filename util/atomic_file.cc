@@ -33,7 +33,9 @@ void write_file_atomically(const fs::path& path, std::string_view text) {
   };
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw fail(fmt::format("cannot create temporary file '{}'", tmp.string()));
+    if (!out)  // the user's folder is not writable: an input error, not an internal one
+      throw InputError(
+          fmt::format("{}: cannot write: cannot create '{}' in its folder", path.string(), tmp.string()));
     out.write(text.data(), static_cast<std::streamsize>(text.size()));
     out.flush();
     if (!out) throw fail("write failed (disk full?)");

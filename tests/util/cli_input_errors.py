@@ -54,6 +54,10 @@ expect_error(["sim", "collective", "--hw", "configs/hw/dgx-a100.yaml", "--group"
              "--group: '1x' is not a rank or range")
 expect_error(["sim", "collective", "--hw", "configs/hw/dgx-a100.yaml", "--group", "5-3"],
              "--group: range '5-3' runs backwards")
+expect_error(["optimize", "--model", "squeezenet", "--hw", "configs/hw/dgx-a100.yaml", "--alpha", "nan"],
+             "--alpha: expected a number in 1..10, got 'nan'")
+expect_error(["sim", "collective", "--hw", "configs/hw/dgx-a100.yaml", "--group", "0-2147483647"],
+             "--group: rank 2147483647 is outside 0..7")
 with tempfile.TemporaryDirectory() as tmp:
     missing = os.path.join(tmp, "nonexistent", "dir")
     expect_error(["sim", "collective", "--hw", "configs/hw/dgx-a100.yaml", "--sizes", "1MiB", "--trace",
