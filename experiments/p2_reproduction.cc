@@ -21,7 +21,7 @@ namespace {
 namespace rd = search::reduce;
 using Clock = std::chrono::steady_clock;
 
-// The paper's headline numbers (P2 section 4).
+// The paper's headline numbers (P2, Xie et al., MLSys 2022: abstract, section 4.1-4.2 and Appendix A).
 constexpr double kPaperMaxSpread = 448.5;
 constexpr double kPaperImprovedFraction = 0.69;
 constexpr double kPaperMeanSpeedup = 1.27;
