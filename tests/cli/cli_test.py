@@ -534,7 +534,7 @@ class Synth(unittest.TestCase):
         base = ["synth", "--hw", src("configs/hw/gcp-a100x16.yaml"), "--nodes", "4"]
         for args, option in [(["--axes", "4,15", "--reduce", "0", "--bytes", "4GiB"], "--axes"),
                              (["--axes", "4,16", "--reduce", "5", "--bytes", "4GiB"], "--reduce"),
-                             (["--axes", "4,16", "--reduce", "0", "--bytes", "4"], "--bytes")]:
+                             (["--axes", "4,16", "--reduce", "0", "--bytes", "4x"], "--bytes")]:
             r = strata(*base, *args)
             self.assertEqual(r.rc, 2, r)
             self.assertIn(option, r.err)

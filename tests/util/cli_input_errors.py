@@ -47,9 +47,9 @@ expect_error(["sim", "collective", "--hw", "configs/hw/dgx-a100.yaml", "--sizes"
 
 # Defect 10, the parsing parts.
 expect_error(["hw", "show", "configs/hw/dgx-h100.yaml", "--nodes", "0"],
-             "--nodes: expected an integer in 1..1024, got '0'")
+             "--nodes: expected an integer in 1..1048576, got '0'")
 expect_error(["sim", "collective", "--hw", "configs/hw/dgx-a100.yaml", "--nodes", "0"],
-             "--nodes: expected an integer in 1..1024, got '0'")
+             "--nodes: expected an integer in 1..1048576, got '0'")
 expect_error(["sim", "collective", "--hw", "configs/hw/dgx-a100.yaml", "--group", "0,1x,2y"],
              "--group: '1x' is not a rank or range")
 expect_error(["sim", "collective", "--hw", "configs/hw/dgx-a100.yaml", "--group", "5-3"],
