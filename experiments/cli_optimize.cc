@@ -5,8 +5,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <stdexcept>
 #include <ranges>
+#include <stdexcept>
 #include <string>
 
 #include <fmt/format.h>
@@ -16,11 +16,11 @@
 #include "hw/config_error.h"
 #include "hw/system_loader.h"
 #include "models/cost/cost_model.h"
-#include "models/exec/executor.h"
 #include "models/onnx/onnx.h"
 #include "models/zoo/zoo.h"
 #include "search/subst/generator.h"
 #include "search/subst/optimizer.h"
+#include "search/subst/output_check.h"
 #include "search/subst/rule.h"
 #include "search/subst/xfers.h"
 #include "sim/trace.h"
@@ -69,7 +69,8 @@ void run_generate(const GenerateCli& o) {
 // The shipped 133 TASO rules, less the four the Z3 verifier cannot prove within its timeout (taso.md §3.5:
 // indices 99, 100, 130, 131); everything else in that file is proved by `strata subst verify`.
 // The copy in the repository (byte-identical to shared/reference/taso-rules, see its README).
-constexpr const char* kDefaultRules = STRATA_SOURCE_DIR "/tests/subst/data/taso-rules/taso_shipped_133_equations.txt";
+constexpr const char* kDefaultRules =
+    STRATA_SOURCE_DIR "/tests/subst/data/taso-rules/taso_shipped_133_equations.txt";
 constexpr std::string_view kUnprovedShipped[] = {"99", "100", "130", "131"};
 
 struct OptimizeCli {
@@ -91,7 +92,8 @@ void run_optimize(const OptimizeCli& o) {
   std::vector<ss::Rule> rules;
   if (o.rules.empty()) {
     for (auto& r : ss::load_rules(kDefaultRules, ss::RuleFileFormat::taso, ss::TasoShapes::unknown))
-      if (std::find(std::begin(kUnprovedShipped), std::end(kUnprovedShipped), r.name) == std::end(kUnprovedShipped))
+      if (std::find(std::begin(kUnprovedShipped), std::end(kUnprovedShipped), r.name) ==
+          std::end(kUnprovedShipped))
         rules.push_back(std::move(r));
   } else {
     rules = ss::load_rules(o.rules, ss::RuleFileFormat::automatic, ss::TasoShapes::unknown);
@@ -111,7 +113,8 @@ void run_optimize(const OptimizeCli& o) {
       throw std::invalid_argument(fmt::format("--xfers: {}", e.what()));
     }
   }
-  fmt::print("model {}: {} nodes; {} rules; device {}\n", g.name(), g.nodes().size(), rules.size(), topo.gpu().name);
+  fmt::print("model {}: {} nodes; {} rules; device {}\n", g.name(), g.nodes().size(), rules.size(),
+             topo.gpu().name);
   if (o.eqsat.optimizer != "backtrack") {
     run_eqsat_optimize(o.eqsat, g, rules, cost, opt, o.output, o.check, o.seed);
     return;
@@ -119,8 +122,10 @@ void run_optimize(const OptimizeCli& o) {
   const auto res = ss::optimize(g, rules, cost, opt);
   fmt::print("predicted time before: {:.4f} ms\n", res.cost_before * 1e3);
   fmt::print("predicted time after:  {:.4f} ms ({:.2f}x), {} -> {} nodes\n", res.cost_after * 1e3,
-             res.cost_after > 0 ? res.cost_before / res.cost_after : 0.0, g.nodes().size(), res.graph.nodes().size());
-  fmt::print("search: {} graphs explored, {} generated, {:.2f} s\n", res.explored, res.generated, res.seconds);
+             res.cost_after > 0 ? res.cost_before / res.cost_after : 0.0, g.nodes().size(),
+             res.graph.nodes().size());
+  fmt::print("search: {} graphs explored, {} generated, {:.2f} s\n", res.explored, res.generated,
+             res.seconds);
   fmt::print("substitutions applied ({}):\n", res.applied.size());
   for (const auto& a : res.applied) fmt::print("  rule {} at {}\n", a.rule, fmt::join(a.nodes, ", "));
   if (!o.output.empty()) {
@@ -132,23 +137,9 @@ void run_optimize(const OptimizeCli& o) {
     fmt::print("wrote {}\n", o.listing);
   }
   if (o.check) {
-    models::ExecOptions eo;
-    eo.seed = o.seed;
-    const auto before = models::execute<double>(g, {}, eo);
-    const auto after = models::execute<double>(res.graph, {}, eo);
-    double diff = 0, scale = 0;
-    for (std::size_t i = 0; i < g.outputs().size(); ++i) {
-      const auto& a = before[static_cast<std::size_t>(g.outputs()[i])];
-      const auto& b = after[static_cast<std::size_t>(res.graph.outputs()[i])];
-      if (a.size() != b.size()) throw std::runtime_error(fmt::format("check: output {} changed size", i));
-      for (std::size_t k = 0; k < a.size(); ++k) {
-        diff = std::max(diff, std::abs(a[k] - b[k]));
-        scale = std::max(scale, std::abs(a[k]));
-      }
-    }
-    fmt::print("check (reference executor, random inputs seed {}): max abs difference {:.3g} (max |output| {:.3g})\n",
-               o.seed, diff, scale);
-    if (!(diff <= 1e-6 * std::max(1.0, scale)))
+    const auto c = ss::check_same_function(g, res.graph, {.seed = o.seed});
+    fmt::print("check (reference executor, random inputs seed {}): {}\n", o.seed, c.verdict());
+    if (!c.pass())
       throw std::runtime_error("check failed: the optimized graph computes a different function");
   }
 }
@@ -158,34 +149,42 @@ void run_optimize(const OptimizeCli& o) {
 void add_optimize_commands(CLI::App& app) {
   auto* subst = app.get_subcommand("subst");  // created by add_subst_commands
   auto o = std::make_shared<GenerateCli>();
-  auto* g = subst->add_subcommand("generate",
-                                  "enumerate graphs of up to N operators, pair equal fingerprints, confirm in double "
-                                  "precision, prune, write rules (progress on stderr)");
-  g->add_option("--ops", o->ops, "operator set: taso, or a comma-separated list (ewadd,ewmul,smul,matmul,transpose,"
-                                 "transpose_layout,relu,conv2d,conv2d_relu,poolavg,poolmax,concat,split,enlarge,constants)")
+  auto* g = subst->add_subcommand(
+      "generate",
+      "enumerate graphs of up to N operators, pair equal fingerprints, confirm in double "
+      "precision, prune, write rules (progress on stderr)");
+  g->add_option("--ops", o->ops,
+                "operator set: taso, or a comma-separated list (ewadd,ewmul,smul,matmul,transpose,"
+                "transpose_layout,relu,conv2d,conv2d_relu,poolavg,poolmax,concat,split,enlarge,constants)")
       ->capture_default_str();
-  g->add_option("--max-ops", o->max_ops, "largest graph size in operators (1..4)")->capture_default_str()->check(CLI::Range(1, 4));
+  g->add_option("--max-ops", o->max_ops, "largest graph size in operators (1..4)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4));
   g->add_option("--max-outputs", o->max_outputs, "largest number of mapped outputs of a rule (1..8)")
       ->capture_default_str()
       ->check(CLI::Range(1, 8));
   g->add_option("--seed", o->seed, "seed of the random inputs")->capture_default_str();
-  g->add_option("--tolerance", o->tolerance, "relative tolerance of the floating-point confirmation")->capture_default_str();
-  g->add_flag("--keep-unrelated", o->keep_unrelated,
-              "keep multi-output rules whose outputs share no operator, e.g. over disjoint inputs (conjunctions of "
-              "smaller rules; TASO keeps them)");
+  g->add_option("--tolerance", o->tolerance, "relative tolerance of the floating-point confirmation")
+      ->capture_default_str();
+  g->add_flag(
+      "--keep-unrelated", o->keep_unrelated,
+      "keep multi-output rules whose outputs share no operator, e.g. over disjoint inputs (conjunctions of "
+      "smaller rules; TASO keeps them)");
   g->add_option("-o,--output", o->output, "rule file to write (strata rule format)")->required();
   g->callback([o] { run_generate(*o); });
 
   auto p = std::make_shared<OptimizeCli>();
-  auto* opt = app.add_subcommand("optimize",
-                                 "Cost-based backtracking search over substitution rules (TASO): predicted time before "
-                                 "and after, the substitutions applied, ONNX output, equality check by the reference "
-                                 "executor");
+  auto* opt = app.add_subcommand(
+      "optimize",
+      "Cost-based backtracking search over substitution rules (TASO): predicted time before "
+      "and after, the substitutions applied, ONNX output, equality check by the reference "
+      "executor");
   opt->add_option("--model", p->model, "zoo model name or .onnx file")->required();
   opt->add_option("--hw", p->hw, "system YAML; its GPU prices the operators")->required();
-  opt->add_option("--rules", p->rules,
-                  "rule file (strata or TASO format); default: TASO's 133 shipped rules less the 4 unproved (99, 100, "
-                  "130, 131)");
+  opt->add_option(
+      "--rules", p->rules,
+      "rule file (strata or TASO format); default: TASO's 133 shipped rules less the 4 unproved (99, 100, "
+      "130, 131)");
   opt->add_option("--alpha", p->alpha, "relaxation: keep graphs cheaper than alpha * best")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 10.0));
@@ -194,14 +193,16 @@ void add_optimize_commands(CLI::App& app) {
       ->check(CLI::Range(1, 100000000));
   opt->add_option("--batch", p->batch, "batch size (zoo models; 0: model default)");
   opt->add_option("--seq", p->seq, "sequence length (zoo sequence models; 0: model default)");
-  opt->add_option("--seed", p->seed, "seed of the random inputs of the equality check")->capture_default_str();
+  opt->add_option("--seed", p->seed, "seed of the random inputs of the equality check")
+      ->capture_default_str();
   opt->add_flag("!--no-check", p->check, "skip the reference-executor equality check");
   opt->add_option("-o,--output", p->output, "write the optimized graph as ONNX");
   opt->add_option("--listing", p->listing, "write a readable listing of the optimized graph (backtrack)");
-  opt->add_option("--xfers", p->xfers,
-                  "hand-written transformations used besides the rules: all, none, or a comma-separated list of "
-                  "fuse_conv_batchnorm, fuse_conv_relu, merge_convs, merge_gconv, matmul_operand_layout "
-                  "(search/subst/xfers.h)")
+  opt->add_option(
+         "--xfers", p->xfers,
+         "hand-written transformations used besides the rules: all, none, or a comma-separated list of "
+         "fuse_conv_batchnorm, fuse_conv_relu, merge_convs, merge_gconv, matmul_operand_layout "
+         "(search/subst/xfers.h)")
       ->capture_default_str();
   add_eqsat_options(*opt, p->eqsat);
   opt->callback([p] { run_optimize(*p); });
