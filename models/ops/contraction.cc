@@ -1,6 +1,8 @@
 // Contractions: matmul (2-D), batch_matmul (batched, broadcasting batch dimensions), conv2d (NCHW, OIHW
 // weights, stride/padding/dilation/groups, optional bias, fused relu) with its two gradient operators, and
 // enlarge (zero-pads a conv kernel to a larger size, centred) with its gradient.
+#include <algorithm>
+
 #include "models/ops/activations.h"
 #include "models/ops/common.h"
 #include "models/train/grad_context.h"
@@ -189,7 +191,31 @@ void conv_kernel(const KernelCall<T>& c) {
   const T* x = c.in[0].data;
   const T* w = c.in[1].data;
   for (std::int64_t i = 0; i < c.out[0].numel; ++i) o[i] = T{};
-  conv_loop(g, [&](std::int64_t oi, std::int64_t xi, std::int64_t wi) { o[oi] += x[xi] * w[wi]; });
+  // conv_loop's sums, with the output pixels innermost (contiguous, bounds hoisted): each output element
+  // still adds its terms in (ic, ky, kx) order, so results are the same to the bit, several times faster.
+  const std::int64_t cg = g.c / g.g, og = g.o / g.g;
+  for (std::int64_t n = 0; n < g.n; ++n)
+    for (std::int64_t oc = 0; oc < g.o; ++oc) {
+      T* out = o + (n * g.o + oc) * g.oh * g.ow;
+      for (std::int64_t ic = 0; ic < cg; ++ic) {
+        const T* xin = x + (n * g.c + (oc / og) * cg + ic) * g.h * g.w;
+        for (std::int64_t ky = 0; ky < g.kh; ++ky)
+          for (std::int64_t kx = 0; kx < g.kw; ++kx) {
+            const T wv = w[((oc * cg + ic) * g.kh + ky) * g.kw + kx];
+            const std::int64_t shift = kx * g.dw - g.pl;  // ix = ox * sw + shift must lie in [0, w)
+            const std::int64_t lo = shift >= 0 ? 0 : (-shift + g.sw - 1) / g.sw;
+            const std::int64_t last = g.w - 1 - shift;
+            const std::int64_t hi = last < 0 ? 0 : std::min(g.ow, last / g.sw + 1);
+            for (std::int64_t oy = 0; oy < g.oh; ++oy) {
+              const std::int64_t iy = oy * g.sh - g.pt + ky * g.dh;
+              if (iy < 0 || iy >= g.h) continue;
+              const T* row = xin + iy * g.w;
+              T* orow = out + oy * g.ow;
+              for (std::int64_t ox = lo; ox < hi; ++ox) orow[ox] += row[ox * g.sw + shift] * wv;
+            }
+          }
+      }
+    }
   if (c.in.size() == 3) {
     const std::int64_t hw = g.oh * g.ow;
     for (std::int64_t i = 0; i < c.out[0].numel; ++i) o[i] += c.in[2][(i / hw) % g.o];
