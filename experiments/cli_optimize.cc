@@ -66,12 +66,9 @@ void run_generate(const GenerateCli& o) {
   fmt::print("time {:.2f} s, peak RSS {:.1f} MiB\n", s.seconds, static_cast<double>(s.peak_rss_kib) / 1024.0);
 }
 
-// The shipped 133 TASO rules, less the four the Z3 verifier cannot prove within its timeout (taso.md §3.5:
-// indices 99, 100, 130, 131); everything else in that file is proved by `strata subst verify`.
-// The copy in the repository (byte-identical to shared/reference/taso-rules, see its README).
-constexpr const char* kDefaultRules =
-    STRATA_SOURCE_DIR "/tests/subst/data/taso-rules/taso_shipped_133_equations.txt";
-constexpr std::string_view kUnprovedShipped[] = {"99", "100", "130", "131"};
+// The default rule set: the rules of TASO's shipped 133-rule file that strata's verifier proves, written by
+// `strata subst verify` (configs/subst/README.md gives the command).
+constexpr const char* kDefaultRules = STRATA_SOURCE_DIR "/configs/subst/taso_shipped_verified.rules";
 
 struct OptimizeCli {
   std::string model, hw, rules, output;
@@ -89,15 +86,8 @@ void run_optimize(const OptimizeCli& o) {
   models::Graph g = o.model.ends_with(".onnx")
                         ? models::import_onnx(o.model)
                         : models::zoo::build_model(o.model, {.batch = o.batch, .seq_len = o.seq});
-  std::vector<ss::Rule> rules;
-  if (o.rules.empty()) {
-    for (auto& r : ss::load_rules(kDefaultRules, ss::RuleFileFormat::taso, ss::TasoShapes::unknown))
-      if (std::find(std::begin(kUnprovedShipped), std::end(kUnprovedShipped), r.name) ==
-          std::end(kUnprovedShipped))
-        rules.push_back(std::move(r));
-  } else {
-    rules = ss::load_rules(o.rules, ss::RuleFileFormat::automatic, ss::TasoShapes::unknown);
-  }
+  const auto rules = ss::load_rules(o.rules.empty() ? std::string(kDefaultRules) : o.rules,
+                                    ss::RuleFileFormat::automatic, ss::TasoShapes::unknown);
   const models::CostModel cost(topo.gpu());
   ss::OptimizerOptions opt;
   opt.alpha = o.alpha;
@@ -183,8 +173,8 @@ void add_optimize_commands(CLI::App& app) {
   opt->add_option("--hw", p->hw, "system YAML; its GPU prices the operators")->required();
   opt->add_option(
       "--rules", p->rules,
-      "rule file (strata or TASO format); default: TASO's 133 shipped rules less the 4 unproved (99, 100, "
-      "130, 131)");
+      "rule file (strata or TASO format); default: configs/subst/taso_shipped_verified.rules, the 129 of "
+      "TASO's 133 shipped rules that `strata subst verify` proves");
   opt->add_option("--alpha", p->alpha, "relaxation: keep graphs cheaper than alpha * best")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 10.0));
