@@ -22,6 +22,7 @@
 #include "search/subst/optimizer.h"
 #include "search/subst/output_check.h"
 #include "search/subst/rule.h"
+#include "search/subst/weight_folding.h"
 #include "search/subst/xfers.h"
 #include "sim/trace.h"
 
@@ -119,8 +120,10 @@ void run_optimize(const OptimizeCli& o) {
   fmt::print("substitutions applied ({}):\n", res.applied.size());
   for (const auto& a : res.applied) fmt::print("  rule {} at {}\n", a.rule, fmt::join(a.nodes, ", "));
   if (!o.output.empty()) {
-    models::export_onnx(res.graph, o.output);
-    fmt::print("wrote {}\n", o.output);
+    // Weight-only nodes are folded into parameters, as the cost above assumes
+    // (search/subst/weight_folding.h).
+    models::export_onnx(ss::fold_weight_only(res.graph), o.output);
+    fmt::print("wrote {} (weight-only nodes folded into parameters)\n", o.output);
   }
   if (!o.listing.empty()) {
     sim::write_file_atomically(o.listing, ss::graph_listing(res.graph));

@@ -7,6 +7,7 @@
 #include "experiments/optimizer_compare.h"
 #include "models/onnx/onnx.h"
 #include "search/subst/output_check.h"
+#include "search/subst/weight_folding.h"
 
 namespace strata::cli {
 namespace {
@@ -109,8 +110,9 @@ void run_eqsat_optimize(const EqsatCli& o, const models::Graph& g, std::span<con
     if (!d.pass()) throw std::runtime_error("check failed: the eqsat result computes a different function");
   }
   if (!output.empty()) {
-    models::export_onnx(best, output);
-    fmt::print("wrote {} ({} result)\n", output, best_name);
+    // Weight-only nodes are folded into parameters, as the cost assumes (search/subst/weight_folding.h).
+    models::export_onnx(ss::fold_weight_only(best), output);
+    fmt::print("wrote {} ({} result, weight-only nodes folded into parameters)\n", output, best_name);
   }
 }
 

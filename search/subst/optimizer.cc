@@ -17,6 +17,7 @@
 #include <tbb/parallel_for.h>
 
 #include "search/subst/ir_bridge.h"
+#include "search/subst/weight_folding.h"
 
 namespace strata::search::subst {
 namespace {
@@ -634,22 +635,13 @@ Graph remove_dead_nodes(const Graph& g) {
 NodeCosts node_costs(const Graph& g, const models::CostModel& cost) {
   // Nodes computed from weights and constants only (a concatenation of two weight matrices, an enlarged
   // kernel) are folded once before inference, as in TASO, and cost nothing per step.
+  // (search/subst/weight_folding.h: the written graph holds them folded too.)
   NodeCosts c;
   c.node.assign(g.nodes().size(), 0.0);
-  c.folded.assign(g.values().size(), 0);
-  for (ValueId v = 0; v < static_cast<ValueId>(g.values().size()); ++v) {
-    const auto k = g.value(v).kind;
-    if (g.value(v).producer < 0 && (k == models::ValueKind::kParam || k == models::ValueKind::kConstant))
-      c.folded[static_cast<std::size_t>(v)] = 1;
-  }
+  c.folded = weight_only_values(g);
   for (NodeId i = 0; i < static_cast<NodeId>(g.nodes().size()); ++i) {
     const Node& n = g.node(i);
-    const bool foldable = std::all_of(n.inputs.begin(), n.inputs.end(),
-                                      [&](ValueId v) { return c.folded[static_cast<std::size_t>(v)] != 0; });
-    if (foldable) {
-      for (ValueId o : n.outputs) c.folded[static_cast<std::size_t>(o)] = 1;
-      continue;
-    }
+    if (!n.outputs.empty() && c.folded[static_cast<std::size_t>(n.outputs[0])]) continue;
     c.node[static_cast<std::size_t>(i)] = cost.node_cost(g, n).seconds;
     c.total += c.node[static_cast<std::size_t>(i)];
   }
