@@ -402,6 +402,23 @@ std::vector<AttrSpec> with(std::vector<AttrSpec> base, AttrSpec extra) {
   return base;
 }
 
+// Output rows are op(a)'s rows, columns op(b)'s columns (transposed operands read the other axis).
+SplitAxisTrace matmul_split_axis(std::span<const TensorType> in, const TensorType&, const Attrs& a,
+                                 std::int64_t axis) {
+  if (in.size() != 2 || in[0].rank() != 2 || in[1].rank() != 2) return {};
+  if (axis == 0) return {std::nullopt, {{0, a.i("trans_a") != 0 ? 1 : 0}}};
+  if (axis == 1) return {std::nullopt, {{1, a.i("trans_b") != 0 ? 0 : 1}}};
+  return {};
+}
+// Batch from the input, output channels from the weight's first axis (any grouping).
+SplitAxisTrace conv_split_axis(std::span<const TensorType> in, const TensorType&, const Attrs&,
+                               std::int64_t axis) {
+  if (in.size() < 2) return {};
+  if (axis == 0) return {std::nullopt, {{0, 0}}};
+  if (axis == 1) return {std::nullopt, {{1, 0}}};
+  return {};
+}
+
 }  // namespace
 
 void register_contraction_ops(OpRegistry& r) {
@@ -414,6 +431,7 @@ void register_contraction_ops(OpRegistry& r) {
          .attrs = kMatmulAttrs,
          .associative = true,
          .linear_in = {0, 1},
+         .split_axis = matmul_split_axis,
          .shape = matmul_shape,
          .flops = matmul_flops,
          .kernel = STRATA_KERNELS(bmm_kernel),
@@ -445,6 +463,7 @@ void register_contraction_ops(OpRegistry& r) {
                            {"acti", SymbolParamKind::activation}},
          .symbol_inputs = 2,  // TASO's conv2d has no bias
          .linear_in = {0, 1},
+         .split_axis = conv_split_axis,
          .shape = conv_shape,
          .flops = conv_flops,
          .kernel = STRATA_KERNELS(conv_kernel),

@@ -368,32 +368,23 @@ class TargetBuilder {
   std::vector<NewNode> nodes_;
 };
 
-// TASO's split point: the most recent concatenation boundary along `axis` of v, traced back through the
-// operators that carry that axis from one input to their output (element-wise, matmul, conv2d
-// channels/batch).
+// TASO's split point of value v along `axis` (ir_bridge.h): one producer per value.
 std::optional<std::int64_t> concat_boundary(const Graph& g, ValueId v, std::int64_t axis, int depth) {
-  const auto& val = g.value(v);
-  if (depth <= 0 || val.producer < 0) return std::nullopt;
-  const Node& n = g.node(val.producer);
-  const std::string_view op = n.op->name;
-  const auto rank = static_cast<std::int64_t>(val.type.shape.size());
-  if (op == "concat" && n.inputs.size() == 2) {
-    auto a = n.attrs.i("axis");
-    if (a < 0) a += rank;
-    if (a == axis) return g.type(n.inputs[0]).shape[static_cast<std::size_t>(axis)];
-    return std::nullopt;
-  }
-  if (op == "relu" || op == "ewadd" || op == "ewmul" || op == "scalar_mul") {
-    for (ValueId in : n.inputs)
-      if (g.type(in).shape == val.type.shape)
-        if (auto p = concat_boundary(g, in, axis, depth - 1)) return p;
-    return std::nullopt;
-  }
-  if (op == "matmul" && rank == 2 && n.inputs.size() == 2)
-    return concat_boundary(g, n.inputs[axis == 0 ? 0 : 1], axis, depth - 1);
-  if (op == "conv2d" && (axis == 0 || axis == 1) && n.inputs.size() >= 2)
-    return concat_boundary(g, n.inputs[axis == 0 ? 0 : 1], 0, depth - 1);
-  return std::nullopt;
+  return subst::concat_boundary(v, axis, depth, [&g](std::int64_t id) {
+    std::vector<SplitTraceStep> steps;
+    const auto& val = g.value(static_cast<ValueId>(id));
+    if (val.producer < 0) return steps;
+    const Node& n = g.node(val.producer);
+    SplitTraceStep& s = steps.emplace_back();
+    s.op = n.op;
+    s.attrs = &n.attrs;
+    for (ValueId in : n.inputs) {
+      s.inputs.push_back(g.type(in));
+      s.children.push_back(in);
+    }
+    s.output = val.type;
+    return steps;
+  });
 }
 
 // Emits one node of a rule's target graph into `out` (inputs already there); nullopt when the rule operator
