@@ -29,10 +29,9 @@ int variable_index(const std::vector<std::string>& vars, const std::string& name
   return it == vars.end() ? -1 : static_cast<int>(it - vars.begin());
 }
 
-// The rules' conv2d derives its groups from the shapes, and rules over convolutions hold for groups = 1 only
-// (as in the backtracking optimizer, docs/subst.md): a grouped convolution is neither matched nor built.
+// A grouped convolution is neither matched nor built (ir_bridge.h: rules_may_use).
 bool ungroupable(const Signature& sig) {
-  return sig.op && sig.op->name == "conv2d" && sig.attrs.i("groups") != 1;
+  return sig.op && !rules_may_use(sig.op->name, sig.attrs);
 }
 
 // Whether e-node n is an instance of the application at the top of pattern t.
@@ -172,7 +171,7 @@ std::optional<ClassId> build_target(EGraph& eg, const Term& t, const Bindings& b
     cshape = *s;
   }
   auto ir = to_ir(inst, shapes, split_point, cshape);
-  if (!ir || (ir->name == "conv2d" && ir->attrs.i("groups") != 1)) return std::nullopt;
+  if (!ir || !rules_may_use(ir->name, ir->attrs)) return std::nullopt;
   return eg.add_op(ir->name, ir->attrs, kids, ir->output);
 }
 

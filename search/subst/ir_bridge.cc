@@ -192,6 +192,10 @@ std::optional<OpInstance> from_ir(const models::Graph& g, const models::Node& n)
   return std::nullopt;
 }
 
+bool rules_may_use(std::string_view ir_op, const models::Attrs& attrs) {
+  return !(ir_op == "conv2d" && attrs.i("groups") != 1);
+}
+
 std::optional<std::int64_t> concat_boundary(std::int64_t id, std::int64_t axis, int depth,
                                             const SplitTraceProducers& producers) {
   if (depth <= 0) return std::nullopt;

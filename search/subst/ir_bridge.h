@@ -49,6 +49,13 @@ std::optional<OpInstance> from_ir(const models::Graph& g, const models::Node& n)
 // the sibling's shape. nullopt where the constant cannot stand in that position.
 std::optional<models::Shape> constant_shape_in(Op parent, std::size_t arg, const models::Shape& sibling);
 
+// Whether the optimizers may match or build an IR node with these attributes through rules. Grouped
+// convolutions are excluded: TASO's axioms over convolutions (conv_channel_concat, concat_conv_out_channels,
+// ...) hold for groups = 1 only (docs/subst.md), and the rules' conv2d derives its groups from the shapes, so
+// a rewritten weight would silently change the grouping. (to_ir itself builds them: the generator and the
+// verifier need conv2d with C_pool, a depth-wise convolution.) Declared once for both optimizers.
+bool rules_may_use(std::string_view ir_op, const models::Attrs& attrs);
+
 // One producer of a value (or one e-node of an e-class), as TASO's split-point search sees it.
 struct SplitTraceStep {
   const models::OpDef* op = nullptr;

@@ -57,13 +57,6 @@ struct MatchState {
   std::vector<ValueId> apps;  // by subterm id: the value it matched
 };
 
-// Grouped convolutions are outside the verified vocabulary: TASO's axioms (conv_channel_concat,
-// concat_conv_out_channels, ...) hold for groups = 1 only (docs/subst.md, caveats), and the rule operator
-// derives its groups from the shapes, so a rewritten weight would silently change the grouping.
-bool grouped_conv(const OpInstance& inst, const Graph& g, const Node& n) {
-  return inst.op == Op::conv2d && n.attrs.i("groups") != 1 && g.type(n.inputs[0]).shape.size() == 4;
-}
-
 class Matcher {
  public:
   // index may be null: operators are then derived per visited node (one-off matches).
@@ -83,7 +76,8 @@ class Matcher {
     std::optional<OpInstance> computed;
     if (!index_) {
       computed = from_ir(g_, g_.node(val.producer));
-      if (computed && grouped_conv(*computed, g_, g_.node(val.producer))) computed.reset();
+      const Node& n = g_.node(val.producer);
+      if (computed && !rules_may_use(n.op->name, n.attrs)) computed.reset();
     }
     const auto& inst = index_ ? index_->instances[static_cast<std::size_t>(val.producer)] : computed;
     if (!inst) return false;
@@ -229,7 +223,7 @@ MatchIndex::MatchIndex(const Graph& g) : GraphUses(g), instances(g.nodes().size(
   for (NodeId n = 0; n < static_cast<NodeId>(g.nodes().size()); ++n) {
     const Node& node = g.node(n);
     auto inst = from_ir(g, node);
-    if (!inst || grouped_conv(*inst, g, node)) continue;
+    if (!inst || !rules_may_use(node.op->name, node.attrs)) continue;
     by_op[static_cast<std::size_t>(inst->op)].push_back(n);
     instances[static_cast<std::size_t>(n)] = std::move(inst);
   }
@@ -416,8 +410,7 @@ std::optional<std::vector<ValueId>> emit_new_node(Graph& out, const NewNode& nn,
   }
   auto ir = to_ir(inst, shapes, split_point, cshape);
   if (!ir) return std::nullopt;
-  // Rules are sound for ungrouped convolutions only (see grouped_conv).
-  if (ir->name == "conv2d" && ir->attrs.i("groups") != 1) return std::nullopt;
+  if (!rules_may_use(ir->name, ir->attrs)) return std::nullopt;
   return out.add_node(ir->name, std::move(ins), ir->attrs, name_prefix + std::string(ir->name));
 }
 
