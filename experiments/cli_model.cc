@@ -1,4 +1,5 @@
 // strata model list|ops|show|sim|export
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -31,8 +32,13 @@ struct ModelOptions {
   int gpu = 0, top = 15;
 };
 
+// Zoo names first; otherwise a *.onnx name, a path with '/' or an existing file goes to the ONNX importer,
+// which reports an empty path, a directory or a non-model file as an error (a directory was an "unknown
+// model").
 bool is_onnx_path(const std::string& m) {
-  return m.size() > 5 && m.ends_with(".onnx");
+  if (models::zoo::find_model(m)) return false;
+  std::error_code ec;
+  return m.ends_with(".onnx") || m.find('/') != std::string::npos || std::filesystem::exists(m, ec);
 }
 
 models::Graph load_model(const ModelOptions& o) {

@@ -25,6 +25,7 @@
 #include "search/subst/weight_folding.h"
 #include "search/subst/xfers.h"
 #include "sim/trace.h"
+#include "util/path.h"
 
 namespace strata::cli {
 namespace {
@@ -68,8 +69,9 @@ void run_generate(const GenerateCli& o) {
 }
 
 // The default rule set: the rules of TASO's shipped 133-rule file that strata's verifier proves, written by
-// `strata subst verify` (configs/subst/README.md gives the command).
-constexpr const char* kDefaultRules = STRATA_SOURCE_DIR "/configs/subst/taso_shipped_verified.rules";
+// `strata subst verify` (configs/subst/README.md gives the command); found next to the installed binary or in
+// the source tree (util/path.h).
+constexpr std::string_view kDefaultRules = "configs/subst/taso_shipped_verified.rules";
 
 struct OptimizeCli {
   std::string model, hw, rules, output;
@@ -87,7 +89,7 @@ void run_optimize(const OptimizeCli& o) {
   models::Graph g = o.model.ends_with(".onnx")
                         ? models::import_onnx(o.model)
                         : models::zoo::build_model(o.model, {.batch = o.batch, .seq_len = o.seq});
-  const auto rules = ss::load_rules(o.rules.empty() ? std::string(kDefaultRules) : o.rules,
+  const auto rules = ss::load_rules(o.rules.empty() ? util::find_data_file(kDefaultRules).string() : o.rules,
                                     ss::RuleFileFormat::automatic, ss::TasoShapes::unknown);
   const models::CostModel cost(topo.gpu());
   ss::OptimizerOptions opt;

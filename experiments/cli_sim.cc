@@ -47,11 +47,11 @@ void run_collective_command(const CollectiveOptions& o) {
   cfg.sizes = experiments::parse_size_range(o.sizes, "--sizes");
   cfg.channels = o.channels;
   cfg.group = parse_rank_list(o.group, topo.num_gpus(), "--group");
-  std::cout << experiments::table_header(topo, cfg) << std::flush;
-  const auto rows = experiments::run_sweep(topo, cfg, [&](const experiments::SweepRow& r) {
-    std::cout << experiments::table_row(cfg, r) << std::flush;
-  });
-  std::cout << experiments::table_footer(rows);
+  // The whole sweep runs before anything is printed, so an error never follows a partial table.
+  const auto rows = experiments::run_sweep(topo, cfg);
+  std::cout << experiments::table_header(topo, cfg);
+  for (const auto& r : rows) std::cout << experiments::table_row(cfg, r);
+  std::cout << experiments::table_footer(rows) << std::flush;
   if (o.trace.empty()) return;
   sim::CollectiveRequest req;
   req.spec.op = cfg.op;

@@ -97,9 +97,10 @@ void run_joint(const SynthOptions& o, const hw::Topology& topo, const std::vecto
     reductions.push_back(r);
   }
   const auto ph = rd::placement_hierarchy(topo, o.split_levels);
-  for (const auto& r : reductions) rd::check_axes(ph.levels, axes, r.reduce_axes);
-  if (o.algo != "ring" && o.algo != "tree")
-    throw ConfigError(fmt::format("--algo: expected ring or tree, got '{}'", o.algo));
+  for (const auto& r : reductions) rd::check_axes(ph.levels, axes, r.reduce_axes, "--joint");
+  if (!sim::AlgorithmRegistry::instance().find(o.algo))
+    throw ConfigError(fmt::format("--algo: unknown algorithm '{}' (expected one of: {})", o.algo,
+                                  sim::AlgorithmRegistry::instance().names()));
   const auto joint = rd::evaluate_joint(topo, axes, reductions, o.algo, so, o.split_levels);
   if (o.format == "json") {
     nlohmann::json out = nlohmann::json::array();
@@ -167,10 +168,11 @@ void run_synth(const SynthOptions& o) {
   cfg.bytes_per_device = parse_size(o.bytes, "--bytes");
   if (o.algo == "both")
     cfg.algorithms = {"ring", "tree"};
-  else if (o.algo == "ring" || o.algo == "tree")
+  else if (sim::AlgorithmRegistry::instance().find(o.algo))
     cfg.algorithms = {o.algo};
   else
-    throw ConfigError(fmt::format("--algo: expected ring, tree or both, got '{}'", o.algo));
+    throw ConfigError(fmt::format("--algo: expected both or one of: {}; got '{}'",
+                                  sim::AlgorithmRegistry::instance().names(), o.algo));
   cfg.synthesis = so;
   cfg.split_non_switched = o.split_levels;
   cfg.keep_all_programs = o.all;
@@ -294,7 +296,8 @@ void add_synth_command(CLI::App& app) {
   cmd->add_option("--bytes", o->bytes, "Buffer each GPU reduces, with a unit, e.g. 4GiB")
       ->capture_default_str();
   cmd->add_option("--algo", o->algo,
-                  "NCCL algorithm forced for AllReduce: ring, tree or both (others always ring)")
+                  "Algorithm forced on every collective it can run (others use the first eligible, ring): a "
+                  "registered name (strata sim algorithms) or both (ring and tree)")
       ->capture_default_str();
   cmd->add_option("--top", o->top, "Show the N fastest placement rows (0 = all)")
       ->capture_default_str()

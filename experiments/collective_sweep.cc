@@ -66,7 +66,7 @@ std::vector<SweepRow> run_sweep(const hw::Topology& topo, const SweepConfig& con
       // Explicit algorithm, automatic protocol: the tuner's best protocol for that algorithm.
       sim::Protocol best = sim::Protocol::kSimple;
       double best_t = 1e300;
-      for (const auto& e : sim::nccl::estimate_all(topo, req.spec))
+      for (const auto& e : sim::nccl::estimate_all(topo, req.spec, config.algorithm))
         if (e.algorithm == config.algorithm && e.seconds < best_t) {
           best_t = e.seconds;
           best = e.protocol;
@@ -88,8 +88,8 @@ std::string table_header(const hw::Topology& topo, const SweepConfig& config) {
       "# strata sim collective: {} on {} ({} GPUs: {} node(s) x {} {}), algorithm {}\n"
       "#\n"
       "#                                                              out-of-place\n"
-      "#       size         count      type   redop    root     time   algbw   busbw  algo          proto\n"
-      "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)\n",
+      "#       size         count      type   redop    root       time   algbw   busbw  algo          proto\n"
+      "#        (B)    (elements)                                 (us)  (GB/s)  (GB/s)\n",
       sim::op_name(config.op), topo.name(), n, topo.nodes(), topo.gpus_per_node(), topo.gpu().name, config.algorithm);
 }
 
@@ -97,10 +97,13 @@ std::string table_row(const SweepConfig& config, const SweepRow& row) {
   const bool has_redop = config.op == sim::CollectiveOp::kAllReduce || config.op == sim::CollectiveOp::kReduce ||
                          config.op == sim::CollectiveOp::kReduceScatter;
   const bool has_root = config.op == sim::CollectiveOp::kReduce || config.op == sim::CollectiveOp::kBroadcast;
-  return fmt::format("{:>12.0f}  {:>12.0f}  {:>8}  {:>6}  {:>6}  {:>7.2f}  {:>6.2f}  {:>6.2f}  {:<13} {}\n", row.bytes,
-                     row.count, hw::dtype_name(config.dtype), has_redop ? "sum" : "none", has_root ? "0" : "-1",
-                     row.seconds * 1e6, row.algbw / 1e9, row.busbw / 1e9, row.algorithm,
-                     sim::protocol_name(row.protocol));
+  // Time with nccl-tests' precision rule (2 decimals below 100 us, 1 below 10,000 us, none above) in a
+  // column wide enough for 10^9 us, so columns never shift.
+  const double us = row.seconds * 1e6;
+  const std::string time = us >= 1e4 ? fmt::format("{:.0f}", us) : fmt::format("{:.{}f}", us, us >= 100 ? 1 : 2);
+  return fmt::format("{:>12.0f}  {:>12.0f}  {:>8}  {:>6}  {:>6}  {:>9}  {:>6.2f}  {:>6.2f}  {:<13} {}\n", row.bytes,
+                     row.count, hw::dtype_name(config.dtype), has_redop ? "sum" : "none", has_root ? "0" : "-1", time,
+                     row.algbw / 1e9, row.busbw / 1e9, row.algorithm, sim::protocol_name(row.protocol));
 }
 
 std::string table_footer(const std::vector<SweepRow>& rows) {

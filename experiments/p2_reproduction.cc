@@ -65,7 +65,8 @@ std::vector<std::string> read_algorithms(const YamlReader& node) {
   std::vector<std::string> out;
   for (std::size_t i = 0; i < node.size(); ++i) {
     const auto a = node.at(i);
-    if (a.as_string() != "ring" && a.as_string() != "tree") throw a.error("expected ring or tree");
+    if (!sim::AlgorithmRegistry::instance().find(a.as_string()))
+      throw a.error(fmt::format("expected one of: {}", sim::AlgorithmRegistry::instance().names()));
     out.push_back(a.as_string());
   }
   if (out.empty()) throw node.error("expected at least one algorithm");

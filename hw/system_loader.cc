@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "hw/limits.h"
 #include "hw/yaml_reader.h"
 
 namespace strata::hw {
@@ -31,7 +32,8 @@ LinkChoice read_link(const YamlReader& r) {
   const YamlReader kind_node = r.is_map() ? r.at("kind") : r;
   const std::string name = kind_node.as_string();
   c.kind = find_link_kind(name);
-  if (!c.kind) throw kind_node.error(fmt::format("unknown link kind '{}' (expected one of: {})", name, catalog_names()));
+  if (!c.kind)
+    throw kind_node.error(fmt::format("unknown link kind '{}' (expected one of: {})", name, catalog_names()));
   c.bandwidth = c.kind->bandwidth;
   c.efficiency = c.kind->efficiency;
   c.latency = c.kind->latency;
@@ -60,7 +62,11 @@ GpuSpec read_gpu(const YamlReader& r) {
   if (!r.is_map()) return g;
   if (auto v = r.maybe("hbm_bandwidth")) g.hbm_bandwidth = v->as_bandwidth();
   if (auto v = r.maybe("hbm_capacity")) g.hbm_capacity = v->as_bytes();
-  if (auto v = r.maybe("launch_overhead")) g.launch_overhead = v->as_duration();
+  if (auto v = r.maybe("launch_overhead")) {
+    g.launch_overhead = v->as_duration();
+    if (g.launch_overhead > limits::kMaxLatency)
+      throw v->error("a kernel launch overhead above 1 s is not a GPU");
+  }
   if (auto p = r.maybe("peak")) {
     p->expect_map({"fp64", "fp32", "tf32", "fp16", "bf16", "fp8"});
     if (auto v = p->maybe("fp64")) g.peak_fp64 = v->as_flops();
@@ -76,14 +82,28 @@ GpuSpec read_gpu(const YamlReader& r) {
 // DGX-1 (V100) hybrid cube-mesh: NVLink multiplicity per GPU pair, as reported by `nvidia-smi topo -m`
 // on DGX-1V (see docs/reference collectives-and-hardware.md section 10). Every GPU totals 6 links.
 constexpr std::array<std::array<int, 3>, 16> kHybridCubeMesh{{
-    {0, 1, 1}, {0, 2, 1}, {0, 3, 2}, {1, 2, 2}, {1, 3, 1}, {2, 3, 2},  // quad 0-3
-    {4, 5, 1}, {4, 6, 1}, {4, 7, 2}, {5, 6, 2}, {5, 7, 1}, {6, 7, 2},  // quad 4-7
-    {0, 4, 2}, {1, 5, 2}, {2, 6, 1}, {3, 7, 1},                       // cube verticals
+    {0, 1, 1},
+    {0, 2, 1},
+    {0, 3, 2},
+    {1, 2, 2},
+    {1, 3, 1},
+    {2, 3, 2},  // quad 0-3
+    {4, 5, 1},
+    {4, 6, 1},
+    {4, 7, 2},
+    {5, 6, 2},
+    {5, 7, 1},
+    {6, 7, 2},  // quad 4-7
+    {0, 4, 2},
+    {1, 5, 2},
+    {2, 6, 1},
+    {3, 7, 1},  // cube verticals
 }};
 
 struct NodeSpec {
   int gpus = 0;
-  std::string wiring;  // switch | ring | fully-connected | hybrid-cube-mesh | none
+  std::vector<Level> levels;  // the node's own levels (below the cluster level)
+  std::string wiring;         // switch | ring | fully-connected | hybrid-cube-mesh | none
   std::optional<LinkChoice> fabric_link;
   int links_per_gpu = 0, links_per_pair = 1;
   int switch_generation = 0;
@@ -98,204 +118,272 @@ struct NetworkSpec {
   double oversubscription = 1.0;
 };
 
-Topology build(const YamlReader& root, const LoadOptions& options) {
-  root.expect_map({"name", "description", "gpu", "nodes", "node", "network"});
-  const std::string name = root.at("name").as_string();
-  GpuSpec gpu = read_gpu(root.at("gpu"));
-  int nodes = root.has("nodes") ? static_cast<int>(root.at("nodes").as_positive_int()) : 1;
-  if (options.nodes) {
-    if (*options.nodes < 1) throw ConfigError(fmt::format("--nodes: expected a positive integer, got {}", *options.nodes));
-    nodes = *options.nodes;
+// Latencies of links are hop latencies: anything beyond a second is a unit mistake, not a network.
+LinkChoice read_hop_link(const YamlReader& r) {
+  LinkChoice c = read_link(r);
+  if (c.latency > limits::kMaxLatency)
+    throw r.error(fmt::format("link latency {} s is above the 1 s limit for one hop", c.latency));
+  return c;
+}
+
+std::vector<Level> read_levels(const YamlReader& node, int gpus) {
+  auto lv = node.maybe("levels");
+  if (!lv) return {{"gpu", gpus}};
+  lv->expect_sequence();
+  std::vector<Level> levels;
+  long long product = 1;
+  for (std::size_t i = 0; i < lv->size(); ++i) {
+    const YamlReader l = lv->at(i);
+    l.expect_map({"name", "count"});
+    const int count = l.at("count").as_int32_in(1, limits::kMaxGpusPerNode);
+    product *= count;
+    if (product > limits::kMaxGpusPerNode)
+      throw l.error(fmt::format("level counts multiply to more than node.gpus ({})", gpus));
+    levels.push_back({l.at("name").as_string(), count});
   }
+  if (product != gpus)
+    throw lv->error(fmt::format("level counts multiply to {} but node.gpus is {}", product, gpus));
+  return levels;
+}
 
-  const YamlReader node = root.at("node");
-  node.expect_map({"gpus", "levels", "fabric", "host", "nics"});
-  NodeSpec ns;
-  ns.gpus = static_cast<int>(node.at("gpus").as_positive_int());
-
-  // Hierarchy view: the cluster level, then the node's own levels (default: one level of GPUs).
-  std::vector<Level> levels{{"node", nodes}};
-  if (auto lv = node.maybe("levels")) {
-    lv->expect_sequence();
-    long long product = 1;
-    for (std::size_t i = 0; i < lv->size(); ++i) {
-      const YamlReader l = lv->at(i);
-      l.expect_map({"name", "count"});
-      const int count = static_cast<int>(l.at("count").as_positive_int());
-      product *= count;
-      levels.push_back({l.at("name").as_string(), count});
-    }
-    if (product != ns.gpus)
-      throw lv->error(fmt::format("level counts multiply to {} but node.gpus is {}", product, ns.gpus));
-  } else {
-    levels.push_back({"gpu", ns.gpus});
-  }
-
-  const YamlReader fabric = node.at("fabric");
+void read_fabric(const YamlReader& fabric, NodeSpec& ns) {
   fabric.expect_map({"wiring", "link", "links_per_gpu", "links_per_pair", "switch"});
   const YamlReader wiring_node = fabric.at("wiring");
   ns.wiring = wiring_node.as_string();
-  if (ns.wiring != "none") ns.fabric_link = read_link(fabric.at("link"));
+  if (ns.wiring != "none") ns.fabric_link = read_hop_link(fabric.at("link"));
   if (ns.wiring == "switch") {
-    ns.links_per_gpu = static_cast<int>(fabric.at("links_per_gpu").as_positive_int());
+    ns.links_per_gpu = fabric.at("links_per_gpu").as_int32_in(1, limits::kMaxPartsPerNode);
     const YamlReader sw = fabric.at("switch");
     const std::string s = sw.as_string();
     if (s.size() != 9 || s.rfind("nvswitch", 0) != 0 || s[8] < '1' || s[8] > '4')
       throw sw.error(fmt::format("expected nvswitch1, nvswitch2, nvswitch3 or nvswitch4, got '{}'", s));
     ns.switch_generation = s[8] - '0';
   } else if (ns.wiring == "ring" || ns.wiring == "fully-connected") {
-    if (auto p = fabric.maybe("links_per_pair")) ns.links_per_pair = static_cast<int>(p->as_positive_int());
+    if (auto p = fabric.maybe("links_per_pair"))
+      ns.links_per_pair = p->as_int32_in(1, limits::kMaxPartsPerNode);
+    // A fully connected node has gpus^2/2 wires: bound it like the other per-node structures.
+    if (ns.wiring == "fully-connected" && ns.gpus > 128)
+      throw wiring_node.error(
+          fmt::format("fully-connected wiring supports at most 128 GPUs per node "
+                      "(node.gpus is {}); use a switch for larger nodes",
+                      ns.gpus));
   } else if (ns.wiring == "hybrid-cube-mesh") {
-    if (ns.gpus != 8) throw wiring_node.error(fmt::format("hybrid-cube-mesh needs exactly 8 GPUs per node, node.gpus is {}", ns.gpus));
+    if (ns.gpus != 8)
+      throw wiring_node.error(
+          fmt::format("hybrid-cube-mesh needs exactly 8 GPUs per node, node.gpus is {}", ns.gpus));
   } else if (ns.wiring != "none") {
     throw wiring_node.error(fmt::format(
-        "unknown wiring '{}' (expected one of: switch, ring, fully-connected, hybrid-cube-mesh, none)", ns.wiring));
+        "unknown wiring '{}' (expected one of: switch, ring, fully-connected, hybrid-cube-mesh, none)",
+        ns.wiring));
   }
+}
+
+NodeSpec read_node(const YamlReader& node) {
+  node.expect_map({"gpus", "levels", "fabric", "host", "nics"});
+  NodeSpec ns;
+  ns.gpus = node.at("gpus").as_int32_in(1, limits::kMaxGpusPerNode);
+  ns.levels = read_levels(node, ns.gpus);
+  read_fabric(node.at("fabric"), ns);
 
   const YamlReader host = node.at("host");
   host.expect_map({"cpus", "pcie_switches", "pcie", "cpu_link"});
-  ns.cpus = static_cast<int>(host.at("cpus").as_positive_int());
-  if (auto p = host.maybe("pcie_switches")) {
-    ns.pcie_switches = static_cast<int>(p->as_int());
-    if (ns.pcie_switches < 0) throw p->error("expected a non-negative integer");
-  }
-  ns.pcie = read_link(host.at("pcie"));
-  if (ns.cpus > 1) ns.cpu_link = read_link(host.at("cpu_link"));
+  ns.cpus = host.at("cpus").as_int32_in(1, limits::kMaxPartsPerNode);
+  if (auto p = host.maybe("pcie_switches")) ns.pcie_switches = p->as_int32_in(0, limits::kMaxPartsPerNode);
+  ns.pcie = read_hop_link(host.at("pcie"));
+  if (ns.cpus > 1) ns.cpu_link = read_hop_link(host.at("cpu_link"));
 
   if (auto nics = node.maybe("nics")) {
     nics->expect_map({"count", "link"});
-    ns.nics = static_cast<int>(nics->at("count").as_positive_int());
-    ns.nic_link = read_link(nics->at("link"));
+    ns.nics = nics->at("count").as_int32_in(1, limits::kMaxPartsPerNode);
+    ns.nic_link = read_hop_link(nics->at("link"));
   }
+  return ns;
+}
 
-  NetworkSpec net;
+std::optional<NetworkSpec> read_network(const YamlReader& root) {
   std::optional<YamlReader> network = root.maybe("network");
-  if (network) {
-    network->expect_map({"wiring", "oversubscription"});
-    const YamlReader w = network->at("wiring");
-    net.wiring = w.as_string();
-    if (net.wiring != "fat-tree" && net.wiring != "rail-optimized")
-      throw w.error(fmt::format("unknown network wiring '{}' (expected fat-tree or rail-optimized)", net.wiring));
-    if (auto o = network->maybe("oversubscription")) {
-      net.oversubscription = o->as_double();
-      if (net.oversubscription < 1) throw o->error("expected an oversubscription ratio >= 1");
-      if (net.wiring != "rail-optimized") throw o->error("oversubscription applies to rail-optimized leaf-spine uplinks only");
+  if (!network) return std::nullopt;
+  NetworkSpec net;
+  network->expect_map({"wiring", "oversubscription"});
+  const YamlReader w = network->at("wiring");
+  net.wiring = w.as_string();
+  if (net.wiring != "fat-tree" && net.wiring != "rail-optimized")
+    throw w.error(
+        fmt::format("unknown network wiring '{}' (expected fat-tree or rail-optimized)", net.wiring));
+  if (auto o = network->maybe("oversubscription")) {
+    net.oversubscription = o->as_double();
+    if (net.oversubscription < 1 || net.oversubscription > 1e6)
+      throw o->error("expected an oversubscription ratio from 1 to 1e6");
+    if (net.wiring != "rail-optimized")
+      throw o->error("oversubscription applies to rail-optimized leaf-spine uplinks only");
+  }
+  return net;
+}
+
+int read_node_count(const YamlReader& root, const LoadOptions& options, int gpus_per_node) {
+  int nodes = root.has("nodes") ? root.at("nodes").as_int32_in(1, limits::kMaxNodes) : 1;
+  if (options.nodes) {
+    if (*options.nodes < 1 || *options.nodes > limits::kMaxNodes)
+      throw ConfigError(fmt::format("--nodes: expected an integer from 1 to {}, got {}", limits::kMaxNodes,
+                                    *options.nodes));
+    nodes = *options.nodes;
+  }
+  if (static_cast<long long>(nodes) * gpus_per_node > limits::kMaxGpus)
+    throw root.error(fmt::format("{} nodes x {} GPUs = {} GPUs is above strata's limit of {} GPUs per system",
+                                 nodes, gpus_per_node, static_cast<long long>(nodes) * gpus_per_node,
+                                 limits::kMaxGpus));
+  return nodes;
+}
+
+// Scale-up fabric of one node.
+void add_fabric(Topology& topo, const NodeSpec& ns, int n, std::span<const VertexId> gpus) {
+  const auto duplex = [&](VertexId a, VertexId b, double latency, int multiplicity) {
+    topo.add_duplex(a, b, *ns.fabric_link->kind, ns.fabric_link->bandwidth, ns.fabric_link->efficiency,
+                    latency, multiplicity);
+  };
+  if (ns.wiring == "switch") {
+    const VertexId sw = topo.add_vertex(
+        {VertexKind::kNvSwitch, fmt::format("n{}.nvswitch", n), n, 0, ns.switch_generation >= 3});
+    for (VertexId g : gpus) duplex(g, sw, ns.fabric_link->latency / 2, ns.links_per_gpu);
+  } else if (ns.wiring == "ring") {
+    for (int g = 0; g < ns.gpus && ns.gpus > 1; ++g) {
+      if (ns.gpus == 2 && g == 1) break;  // two GPUs: one pair, not a doubled one
+      duplex(gpus[g], gpus[(g + 1) % ns.gpus], ns.fabric_link->latency, ns.links_per_pair);
+    }
+  } else if (ns.wiring == "fully-connected") {
+    for (int a = 0; a < ns.gpus; ++a)
+      for (int b = a + 1; b < ns.gpus; ++b)
+        duplex(gpus[a], gpus[b], ns.fabric_link->latency, ns.links_per_pair);
+  } else if (ns.wiring == "hybrid-cube-mesh") {
+    for (const auto& [a, b, m] : kHybridCubeMesh) duplex(gpus[a], gpus[b], ns.fabric_link->latency, m);
+  }
+}
+
+// One node: GPUs, fabric, host (CPUs fully connected through the CPU interconnect, PCIe switches spread
+// evenly over CPUs, GPUs and NICs spread evenly over PCIe switches or hung off the CPUs when there are none).
+// Returns the node's NICs.
+std::vector<VertexId> add_node(Topology& topo, const NodeSpec& ns, int n) {
+  const auto vname = [n](std::string_view what, int i) { return fmt::format("n{}.{}{}", n, what, i); };
+  std::vector<VertexId> gpus;
+  for (int g = 0; g < ns.gpus; ++g) {
+    gpus.push_back(topo.add_vertex({VertexKind::kGpu, vname("gpu", g), n, g}));
+    topo.set_gpu_vertex(n * ns.gpus + g, gpus.back());
+  }
+  add_fabric(topo, ns, n, gpus);
+  std::vector<VertexId> cpus;
+  for (int c = 0; c < ns.cpus; ++c)
+    cpus.push_back(topo.add_vertex({VertexKind::kCpu, vname("cpu", c), n, c}));
+  for (int a = 0; a < ns.cpus; ++a)
+    for (int b = a + 1; b < ns.cpus; ++b)
+      topo.add_duplex(cpus[a], cpus[b], *ns.cpu_link.kind, ns.cpu_link.bandwidth, ns.cpu_link.efficiency,
+                      ns.cpu_link.latency, 1);
+  const auto pcie = [&](VertexId a, VertexId b) {
+    topo.add_duplex(a, b, *ns.pcie.kind, ns.pcie.bandwidth, ns.pcie.efficiency, ns.pcie.latency, 1);
+  };
+  std::vector<VertexId> attach = cpus;  // where GPUs and NICs plug in
+  if (ns.pcie_switches > 0) {
+    attach.clear();
+    for (int s = 0; s < ns.pcie_switches; ++s) {
+      const VertexId sw = topo.add_vertex({VertexKind::kPcieSwitch, vname("pcisw", s), n, s});
+      pcie(sw, cpus[static_cast<std::size_t>(s * ns.cpus / ns.pcie_switches)]);
+      attach.push_back(sw);
     }
   }
+  const auto slots = static_cast<long long>(attach.size());
+  for (int g = 0; g < ns.gpus; ++g) pcie(gpus[g], attach[static_cast<std::size_t>(g * slots / ns.gpus)]);
+  std::vector<VertexId> nics;
+  for (int i = 0; i < ns.nics; ++i) {
+    nics.push_back(topo.add_vertex({VertexKind::kNic, vname("nic", i), n, i}));
+    pcie(nics.back(), attach[static_cast<std::size_t>(i * slots / ns.nics)]);
+  }
+  // Each GPU uses the NIC of its own share of the node (GPU g of G -> NIC floor(g * N / G)), as NCCL pairs
+  // GPUs with their closest NIC.
+  for (int g = 0; g < ns.gpus && ns.nics > 0; ++g)
+    topo.set_nic_of_gpu(n * ns.gpus + g,
+                        nics[static_cast<std::size_t>(static_cast<long long>(g) * ns.nics / ns.gpus)]);
+  return nics;
+}
+
+void add_network(Topology& topo, const NetworkSpec& net, const LinkChoice& nl, int nodes,
+                 std::span<const std::vector<VertexId>> nics_of_node, int nics_per_node) {
+  if (net.wiring == "fat-tree") {
+    // A non-blocking fat tree is, at flow level, one crossbar: only the NIC ports limit bandwidth.
+    const VertexId core = topo.add_vertex({VertexKind::kNetSwitch, "fabric", -1, 0});
+    for (const auto& nics : nics_of_node)
+      for (VertexId nic : nics)
+        topo.add_duplex(nic, core, *nl.kind, nl.bandwidth, nl.efficiency, nl.latency / 2, 1);
+    return;
+  }
+  // Rail-optimized: NIC i of every node on leaf (rail) switch i; rails joined by a spine whose uplinks carry
+  // all of a rail's NIC bandwidth divided by the oversubscription ratio.
+  const VertexId spine = topo.add_vertex({VertexKind::kNetSwitch, "spine", -1, 0});
+  for (int r = 0; r < nics_per_node; ++r) {
+    const VertexId leaf = topo.add_vertex({VertexKind::kNetSwitch, fmt::format("rail{}", r), -1, r + 1});
+    for (const auto& nics : nics_of_node)
+      topo.add_duplex(nics[static_cast<std::size_t>(r)], leaf, *nl.kind, nl.bandwidth, nl.efficiency,
+                      nl.latency / 2, 1);
+    // Without oversubscription the uplink carries at most what the rail's NICs can inject, so it never
+    // divides bandwidth: a non-shared link keeps it out of the fair-sharing system (and keeps the flows of
+    // different rails from being coupled into one large system).
+    topo.add_duplex(leaf, spine, *nl.kind, nl.bandwidth * nodes / net.oversubscription, nl.efficiency,
+                    nl.latency / 2, 1, net.oversubscription > 1.0);
+  }
+}
+
+Topology build(const YamlReader& root, const LoadOptions& options) {
+  root.expect_map({"name", "description", "gpu", "nodes", "node", "network"});
+  const std::string name = root.at("name").as_string();
+  GpuSpec gpu = read_gpu(root.at("gpu"));
+  const YamlReader node = root.at("node");
+  NodeSpec ns = read_node(node);
+  const int nodes = read_node_count(root, options, ns.gpus);
+  const std::optional<NetworkSpec> network = read_network(root);
   if (nodes > 1 && !network)
     throw root.error(fmt::format("{} nodes need a 'network' section describing how nodes are wired", nodes));
   if (nodes > 1 && ns.nics == 0)
-    throw node.error(fmt::format("{} nodes need NICs: node.nics is missing, so GPUs on different nodes cannot reach each other", nodes));
+    throw node.error(fmt::format(
+        "{} nodes need NICs: node.nics is missing, so GPUs on different nodes cannot reach each other",
+        nodes));
 
+  // Hierarchy view: the cluster level, then the node's own levels.
+  std::vector<Level> levels{{"node", nodes}};
+  levels.insert(levels.end(), ns.levels.begin(), ns.levels.end());
   Topology topo(name, gpu, nodes, ns.gpus, std::move(levels));
   topo.set_node_switched(ns.wiring == "switch");
-
-  std::vector<std::vector<VertexId>> nics_of_node(static_cast<std::size_t>(nodes));
-  for (int n = 0; n < nodes; ++n) {
-    const auto vname = [n](std::string_view what, int i) { return fmt::format("n{}.{}{}", n, what, i); };
-    std::vector<VertexId> gpus;
-    for (int g = 0; g < ns.gpus; ++g) {
-      gpus.push_back(topo.add_vertex({VertexKind::kGpu, vname("gpu", g), n, g}));
-      topo.set_gpu_vertex(n * ns.gpus + g, gpus.back());
-    }
-    // Scale-up fabric.
-    if (ns.wiring == "switch") {
-      const VertexId sw = topo.add_vertex({VertexKind::kNvSwitch, fmt::format("n{}.nvswitch", n), n, 0,
-                                           ns.switch_generation >= 3});
-      for (VertexId g : gpus)
-        topo.add_duplex(g, sw, *ns.fabric_link->kind, ns.fabric_link->bandwidth, ns.fabric_link->efficiency,
-                        ns.fabric_link->latency / 2, ns.links_per_gpu);
-    } else if (ns.wiring == "ring") {
-      for (int g = 0; g < ns.gpus && ns.gpus > 1; ++g) {
-        const int next = (g + 1) % ns.gpus;
-        if (ns.gpus == 2 && g == 1) break;  // two GPUs: one pair, not a doubled one
-        topo.add_duplex(gpus[g], gpus[next], *ns.fabric_link->kind, ns.fabric_link->bandwidth,
-                        ns.fabric_link->efficiency, ns.fabric_link->latency, ns.links_per_pair);
-      }
-    } else if (ns.wiring == "fully-connected") {
-      for (int a = 0; a < ns.gpus; ++a)
-        for (int b = a + 1; b < ns.gpus; ++b)
-          topo.add_duplex(gpus[a], gpus[b], *ns.fabric_link->kind, ns.fabric_link->bandwidth,
-                          ns.fabric_link->efficiency, ns.fabric_link->latency, ns.links_per_pair);
-    } else if (ns.wiring == "hybrid-cube-mesh") {
-      for (const auto& [a, b, m] : kHybridCubeMesh)
-        topo.add_duplex(gpus[a], gpus[b], *ns.fabric_link->kind, ns.fabric_link->bandwidth,
-                        ns.fabric_link->efficiency, ns.fabric_link->latency, m);
-    }
-    // Host: CPUs (fully connected through the CPU interconnect), PCIe switches spread evenly over CPUs,
-    // GPUs and NICs spread evenly over PCIe switches (or hung off the CPUs when there are none).
-    std::vector<VertexId> cpus;
-    for (int c = 0; c < ns.cpus; ++c) cpus.push_back(topo.add_vertex({VertexKind::kCpu, vname("cpu", c), n, c}));
-    for (int a = 0; a < ns.cpus; ++a)
-      for (int b = a + 1; b < ns.cpus; ++b)
-        topo.add_duplex(cpus[a], cpus[b], *ns.cpu_link.kind, ns.cpu_link.bandwidth, ns.cpu_link.efficiency,
-                        ns.cpu_link.latency, 1);
-    std::vector<VertexId> attach = cpus;  // where GPUs and NICs plug in
-    if (ns.pcie_switches > 0) {
-      attach.clear();
-      for (int s = 0; s < ns.pcie_switches; ++s) {
-        const VertexId sw = topo.add_vertex({VertexKind::kPcieSwitch, vname("pcisw", s), n, s});
-        topo.add_duplex(sw, cpus[static_cast<std::size_t>(s * ns.cpus / ns.pcie_switches)], *ns.pcie.kind,
-                        ns.pcie.bandwidth, ns.pcie.efficiency, ns.pcie.latency, 1);
-        attach.push_back(sw);
-      }
-    }
-    const int slots = static_cast<int>(attach.size());
-    for (int g = 0; g < ns.gpus; ++g)
-      topo.add_duplex(gpus[g], attach[static_cast<std::size_t>(g * slots / ns.gpus)], *ns.pcie.kind,
-                      ns.pcie.bandwidth, ns.pcie.efficiency, ns.pcie.latency, 1);
-    for (int i = 0; i < ns.nics; ++i) {
-      const VertexId nic = topo.add_vertex({VertexKind::kNic, vname("nic", i), n, i});
-      topo.add_duplex(nic, attach[static_cast<std::size_t>(i * slots / ns.nics)], *ns.pcie.kind, ns.pcie.bandwidth,
-                      ns.pcie.efficiency, ns.pcie.latency, 1);
-      nics_of_node[static_cast<std::size_t>(n)].push_back(nic);
-    }
-    // Each GPU uses the NIC of its own share of the node (GPU g of G -> NIC floor(g * N / G)), as NCCL
-    // pairs GPUs with their closest NIC.
-    for (int g = 0; g < ns.gpus && ns.nics > 0; ++g)
-      topo.set_nic_of_gpu(n * ns.gpus + g, nics_of_node[static_cast<std::size_t>(n)][static_cast<std::size_t>(g * ns.nics / ns.gpus)]);
-  }
-
-  if (network && ns.nics > 0) {
-    const LinkChoice& nl = *ns.nic_link;
-    if (net.wiring == "fat-tree") {
-      // A non-blocking fat tree is, at flow level, one crossbar: only the NIC ports limit bandwidth.
-      const VertexId core = topo.add_vertex({VertexKind::kNetSwitch, "fabric", -1, 0});
-      for (const auto& nics : nics_of_node)
-        for (VertexId nic : nics) topo.add_duplex(nic, core, *nl.kind, nl.bandwidth, nl.efficiency, nl.latency / 2, 1);
-    } else {
-      // Rail-optimized: NIC i of every node on leaf (rail) switch i; rails joined by a spine whose uplinks
-      // carry all of a rail's NIC bandwidth divided by the oversubscription ratio.
-      const VertexId spine = topo.add_vertex({VertexKind::kNetSwitch, "spine", -1, 0});
-      for (int r = 0; r < ns.nics; ++r) {
-        const VertexId leaf = topo.add_vertex({VertexKind::kNetSwitch, fmt::format("rail{}", r), -1, r + 1});
-        for (const auto& nics : nics_of_node)
-          topo.add_duplex(nics[static_cast<std::size_t>(r)], leaf, *nl.kind, nl.bandwidth, nl.efficiency, nl.latency / 2, 1);
-        // Without oversubscription the uplink carries at most what the rail's NICs can inject, so it never
-        // divides bandwidth: a non-shared link keeps it out of the fair-sharing system (and keeps the
-        // flows of different rails from being coupled into one large system).
-        topo.add_duplex(leaf, spine, *nl.kind, nl.bandwidth * nodes / net.oversubscription, nl.efficiency,
-                        nl.latency / 2, 1, net.oversubscription > 1.0);
-      }
-    }
-  }
+  std::vector<std::vector<VertexId>> nics_of_node;
+  nics_of_node.reserve(static_cast<std::size_t>(nodes));
+  for (int n = 0; n < nodes; ++n) nics_of_node.push_back(add_node(topo, ns, n));
+  if (network && ns.nics > 0) add_network(topo, *network, *ns.nic_link, nodes, nics_of_node, ns.nics);
 
   try {
     topo.finalize();
   } catch (const std::runtime_error& e) {
-    throw root.error(fmt::format("unreachable GPUs: {}; check node.fabric, node.host and node.nics", e.what()));
+    throw root.error(
+        fmt::format("unreachable GPUs: {}; check node.fabric, node.host and node.nics", e.what()));
   }
   return topo;
 }
 
 }  // namespace
 
+namespace {
+// yaml-cpp reports some shapes only when a value is converted; name the file and position for those too.
+Topology build_checked(const YamlReader& root, const LoadOptions& options) {
+  try {
+    return build(root, options);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(fmt::format("{}:{}:{}: unexpected YAML structure: {}", root.file(), e.mark.line + 1,
+                                  e.mark.column + 1, e.msg));
+  }
+}
+}  // namespace
+
 Topology load_system(const std::string& path, const LoadOptions& options) {
-  return build(YamlReader::from_file(path), options);
+  return build_checked(YamlReader::from_file(path), options);
 }
 
 Topology load_system_from_string(std::string_view yaml, const std::string& name, const LoadOptions& options) {
-  return build(YamlReader::from_string(yaml, name), options);
+  return build_checked(YamlReader::from_string(yaml, name), options);
 }
 
 }  // namespace strata::hw

@@ -1,6 +1,7 @@
 #include "hw/topology.h"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <mutex>
 #include <queue>
@@ -15,12 +16,18 @@ namespace strata::hw {
 
 std::string_view vertex_kind_name(VertexKind k) {
   switch (k) {
-    case VertexKind::kGpu: return "gpu";
-    case VertexKind::kNvSwitch: return "nvswitch";
-    case VertexKind::kPcieSwitch: return "pcie-switch";
-    case VertexKind::kCpu: return "cpu";
-    case VertexKind::kNic: return "nic";
-    case VertexKind::kNetSwitch: return "net-switch";
+    case VertexKind::kGpu:
+      return "gpu";
+    case VertexKind::kNvSwitch:
+      return "nvswitch";
+    case VertexKind::kPcieSwitch:
+      return "pcie-switch";
+    case VertexKind::kCpu:
+      return "cpu";
+    case VertexKind::kNic:
+      return "nic";
+    case VertexKind::kNetSwitch:
+      return "net-switch";
   }
   return "?";
 }
@@ -57,8 +64,12 @@ LinkId Topology::add_duplex(VertexId a, VertexId b, const LinkKind& kind, double
   return id;
 }
 
-void Topology::set_gpu_vertex(Rank r, VertexId v) { gpu_vertex_[static_cast<std::size_t>(r)] = v; }
-void Topology::set_nic_of_gpu(Rank r, VertexId nic) { nic_of_gpu_[static_cast<std::size_t>(r)] = nic; }
+void Topology::set_gpu_vertex(Rank r, VertexId v) {
+  gpu_vertex_[static_cast<std::size_t>(r)] = v;
+}
+void Topology::set_nic_of_gpu(Rank r, VertexId nic) {
+  nic_of_gpu_[static_cast<std::size_t>(r)] = nic;
+}
 
 std::optional<VertexId> Topology::nic_of(Rank r) const {
   const VertexId v = nic_of_gpu_[static_cast<std::size_t>(r)];
@@ -67,20 +78,13 @@ std::optional<VertexId> Topology::nic_of(Rank r) const {
 }
 
 int Topology::nics_per_node() const {
-  int n = 0;
-  for (const auto& v : vertices_)
-    if (v.kind == VertexKind::kNic && v.node == 0) ++n;
-  return n;
+  if (!finalized_) throw std::logic_error("Topology::nics_per_node before finalize()");
+  return nics_per_node_;
 }
 
 bool Topology::nvls_capable() const {
-  bool any = false;
-  for (const auto& v : vertices_) {
-    if (v.kind != VertexKind::kNvSwitch) continue;
-    if (!v.nvls) return false;
-    any = true;
-  }
-  return any && node_switched_;
+  if (!finalized_) throw std::logic_error("Topology::nvls_capable before finalize()");
+  return nvls_capable_;
 }
 
 std::vector<int> Topology::coordinates(Rank r) const {
@@ -99,37 +103,153 @@ std::optional<LinkId> Topology::direct_link(Rank a, Rank b) const {
   return std::nullopt;
 }
 
+namespace {
+
+// Disjoint sets over vertex ids (path halving, union by index so results never depend on order).
+class DisjointSets {
+ public:
+  explicit DisjointSets(std::size_t n) : parent_(n) {
+    for (std::size_t i = 0; i < n; ++i) parent_[i] = static_cast<VertexId>(i);
+  }
+  VertexId find(VertexId v) {
+    while (parent_[static_cast<std::size_t>(v)] != v) {
+      auto& p = parent_[static_cast<std::size_t>(v)];
+      p = parent_[static_cast<std::size_t>(p)];
+      v = p;
+    }
+    return v;
+  }
+  void unite(VertexId a, VertexId b) {
+    a = find(a), b = find(b);
+    if (a != b) parent_[static_cast<std::size_t>(std::max(a, b))] = std::min(a, b);
+  }
+
+ private:
+  std::vector<VertexId> parent_;
+};
+
+bool forwards_inside_node(VertexKind k) {
+  return k == VertexKind::kNvSwitch || k == VertexKind::kPcieSwitch || k == VertexKind::kCpu;
+}
+bool is_network(VertexKind k) {
+  return k == VertexKind::kNic || k == VertexKind::kNetSwitch;
+}
+
+}  // namespace
+
 void Topology::finalize() {
   for (Rank r = 0; r < num_gpus(); ++r)
     if (gpu_vertex(r) < 0) throw std::runtime_error(fmt::format("GPU {} has no vertex", r));
-  // Every GPU must reach every other. Checking one source per node plus every GPU of node 0 as a target
-  // covers inter-node reachability; intra-node pairs are checked exhaustively.
-  for (int n = 0; n < nodes_; ++n)
-    for (int i = 0; i < gpus_per_node_; ++i)
-      for (int j = 0; j < gpus_per_node_; ++j) {
-        if (i == j) continue;
-        const Rank a = n * gpus_per_node_ + i, b = n * gpus_per_node_ + j;
-        if (compute_route(a, b).empty())
-          throw std::runtime_error(fmt::format("GPU {} cannot reach GPU {} ({} -> {})", a, b,
-                                               vertices_[gpu_vertex(a)].name, vertices_[gpu_vertex(b)].name));
-      }
-  for (int n = 1; n < nodes_; ++n)
-    for (int i = 0; i < gpus_per_node_; ++i) {
-      const Rank a = i, b = n * gpus_per_node_ + i;
-      if (compute_route(a, b).empty())
-        throw std::runtime_error(fmt::format("GPU {} cannot reach GPU {} ({} -> {})", a, b,
-                                             vertices_[gpu_vertex(a)].name, vertices_[gpu_vertex(b)].name));
+  // Reachability under the routing rules of shortest_path (GPUs and NICs never forward inside a node), in
+  // time linear in the graph: intra-node switches/CPUs joined into components, the network likewise. Two
+  // endpoints of a node reach each other when they are directly linked or touch a common component.
+  const auto nv = vertices_.size();
+  DisjointSets inside(nv), network(nv);
+  for (const Link& l : links_) {
+    const Vertex &a = vertices_[static_cast<std::size_t>(l.src)],
+                 &b = vertices_[static_cast<std::size_t>(l.dst)];
+    if (forwards_inside_node(a.kind) && forwards_inside_node(b.kind) && a.node == b.node)
+      inside.unite(l.src, l.dst);
+    if (is_network(a.kind) && is_network(b.kind)) network.unite(l.src, l.dst);
+  }
+  const auto touches = [&](VertexId v) {
+    std::vector<VertexId> comps;
+    for (LinkId l : out_links_[static_cast<std::size_t>(v)]) {
+      const VertexId w = links_[static_cast<std::size_t>(l)].dst;
+      if (forwards_inside_node(vertices_[static_cast<std::size_t>(w)].kind)) comps.push_back(inside.find(w));
     }
+    std::sort(comps.begin(), comps.end());
+    comps.erase(std::unique(comps.begin(), comps.end()), comps.end());
+    return comps;
+  };
+  const auto reaches = [&](VertexId a, const std::vector<VertexId>& ca, VertexId b,
+                           const std::vector<VertexId>& cb) {
+    for (LinkId l : out_links_[static_cast<std::size_t>(a)])
+      if (links_[static_cast<std::size_t>(l)].dst == b) return true;
+    std::vector<VertexId> common;
+    std::set_intersection(ca.begin(), ca.end(), cb.begin(), cb.end(), std::back_inserter(common));
+    return !common.empty();
+  };
+  const auto unreachable = [&](Rank a, Rank b) {
+    return std::runtime_error(fmt::format("GPU {} cannot reach GPU {} ({} -> {})", a, b,
+                                          vertices_[static_cast<std::size_t>(gpu_vertex(a))].name,
+                                          vertices_[static_cast<std::size_t>(gpu_vertex(b))].name));
+  };
+  for (int n = 0; n < nodes_; ++n) {
+    std::vector<std::vector<VertexId>> comps;
+    for (int i = 0; i < gpus_per_node_; ++i) comps.push_back(touches(gpu_vertex(n * gpus_per_node_ + i)));
+    // Usual case: one component (the host, or the NVSwitch) touched by every GPU of the node.
+    std::vector<VertexId> everywhere = comps.front();
+    for (const auto& c : comps) {
+      std::vector<VertexId> keep;
+      std::set_intersection(everywhere.begin(), everywhere.end(), c.begin(), c.end(),
+                            std::back_inserter(keep));
+      everywhere = std::move(keep);
+    }
+    if (everywhere.empty())
+      for (int i = 0; i < gpus_per_node_; ++i)
+        for (int j = i + 1; j < gpus_per_node_; ++j) {
+          const Rank a = n * gpus_per_node_ + i, b = n * gpus_per_node_ + j;
+          if (!reaches(gpu_vertex(a), comps[static_cast<std::size_t>(i)], gpu_vertex(b),
+                       comps[static_cast<std::size_t>(j)]))
+            throw unreachable(a, b);
+        }
+    if (nodes_ == 1) continue;
+    for (int i = 0; i < gpus_per_node_; ++i) {
+      const Rank r = n * gpus_per_node_ + i;
+      const VertexId nic = nic_of_gpu_[static_cast<std::size_t>(r)];
+      const Rank other = (r + gpus_per_node_) % num_gpus();
+      if (nic < 0 || !reaches(gpu_vertex(r), comps[static_cast<std::size_t>(i)], nic, touches(nic)) ||
+          network.find(nic) != network.find(nic_of_gpu_[static_cast<std::size_t>(other)]))
+        throw unreachable(r, other);
+    }
+  }
+  nics_per_node_ = 0;
+  nvls_capable_ = node_switched_;
+  bool any_nvswitch = false;
+  for (const auto& v : vertices_) {
+    if (v.kind == VertexKind::kNic && v.node == 0) ++nics_per_node_;
+    if (v.kind == VertexKind::kNvSwitch) {
+      any_nvswitch = true;
+      nvls_capable_ = nvls_capable_ && v.nvls;
+    }
+  }
+  nvls_capable_ = nvls_capable_ && any_nvswitch;
+  finalized_ = true;
 }
 
-std::vector<LinkId> Topology::shortest_path(VertexId from, VertexId to, bool network_only, bool nvlink_only) const {
+std::vector<LinkId> Topology::shortest_path(VertexId from, VertexId to, bool network_only,
+                                            bool nvlink_only) const {
   // Dijkstra with cost = latency + (1 MiB / bandwidth): prefers fast links, then short paths. Ties break on
   // the smaller vertex id so routes never depend on container order.
   constexpr double kRefBytes = 1024.0 * 1024.0;
   const auto n = vertices_.size();
   const VertexId from_node = vertices_[static_cast<std::size_t>(from)].node;
-  std::vector<double> dist(n, std::numeric_limits<double>::infinity());
-  std::vector<LinkId> via(n, -1);
+  // Per-thread scratch sized to the largest graph seen, reset only where this search wrote: a route costs
+  // the part of the graph it explores (one node, or the network), not the whole cluster.
+  struct Scratch {
+    std::vector<double> dist;
+    std::vector<LinkId> via;
+    std::vector<VertexId> touched;
+  };
+  thread_local Scratch scratch;
+  if (scratch.dist.size() < n) {
+    scratch.dist.resize(n, std::numeric_limits<double>::infinity());
+    scratch.via.resize(n, -1);
+  }
+  auto& dist = scratch.dist;
+  auto& via = scratch.via;
+  struct Reset {
+    Scratch& s;
+    ~Reset() {
+      for (VertexId v : s.touched) {
+        s.dist[static_cast<std::size_t>(v)] = std::numeric_limits<double>::infinity();
+        s.via[static_cast<std::size_t>(v)] = -1;
+      }
+      s.touched.clear();
+    }
+  } reset{scratch};
+  scratch.touched.push_back(from);
   using Item = std::tuple<double, VertexId>;
   std::priority_queue<Item, std::vector<Item>, std::greater<>> heap;
   dist[static_cast<std::size_t>(from)] = 0;
@@ -152,6 +272,7 @@ std::vector<LinkId> Topology::shortest_path(VertexId from, VertexId to, bool net
       const double nd = d + lk.latency + kRefBytes / lk.bandwidth;
       auto& cur = dist[static_cast<std::size_t>(lk.dst)];
       if (nd < cur || (nd == cur && via[static_cast<std::size_t>(lk.dst)] > l)) {
+        if (cur == std::numeric_limits<double>::infinity()) scratch.touched.push_back(lk.dst);
         cur = nd;
         via[static_cast<std::size_t>(lk.dst)] = l;
         heap.emplace(nd, lk.dst);
@@ -160,6 +281,7 @@ std::vector<LinkId> Topology::shortest_path(VertexId from, VertexId to, bool net
   }
   std::vector<LinkId> path;
   if (from == to || via[static_cast<std::size_t>(to)] < 0) return path;
+  path.reserve(8);
   for (VertexId v = to; v != from;) {
     const LinkId l = via[static_cast<std::size_t>(v)];
     path.push_back(l);

@@ -1,7 +1,8 @@
 // A hardware system seen two ways:
 //  (1) a hierarchy of levels (name + count per parent, outermost first, e.g. node x 4, gpu x 16), which the
 //      placement/reduction search reasons about;
-//  (2) a physical graph of GPUs, NVSwitches, PCIe switches, CPUs, NICs and network switches joined by directed
+//  (2) a physical graph of GPUs, NVSwitches, PCIe switches, CPUs, NICs and network switches joined by
+//  directed
 //      links (every duplex wire is two one-way links), with a route between any two GPUs, which the simulator
 //      puts flows on.
 // Both views are built from one YAML description (hw/system_loader.h).
@@ -28,9 +29,9 @@ std::string_view vertex_kind_name(VertexKind k);
 
 struct Vertex {
   VertexKind kind;
-  std::string name;  // e.g. "n0.gpu3", "n1.nic0", "rail2", "spine"
-  int node = -1;     // owning node, -1 for network switches
-  int local = -1;    // index within its node and kind
+  std::string name;   // e.g. "n0.gpu3", "n1.nic0", "rail2", "spine"
+  int node = -1;      // owning node, -1 for network switches
+  int local = -1;     // index within its node and kind
   bool nvls = false;  // NVSwitch with in-switch reduction (NVLink SHARP)
 };
 
@@ -62,7 +63,8 @@ class Topology {
                     double latency, int multiplicity, bool shared = true);
   void set_gpu_vertex(Rank r, VertexId v);
   void set_nic_of_gpu(Rank r, VertexId nic);
-  // Verifies every GPU reaches every other; throws std::runtime_error naming an unreachable pair.
+  // Verifies every GPU reaches every other (in time linear in the graph); throws std::runtime_error naming an
+  // unreachable pair. Required before the physical view is queried.
   void finalize();
 
   // --- hierarchy view ---
@@ -104,7 +106,8 @@ class Topology {
  private:
   struct RouteCache;
   std::vector<LinkId> compute_route(Rank a, Rank b) const;
-  std::vector<LinkId> shortest_path(VertexId from, VertexId to, bool network_only, bool nvlink_only = false) const;
+  std::vector<LinkId> shortest_path(VertexId from, VertexId to, bool network_only,
+                                    bool nvlink_only = false) const;
 
   std::string name_;
   GpuSpec gpu_;
@@ -116,6 +119,9 @@ class Topology {
   std::vector<VertexId> gpu_vertex_;
   std::vector<VertexId> nic_of_gpu_;
   bool node_switched_ = false;
+  bool finalized_ = false;
+  int nics_per_node_ = 0;
+  bool nvls_capable_ = false;
   std::shared_ptr<RouteCache> cache_;
 };
 

@@ -43,13 +43,17 @@ class YamlReader {
   void expect_sequence() const;
 
   std::string as_string() const;
-  long long as_int() const;            // any integer
-  long long as_positive_int() const;   // >= 1
-  double as_double() const;            // any finite number
+  long long as_int() const;           // any integer
+  long long as_positive_int() const;  // >= 1
+  // An integer in [lo, hi]; the error names the allowed range (guards narrowing to int and absurd sizes).
+  long long as_int_in(long long lo, long long hi) const;
+  int as_int32_in(int lo, int hi) const { return static_cast<int>(as_int_in(lo, hi)); }
+  double as_double() const;  // any finite number
   bool as_bool() const;
-  double as_bandwidth() const;  // "450 GB/s"; unit required, > 0
-  double as_bytes() const;      // "4 GiB"; unit required
-  double as_duration() const;   // "0.6 us"; unit required
+  // Quantities with a unit, each within the physically meaningful range in hw/limits.h (the error names it).
+  double as_bandwidth() const;  // "450 GB/s"
+  double as_bytes() const;      // "4 GiB", > 0
+  double as_duration() const;   // "0.6 us", 0 .. 1e6 s
   double as_flops() const;      // "989 TFLOPS"
 
   [[nodiscard]] ConfigError error(std::string_view message) const;

@@ -13,29 +13,40 @@ namespace strata::sim {
 
 std::string_view op_name(CollectiveOp op) {
   switch (op) {
-    case CollectiveOp::kAllReduce: return "allreduce";
-    case CollectiveOp::kReduceScatter: return "reducescatter";
-    case CollectiveOp::kAllGather: return "allgather";
-    case CollectiveOp::kReduce: return "reduce";
-    case CollectiveOp::kBroadcast: return "broadcast";
-    case CollectiveOp::kAllToAll: return "alltoall";
-    case CollectiveOp::kSendRecv: return "sendrecv";
+    case CollectiveOp::kAllReduce:
+      return "allreduce";
+    case CollectiveOp::kReduceScatter:
+      return "reducescatter";
+    case CollectiveOp::kAllGather:
+      return "allgather";
+    case CollectiveOp::kReduce:
+      return "reduce";
+    case CollectiveOp::kBroadcast:
+      return "broadcast";
+    case CollectiveOp::kAllToAll:
+      return "alltoall";
+    case CollectiveOp::kSendRecv:
+      return "sendrecv";
   }
   return "?";
 }
 
 std::optional<CollectiveOp> parse_op(std::string_view name) {
-  for (auto op : {CollectiveOp::kAllReduce, CollectiveOp::kReduceScatter, CollectiveOp::kAllGather,
-                  CollectiveOp::kReduce, CollectiveOp::kBroadcast, CollectiveOp::kAllToAll, CollectiveOp::kSendRecv})
+  for (auto op :
+       {CollectiveOp::kAllReduce, CollectiveOp::kReduceScatter, CollectiveOp::kAllGather,
+        CollectiveOp::kReduce, CollectiveOp::kBroadcast, CollectiveOp::kAllToAll, CollectiveOp::kSendRecv})
     if (op_name(op) == name) return op;
   return std::nullopt;
 }
 
 std::string_view protocol_name(Protocol p) {
   switch (p) {
-    case Protocol::kSimple: return "simple";
-    case Protocol::kLL: return "ll";
-    case Protocol::kLL128: return "ll128";
+    case Protocol::kSimple:
+      return "simple";
+    case Protocol::kLL:
+      return "ll";
+    case Protocol::kLL128:
+      return "ll128";
   }
   return "?";
 }
@@ -46,7 +57,9 @@ std::optional<Protocol> parse_protocol(std::string_view name) {
   return std::nullopt;
 }
 
-std::string_view granularity_name(Granularity g) { return g == Granularity::kFlow ? "flow" : "step"; }
+std::string_view granularity_name(Granularity g) {
+  return g == Granularity::kFlow ? "flow" : "step";
+}
 
 std::optional<Granularity> parse_granularity(std::string_view name) {
   for (auto g : {Granularity::kFlow, Granularity::kStep})
@@ -56,9 +69,12 @@ std::optional<Granularity> parse_granularity(std::string_view name) {
 
 double protocol_wire_factor(Protocol p) {
   switch (p) {
-    case Protocol::kSimple: return 1.0;
-    case Protocol::kLL: return 2.0;
-    case Protocol::kLL128: return 128.0 / 120.0;
+    case Protocol::kSimple:
+      return 1.0;
+    case Protocol::kLL:
+      return 2.0;
+    case Protocol::kLL128:
+      return 128.0 / 120.0;
   }
   return 1.0;
 }
@@ -66,23 +82,31 @@ double protocol_wire_factor(Protocol p) {
 double busbw_factor(CollectiveOp op, int n) {
   if (n <= 1) return 0.0;
   switch (op) {
-    case CollectiveOp::kAllReduce: return 2.0 * (n - 1) / n;
+    case CollectiveOp::kAllReduce:
+      return 2.0 * (n - 1) / n;
     case CollectiveOp::kReduceScatter:
     case CollectiveOp::kAllGather:
-    case CollectiveOp::kAllToAll: return static_cast<double>(n - 1) / n;
+    case CollectiveOp::kAllToAll:
+      return static_cast<double>(n - 1) / n;
     case CollectiveOp::kReduce:
     case CollectiveOp::kBroadcast:
-    case CollectiveOp::kSendRecv: return 1.0;
+    case CollectiveOp::kSendRecv:
+      return 1.0;
   }
   return 1.0;
 }
 
 BuildContext::BuildContext(const hw::Topology& topo_in, TaskGraph& graph_in, const CollectiveSpec& spec_in,
-                           std::string algorithm_in, std::vector<Dep> after_in)
-    : topo(topo_in), graph(graph_in), spec(spec_in), algorithm(std::move(algorithm_in)), after(std::move(after_in)) {}
+                           std::string algorithm_in, nccl::Family family_in, std::vector<Dep> after_in)
+    : topo(topo_in),
+      graph(graph_in),
+      spec(spec_in),
+      algorithm(std::move(algorithm_in)),
+      family(family_in),
+      after(std::move(after_in)) {}
 
 double BuildContext::step_latency(hw::Rank a, hw::Rank b) const {
-  const double hop = nccl::hop_latency(topo.route_transport(a, b), nccl::family_of(algorithm), spec.protocol);
+  const double hop = nccl::hop_latency(topo.route_transport(a, b), family, spec.protocol);
   return std::max(hop, topo.route_latency(a, b));
 }
 
@@ -120,7 +144,8 @@ std::vector<std::vector<hw::Rank>> BuildContext::members_by_node() const {
 int BuildContext::channels() const {
   if (spec.channels > 0) return spec.channels;
   const auto nodes = members_by_node();
-  if (nodes.size() > 1) return std::max(1, std::min(topo.nics_per_node(), static_cast<int>(nodes.front().size())));
+  if (nodes.size() > 1)
+    return std::max(1, std::min(topo.nics_per_node(), static_cast<int>(nodes.front().size())));
   if (!topo.node_is_switched() && spec.group.size() > 2) {
     // Directly wired node: one ring per outgoing NVLink of a GPU, so rings can use every link.
     int links = 0;
@@ -131,7 +156,9 @@ int BuildContext::channels() const {
   return 1;
 }
 
-AlgorithmRegistry::AlgorithmRegistry() { algorithms::register_builtin(*this); }
+AlgorithmRegistry::AlgorithmRegistry() {
+  algorithms::register_builtin(*this);
+}
 
 AlgorithmRegistry& AlgorithmRegistry::instance() {
   static AlgorithmRegistry registry;
@@ -139,7 +166,8 @@ AlgorithmRegistry& AlgorithmRegistry::instance() {
 }
 
 void AlgorithmRegistry::add(std::unique_ptr<CollectiveAlgorithm> algorithm) {
-  if (find(algorithm->name())) throw std::logic_error(fmt::format("algorithm '{}' registered twice", algorithm->name()));
+  if (find(algorithm->name()))
+    throw std::logic_error(fmt::format("algorithm '{}' registered twice", algorithm->name()));
   algorithms_.push_back(std::move(algorithm));
 }
 
@@ -161,6 +189,13 @@ std::string AlgorithmRegistry::names() const {
   return s;
 }
 
+const CollectiveAlgorithm* AlgorithmRegistry::first_eligible(const CollectiveSpec& spec,
+                                                             const hw::Topology& topo) const {
+  for (const auto& a : algorithms_)
+    if (a->unsupported_reason(spec, topo).empty()) return a.get();
+  return nullptr;
+}
+
 TaskId add_collective(const hw::Topology& topo, TaskGraph& graph, const CollectiveSpec& spec,
                       std::string_view algorithm, std::span<const Dep> after) {
   const CollectiveAlgorithm* algo = AlgorithmRegistry::instance().find(algorithm);
@@ -179,8 +214,18 @@ TaskId add_collective(const hw::Topology& topo, TaskGraph& graph, const Collecti
   }
   if (!(spec.bytes >= 0)) throw std::invalid_argument("collective size must be non-negative");
   if (std::string reason = algo->unsupported_reason(spec, topo); !reason.empty())
-    throw std::invalid_argument(fmt::format("algorithm '{}' cannot run {}: {}", algorithm, op_name(spec.op), reason));
-  BuildContext ctx(topo, graph, spec, std::string(algorithm), std::vector<Dep>(after.begin(), after.end()));
+    throw std::invalid_argument(
+        fmt::format("algorithm '{}' cannot run {}: {}", algorithm, op_name(spec.op), reason));
+  BuildContext ctx(topo, graph, spec, std::string(algorithm), algo->family(),
+                   std::vector<Dep>(after.begin(), after.end()));
+  if (spec.group.size() == 1) {
+    // NCCL runs a one-rank collective as a local device copy (ncclLaunchOneRank: the out-of-place buffer is
+    // copied, S read and S written in HBM); nothing crosses a link, and nccl-tests' busbw factor is 0.
+    const TaskId start = algorithms::begin_collective(ctx);
+    const double hbm = topo.gpu().hbm_bandwidth;
+    return graph.add_delay(hbm > 0 ? 2 * spec.bytes / hbm : 0.0, ctx.label("local copy"),
+                           std::array{Dep{start}});
+  }
   return algo->build(ctx);
 }
 

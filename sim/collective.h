@@ -15,10 +15,17 @@
 
 namespace strata::sim {
 
+namespace nccl {
+// NCCL's algorithm families, which index its latency tables (src/graph/tuning.cc).
+enum class Family { kTree, kRing, kNvls };
+struct EstimateInputs;
+}  // namespace nccl
+
 enum class CollectiveOp { kAllReduce, kReduceScatter, kAllGather, kReduce, kBroadcast, kAllToAll, kSendRecv };
 std::string_view op_name(CollectiveOp op);
 std::optional<CollectiveOp> parse_op(std::string_view name);
-inline constexpr std::string_view kOpNames = "allreduce, reducescatter, allgather, reduce, broadcast, alltoall, sendrecv";
+inline constexpr std::string_view kOpNames =
+    "allreduce, reducescatter, allgather, reduce, broadcast, alltoall, sendrecv";
 
 // NCCL's wire protocols. Simple moves plain data; LL packs 4 B of data with a 4 B flag (50% payload);
 // LL128 carries 120 B of data per 128 B line (93.75%).
@@ -42,7 +49,9 @@ double busbw_factor(CollectiveOp op, int n);
 
 struct CollectiveSpec {
   CollectiveOp op = CollectiveOp::kAllReduce;
-  std::vector<hw::Rank> group;  // participating GPUs; group[0] is the root of Reduce/Broadcast, the sender of SendRecv
+  // Participating GPUs; group[0] is the root of Reduce/Broadcast. SendRecv (as nccl-tests' sendrecv_perf):
+  // every member sends the message to the next member and receives from the previous one.
+  std::vector<hw::Rank> group;
   // nccl-tests convention: the size of the operation's buffer. AllReduce/Reduce/Broadcast: the whole vector;
   // AllGather/ReduceScatter: the whole gathered array (each rank owns bytes/n); AllToAll: each rank's send
   // buffer (bytes/n to each peer); SendRecv: the message.
@@ -51,18 +60,19 @@ struct CollectiveSpec {
   int channels = 0;         // parallel rings/trees; 0 = choose from the topology (one per NIC across nodes)
   int pipeline_chunks = 0;  // chunks per tree/chain pipeline; 0 = default
   Granularity granularity = Granularity::kFlow;
-  std::string label;        // trace name prefix; default: op name
+  std::string label;  // trace name prefix; default: op name
 };
 
 // What an algorithm needs to expand a collective.
 class BuildContext {
  public:
   BuildContext(const hw::Topology& topo, TaskGraph& graph, const CollectiveSpec& spec, std::string algorithm,
-               std::vector<Dep> after);
+               nccl::Family family, std::vector<Dep> after);
   const hw::Topology& topo;
   TaskGraph& graph;
   const CollectiveSpec& spec;
-  const std::string algorithm;  // NCCL latency tables are indexed by the algorithm family
+  const std::string algorithm;   // for trace labels
+  const nccl::Family family;     // NCCL latency tables are indexed by the algorithm family
   const std::vector<Dep> after;  // the collective starts once these are done
 
   int group_size() const { return static_cast<int>(spec.group.size()); }
@@ -82,13 +92,28 @@ class BuildContext {
   std::vector<std::vector<hw::Rank>> members_by_node() const;
 };
 
+// A collective algorithm describes itself completely; nothing outside its file switches over its name.
 class CollectiveAlgorithm {
  public:
   virtual ~CollectiveAlgorithm() = default;
   virtual std::string_view name() const = 0;
   virtual std::string_view description() const = 0;
-  // Empty when the algorithm can run `spec` on `topo`; otherwise why not.
+  // Which of NCCL's latency tables (base and per-hop latencies) the algorithm's steps use.
+  virtual nccl::Family family() const = 0;
+  // Empty when the algorithm can run `spec` (op, group, protocol) on `topo`; otherwise why not. The tuner,
+  // the CLI and search/reduce ask only this.
   virtual std::string unsupported_reason(const CollectiveSpec& spec, const hw::Topology& topo) const = 0;
+  // Empty when NCCL itself would run this algorithm for `spec`; otherwise why not. search/reduce, which
+  // reproduces programs of NCCL calls (P²), forces an algorithm only where this is empty. Default: the same
+  // as unsupported_reason (strata's own algorithms have no NCCL counterpart to differ from).
+  virtual std::string nccl_unsupported_reason(const CollectiveSpec& spec, const hw::Topology& topo) const {
+    return unsupported_reason(spec, topo);
+  }
+  // NCCL-style analytic time (seconds) of `in.spec` at `in.spec.protocol`; called only when eligible and
+  // for groups of two or more. The default reads the algorithm's own flow-form expansion without simulating
+  // it (nccl::expansion_estimate); an algorithm whose expansion is too large to build per estimate (direct:
+  // n^2 transfers) overrides it.
+  virtual double estimate(const nccl::EstimateInputs& in) const;
   // Adds the collective's tasks; returns a task that is done when the whole collective is.
   virtual TaskId build(BuildContext& ctx) const = 0;
 };
@@ -100,6 +125,8 @@ class AlgorithmRegistry {
   const CollectiveAlgorithm* find(std::string_view name) const;
   std::vector<const CollectiveAlgorithm*> all() const;  // in registration order
   std::string names() const;                            // "ring, tree, ..."
+  // The first registered algorithm that can run `spec` (registration order: ring first), or nullptr.
+  const CollectiveAlgorithm* first_eligible(const CollectiveSpec& spec, const hw::Topology& topo) const;
 
  private:
   AlgorithmRegistry();

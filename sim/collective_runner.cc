@@ -13,14 +13,11 @@ CollectiveResult run_collective(const hw::Topology& topo, const CollectiveReques
   CollectiveSpec spec = request.spec;
   std::string algorithm = request.algorithm;
   if (algorithm == "auto") {
-    // Like NCCL: ring, tree and NVLS for reductions and broadcasts, point-to-point (direct) for all-to-all
-    // and send/recv. strata's own schedules (hierarchical, direct all-reduce) run only when named.
+    // Like NCCL's tuner: every registered algorithm that can run the spec, at every protocol it can use,
+    // ranked by its own estimate.
     auto estimates = nccl::estimate_all(topo, spec);
-    const bool p2p = spec.op == CollectiveOp::kAllToAll || spec.op == CollectiveOp::kSendRecv;
-    std::erase_if(estimates, [&](const auto& e) {
-      return p2p ? e.algorithm != "direct" : (e.algorithm != "ring" && e.algorithm != "tree" && e.algorithm != "nvls");
-    });
-    if (!request.auto_protocol) std::erase_if(estimates, [&](const auto& e) { return e.protocol != spec.protocol; });
+    if (!request.auto_protocol)
+      std::erase_if(estimates, [&](const auto& e) { return e.protocol != spec.protocol; });
     if (estimates.empty())
       throw std::invalid_argument(fmt::format("no algorithm can run {} on this group", op_name(spec.op)));
     algorithm = estimates.front().algorithm;

@@ -1,8 +1,10 @@
-// Compute cost: how long a kernel takes on a GPU. The simulator asks a ComputeCostModel, so measured
-// profiles (written by validate/) can replace the roofline estimate without touching the simulator.
+// Compute cost: how long a compute task takes on a GPU. A task graph carries each kernel's work
+// description; the simulator asks the ComputeCost given in SimOptions for its duration, so the cost model
+// (models' roofline with per-operator efficiencies and measured profiles, models/cost/cost_model.h) decides
+// and the simulator stays independent of operators.
 #pragma once
 
-#include <string_view>
+#include <cstdint>
 
 #include "hw/gpu_spec.h"
 
@@ -12,22 +14,16 @@ struct ComputeWork {
   double flops = 0;      // floating-point operations
   double mem_bytes = 0;  // bytes moved to/from HBM
   hw::DType dtype = hw::DType::kFp16;
+  // The cost model's own handle for the kernel (models::KernelCost: an operator node it registered);
+  // -1: none.
+  std::int32_t kernel = -1;
 };
 
-class ComputeCostModel {
+class ComputeCost {
  public:
-  virtual ~ComputeCostModel() = default;
-  virtual std::string_view name() const = 0;
-  // Seconds for one kernel on `gpu`.
-  virtual double duration(const ComputeWork& work, const hw::GpuSpec& gpu) const = 0;
-};
-
-// Roofline: launch overhead + max(flops / peak(dtype), bytes / HBM bandwidth). Optimistic by design
-// (peak numbers); calibration from measured profiles tightens it.
-class RooflineModel final : public ComputeCostModel {
- public:
-  std::string_view name() const override { return "roofline"; }
-  double duration(const ComputeWork& work, const hw::GpuSpec& gpu) const override;
+  virtual ~ComputeCost() = default;
+  // Seconds for one execution of `work` on `gpu`.
+  virtual double seconds(const ComputeWork& work, const hw::GpuSpec& gpu) const = 0;
 };
 
 }  // namespace strata::sim

@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <set>
 
 namespace strata::sim::nccl {
 namespace {
 constexpr double kUs = 1e-6;
-constexpr int idx(Protocol p) { return p == Protocol::kLL ? 0 : (p == Protocol::kLL128 ? 1 : 2); }
+constexpr int idx(Protocol p) {
+  return p == Protocol::kLL ? 0 : (p == Protocol::kLL128 ? 1 : 2);
+}
 // [family][LL, LL128, Simple], microseconds.
 constexpr double kBase[3][3] = {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}};
 // [transport NVLink, PCI, NET][family Tree, Ring, NVLS][LL, LL128, Simple], microseconds.
@@ -17,125 +20,130 @@ constexpr double kHop[3][3][3] = {
     {{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 0}},
     {{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 18}},
 };
-int fam(Family f) { return f == Family::kTree ? 0 : (f == Family::kRing ? 1 : 2); }
+int fam(Family f) {
+  return f == Family::kTree ? 0 : (f == Family::kRing ? 1 : 2);
+}
 int trans(hw::Transport t) {
   return t == hw::Transport::kNvlink ? 0 : (t == hw::Transport::kNet ? 2 : 1);
 }
-// llMaxBw: the LL protocol's aggregate cap, GB/s (single node by GPU generation; multi-node, Intel CPUs).
-double ll_max_bw(const hw::Topology& topo, int nodes) {
-  if (nodes > 1) return (nodes == 2 ? 39.0 : 20.4) * 1e9;
-  switch (topo.gpu().arch) {
-    case hw::GpuArch::kVolta: return 39.0e9;
-    case hw::GpuArch::kAmpere: return 87.7e9;
-    case hw::GpuArch::kHopper: return 141.0e9;
-    case hw::GpuArch::kBlackwell: return 282.0e9;
-  }
-  return 39.0e9;
-}
 }  // namespace
 
-Family family_of(std::string_view algorithm) {
-  if (algorithm == "tree") return Family::kTree;
-  if (algorithm == "nvls") return Family::kNvls;
-  return Family::kRing;
+double base_latency(Family f, Protocol p) {
+  return kBase[fam(f)][idx(p)] * kUs;
+}
+double hop_latency(hw::Transport t, Family f, Protocol p) {
+  return kHop[trans(t)][fam(f)][idx(p)] * kUs;
 }
 
-double base_latency(Family f, Protocol p) { return kBase[fam(f)][idx(p)] * kUs; }
-double hop_latency(hw::Transport t, Family f, Protocol p) { return kHop[trans(t)][fam(f)][idx(p)] * kUs; }
-
-GroupBandwidth group_bandwidth(const hw::Topology& topo, std::span<const hw::Rank> group) {
-  GroupBandwidth g;
+GroupShape group_shape(const hw::Topology& topo, std::span<const hw::Rank> group) {
+  GroupShape g;
   g.ranks = static_cast<int>(group.size());
   std::set<int> nodes;
-  std::vector<int> per_node(static_cast<std::size_t>(topo.nodes()), 0);
-  for (hw::Rank r : group) {
-    nodes.insert(topo.node_of(r));
-    g.ranks_per_node = std::max(g.ranks_per_node, ++per_node[static_cast<std::size_t>(topo.node_of(r))]);
-  }
+  for (hw::Rank r : group) nodes.insert(topo.node_of(r));
   g.nodes = static_cast<int>(nodes.size());
-  // Scale-up: everything a GPU can push to its node peers over NVLink (switch port or direct links).
   const hw::VertexId v = topo.gpu_vertex(group.empty() ? 0 : group[0]);
-  double nvlink = 0, pcie = 0;
-  for (const auto& l : topo.links()) {
-    if (l.src != v) continue;
-    if (l.transport == hw::Transport::kNvlink) nvlink += l.bandwidth;
-    if (l.transport == hw::Transport::kPcie) pcie = std::max(pcie, l.bandwidth);
-  }
-  g.nvlink = nvlink > 0;
-  g.intra = nvlink > 0 ? nvlink : pcie;
-  g.nvls = topo.nvls_capable() && g.nodes == 1 && g.ranks == topo.gpus_per_node();
-  if (g.nodes > 1) {
-    double nic_bw = 0;
-    int nics = 0;
-    for (const auto& l : topo.links()) {
-      const auto& src = topo.vertices()[static_cast<std::size_t>(l.src)];
-      const auto& dst = topo.vertices()[static_cast<std::size_t>(l.dst)];
-      if (src.kind == hw::VertexKind::kNic && src.node == 0 && dst.kind == hw::VertexKind::kNetSwitch) {
-        nic_bw += l.bandwidth;
-        ++nics;
-      }
-    }
-    // A node's group members can use only as many NICs as there are members on it.
-    g.inter = nics > 0 ? nic_bw * std::min(1.0, static_cast<double>(g.ranks_per_node) / nics) : 0;
-  }
+  for (const auto& l : topo.links())
+    if (l.src == v && l.transport == hw::Transport::kNvlink) g.nvlink = true;
   return g;
 }
 
-std::vector<Estimate> estimate_all(const hw::Topology& topo, const CollectiveSpec& spec) {
-  const GroupBandwidth g = group_bandwidth(topo, spec.group);
-  const int n = g.ranks;
-  const double S = spec.bytes;
+double expansion_estimate(const EstimateInputs& in, const CollectiveAlgorithm& algorithm) {
+  CollectiveSpec spec = in.spec;
+  spec.granularity = Granularity::kFlow;
+  TaskGraph graph;
+  BuildContext ctx(in.topo, graph, spec, std::string(algorithm.name()), algorithm.family(), {});
+  algorithm.build(ctx);
+  const auto tasks = graph.tasks();
+  const auto& links = in.topo.links();
+  // Stage of each task: its dependency depth (tasks are added after their dependencies, and edges are
+  // stored in the order their target tasks were added).
+  std::vector<int> stage(tasks.size(), 0);
+  for (const auto& e : graph.edges())
+    stage[static_cast<std::size_t>(e.to)] =
+        std::max(stage[static_cast<std::size_t>(e.to)], stage[static_cast<std::size_t>(e.from)] + 1);
+  const auto route_of = [&](const Task& t, std::vector<hw::LinkId>& route, std::vector<double>& weights) {
+    if (t.route >= 0) {
+      const auto& r = graph.custom_route(t.route);
+      route = r.links;
+      weights = r.weights;
+    } else {
+      const auto r = in.topo.route(t.rank, t.peer);
+      route.assign(r.begin(), r.end());
+      weights.clear();
+    }
+  };
+  std::map<std::pair<int, hw::LinkId>, double> load;  // (stage, link) -> bytes
+  std::vector<hw::LinkId> route;
+  std::vector<double> weights;
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    if (tasks[i].kind != TaskKind::kTransfer) continue;
+    route_of(tasks[i], route, weights);
+    for (std::size_t k = 0; k < route.size(); ++k)
+      if (links[static_cast<std::size_t>(route[k])].shared)
+        load[{stage[i], route[k]}] += tasks[i].bytes * (weights.empty() ? 1.0 : weights[k]);
+  }
+  std::vector<double> start(tasks.size(), 0.0), finish(tasks.size(), 0.0);
+  std::size_t next_edge = 0;
+  const auto edges = graph.edges();
+  double makespan = 0;
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    for (; next_edge < edges.size() && static_cast<std::size_t>(edges[next_edge].to) == i; ++next_edge)
+      start[i] = std::max(start[i], finish[static_cast<std::size_t>(edges[next_edge].from)]);
+    const Task& t = tasks[i];
+    double duration = t.seconds;  // delay, or the transfer's delivery latency
+    if (t.kind == TaskKind::kTransfer) {
+      route_of(t, route, weights);
+      double drain = 0;
+      for (hw::LinkId l : route) {
+        const auto& link = links[static_cast<std::size_t>(l)];
+        // A shared link drains the stage's whole load; a fat pipe only caps this transfer.
+        const double bytes = link.shared ? load[{stage[i], l}] : t.bytes;
+        drain = std::max(drain, bytes / link.bandwidth);
+      }
+      duration += drain;
+    }
+    finish[i] = start[i] + duration;
+    makespan = std::max(makespan, finish[i]);
+  }
+  return makespan;
+}
+
+std::vector<Estimate> estimate_all(const hw::Topology& topo, const CollectiveSpec& spec,
+                                   std::string_view only) {
+  const GroupShape g = group_shape(topo, spec.group);
   const hw::Transport intra_t = g.nvlink ? hw::Transport::kNvlink : hw::Transport::kPcie;
   std::vector<Estimate> out;
   for (const CollectiveAlgorithm* algo : AlgorithmRegistry::instance().all()) {
+    if (!only.empty() && algo->name() != only) continue;
+    const Family f = algo->family();
     for (Protocol p : {Protocol::kLL, Protocol::kLL128, Protocol::kSimple}) {
+      if (p == Protocol::kLL128 && !g.nvlink) continue;  // NCCL enables LL128 on NVLink only
       CollectiveSpec trial = spec;
       trial.protocol = p;
       if (!algo->unsupported_reason(trial, topo).empty()) continue;
-      const Family f = family_of(algo->name());
-      if (f == Family::kNvls && p != Protocol::kSimple) continue;  // NVLS runs Simple only
-      if (p == Protocol::kLL128 && !g.nvlink) continue;             // NCCL enables LL128 on NVLink only
-      const double intra_lat = hop_latency(intra_t, f, p);
-      const double inter_lat = hop_latency(hw::Transport::kNet, f, p);
-      // Bus bandwidth per rank: the scale-up fabric, or the node's NICs shared by the ring(s).
-      double bus = g.nodes > 1 ? std::min(g.intra, g.inter) : g.intra;
-      double lat = base_latency(f, p);
-      double alg_bw = 0;
-      const std::string name(algo->name());
-      const bool reduce_all = spec.op == CollectiveOp::kAllReduce;
-      const int steps = reduce_all ? 2 * (n - 1) : (n - 1);
-      // Protocol caps apply to the bus bandwidth, as in NCCL's tuner: LL carries half its lines as flags
-      // and is capped by llMaxBw; LL128 loses 8 of 128 bytes per line (Ring: 0.92 busBw cap).
-      const double ll_cap = ll_max_bw(topo, g.nodes);
-      if (name == "nvls") {
-        lat = intra_lat;
-        alg_bw = g.intra * kNvlsEfficiency * n / (n + 1.0);
-      } else if (name == "tree") {
-        const int ppn = g.ranks_per_node;
-        lat += 2 * ((ppn - 1) * intra_lat + std::log2(std::max(1, g.nodes)) * inter_lat);
-        bus *= 0.92;
-        if (p == Protocol::kLL) bus = std::min(bus / 3.8, ll_cap);
-        if (p == Protocol::kLL128) bus *= g.nodes > 1 ? 120.0 / 128.0 : 7.0 / 9.0;
-        alg_bw = bus * 0.5;
-        if (spec.op != CollectiveOp::kAllReduce) alg_bw = bus;  // broadcast/reduce pipeline down/up once
-      } else {
-        if (p == Protocol::kLL) bus = std::min(0.5 * bus, ll_cap);
-        if (p == Protocol::kLL128) bus *= 0.92;
-        const double factor = busbw_factor(spec.op, n);
-        alg_bw = factor > 0 ? bus / factor : bus;
-        if (name == "ring" || name == "hierarchical") {
-          const int inter_steps = g.nodes > 1 ? (reduce_all ? 2 * (g.nodes - 1) : g.nodes - 1) : 0;
-          lat += (steps - inter_steps) * intra_lat + inter_steps * inter_lat;
-          if (spec.op == CollectiveOp::kBroadcast || spec.op == CollectiveOp::kReduce) alg_bw = bus;
-        } else {  // direct: every pair at once; each rank's traffic over its own links
-          lat += (g.nodes > 1 ? inter_lat : intra_lat);
-        }
-      }
-      out.push_back({name, p, lat + (alg_bw > 0 ? S / alg_bw : std::numeric_limits<double>::infinity())});
+      const EstimateInputs in{topo,
+                              trial,
+                              g,
+                              base_latency(f, p),
+                              hop_latency(intra_t, f, p),
+                              hop_latency(hw::Transport::kNet, f, p),
+                              protocol_wire_factor(p)};
+      // One rank: every algorithm is the same local copy (add_collective), so they tie at its cost.
+      const double seconds = g.ranks == 1
+                                 ? in.base_latency + 2 * spec.bytes / std::max(topo.gpu().hbm_bandwidth, 1.0)
+                                 : algo->estimate(in);
+      out.push_back({std::string(algo->name()), p, seconds});
     }
   }
-  std::stable_sort(out.begin(), out.end(), [](const Estimate& a, const Estimate& b) { return a.seconds < b.seconds; });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Estimate& a, const Estimate& b) { return a.seconds < b.seconds; });
   return out;
 }
 
 }  // namespace strata::sim::nccl
+
+namespace strata::sim {
+double CollectiveAlgorithm::estimate(const nccl::EstimateInputs& in) const {
+  return nccl::expansion_estimate(in, *this);
+}
+}  // namespace strata::sim

@@ -1,6 +1,7 @@
-// NCCL's published cost constants (NVIDIA/nccl src/graph/tuning.cc, at the snapshot cited in
-// docs/fidelity.md) and a tuner that, like NCCL, predicts each (algorithm, protocol) pair's time from them
-// and picks the fastest. The simulator then runs the chosen pair on the flow model.
+// NCCL's published latency constants (NVIDIA/nccl src/graph/tuning.cc, at the snapshot cited in
+// docs/fidelity.md) and a tuner that, like NCCL's, predicts every eligible (algorithm, protocol) pair's time
+// and picks the fastest. Each algorithm owns its prediction (CollectiveAlgorithm::estimate); by default it
+// is NCCL's latency + bytes / bandwidth form read off the algorithm's own expansion (expansion_estimate).
 #pragma once
 
 #include <string>
@@ -12,35 +13,53 @@
 
 namespace strata::sim::nccl {
 
-enum class Family { kTree, kRing, kNvls };
 // NCCL's nvlsEfficiency for Hopper: the share of NVLink bandwidth the in-switch reduction path sustains.
 inline constexpr double kNvlsEfficiency = 0.85;
-// Family of a strata algorithm name for NCCL's latency tables: tree -> Tree, nvls -> NVLS, anything else
-// (ring, direct, hierarchical) -> Ring.
-Family family_of(std::string_view algorithm);
 
 // Base latency per launch, seconds.
 double base_latency(Family f, Protocol p);
 // Per-hop latency, seconds, for a transport class (NVLink, PCI, NET); host shared memory counts as PCI.
 double hop_latency(hw::Transport t, Family f, Protocol p);
 
-// Bandwidths the tuner assembles from the topology (bytes/s, per GPU).
-struct GroupBandwidth {
-  int ranks = 0, nodes = 0, ranks_per_node = 0;  // ranks_per_node = max over nodes
-  double intra = 0;   // a GPU's scale-up bandwidth to its node peers
-  double inter = 0;   // a node's NIC bandwidth (all NICs), 0 on one node
-  bool nvlink = false;  // intra-node path is NVLink/NVSwitch (enables LL128)
-  bool nvls = false;    // NVSwitch in-switch reduction available
+// What the tuner reads of the group: its size and spread over nodes, and whether the intra-node path is
+// NVLink/NVSwitch (NCCL enables LL128 only there).
+struct GroupShape {
+  int ranks = 0, nodes = 0;
+  bool nvlink = false;
 };
-GroupBandwidth group_bandwidth(const hw::Topology& topo, std::span<const hw::Rank> group);
+GroupShape group_shape(const hw::Topology& topo, std::span<const hw::Rank> group);
+
+// Everything an algorithm's estimate reads: the spec (with the protocol being tried), the group's shape,
+// and NCCL's latencies for the algorithm's family and that protocol.
+struct EstimateInputs {
+  const hw::Topology& topo;
+  const CollectiveSpec& spec;
+  GroupShape group;
+  double base_latency = 0;   // seconds per launch
+  double intra_latency = 0;  // seconds per intra-node hop
+  double inter_latency = 0;  // seconds per network hop
+  // Wire bytes per payload byte of the protocol (the simulator moves protocol_wire_factor x payload).
+  double wire_factor = 1;
+};
+
+// NCCL's cost form, latency + bytes / bandwidth, read off the algorithm's own flow-form expansion instead of
+// a per-GPU "bus bandwidth": the launch and hop latencies are NCCL's tables (as the expansion carries them),
+// and each transfer's bandwidth time is the time its busiest link needs for everything the expansion puts
+// on that link in the same stage (tasks at equal dependency depth run together). The estimate is the
+// longest path through the expansion with those durations. Nothing is simulated: no event ordering, no
+// max-min sharing; it is exact when every flow on a bottleneck link starts and ends with the others.
+double expansion_estimate(const EstimateInputs& in, const CollectiveAlgorithm& algorithm);
 
 struct Estimate {
   std::string algorithm;
   Protocol protocol;
   double seconds;
 };
-// NCCL-style predictions for every (registered algorithm, protocol) pair that supports the spec, fastest first
-// (ties keep registration order).
-std::vector<Estimate> estimate_all(const hw::Topology& topo, const CollectiveSpec& spec);
+// NCCL-style predictions for every (registered algorithm, protocol) pair that can run the spec, fastest
+// first (ties keep registration order). An algorithm takes part when its unsupported_reason is empty for
+// the spec at that protocol; NCCL's global protocol rule applies on top: LL128 only over NVLink.
+// `only`: estimate just that algorithm's protocols (an explicit --algo without --protocol).
+std::vector<Estimate> estimate_all(const hw::Topology& topo, const CollectiveSpec& spec,
+                                   std::string_view only = {});
 
 }  // namespace strata::sim::nccl

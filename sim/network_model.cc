@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace strata::sim {
 
@@ -37,14 +38,29 @@ FlowId NetworkModel::start_flow(std::span<const hw::LinkId> route, double bytes,
   ++f.version;
   f.user = user;
   f.active = true;
-  ++active_count_;
   if (route.empty() || f.remaining <= 0) {
     // Nothing to share (local copy or empty message): done with its bandwidth phase right away.
-    engine_.schedule(engine_.now(), *this, (static_cast<std::uint64_t>(f.version) << 32) | static_cast<std::uint32_t>(id));
+    engine_.schedule(engine_.now(), *this,
+                     (static_cast<std::uint64_t>(f.version) << 32) | static_cast<std::uint32_t>(id));
     return id;
   }
-  for (hw::LinkId l : route)
-    if (shared_[static_cast<std::size_t>(l)]) link_flows_[static_cast<std::size_t>(l)].push_back(id);
+  f.cap = std::numeric_limits<double>::infinity();
+  f.coupled = false;
+  for (hw::LinkId l : route) {
+    const auto li = static_cast<std::size_t>(l);
+    if (shared_[li]) {
+      link_flows_[li].push_back(id);
+      f.coupled = true;
+    } else {
+      f.cap = std::min(f.cap, capacity_[li]);
+    }
+  }
+  if (!f.coupled) {
+    // Only fat pipes: nothing to share with, the flow runs at its own cap.
+    f.rate = f.cap;
+    schedule_completion(id);
+    return id;
+  }
   mark_dirty(route);
   return id;
 }
@@ -71,7 +87,7 @@ void NetworkModel::schedule_completion(FlowId id) {
   const std::uint64_t tag = (static_cast<std::uint64_t>(f.version) << 32) | static_cast<std::uint32_t>(id);
   if (f.rate <= 0) return;  // starved; rescheduled when rates change
   const double seconds = f.remaining / f.rate;
-  engine_.schedule(engine_.now() + seconds_to_time(seconds), *this, tag);
+  engine_.schedule(time_after(engine_.now(), seconds), *this, tag);
 }
 
 void NetworkModel::resolve() {
@@ -93,7 +109,8 @@ void NetworkModel::resolve() {
       flow_mark_[static_cast<std::size_t>(fid)] = epoch_;
       comp_flows_.push_back(fid);
       for (hw::LinkId l2 : flows_[static_cast<std::size_t>(fid)].route) {
-        if (!shared_[static_cast<std::size_t>(l2)] || link_mark_[static_cast<std::size_t>(l2)] == epoch_) continue;
+        if (!shared_[static_cast<std::size_t>(l2)] || link_mark_[static_cast<std::size_t>(l2)] == epoch_)
+          continue;
         link_mark_[static_cast<std::size_t>(l2)] = epoch_;
         comp_links_.push_back(l2);
       }
@@ -121,6 +138,13 @@ void NetworkModel::resolve() {
       comp_constraints_.push_back(local_index_[l]);
       comp_weights_.push_back(f.weights.empty() ? 1.0 : f.weights[k]);
     }
+    if (std::isfinite(f.cap)) {
+      // The flow's private fat-pipe constraint: every hop of a bundle crosses the fat pipe as its own flow,
+      // so the cap applies to the common rate with weight 1.
+      comp_constraints_.push_back(static_cast<std::int32_t>(comp_caps_.size()));
+      comp_caps_.push_back(f.cap);
+      comp_weights_.push_back(1.0);
+    }
     comp_offsets_.push_back(static_cast<std::int32_t>(comp_constraints_.size()));
   }
   solver_.solve_csr(comp_caps_, comp_offsets_, comp_constraints_, comp_rates_, 0.0, comp_weights_);
@@ -128,7 +152,8 @@ void NetworkModel::resolve() {
   for (std::size_t i = 0; i < comp_flows_.size(); ++i) {
     Flow& f = flows_[static_cast<std::size_t>(comp_flows_[i])];
     const bool fresh = f.rate == 0;  // never scheduled yet (or starved)
-    if (fresh || comp_rates_[i] != f.rate) {
+    // Rates that differ only by rounding in the solve keep their scheduled completion.
+    if (fresh || std::abs(comp_rates_[i] - f.rate) > kRateTolerance * f.rate) {
       f.rate = comp_rates_[i];
       schedule_completion(comp_flows_[i]);
     }
@@ -136,6 +161,8 @@ void NetworkModel::resolve() {
 }
 
 void NetworkModel::finish_bandwidth_phase(FlowId id) {
+  // No reference into flows_ may live across listener_.on_flow_sent: the listener starts new flows, and
+  // flows_.emplace_back may reallocate.
   Flow& f = flows_[static_cast<std::size_t>(id)];
   for (std::size_t k = 0; k < f.route.size(); ++k) {
     const hw::LinkId l = f.route[k];
@@ -148,8 +175,10 @@ void NetworkModel::finish_bandwidth_phase(FlowId id) {
   f.remaining = 0;
   f.rate = 0;
   ++f.version;
-  listener_.on_flow_sent(id, f.user);
-  engine_.schedule(engine_.now() + f.latency, *this, kDeliveredBit | static_cast<std::uint32_t>(id));
+  const std::uint64_t user = f.user;
+  const SimTime delivered_at = checked_add(engine_.now(), f.latency);
+  listener_.on_flow_sent(id, user);
+  engine_.schedule(delivered_at, *this, kDeliveredBit | static_cast<std::uint32_t>(id));
 }
 
 void NetworkModel::on_event(std::uint64_t tag) {
@@ -161,7 +190,6 @@ void NetworkModel::on_event(std::uint64_t tag) {
   Flow& f = flows_[static_cast<std::size_t>(id)];
   if (tag & kDeliveredBit) {
     f.active = false;
-    --active_count_;
     const std::uint64_t user = f.user;
     free_ids_.push_back(id);
     listener_.on_flow_delivered(id, user);

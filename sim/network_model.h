@@ -29,20 +29,19 @@ class FlowListener {
 
 class NetworkModel final : public EventHandler {
  public:
-  // `capacities` gives bytes/s per directed link id; links with shared[l] == false never divide bandwidth
-  // (their capacity is known not to bind) and take no part in the sharing.
-  NetworkModel(Engine& engine, std::vector<double> capacities, std::vector<char> shared, FlowListener& listener);
+  // `capacities` gives bytes/s per directed link id. Links with shared[l] == false are fat pipes (SimGrid's
+  // FATPIPE sharing policy): flows do not divide their bandwidth, but each flow's rate is capped at it.
+  NetworkModel(Engine& engine, std::vector<double> capacities, std::vector<char> shared,
+               FlowListener& listener);
 
   // Starts a flow now. `route` (and `weights`) must stay valid until the flow is sent (Topology routes and
   // TaskGraph custom routes are). `weights` is empty or parallel to `route`: a bundle of hops moving at one
   // common rate loads link l with weights[l] x rate and carries weights[l] x bytes over it.
-  FlowId start_flow(std::span<const hw::LinkId> route, double bytes, double latency_seconds, std::uint64_t user,
-                    std::span<const double> weights = {});
+  FlowId start_flow(std::span<const hw::LinkId> route, double bytes, double latency_seconds,
+                    std::uint64_t user, std::span<const double> weights = {});
 
   // Bytes each link has carried so far (for utilization).
   std::span<const double> link_bytes() const { return link_bytes_; }
-  std::span<const double> capacities() const { return capacity_; }
-  std::size_t active_flows() const { return active_count_; }
   std::uint64_t rate_solves() const { return solves_; }
 
   void on_event(std::uint64_t tag) override;
@@ -51,9 +50,11 @@ class NetworkModel final : public EventHandler {
   struct Flow {
     std::span<const hw::LinkId> route;
     std::span<const double> weights;  // empty: 1 per link
-    double remaining = 0;  // bytes still to send
+    double remaining = 0;             // bytes still to send
     double bytes = 0;
     double rate = 0;       // bytes/s
+    double cap = 0;        // the flow's own rate cap from the fat-pipe links on its route; +inf when none
+    bool coupled = false;  // crosses at least one shared link (its rate comes from the max-min solve)
     SimTime last_update = 0;
     SimTime latency = 0;
     std::uint32_t version = 0;
@@ -62,6 +63,8 @@ class NetworkModel final : public EventHandler {
   };
   static constexpr std::uint64_t kDeliveredBit = 1ULL << 63;
   static constexpr std::uint64_t kResolveTag = ~0ULL;
+  // Relative change below which a re-solved rate counts as unchanged (rounding in the max-min solve).
+  static constexpr double kRateTolerance = 1e-12;
 
   void mark_dirty(std::span<const hw::LinkId> route);
   void resolve();
@@ -77,7 +80,6 @@ class NetworkModel final : public EventHandler {
   std::vector<std::vector<FlowId>> link_flows_;
   std::vector<Flow> flows_;
   std::vector<FlowId> free_ids_;
-  std::size_t active_count_ = 0;
   std::uint64_t solves_ = 0;
 
   // Dirty-link batching and component-gathering scratch.

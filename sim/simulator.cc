@@ -16,7 +16,7 @@ namespace {
 class Run final : public EventHandler, public FlowListener {
  public:
   Run(const hw::Topology& topo, const TaskGraph& graph, const SimOptions& options)
-      : topo_(topo), graph_(graph), compute_(options.compute ? options.compute : &roofline_),
+      : topo_(topo), graph_(graph), compute_(options.compute),
         network_(engine_, capacities(topo), shared(topo), *this), record_(options.record_timeline) {
     const std::size_t n = graph.size();
     pending_.assign(n, 0);
@@ -100,7 +100,7 @@ class Run final : public EventHandler, public FlowListener {
         break;
       }
       case TaskKind::kDelay:
-        engine_.schedule(engine_.now() + seconds_to_time(task.seconds), *this, static_cast<std::uint64_t>(t));
+        engine_.schedule(time_after(engine_.now(), task.seconds), *this, static_cast<std::uint64_t>(t));
         break;
     }
   }
@@ -108,8 +108,12 @@ class Run final : public EventHandler, public FlowListener {
   void begin_compute(TaskId t) {
     const Task& task = graph_.task(t);
     if (record_) timeline_[static_cast<std::size_t>(t)].start = engine_.now();
-    const double seconds = task.seconds > 0 ? task.seconds : compute_->duration(task.work, topo_.gpu());
-    engine_.schedule(engine_.now() + seconds_to_time(seconds), *this, static_cast<std::uint64_t>(t));
+    if (task.seconds <= 0 && !compute_)
+      throw std::invalid_argument(fmt::format(
+          "compute task '{}' has no fixed duration and SimOptions::compute is not set",
+          task.label >= 0 ? graph_.labels()[static_cast<std::size_t>(task.label)] : std::string("?")));
+    const double seconds = task.seconds > 0 ? task.seconds : compute_->seconds(task.work, topo_.gpu());
+    engine_.schedule(time_after(engine_.now(), seconds), *this, static_cast<std::uint64_t>(t));
   }
 
   void finish(TaskId t, bool sent, bool done) {
@@ -128,8 +132,7 @@ class Run final : public EventHandler, public FlowListener {
 
   const hw::Topology& topo_;
   const TaskGraph& graph_;
-  RooflineModel roofline_;
-  const ComputeCostModel* compute_;
+  const ComputeCost* compute_;
   Engine engine_;
   NetworkModel network_;
   bool record_;

@@ -14,8 +14,9 @@
 namespace strata::sim {
 
 struct SimOptions {
-  const ComputeCostModel* compute = nullptr;  // nullptr: RooflineModel
-  bool record_timeline = false;               // keep per-task start/end (needed for traces)
+  // Times compute tasks without a fixed duration (e.g. models::KernelCost); required when there are any.
+  const ComputeCost* compute = nullptr;
+  bool record_timeline = false;  // keep per-task start/end (needed for traces)
 };
 
 struct TaskTiming {

@@ -1,8 +1,6 @@
 #include "sim/trace.h"
 
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -41,19 +39,6 @@ std::string chrome_trace_json(const hw::Topology& topo, const TaskGraph& graph, 
   }
   out += "\n]}\n";
   return out;
-}
-
-void write_file_atomically(const std::string& path, const std::string& text) {
-  const std::filesystem::path target(path);
-  if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path());
-  const std::filesystem::path tmp = target.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(fmt::format("{}: cannot write", tmp.string()));
-    out << text;
-    if (!out) throw std::runtime_error(fmt::format("{}: write failed", tmp.string()));
-  }
-  std::filesystem::rename(tmp, target);
 }
 
 }  // namespace strata::sim

@@ -34,7 +34,9 @@ std::string replace(std::string s, const std::string& from, const std::string& t
 
 }  // namespace
 
-TEST(ConfigErrors, GoodFileLoads) { EXPECT_EQ(error_of(kGood), "no error"); }
+TEST(ConfigErrors, GoodFileLoads) {
+  EXPECT_EQ(error_of(kGood), "no error");
+}
 
 TEST(ConfigErrors, UnknownKey) {
   const auto e = error_of(replace(kGood, "  gpus: 4\n", "  gpus: 4\n  gpu_count: 4\n"));
@@ -49,22 +51,29 @@ TEST(ConfigErrors, MissingField) {
 TEST(ConfigErrors, NonPositiveOrUnitlessBandwidth) {
   auto e = error_of(replace(kGood, "link: ib-ndr}", "link: {kind: ib-ndr, bandwidth: 0 GB/s}}"));
   EXPECT_NE(e.find("bad.yaml:7:"), std::string::npos) << e;
-  EXPECT_NE(e.find("node.nics.link.bandwidth: expected a positive bandwidth"), std::string::npos) << e;
+  EXPECT_NE(e.find("node.nics.link.bandwidth: expected a bandwidth from 1 KB/s"), std::string::npos) << e;
   e = error_of(replace(kGood, "link: ib-ndr}", "link: {kind: ib-ndr, bandwidth: 400}}"));
-  EXPECT_NE(e.find("node.nics.link.bandwidth: expected a positive bandwidth with a unit"), std::string::npos) << e;
+  EXPECT_NE(e.find("node.nics.link.bandwidth: expected a bandwidth from 1 KB/s to 1000 TB/s with a unit"),
+            std::string::npos)
+      << e;
 }
 
 TEST(ConfigErrors, CountsThatDoNotMultiplyOut) {
-  const auto e = error_of(replace(kGood, "  gpus: 4\n", "  gpus: 4\n  levels: [{name: board, count: 2}, {name: gpu, count: 3}]\n"));
-  EXPECT_NE(e.find("bad.yaml:5:11: node.levels: level counts multiply to 6 but node.gpus is 4"), std::string::npos) << e;
+  const auto e = error_of(replace(kGood, "  gpus: 4\n",
+                                  "  gpus: 4\n  levels: [{name: board, count: 2}, {name: gpu, count: 3}]\n"));
+  EXPECT_NE(e.find("bad.yaml:5:11: node.levels: level counts multiply to 6 but node.gpus is 4"),
+            std::string::npos)
+      << e;
 }
 
 TEST(ConfigErrors, UnknownNames) {
   EXPECT_NE(error_of(replace(kGood, "h100-sxm", "h900")).find("bad.yaml:2:6: gpu: unknown GPU model 'h900'"),
             std::string::npos);
-  EXPECT_NE(error_of(replace(kGood, "link: ib-ndr", "link: ib-qdr")).find("node.nics.link: unknown link kind 'ib-qdr'"),
+  EXPECT_NE(error_of(replace(kGood, "link: ib-ndr", "link: ib-qdr"))
+                .find("node.nics.link: unknown link kind 'ib-qdr'"),
             std::string::npos);
-  EXPECT_NE(error_of(replace(kGood, "wiring: switch", "wiring: torus")).find("node.fabric.wiring: unknown wiring 'torus'"),
+  EXPECT_NE(error_of(replace(kGood, "wiring: switch", "wiring: torus"))
+                .find("node.fabric.wiring: unknown wiring 'torus'"),
             std::string::npos);
 }
 
@@ -81,6 +90,86 @@ TEST(ConfigErrors, YamlSyntaxErrorHasLine) {
   const auto e = error_of("name: t\nnode: [unclosed\n");
   EXPECT_NE(e.find("bad.yaml:"), std::string::npos) << e;
   EXPECT_NE(e.find("YAML syntax error"), std::string::npos) << e;
+}
+
+// yaml-cpp answers lookups with the first of two equal keys; the second value must not be lost silently.
+TEST(ConfigErrors, DuplicateKeys) {
+  auto e = error_of(replace(kGood, "gpu: h100-sxm\n", "gpu: h100-sxm\ngpu: a100-sxm4-80gb\n"));
+  EXPECT_NE(e.find("bad.yaml:3:1: gpu: duplicate key 'gpu'"), std::string::npos) << e;
+  e = error_of(replace(kGood, "  gpus: 4\n", "  gpus: 4\n  gpus: 8\n"));
+  EXPECT_NE(e.find("bad.yaml:5:3: node.gpus: duplicate key 'gpus'"), std::string::npos) << e;
+  e = error_of(replace(kGood, "{cpus: 1, pcie: pcie5}", "{cpus: 1, pcie: pcie5, cpus: 2}"));
+  EXPECT_NE(e.find("node.host.cpus: duplicate key 'cpus'"), std::string::npos) << e;
+}
+
+// An unterminated quote used to swallow the rest of the file and surface as "missing required field 'gpu'".
+TEST(ConfigErrors, UnterminatedQuoteNamesWhereItOpens) {
+  const auto e = error_of(replace(kGood, "name: t\n", "name: \"t\n"));
+  EXPECT_NE(e.find("bad.yaml:1:7: YAML syntax error: the quoted text starting here is never closed"),
+            std::string::npos)
+      << e;
+  // Quotes inside plain scalars, comments, block scalars and escaped quotes are not openings.
+  EXPECT_EQ(error_of(replace(kGood, "name: t\n", "name: it's 5\" # don't\ndescription: |\n  \"open\n  'x\n")),
+            "no error");
+  EXPECT_EQ(error_of(replace(kGood, "name: t\n", "name: 'it''s'\ndescription: \"a \\\" b\"\n")), "no error");
+}
+
+TEST(ConfigErrors, EmptyOrNonMappingDocument) {
+  EXPECT_NE(error_of("").find("bad.yaml: the file is empty"), std::string::npos);
+  EXPECT_NE(error_of("# only a comment\n").find("bad.yaml: the file is empty"), std::string::npos);
+  EXPECT_NE(error_of("- a\n- b\n").find("expected a YAML mapping (key: value lines) at the top level"),
+            std::string::npos);
+}
+
+TEST(ConfigErrors, DirectoryOrMissingFile) {
+  const auto load = [](const std::string& path) -> std::string {
+    try {
+      load_system(path);
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_EQ(load("/"), "/: is a directory, expected a YAML file");
+  EXPECT_EQ(load("/nonexistent/x.yaml"), "/nonexistent/x.yaml: cannot open file: no such file");
+}
+
+// Counts above int32 used to be narrowed (4294967304 GPUs became 8); every count has a range.
+TEST(ConfigErrors, CountsOutsideTheirRange) {
+  auto e = error_of(replace(kGood, "  gpus: 4\n", "  gpus: 4294967304\n"));
+  EXPECT_NE(e.find("bad.yaml:4:9: node.gpus: expected an integer from 1 to 1024, got '4294967304'"),
+            std::string::npos)
+      << e;
+  e = error_of(replace(kGood, "node:\n", "nodes: 4294967298\nnode:\n"));
+  EXPECT_NE(e.find("nodes: expected an integer from 1 to 1048576, got '4294967298'"), std::string::npos) << e;
+  e = error_of(kGood, LoadOptions{2000000});
+  EXPECT_NE(e.find("--nodes: expected an integer from 1 to 1048576, got 2000000"), std::string::npos) << e;
+  // 1024 GPUs per node x 1024 nodes is the largest system; one node more is refused up front.
+  e = error_of(replace(replace(kGood, "gpus: 4", "gpus: 1024"), "count: 4", "count: 8"), LoadOptions{1025});
+  EXPECT_NE(e.find("1025 nodes x 1024 GPUs = 1049600 GPUs is above strata's limit of 1048576"),
+            std::string::npos)
+      << e;
+  e = error_of(replace(kGood, "{cpus: 1,", "{cpus: 1, pcie_switches: -1,"));
+  EXPECT_NE(e.find("node.host.pcie_switches: expected an integer from 0 to 1024"), std::string::npos) << e;
+}
+
+// Quantities that would overflow simulated time (int64 picoseconds) or divide by ~0 are refused with a range.
+TEST(ConfigErrors, QuantitiesOutsideTheirRange) {
+  auto e = error_of(replace(kGood, "link: ib-ndr}", "link: {kind: ib-ndr, latency: 1e300 s}}"));
+  EXPECT_NE(e.find("node.nics.link.latency: expected a duration from 0 s to 1e6 s"), std::string::npos) << e;
+  e = error_of(replace(kGood, "link: ib-ndr}", "link: {kind: ib-ndr, latency: 2 s}}"));
+  EXPECT_NE(e.find("node.nics.link: link latency 2 s is above the 1 s limit for one hop"), std::string::npos)
+      << e;
+  e = error_of(replace(kGood, "link: ib-ndr}", "link: {kind: ib-ndr, bandwidth: 1e-300 B/s}}"));
+  EXPECT_NE(e.find("node.nics.link.bandwidth: expected a bandwidth from 1 KB/s to 1000 TB/s"),
+            std::string::npos)
+      << e;
+  e = error_of(replace(kGood, "link: ib-ndr}", "link: {kind: ib-ndr, bandwidth: 1e300 TB/s}}"));
+  EXPECT_NE(e.find("node.nics.link.bandwidth: expected a bandwidth from 1 KB/s to 1000 TB/s"),
+            std::string::npos)
+      << e;
+  e = error_of(replace(kGood, "gpu: h100-sxm\n", "gpu: {model: h100-sxm, hbm_capacity: 0 B}\n"));
+  EXPECT_NE(e.find("gpu.hbm_capacity: expected a size from 1 B to 1024 TiB"), std::string::npos) << e;
 }
 
 }  // namespace strata::hw

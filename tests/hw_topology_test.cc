@@ -9,7 +9,8 @@ namespace strata::hw {
 
 TEST(Presets, EveryPresetLoadsAndEveryGpuReachesEveryOther) {
   int count = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(std::string(STRATA_SOURCE_DIR) + "/configs/hw")) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(STRATA_SOURCE_DIR) + "/configs/hw")) {
     if (entry.path().extension() != ".yaml") continue;
     ++count;
     for (int nodes : {1, 2}) {
@@ -52,9 +53,9 @@ TEST(Presets, Dgx1HybridCubeMeshGivesSixLinksPerGpu) {
       if (auto l = t.direct_link(g, p)) links += t.link(*l).multiplicity;
     EXPECT_EQ(links, 6) << "GPU " << g;
   }
-  EXPECT_FALSE(t.direct_link(0, 5));           // cross-quad pair without NVLink
+  EXPECT_FALSE(t.direct_link(0, 5));                     // cross-quad pair without NVLink
   EXPECT_EQ(t.route_transport(0, 5), Transport::kPcie);  // goes over PCIe/CPU
-  EXPECT_NEAR(t.route_bandwidth(0, 3), 2 * 20e9, 1e3);  // doubled NVLink2 at 20 GB/s each
+  EXPECT_NEAR(t.route_bandwidth(0, 3), 2 * 20e9, 1e3);   // doubled NVLink2 at 20 GB/s each
 }
 
 TEST(Presets, P2SystemsUseThePapersConstants) {
@@ -104,6 +105,75 @@ network: {wiring: fat-tree}
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(t.link(r[0]).transport, Transport::kNvlink);
   EXPECT_EQ(t.route_transport(0, 3), Transport::kNvlink);
+}
+
+}  // namespace strata::hw
+
+namespace strata::hw {
+namespace {
+
+// A hand-built node: GPUs forward nothing, so GPU a reaches GPU b only over a direct link or through switches
+// and CPUs. finalize() must find exactly the pairs that a route search finds.
+Topology hand_built(int gpus, const std::vector<std::pair<int, int>>& gpu_links, bool with_cpu) {
+  Topology t("hand", *find_gpu("h100-sxm"), 1, gpus, {{"node", 1}, {"gpu", gpus}});
+  std::vector<VertexId> v;
+  for (int g = 0; g < gpus; ++g) {
+    v.push_back(t.add_vertex({VertexKind::kGpu, "n0.gpu" + std::to_string(g), 0, g}));
+    t.set_gpu_vertex(g, v.back());
+  }
+  const LinkKind& nvlink = *find_link_kind("nvlink4");
+  for (const auto& [a, b] : gpu_links) t.add_duplex(v[a], v[b], nvlink, nvlink.bandwidth, 1.0, 1e-6, 1);
+  if (with_cpu) {
+    const VertexId cpu = t.add_vertex({VertexKind::kCpu, "n0.cpu0", 0, 0});
+    const LinkKind& pcie = *find_link_kind("pcie5");
+    for (VertexId g : v) t.add_duplex(g, cpu, pcie, pcie.bandwidth, 1.0, 1e-6, 1);
+  }
+  return t;
+}
+
+std::string finalize_error(Topology& t) {
+  try {
+    t.finalize();
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "reachable";
+}
+
+}  // namespace
+
+TEST(Topology, FinalizeFindsPairsThatNoRouteJoins) {
+  auto none = hand_built(2, {}, false);
+  EXPECT_EQ(finalize_error(none), "GPU 0 cannot reach GPU 1 (n0.gpu0 -> n0.gpu1)");
+  // A chain 0-1-2 of direct links: GPU 1 does not forward, so 0 and 2 are not joined.
+  auto chain = hand_built(3, {{0, 1}, {1, 2}}, false);
+  EXPECT_EQ(finalize_error(chain), "GPU 0 cannot reach GPU 2 (n0.gpu0 -> n0.gpu2)");
+  for (Rank a = 0; a < 3; ++a)
+    for (Rank b = 0; b < 3; ++b)
+      if (a != b) {
+        EXPECT_EQ(chain.route(a, b).empty(), (a == 0 && b == 2) || (a == 2 && b == 0)) << a << b;
+      }
+  auto ring = hand_built(3, {{0, 1}, {1, 2}, {2, 0}}, false);
+  EXPECT_EQ(finalize_error(ring), "reachable");
+  auto host = hand_built(3, {{0, 1}}, true);
+  EXPECT_EQ(finalize_error(host), "reachable");
+  EXPECT_EQ(host.route(0, 2).size(), 2u);  // over the CPU
+}
+
+// Building, checking and routing a 32,768-GPU cluster must not cost time per GPU pair (a 1000-node
+// `hw show` took 10 s when finalize() searched routes pairwise). Routes stay rail-affine at that scale.
+TEST(Topology, LargeClustersBuildAndRoute) {
+  const Topology t = load_system(test::preset("dgx-h100.yaml"), LoadOptions{4096});
+  EXPECT_EQ(t.num_gpus(), 32768);
+  EXPECT_EQ(t.nics_per_node(), 8);
+  const Rank a = 5, b = 4095 * 8 + 5;
+  const auto r = t.route(a, b);
+  ASSERT_FALSE(r.empty());
+  EXPECT_EQ(t.vertices()[t.link(r.front()).src].name, "n0.gpu5");
+  EXPECT_EQ(t.vertices()[t.link(r.back()).dst].name, "n4095.gpu5");
+  bool via_rail = false;
+  for (LinkId l : r) via_rail = via_rail || t.vertices()[t.link(l).dst].name == "n0.nic5";
+  EXPECT_TRUE(via_rail);
 }
 
 }  // namespace strata::hw

@@ -82,7 +82,7 @@ TEST(Collectives, TreeBeatsRingForSmallMessagesOnManyNodes) {
   const auto ring = run(t, CollectiveOp::kAllReduce, 1024, "ring", Protocol::kLL);
   const auto tree = run(t, CollectiveOp::kAllReduce, 1024, "tree", Protocol::kLL);
   EXPECT_LT(tree.seconds * 3, ring.seconds);
-  // ...and the NCCL-like automatic choice picks the tree there.
+  // ...and the automatic choice picks the tree there.
   CollectiveRequest req;
   req.spec.group = all(t);
   req.spec.bytes = 1024;

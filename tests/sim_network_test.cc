@@ -1,3 +1,6 @@
+#include <algorithm>
+#include <stdexcept>
+
 #include <gtest/gtest.h>
 
 #include "sim/simulator.h"
@@ -66,12 +69,21 @@ TEST(Simulator, ComputeStreamsSerializeAndOverlapWithTransfers) {
   EXPECT_NEAR(r.seconds(), 2e-3, 1e-11);
 }
 
-TEST(Simulator, RooflineComputeCost) {
+// Compute tasks without a fixed duration are timed by the ComputeCost in SimOptions (models::KernelCost in
+// strata; here a plain roofline written out), on the topology's GPU.
+TEST(Simulator, ComputeCostTimesComputeWork) {
+  struct Roofline final : ComputeCost {
+    double seconds(const ComputeWork& w, const hw::GpuSpec& gpu) const override {
+      return gpu.launch_overhead +
+             std::max(w.flops / gpu.peak_flops(w.dtype), w.mem_bytes / gpu.hbm_bandwidth);
+    }
+  } roofline;
   const auto topo = test::uniform_switch(1, 2, 100, 10);
   TaskGraph g;
   // 989.4 TFLOP of bf16 on an H100 = 1 s at peak, plus the 3 us launch overhead; memory-light.
   g.add_compute(0, 0, ComputeWork{989.4e12, 1e6, hw::DType::kBf16}, g.intern("gemm"));
-  EXPECT_NEAR(simulate(topo, g).seconds(), 1.0 + 3e-6, 1e-9);
+  EXPECT_NEAR(simulate(topo, g, SimOptions{&roofline, false}).seconds(), 1.0 + 3e-6, 1e-9);
+  EXPECT_THROW(simulate(topo, g), std::invalid_argument);  // nothing to time it with
 }
 
 }  // namespace strata::sim

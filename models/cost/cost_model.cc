@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <sstream>
+#include <stdexcept>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -77,7 +79,7 @@ double grouped_conv_tile_utilization(const Graph& g, const Node& n) {
   return fill(per_group_n, kGemmMinTileN) * fill(per_group_k, kGemmMinTileK);
 }
 
-OpCost CostModel::node_cost(const Graph& g, const Node& n) const {
+OpCost CostModel::node_cost(const Graph& g, const Node& n, const hw::GpuSpec& gpu) const {
   OpCost c;
   c.flops = node_flops(g, n);
   c.bytes = node_bytes(g, n);
@@ -86,7 +88,7 @@ OpCost CostModel::node_cost(const Graph& g, const Node& n) const {
     return c;
   }
   if (db_) {
-    if (const double* s = db_->find(profile_key(g, n, gpu_.name))) {
+    if (const double* s = db_->find(profile_key(g, n, gpu.name))) {
       c.seconds = *s;
       c.measured = true;
       return c;
@@ -94,14 +96,35 @@ OpCost CostModel::node_cost(const Graph& g, const Node& n) const {
   }
   const auto& eff = params_.by_kind[static_cast<std::size_t>(n.op->kind)];
   const DType dt = n.outputs.empty() ? DType::kF32 : g.type(n.outputs[0]).dtype;
-  const double peak = gpu_.peak_flops(to_hw(dt));
-  const double tc_ideal = c.flops / peak, tm_ideal = c.bytes / gpu_.hbm_bandwidth;
+  const double peak = gpu.peak_flops(to_hw(dt));
+  const double tc_ideal = c.flops / peak, tm_ideal = c.bytes / gpu.hbm_bandwidth;
   const double tc =
       c.flops > 0 ? tc_ideal / (eff.compute.at(tc_ideal) * grouped_conv_tile_utilization(g, n)) : 0.0;
   const double tm = c.bytes > 0 ? tm_ideal / eff.memory.at(tm_ideal) : 0.0;
   c.compute_bound = tc >= tm;
-  c.seconds = gpu_.launch_overhead + std::max(tc, tm);
+  c.seconds = gpu.launch_overhead + std::max(tc, tm);
   return c;
+}
+
+sim::ComputeWork KernelCost::add(const Graph& g, NodeId node) {
+  if (node < 0 || static_cast<std::size_t>(node) >= g.nodes().size())
+    throw std::invalid_argument(fmt::format("KernelCost::add: graph '{}' has no node {} ({} nodes)", g.name(),
+                                            node, g.nodes().size()));
+  if (kernels_.size() >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
+    throw std::length_error("KernelCost: more than 2^31 - 1 kernels");
+  const Node& n = g.node(node);
+  const DType dt = n.outputs.empty() ? DType::kF32 : g.type(n.outputs[0]).dtype;
+  kernels_.push_back({&g, node});
+  return {node_flops(g, n), node_bytes(g, n), to_hw(dt), static_cast<std::int32_t>(kernels_.size() - 1)};
+}
+
+double KernelCost::seconds(const sim::ComputeWork& work, const hw::GpuSpec& gpu) const {
+  if (work.kernel < 0 || static_cast<std::size_t>(work.kernel) >= kernels_.size())
+    throw std::invalid_argument(
+        fmt::format("compute work with kernel {} was not registered with this KernelCost ({} kernels)",
+                    work.kernel, kernels_.size()));
+  const auto& k = kernels_[static_cast<std::size_t>(work.kernel)];
+  return cost_.node_cost(*k.graph, k.graph->node(k.node), gpu).seconds;
 }
 
 const double* ProfileDb::find(const std::string& key) const {

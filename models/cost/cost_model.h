@@ -12,6 +12,7 @@
 
 #include "hw/gpu_spec.h"
 #include "models/ir/graph.h"
+#include "sim/compute_model.h"
 
 namespace strata::models {
 
@@ -66,13 +67,36 @@ class CostModel {
   explicit CostModel(hw::GpuSpec gpu, RooflineParams params = RooflineParams::defaults(),
                      const ProfileDb* db = nullptr)
       : gpu_(std::move(gpu)), params_(params), db_(db) {}
-  OpCost node_cost(const Graph& g, const Node& n) const;
+  // On the model's GPU.
+  OpCost node_cost(const Graph& g, const Node& n) const { return node_cost(g, n, gpu_); }
+  // On `gpu` (profile entries are looked up under its name).
+  OpCost node_cost(const Graph& g, const Node& n, const hw::GpuSpec& gpu) const;
   const hw::GpuSpec& gpu() const { return gpu_; }
 
  private:
   hw::GpuSpec gpu_;
   RooflineParams params_;
   const ProfileDb* db_;
+};
+
+// The cost model as the simulator's sim::ComputeCost: operator kernels put on a sim::TaskGraph are timed
+// by CostModel::node_cost on the GPU the simulator runs them on. add() registers a node (the cost model and
+// the node's graph must outlive this object; nodes of several graphs may be mixed) and returns the work to
+// give TaskGraph::add_compute; ComputeWork::kernel is the registration's index.
+class KernelCost final : public sim::ComputeCost {
+ public:
+  explicit KernelCost(const CostModel& cost) : cost_(cost) {}
+  sim::ComputeWork add(const Graph& g, NodeId node);
+  // Throws std::invalid_argument for work that add() did not return.
+  double seconds(const sim::ComputeWork& work, const hw::GpuSpec& gpu) const override;
+
+ private:
+  struct Kernel {
+    const Graph* graph;
+    NodeId node;
+  };
+  const CostModel& cost_;
+  std::vector<Kernel> kernels_;
 };
 
 // Grouped convolutions (groups > 1, more than one input channel per group) run as one implicit GEMM per

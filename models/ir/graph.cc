@@ -27,7 +27,13 @@ ValueId Graph::add_source(std::string name, TensorType type, ValueKind kind,
   for (auto d : type.shape)
     if (d < 0)
       throw GraphError(fmt::format("value '{}': negative dimension in {}", name, shape_str(type.shape)));
-  if (data && static_cast<std::int64_t>(data->size()) != type.numel())
+  std::int64_t elements = 0;
+  try {
+    elements = type.numel();
+  } catch (const ShapeOverflow& e) {
+    throw GraphError(fmt::format("value '{}': {}", name, e.what()));
+  }
+  if (data && static_cast<std::int64_t>(data->size()) != elements)
     throw GraphError(
         fmt::format("value '{}': {} data elements for shape {}", name, data->size(), shape_str(type.shape)));
   Value v;
@@ -109,12 +115,18 @@ std::vector<ValueId> Graph::add_node(std::string_view op, std::vector<ValueId> i
   }
   attrs = complete_attrs(*def, std::move(attrs), where);
   std::vector<TensorType> out_types;
-  try {
-    out_types = def->shape(in_types, attrs);
-  } catch (const ShapeError& e) {
+  const auto shape_error = [&](const char* what) {
     std::string types;
     for (const auto& t : in_types) types += (types.empty() ? "" : ", ") + type_str(t);
-    throw GraphError(fmt::format("{}: {} (inputs: {}; attributes: {})", where, e.what(), types, attrs.str()));
+    return GraphError(fmt::format("{}: {} (inputs: {}; attributes: {})", where, what, types, attrs.str()));
+  };
+  try {
+    out_types = def->shape(in_types, attrs);
+    for (const auto& t : out_types) (void)t.numel();  // every output's size fits in int64
+  } catch (const ShapeError& e) {
+    throw shape_error(e.what());
+  } catch (const ShapeOverflow& e) {
+    throw shape_error(e.what());
   }
   Node node;
   node.op = def;
@@ -151,14 +163,6 @@ std::vector<ValueId> Graph::values_of(ValueKind k) const {
   for (std::size_t i = 0; i < values_.size(); ++i)
     if (values_[i].kind == k) out.push_back(static_cast<ValueId>(i));
   return out;
-}
-
-std::vector<int> Graph::use_counts() const {
-  std::vector<int> uses(values_.size(), 0);
-  for (const auto& n : nodes_)
-    for (auto v : n.inputs) ++uses[idx(v)];
-  for (auto v : outputs_) ++uses[idx(v)];
-  return uses;
 }
 
 ValueId Graph::find_value(std::string_view name) const {

@@ -89,8 +89,6 @@ class Graph {
   std::span<const ValueId> outputs() const { return outputs_; }
   // Values of a kind, in creation order.
   std::vector<ValueId> values_of(ValueKind k) const;
-  // Consumer counts per value (graph outputs count once more).
-  std::vector<int> use_counts() const;
   ValueId find_value(std::string_view name) const;  // kNoValue when absent
 
   // Totals over all nodes / trainable parameters (source values of kind kParam; updated copies excluded).

@@ -5,8 +5,17 @@
 namespace strata::models {
 
 std::int64_t numel(std::span<const std::int64_t> shape) {
+  bool empty = false;
+  for (auto d : shape) {
+    if (d < 0) throw ShapeOverflow(fmt::format("shape {} has a negative dimension", shape_str(shape)));
+    empty = empty || d == 0;
+  }
+  if (empty) return 0;  // even when the other dimensions' product would not fit
   std::int64_t n = 1;
-  for (auto d : shape) n *= d;
+  for (auto d : shape) {
+    if (__builtin_mul_overflow(n, d, &n))
+      throw ShapeOverflow(fmt::format("shape {} has more than 2^63 - 1 elements", shape_str(shape)));
+  }
   return n;
 }
 

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,13 @@ struct TensorType {
   bool operator==(const TensorType&) const = default;
 };
 
+// A shape whose element count is negative or does not fit in int64 (checked, never wraps).
+class ShapeOverflow : public std::overflow_error {
+ public:
+  using std::overflow_error::overflow_error;
+};
+
+// Throws ShapeOverflow for a negative dimension or more than 2^63 - 1 elements.
 std::int64_t numel(std::span<const std::int64_t> shape);
 std::string shape_str(std::span<const std::int64_t> shape);  // "[2,3,4]"
 std::string type_str(const TensorType& t);                   // "f32[2,3,4]"

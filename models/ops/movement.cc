@@ -14,9 +14,12 @@ std::vector<TensorType> concat_shape(std::span<const TensorType> in, const Attrs
   Shape out = in[0].shape;
   out[u(axis)] = 0;
   for (std::size_t k = 0; k < in.size(); ++k) {
-    if (in[k].rank() != r || in[k].dtype != in[0].dtype)
-      shape_fail(fmt::format("input {} has type {}, expected rank {} and {}", k, type_str(in[k]), r,
-                             dtype_name(in[0].dtype)));
+    if (in[k].rank() != r)
+      shape_fail(fmt::format("input {} has type {}, expected rank {} like input 0 ({})", k, type_str(in[k]),
+                             r, type_str(in[0])));
+    if (in[k].dtype != in[0].dtype)
+      shape_fail(fmt::format("input {} has type {}, expected element type {} like input 0 ({})", k,
+                             type_str(in[k]), dtype_name(in[0].dtype), type_str(in[0])));
     for (int d = 0; d < r; ++d)
       if (d != axis && in[k].shape[u(d)] != in[0].shape[u(d)])
         shape_fail(fmt::format("input {} differs from input 0 in dimension {}", k, d));
@@ -85,7 +88,9 @@ void split_grad(GradContext& c) {
       parts.push_back(c.dy[i]);
     } else {
       const auto& t = c.type(c.y(static_cast<int>(i)));
-      parts.push_back(c.emit("fill", {}, {{"shape", t.shape}, {"value", 0.0}}));
+      // Zeros in the forward output's element type (the fill default is f32).
+      parts.push_back(c.emit(
+          "fill", {}, {{"shape", t.shape}, {"value", 0.0}, {"dtype", std::string(dtype_name(t.dtype))}}));
     }
   }
   c.set_dx(0, c.emit("concat", parts, {{"axis", c.fwd.attrs.i("axis")}}));

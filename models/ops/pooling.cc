@@ -11,7 +11,10 @@ struct PoolGeom {
 };
 std::int64_t pool_out(std::int64_t in, std::int64_t k, std::int64_t s, std::int64_t p0, std::int64_t p1,
                       bool ceil) {
-  const std::int64_t span = in + p0 + p1 - k;
+  std::int64_t span = 0;
+  if (__builtin_add_overflow(in, p0, &span) || __builtin_add_overflow(span, p1, &span) ||
+      __builtin_sub_overflow(span, k, &span))
+    shape_fail("input size plus padding does not fit in 64 bits");
   if (span < 0) shape_fail("pooling window larger than the padded input");
   std::int64_t o = (ceil ? (span + s - 1) / s : span / s) + 1;
   if (ceil && (o - 1) * s >= in + p0) --o;  // the last window must start inside the input or its leading pad
@@ -27,9 +30,11 @@ PoolGeom pool_geom(const Shape& x, const Attrs& a) {
   if (p[0] >= k[0] || p[2] >= k[0] || p[1] >= k[1] || p[3] >= k[1])
     shape_fail("padding must be smaller than the kernel");
   const bool ceil = a.i("ceil_mode") != 0;
+  std::int64_t planes = 0;  // N x C; may overflow when H or W is 0 (numel 0)
+  if (__builtin_mul_overflow(x[0], x[1], &planes)) shape_fail("batch x channels does not fit in 64 bits");
   PoolGeom g{
-      x[0] * x[1], x[2], x[3], k[0], k[1], s[0], s[1],
-      p[0],        p[1], p[2], p[3], 0,    0,    a.has("count_include_pad") && a.i("count_include_pad") != 0};
+      planes, x[2], x[3], k[0], k[1], s[0], s[1],
+      p[0],   p[1], p[2], p[3], 0,    0,    a.has("count_include_pad") && a.i("count_include_pad") != 0};
   g.oh = pool_out(x[2], k[0], s[0], p[0], p[2], ceil);
   g.ow = pool_out(x[3], k[1], s[1], p[1], p[3], ceil);
   return g;

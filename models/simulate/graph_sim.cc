@@ -12,8 +12,10 @@ GraphSimResult simulate_graph(const Graph& g, const hw::Topology& topo, const Co
   std::vector<sim::TaskId> producer_task(nv, -1);
   std::map<std::string, OpBreakdown> by_op;
   std::vector<sim::Dep> deps;
-  for (const auto& n : g.nodes()) {
-    const auto c = cost.node_cost(g, n);
+  KernelCost kernels(cost);  // the simulator times each kernel through the cost model
+  for (NodeId id = 0; id < static_cast<NodeId>(g.nodes().size()); ++id) {
+    const Node& n = g.node(id);
+    const auto c = cost.node_cost(g, n, topo.gpu());
     deps.clear();
     for (auto v : n.inputs) {
       const auto t = producer_task[static_cast<std::size_t>(v)];
@@ -21,8 +23,9 @@ GraphSimResult simulate_graph(const Graph& g, const hw::Topology& topo, const Co
         deps.push_back({t, sim::DepKind::kDone});
     }
     const auto label = r.tasks.intern(n.name);
-    const sim::TaskId task = c.seconds > 0 ? r.tasks.add_compute_fixed(options.gpu, 0, c.seconds, label, deps)
-                                           : r.tasks.add_delay(0, label, deps);
+    const sim::TaskId task = c.seconds > 0
+                                 ? r.tasks.add_compute(options.gpu, 0, kernels.add(g, id), label, deps)
+                                 : r.tasks.add_delay(0, label, deps);
     for (auto v : n.outputs) producer_task[static_cast<std::size_t>(v)] = task;
     r.node_seconds.push_back(c.seconds);
     r.flops += c.flops;
@@ -35,6 +38,7 @@ GraphSimResult simulate_graph(const Graph& g, const hw::Topology& topo, const Co
     b.measured += c.measured;
   }
   sim::SimOptions so;
+  so.compute = &kernels;
   so.record_timeline = options.record_timeline;
   r.sim = sim::simulate(topo, r.tasks, so);
   r.seconds = r.sim.seconds();

@@ -1,6 +1,7 @@
 // Single-device simulation of a graph (an inference pass or a training step) on the sim engine: one
-// compute task per kernel on GPU `gpu`'s stream 0, ordered by the graph's data dependencies, each lasting
-// the cost model's time. Reports the step time, the per-operator breakdown and peak memory.
+// compute task per kernel on GPU `gpu`'s stream 0, ordered by the graph's data dependencies, timed by the
+// cost model (KernelCost) on the topology's GPU; views are zero-length delays. Reports the step time, the
+// per-operator breakdown and peak memory.
 #pragma once
 
 #include <string>

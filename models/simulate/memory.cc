@@ -14,9 +14,13 @@ MemoryProfile memory_profile(const Graph& g) {
     if (is_view(n)) {
       root[static_cast<std::size_t>(n.outputs[0])] = root[static_cast<std::size_t>(n.inputs[0])];
     } else if (n.op->kind == OpKind::kOptimizer) {
-      const std::size_t src[] = {0, 2, 3};
-      for (std::size_t k = 0; k < n.outputs.size() && k < 3; ++k)
-        root[static_cast<std::size_t>(n.outputs[k])] = root[static_cast<std::size_t>(n.inputs[src[k]])];
+      // Updates are in place: output 0 is the parameter (input 0), output k > 0 the state in input k + 1
+      // (input 1 is the gradient): sgd (p, g[, master]), adam (p, g, m, v[, master]).
+      for (std::size_t k = 0; k < n.outputs.size(); ++k) {
+        const std::size_t src = k == 0 ? 0 : k + 1;
+        if (src < n.inputs.size())
+          root[static_cast<std::size_t>(n.outputs[k])] = root[static_cast<std::size_t>(n.inputs[src])];
+      }
     }
   }
   const int num_nodes = static_cast<int>(g.nodes().size());

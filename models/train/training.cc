@@ -6,6 +6,42 @@
 
 namespace strata::models {
 
+namespace {
+
+// The optimizer step: one update node per parameter that has a gradient.
+void append_updates(TrainingGraph& tg, const Graph& forward, const TrainOptions& options) {
+  Graph& g = tg.graph;
+  tg.first_update_node = static_cast<int>(g.nodes().size());
+  for (std::size_t k = 0; k < tg.params.size(); ++k) {
+    const ValueId p = tg.params[k], d = tg.param_grads[k];
+    if (d == kNoValue || options.optimizer == Optimizer::kNone) continue;
+    const auto& pname = forward.value(p).name;
+    // Mixed precision: parameters below f32 are updated through an f32 master copy (optimizer state, as in
+    // ZeRO's accounting, Rajbhandari et al. SC'20 §3.1).
+    const bool master = g.type(p).dtype != DType::kF32 && g.type(p).dtype != DType::kF64;
+    const auto master_copy = [&] {
+      return g.add_source(pname + ".master", TensorType{g.type(p).shape, DType::kF32}, ValueKind::kOptState);
+    };
+    std::vector<ValueId> outs;
+    if (options.optimizer == Optimizer::kSgd) {
+      std::vector<ValueId> in{p, d};
+      if (master) in.push_back(master_copy());
+      outs = g.add_node("sgd_update", in, {{"lr", options.lr}}, pname + "/update", ValueKind::kParam);
+    } else {
+      TensorType st{g.type(p).shape, options.optimizer_state_dtype};
+      const auto m = g.add_source(pname + ".adam_m", st, ValueKind::kOptState);
+      const auto v = g.add_source(pname + ".adam_v", st, ValueKind::kOptState);
+      std::vector<ValueId> in{p, d, m, v};
+      if (master) in.push_back(master_copy());
+      outs = g.add_node("adam_update", in, {{"lr", options.lr}}, pname + "/update", ValueKind::kParam);
+    }
+    for (std::size_t o = 1; o < outs.size(); ++o) g.set_value_kind(outs[o], ValueKind::kOptState);
+    for (auto o : outs) g.mark_output(o);
+  }
+}
+
+}  // namespace
+
 TrainingGraph derive_training_graph(const Graph& forward, const TrainOptions& options) {
   TrainingGraph tg{forward, {}, {}, {}, {}, {}, 0, 0};
   Graph& g = tg.graph;
@@ -102,26 +138,7 @@ TrainingGraph derive_training_graph(const Graph& forward, const TrainOptions& op
     }
   }
 
-  tg.first_update_node = static_cast<int>(g.nodes().size());
-  for (std::size_t k = 0; k < tg.params.size(); ++k) {
-    const ValueId p = tg.params[k], d = tg.param_grads[k];
-    if (d == kNoValue || options.optimizer == Optimizer::kNone) continue;
-    const auto& pname = forward.value(p).name;
-    if (options.optimizer == Optimizer::kSgd) {
-      auto outs =
-          g.add_node("sgd_update", {p, d}, {{"lr", options.lr}}, pname + "/update", ValueKind::kParam);
-      g.mark_output(outs[0]);
-    } else {
-      TensorType st{g.type(p).shape, options.optimizer_state_dtype};
-      const auto m = g.add_source(pname + ".adam_m", st, ValueKind::kOptState);
-      const auto v = g.add_source(pname + ".adam_v", st, ValueKind::kOptState);
-      auto outs =
-          g.add_node("adam_update", {p, d, m, v}, {{"lr", options.lr}}, pname + "/update", ValueKind::kParam);
-      g.set_value_kind(outs[1], ValueKind::kOptState);
-      g.set_value_kind(outs[2], ValueKind::kOptState);
-      for (auto o : outs) g.mark_output(o);
-    }
-  }
+  append_updates(tg, forward, options);
   return tg;
 }
 

@@ -1,6 +1,7 @@
 // Training-step derivation: from a forward graph, the graph of one training step — the forward nodes, the
 // backward nodes of every differentiable operator (reverse order; gradients of values used several times
-// are summed), every parameter's gradient tensor marked with its parameter, and the optimizer update.
+// are summed), every parameter's gradient tensor marked with its parameter, and the optimizer update
+// (through an f32 master copy for f16/bf16 parameters: mixed-precision training).
 // The gradient of each forward output (dL/dy) enters as an input value named "<output>.grad", so any loss
 // can be attached; the simulator schedules the whole step from this graph.
 #pragma once

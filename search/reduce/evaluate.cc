@@ -33,9 +33,16 @@ std::vector<int> prime_factors(int n) {
 
 }  // namespace
 
-std::string_view algorithm_for(sim::CollectiveOp op, std::string_view requested) {
-  if (requested == "tree" && op != sim::CollectiveOp::kAllReduce) return "ring";
-  return requested;
+std::string_view algorithm_for(const hw::Topology& topo, const sim::CollectiveSpec& call, std::string_view requested) {
+  const auto& registry = sim::AlgorithmRegistry::instance();
+  const sim::CollectiveAlgorithm* algo = registry.find(requested);
+  if (!algo) throw std::invalid_argument(fmt::format("--algo: unknown algorithm '{}' (expected one of: {})", requested,
+                                                     registry.names()));
+  if (algo->nccl_unsupported_reason(call, topo).empty()) return algo->name();
+  const sim::CollectiveAlgorithm* fallback = registry.first_eligible(call, topo);
+  if (!fallback)
+    throw std::invalid_argument(fmt::format("no registered algorithm can run {} on this group", sim::op_name(call.op)));
+  return fallback->name();
 }
 
 double simulate_lowered(const hw::Topology& topo, const LoweredProgram& lowered, std::string_view algorithm) {
@@ -56,8 +63,7 @@ double simulate_lowered(const hw::Topology& topo, const LoweredProgram& lowered,
       spec.op = call.op;
       spec.group = call.group;
       spec.bytes = call.bytes;
-      const sim::TaskId done =
-          sim::add_collective(topo, graph, spec, algorithm_for(call.op, algorithm), deps);
+      const sim::TaskId done = sim::add_collective(topo, graph, spec, algorithm_for(topo, spec, algorithm), deps);
       for (int d : call.group) updates.emplace_back(static_cast<std::size_t>(d), done);
     }
     for (const auto& [d, t] : updates) last[d] = t;
@@ -92,8 +98,9 @@ std::vector<PlacementEval> evaluate(const hw::Topology& topo, const EvalConfig& 
     throw std::invalid_argument("--bytes: the buffer size must be positive");
   if (config.algorithms.empty()) throw std::invalid_argument("--algo: no algorithm given");
   for (const auto& a : config.algorithms)
-    if (a != "ring" && a != "tree")
-      throw std::invalid_argument(fmt::format("--algo: expected ring or tree, got '{}'", a));
+    if (!sim::AlgorithmRegistry::instance().find(a))
+      throw std::invalid_argument(fmt::format("--algo: unknown algorithm '{}' (expected one of: {})", a,
+                                              sim::AlgorithmRegistry::instance().names()));
   std::vector<int> counts;
   for (const auto& l : ph.levels) counts.push_back(l.count);
   std::vector<std::string> hw_names;
@@ -149,7 +156,13 @@ std::vector<PlacementEval> evaluate(const hw::Topology& topo, const EvalConfig& 
     std::vector<std::vector<std::string_view>> effective(num_algos);
     for (std::size_t a = 0; a < num_algos; ++a) {
       for (const auto& step : lowered.steps)
-        effective[a].push_back(algorithm_for(step.calls.front().op, config.algorithms[a]));
+        for (const auto& call : step.calls) {
+          sim::CollectiveSpec spec;
+          spec.op = call.op;
+          spec.group = call.group;
+          spec.bytes = call.bytes;
+          effective[a].push_back(algorithm_for(topo, spec, config.algorithms[a]));
+        }
       const auto same =
           std::find(effective.begin(), effective.begin() + static_cast<std::ptrdiff_t>(a), effective[a]);
       const std::size_t prev = static_cast<std::size_t>(same - effective.begin());

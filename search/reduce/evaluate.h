@@ -17,9 +17,11 @@
 
 namespace strata::search::reduce {
 
-// The NCCL algorithm a collective of a program runs with when `requested` ("ring" or "tree") is forced:
-// NCCL implements tree for AllReduce only; ReduceScatter, AllGather, Reduce and Broadcast always use rings.
-std::string_view algorithm_for(sim::CollectiveOp op, std::string_view requested);
+// The algorithm a collective of a program runs with when `requested` (a registered name) is forced: the
+// requested one where NCCL would run it for the call (its nccl_unsupported_reason), otherwise the first
+// registered algorithm that can run the call (ring). E.g. NCCL's tree implements all-reduce only, so every
+// other step of a "tree" program uses rings, as NCCL does.
+std::string_view algorithm_for(const hw::Topology& topo, const sim::CollectiveSpec& call, std::string_view requested);
 
 // Simulates a lowered program on the physical topology: each call becomes a collective on one task graph and
 // starts when all of its devices finished their previous call (no global barrier between steps, as with

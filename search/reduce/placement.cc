@@ -12,9 +12,12 @@
 namespace strata::search::reduce {
 namespace {
 
+// Product of positive sizes; sizes typed by users (--axes 1048576,1048576,...) can overflow 64 bits.
 long long product(std::span<const int> v) {
   long long p = 1;
-  for (int x : v) p *= x;
+  for (int x : v)
+    if (__builtin_mul_overflow(p, static_cast<long long>(x), &p))
+      throw std::invalid_argument(fmt::format("the sizes {} multiply to more than 2^63", fmt::join(v, ",")));
   return p;
 }
 
@@ -192,23 +195,25 @@ std::string Placement::describe(int max_groups_per_axis) const {
 }
 
 void check_axes(std::span<const hw::Level> levels, std::span<const int> axes,
-                std::span<const int> reduce_axes) {
-  long long devices = 1;
-  for (const auto& l : levels) devices *= l.count;
+                std::span<const int> reduce_axes, std::string_view reduce_field) {
+  std::vector<int> counts;
+  for (const auto& l : levels) counts.push_back(l.count);
+  const long long devices = product(counts);
   if (axes.empty()) throw std::invalid_argument("--axes: at least one parallelism axis is needed");
   for (int a : axes)
     if (a < 1) throw std::invalid_argument(fmt::format("--axes: axis size {} is not positive", a));
   if (product(axes) != devices)
     throw std::invalid_argument(fmt::format("--axes: the sizes {} multiply to {}, but the system has {} GPUs",
                                             fmt::join(axes, ","), product(axes), devices));
-  if (reduce_axes.empty()) throw std::invalid_argument("--reduce: at least one reduction axis is needed");
+  if (reduce_axes.empty())
+    throw std::invalid_argument(fmt::format("{}: at least one reduction axis is needed", reduce_field));
   std::vector<int> seen;
   for (int r : reduce_axes) {
     if (r < 0 || r >= static_cast<int>(axes.size()))
-      throw std::invalid_argument(
-          fmt::format("--reduce: axis {} does not exist (axes are numbered 0..{})", r, axes.size() - 1));
+      throw std::invalid_argument(fmt::format("{}: axis {} does not exist (axes are numbered 0..{})",
+                                              reduce_field, r, axes.size() - 1));
     if (std::find(seen.begin(), seen.end(), r) != seen.end())
-      throw std::invalid_argument(fmt::format("--reduce: axis {} is named twice", r));
+      throw std::invalid_argument(fmt::format("{}: axis {} is named twice", reduce_field, r));
     seen.push_back(r);
   }
 }

@@ -5,6 +5,7 @@
 
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "hw/topology.h"
@@ -67,7 +68,9 @@ std::string device_name(std::span<const hw::Level> levels, int device);
 
 // Checks that `axes` multiply to the device count and `reduce_axes` are distinct valid axis indices; throws
 // std::invalid_argument saying what is wrong.
+// `reduce_field` names the option the reduction axes came from in messages (--reduce, or --joint for joint
+// placement).
 void check_axes(std::span<const hw::Level> levels, std::span<const int> axes,
-                std::span<const int> reduce_axes);
+                std::span<const int> reduce_axes, std::string_view reduce_field = "--reduce");
 
 }  // namespace strata::search::reduce

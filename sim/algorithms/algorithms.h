@@ -34,8 +34,9 @@ std::vector<TaskId> ring_phase(BuildContext& ctx, std::span<const hw::Rank> ring
 
 // A pipelined flow bundle: every hop carries `payload_per_hop` bytes (before protocol overhead) at one common
 // rate, then the whole bundle is done after `latency` seconds.
-TaskId add_bundle(BuildContext& ctx, std::span<const std::pair<hw::Rank, hw::Rank>> hops, double payload_per_hop,
-                  double latency, std::int32_t label, std::span<const Dep> deps, int lane);
+TaskId add_bundle(BuildContext& ctx, std::span<const std::pair<hw::Rank, hw::Rank>> hops,
+                  double payload_per_hop, double latency, std::int32_t label, std::span<const Dep> deps,
+                  int lane);
 
 // Latency of the slowest chain of `steps` consecutive hops around a ring whose hop latencies are `lat`
 // (step s of rank i waits for step s-1 of rank i-1, so latencies add along windows of the ring).

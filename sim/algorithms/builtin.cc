@@ -15,12 +15,13 @@ void register_builtin(AlgorithmRegistry& registry) {
 }
 
 TaskId begin_collective(BuildContext& ctx) {
-  const double base = nccl::base_latency(nccl::family_of(ctx.algorithm), ctx.spec.protocol);
+  const double base = nccl::base_latency(ctx.family, ctx.spec.protocol);
   return ctx.graph.add_delay(base, ctx.label("launch"), ctx.after);
 }
 
-TaskId add_bundle(BuildContext& ctx, std::span<const std::pair<hw::Rank, hw::Rank>> hops, double payload_per_hop,
-                  double latency, std::int32_t label, std::span<const Dep> deps, int lane) {
+TaskId add_bundle(BuildContext& ctx, std::span<const std::pair<hw::Rank, hw::Rank>> hops,
+                  double payload_per_hop, double latency, std::int32_t label, std::span<const Dep> deps,
+                  int lane) {
   return ctx.graph.add_transfer_on(ctx.bundle_route(hops), hops.front().first, hops.back().second,
                                    ctx.wire(payload_per_hop), latency, label, deps, lane);
 }
@@ -42,6 +43,8 @@ double ring_window_latency(std::span<const double> lat, int steps) {
   return static_cast<double>(full) * total + best;
 }
 
-TaskId join(BuildContext& ctx, std::span<const Dep> deps) { return ctx.graph.add_delay(0.0, ctx.label("done"), deps); }
+TaskId join(BuildContext& ctx, std::span<const Dep> deps) {
+  return ctx.graph.add_delay(0.0, ctx.label("done"), deps);
+}
 
 }  // namespace strata::sim::algorithms

@@ -17,6 +17,7 @@ class Hierarchical final : public CollectiveAlgorithm {
   std::string_view description() const override {
     return "intra-node ring reduce-scatter, inter-node ring all-reduce per local rank, intra-node all-gather";
   }
+  nccl::Family family() const override { return nccl::Family::kRing; }
   std::string unsupported_reason(const CollectiveSpec& spec, const hw::Topology& topo) const override {
     if (spec.op != CollectiveOp::kAllReduce) return "hierarchical implements allreduce only";
     std::map<int, int> per_node;
@@ -24,7 +25,8 @@ class Hierarchical final : public CollectiveAlgorithm {
     if (per_node.size() < 2) return "the group lies on one node (nothing to do hierarchically)";
     const int first = per_node.begin()->second;
     for (const auto& [node, count] : per_node)
-      if (count != first) return fmt::format("nodes hold different numbers of group members ({} vs {})", first, count);
+      if (count != first)
+        return fmt::format("nodes hold different numbers of group members ({} vs {})", first, count);
     return {};
   }
 
@@ -39,7 +41,8 @@ class Hierarchical final : public CollectiveAlgorithm {
     std::vector<Dep> phase1;
     for (const auto& members : nodes)
       if (L > 1)
-        for (TaskId t : ring_phase(ctx, members, static_cast<int>(L) - 1, S / L, start, label_rs, 0)) phase1.push_back({t});
+        for (TaskId t : ring_phase(ctx, members, static_cast<int>(L) - 1, S / L, start, label_rs, 0))
+          phase1.push_back({t});
     const TaskId after1 = join(ctx, phase1.empty() ? std::vector<Dep>{{start}} : phase1);
     // Phase 2: for each local index j, ring all-reduce of S/L over the nodes.
     std::vector<Dep> phase2;
@@ -47,7 +50,8 @@ class Hierarchical final : public CollectiveAlgorithm {
     for (std::size_t j = 0; j < L; ++j) {
       std::vector<hw::Rank> ring;
       for (const auto& members : nodes) ring.push_back(members[j]);
-      for (TaskId t : ring_phase(ctx, ring, 2 * (n_nodes - 1), S / L / n_nodes, after1, label_ar, static_cast<int>(j)))
+      for (TaskId t :
+           ring_phase(ctx, ring, 2 * (n_nodes - 1), S / L / n_nodes, after1, label_ar, static_cast<int>(j)))
         phase2.push_back({t});
     }
     const TaskId after2 = join(ctx, phase2);
@@ -55,13 +59,16 @@ class Hierarchical final : public CollectiveAlgorithm {
     std::vector<Dep> phase3{{after2}};
     for (const auto& members : nodes)
       if (L > 1)
-        for (TaskId t : ring_phase(ctx, members, static_cast<int>(L) - 1, S / L, after2, label_ag, 0)) phase3.push_back({t});
+        for (TaskId t : ring_phase(ctx, members, static_cast<int>(L) - 1, S / L, after2, label_ag, 0))
+          phase3.push_back({t});
     return join(ctx, phase3);
   }
 };
 
 }  // namespace
 
-std::unique_ptr<CollectiveAlgorithm> make_hierarchical() { return std::make_unique<Hierarchical>(); }
+std::unique_ptr<CollectiveAlgorithm> make_hierarchical() {
+  return std::make_unique<Hierarchical>();
+}
 
 }  // namespace strata::sim::algorithms

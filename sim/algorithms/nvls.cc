@@ -18,12 +18,17 @@ class Nvls final : public CollectiveAlgorithm {
   std::string_view description() const override {
     return "in-switch reduction and multicast on NVSwitch gen3+ (all-reduce within one node)";
   }
+  nccl::Family family() const override { return nccl::Family::kNvls; }
   std::string unsupported_reason(const CollectiveSpec& spec, const hw::Topology& topo) const override {
     if (spec.op != CollectiveOp::kAllReduce) return "nvls implements allreduce only";
     if (!topo.nvls_capable()) return "the system has no NVSwitch with in-switch reduction (NVSwitch gen3+)";
     const int node = topo.node_of(spec.group[0]);
     for (hw::Rank r : spec.group)
-      if (topo.node_of(r) != node) return "nvls works within one node (NCCL's multi-node NVLSTree is not modelled)";
+      if (topo.node_of(r) != node)
+        return "nvls works within one node (NCCL's multi-node NVLSTree is not modelled)";
+    if (static_cast<int>(spec.group.size()) != topo.gpus_per_node())
+      return "nvls needs every GPU of the node in the group (the NVLS model is calibrated on full-node "
+             "groups)";
     if (spec.protocol != Protocol::kSimple) return "nvls uses the simple protocol only";
     return {};
   }
@@ -42,11 +47,14 @@ class Nvls final : public CollectiveAlgorithm {
       for (hw::LinkId l = 0; l < static_cast<hw::LinkId>(ctx.topo.links().size()); ++l) {
         const auto& lk = ctx.topo.link(l);
         const auto other = lk.src == g ? lk.dst : (lk.dst == g ? lk.src : -1);
-        if (other < 0 || ctx.topo.vertices()[static_cast<std::size_t>(other)].kind != hw::VertexKind::kNvSwitch) continue;
+        if (other < 0 ||
+            ctx.topo.vertices()[static_cast<std::size_t>(other)].kind != hw::VertexKind::kNvSwitch)
+          continue;
         (lk.src == g ? to_switch : from_switch) = l;
       }
       finals.push_back({ctx.graph.add_transfer_on(CustomRoute{{to_switch}, {}}, r, r, wire, lat, up, deps)});
-      finals.push_back({ctx.graph.add_transfer_on(CustomRoute{{from_switch}, {}}, r, r, wire, lat, down, deps)});
+      finals.push_back(
+          {ctx.graph.add_transfer_on(CustomRoute{{from_switch}, {}}, r, r, wire, lat, down, deps)});
     }
     return join(ctx, finals);
   }
@@ -54,6 +62,8 @@ class Nvls final : public CollectiveAlgorithm {
 
 }  // namespace
 
-std::unique_ptr<CollectiveAlgorithm> make_nvls() { return std::make_unique<Nvls>(); }
+std::unique_ptr<CollectiveAlgorithm> make_nvls() {
+  return std::make_unique<Nvls>();
+}
 
 }  // namespace strata::sim::algorithms

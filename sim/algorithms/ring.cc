@@ -15,8 +15,8 @@ namespace strata::sim::algorithms {
 namespace {
 
 // Directed Hamiltonian cycles over direct GPU-GPU links among `members`, starting at members[0].
-std::vector<std::vector<hw::Rank>> hamiltonian_cycles(const hw::Topology& topo, std::span<const hw::Rank> members,
-                                                      std::size_t limit) {
+std::vector<std::vector<hw::Rank>> hamiltonian_cycles(const hw::Topology& topo,
+                                                      std::span<const hw::Rank> members, std::size_t limit) {
   std::vector<std::vector<hw::Rank>> cycles;
   const std::size_t n = members.size();
   std::vector<hw::Rank> path{members[0]};
@@ -44,9 +44,8 @@ std::vector<std::vector<hw::Rank>> hamiltonian_cycles(const hw::Topology& topo, 
 // `channels` rings (channels even) that load every direct link exactly up to its multiplicity: channels/2
 // undirected Hamiltonian cycles, each run in both directions, whose edge counts never exceed the link
 // multiplicities. Depth-first search over multisets of cycles; nullopt when none exists.
-std::optional<std::vector<std::vector<hw::Rank>>> exact_ring_split(const hw::Topology& topo,
-                                                                   const std::vector<std::vector<hw::Rank>>& cycles,
-                                                                   int channels) {
+std::optional<std::vector<std::vector<hw::Rank>>> exact_ring_split(
+    const hw::Topology& topo, const std::vector<std::vector<hw::Rank>>& cycles, int channels) {
   if (channels < 2 || channels % 2 != 0) return std::nullopt;
   // Undirected cycles: keep one orientation of each (second vertex below the last).
   // Per undirected cycle: its wires, each named by its (lower, higher) rank pair so that a cycle and the
@@ -103,6 +102,7 @@ class Ring final : public CollectiveAlgorithm {
   std::string_view description() const override {
     return "NCCL-style rings (one per channel), bandwidth-optimal; chain pipeline for broadcast/reduce";
   }
+  nccl::Family family() const override { return nccl::Family::kRing; }
   std::string unsupported_reason(const CollectiveSpec& spec, const hw::Topology&) const override {
     if (spec.op == CollectiveOp::kAllToAll || spec.op == CollectiveOp::kSendRecv)
       return "ring has no all-to-all or send/recv schedule (use direct)";
@@ -112,7 +112,6 @@ class Ring final : public CollectiveAlgorithm {
   TaskId build(BuildContext& ctx) const override {
     const int n = ctx.group_size();
     const TaskId start = begin_collective(ctx);
-    if (n == 1) return join(ctx, std::array{Dep{start}});
     const int channels = ctx.channels();
     const auto orders = ring_orders(ctx, channels);
     const double per_channel = ctx.spec.bytes / channels;
@@ -140,7 +139,8 @@ class Ring final : public CollectiveAlgorithm {
           lat.push_back(ctx.step_latency(hops.back().first, hops.back().second));
         }
         if (ctx.spec.granularity == Granularity::kFlow) {
-          // K chunks through n-1 stages: (K + n - 2) chunk times at the pipeline's pace, plus the chain's latency.
+          // K chunks through n-1 stages: (K + n - 2) chunk times at the pipeline's pace, plus the chain's
+          // latency.
           double chain_latency = 0;
           for (double l : lat) chain_latency += l;
           const std::array<Dep, 1> deps{Dep{start}};
@@ -153,7 +153,8 @@ class Ring final : public CollectiveAlgorithm {
           for (std::size_t i = 0; i < hops.size(); ++i) {
             std::vector<Dep> deps{upstream < 0 ? Dep{start} : Dep{upstream, DepKind::kDone}};
             if (prev_chunk[i] >= 0) deps.push_back({prev_chunk[i], DepKind::kSent});
-            upstream = ctx.graph.add_transfer(hops[i].first, hops[i].second, ctx.wire(chunk), lat[i], label, deps, c);
+            upstream = ctx.graph.add_transfer(hops[i].first, hops[i].second, ctx.wire(chunk), lat[i], label,
+                                              deps, c);
             prev_chunk[i] = upstream;
           }
           if (k == chunks - 1) finals.push_back({upstream});
@@ -200,7 +201,8 @@ std::vector<std::vector<hw::Rank>> ring_orders(const BuildContext& ctx, int chan
             }
           }
           const auto& cyc = cycles[best];
-          for (std::size_t j = 0; j < cyc.size(); ++j) ++load[*topo.direct_link(cyc[j], cyc[(j + 1) % cyc.size()])];
+          for (std::size_t j = 0; j < cyc.size(); ++j)
+            ++load[*topo.direct_link(cyc[j], cyc[(j + 1) % cyc.size()])];
           orders[static_cast<std::size_t>(c)] = cyc;
         }
         return orders;
@@ -219,7 +221,8 @@ std::vector<std::vector<hw::Rank>> ring_orders(const BuildContext& ctx, int chan
   for (int c = 0; c < channels; ++c) {
     auto& order = orders[static_cast<std::size_t>(c)];
     for (const auto& path : node_paths) {
-      const std::size_t shift = static_cast<std::size_t>(c) * path.size() / static_cast<std::size_t>(channels);
+      const std::size_t shift =
+          static_cast<std::size_t>(c) * path.size() / static_cast<std::size_t>(channels);
       const auto rotated = rotate_by(path, shift);
       order.insert(order.end(), rotated.begin(), rotated.end());
     }
@@ -247,7 +250,7 @@ std::vector<TaskId> ring_phase(BuildContext& ctx, std::span<const hw::Rank> ring
       if (s == 0) {
         deps[nd++] = Dep{start};
       } else {
-        deps[nd++] = Dep{prev[i], DepKind::kSent};            // my link is free of my previous step
+        deps[nd++] = Dep{prev[i], DepKind::kSent};                // my link is free of my previous step
         deps[nd++] = Dep{prev[(i + n - 1) % n], DepKind::kDone};  // the data I forward has arrived
       }
       cur[i] = ctx.graph.add_transfer(ring[i], ring[(i + 1) % n], wire, lat[i], label,
@@ -258,6 +261,8 @@ std::vector<TaskId> ring_phase(BuildContext& ctx, std::span<const hw::Rank> ring
   return prev;
 }
 
-std::unique_ptr<CollectiveAlgorithm> make_ring() { return std::make_unique<Ring>(); }
+std::unique_ptr<CollectiveAlgorithm> make_ring() {
+  return std::make_unique<Ring>();
+}
 
 }  // namespace strata::sim::algorithms

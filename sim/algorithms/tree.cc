@@ -23,7 +23,6 @@ double tree_chunk_bytes(double per_tree, int depth) {
   return chunk;
 }
 
-
 struct TreeShape {
   std::vector<hw::Rank> members;
   std::vector<int> parent;  // index into members; -1 for the root
@@ -33,23 +32,25 @@ struct TreeShape {
   int depth = 0;              // hops from the root to the deepest member: pipeline stages in one direction
 };
 
-// One tree: chains inside nodes (members in the given order, the first leads), and the heap over `order`
-// (node indices) across nodes: the parent of position p is (p-1)/2.
-TreeShape make_tree(const std::vector<std::vector<hw::Rank>>& nodes, const std::vector<int>& order) {
+// One tree: chains inside nodes (members in the given order, the first heads the chain), and the heap over
+// `order` (node indices) across nodes: the parent of position p is (p-1)/2. A node's chain head hangs off
+// its parent node's gateway, the member at gateway[node] of that node's chain (the GPU whose NIC the
+// channel uses; the head except on the root node of broadcast/reduce, whose chain starts at the root GPU).
+TreeShape make_tree(const std::vector<std::vector<hw::Rank>>& nodes, const std::vector<int>& order,
+                    const std::vector<std::size_t>& gateway) {
   TreeShape t;
-  std::vector<int> leader_index(nodes.size(), -1);
+  std::vector<int> head_index(nodes.size(), -1);
   for (int node : order) {
     const auto& m = nodes[static_cast<std::size_t>(node)];
-    leader_index[static_cast<std::size_t>(node)] = static_cast<int>(t.members.size());
+    head_index[static_cast<std::size_t>(node)] = static_cast<int>(t.members.size());
     for (std::size_t i = 0; i < m.size(); ++i) {
       t.members.push_back(m[i]);
       t.parent.push_back(i == 0 ? -1 : static_cast<int>(t.members.size()) - 2);
     }
   }
   for (std::size_t p = 1; p < order.size(); ++p) {
-    const int node = order[p], up = order[(p - 1) / 2];
-    t.parent[static_cast<std::size_t>(leader_index[static_cast<std::size_t>(node)])] =
-        leader_index[static_cast<std::size_t>(up)];
+    const auto node = static_cast<std::size_t>(order[p]), up = static_cast<std::size_t>(order[(p - 1) / 2]);
+    t.parent[static_cast<std::size_t>(head_index[node])] = head_index[up] + static_cast<int>(gateway[up]);
   }
   t.children.resize(t.members.size());
   for (std::size_t i = 0; i < t.members.size(); ++i) {
@@ -71,34 +72,55 @@ TreeShape make_tree(const std::vector<std::vector<hw::Rank>>& nodes, const std::
   return t;
 }
 
+// The members of each node (in `nodes` order) in the order `ring` visits them.
+std::vector<std::vector<hw::Rank>> node_chains(const BuildContext& ctx,
+                                               const std::vector<std::vector<hw::Rank>>& nodes,
+                                               std::span<const hw::Rank> ring) {
+  std::vector<std::vector<hw::Rank>> chains(nodes.size());
+  for (hw::Rank r : ring)
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+      if (ctx.topo.node_of(r) == ctx.topo.node_of(nodes[i].front())) chains[i].push_back(r);
+  return chains;
+}
+
 class Tree final : public CollectiveAlgorithm {
  public:
   std::string_view name() const override { return "tree"; }
   std::string_view description() const override {
-    return "NCCL-style double binary trees across nodes (a pair per channel), chains inside nodes, chunk-pipelined";
+    return "NCCL-style double binary trees across nodes (a pair per channel), chains inside nodes, "
+           "chunk-pipelined";
   }
+  nccl::Family family() const override { return nccl::Family::kTree; }
   std::string unsupported_reason(const CollectiveSpec& spec, const hw::Topology&) const override {
-    if (spec.op != CollectiveOp::kAllReduce && spec.op != CollectiveOp::kBroadcast && spec.op != CollectiveOp::kReduce)
+    if (spec.op != CollectiveOp::kAllReduce && spec.op != CollectiveOp::kBroadcast &&
+        spec.op != CollectiveOp::kReduce)
       return "tree implements allreduce, broadcast and reduce only";
     return {};
   }
 
+  std::string nccl_unsupported_reason(const CollectiveSpec& spec, const hw::Topology& topo) const override {
+    if (spec.op != CollectiveOp::kAllReduce) return "NCCL's tree implements allreduce only";
+    return unsupported_reason(spec, topo);
+  }
+
   TaskId build(BuildContext& ctx) const override {
     const TaskId start = begin_collective(ctx);
-    const int n = ctx.group_size();
-    if (n == 1) return join(ctx, std::array{Dep{start}});
     const auto nodes = ctx.members_by_node();
     const auto op = ctx.spec.op;
+    const hw::Rank root = ctx.spec.group[0];
     // The root of broadcast/reduce leads its node in every tree, and its node is the tree root.
     int root_node = 0;
     if (op != CollectiveOp::kAllReduce)
       for (std::size_t i = 0; i < nodes.size(); ++i)
-        if (std::find(nodes[i].begin(), nodes[i].end(), ctx.spec.group[0]) != nodes[i].end())
+        if (std::find(nodes[i].begin(), nodes[i].end(), root) != nodes[i].end())
           root_node = static_cast<int>(i);
     std::vector<int> order(nodes.size());
     for (std::size_t i = 0; i < nodes.size(); ++i)
       order[i] = static_cast<int>((i + static_cast<std::size_t>(root_node)) % nodes.size());
     const int channels = ctx.channels();
+    // Chains inside nodes follow the channel's ring (ring_orders): direct NVLinks on directly wired nodes
+    // (DGX-1's hybrid cube-mesh), and on switched nodes a different first GPU, hence NIC, per channel.
+    const auto rings = ring_orders(ctx, channels);
     // All-reduce uses mirrored pairs (each node interior in at most one tree of a pair); broadcast and
     // reduce have a fixed root, so one tree per channel.
     const int per_channel = op == CollectiveOp::kAllReduce ? 2 : 1;
@@ -110,25 +132,27 @@ class Tree final : public CollectiveAlgorithm {
     for (int t = 0; t < trees; ++t) {
       const int channel = t / per_channel;
       const bool mirror = t % per_channel == 1;
-      // Channel c enters each node through a different GPU (hence NIC); the root's node keeps the root first.
-      auto rotated = nodes;
-      for (std::size_t i = 0; i < rotated.size(); ++i) {
-        auto& m = rotated[i];
+      auto chains = node_chains(ctx, nodes, rings[static_cast<std::size_t>(channel)]);
+      std::vector<std::size_t> gateway(chains.size(), 0);
+      for (std::size_t i = 0; i < chains.size(); ++i) {
+        auto& m = chains[i];
         if (op != CollectiveOp::kAllReduce && static_cast<int>(i) == root_node) {
-          std::rotate(m.begin(), std::find(m.begin(), m.end(), ctx.spec.group[0]), m.end());
+          // The root GPU starts its node's chain; the channel still leaves the node through its own GPU
+          // (the one the ring enters the node at), so every channel uses a different NIC, as NCCL's do.
+          const hw::Rank entry = m.front();
+          std::rotate(m.begin(), std::find(m.begin(), m.end(), root), m.end());
+          gateway[i] = static_cast<std::size_t>(std::find(m.begin(), m.end(), entry) - m.begin());
           continue;
         }
-        std::rotate(m.begin(), m.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(channel) * m.size() /
-                                                                       static_cast<std::size_t>(channels)),
-                    m.end());
         if (mirror && m.size() > 1) std::reverse(m.begin() + 1, m.end());  // the chain runs the other way
       }
       std::vector<int> tree_order = order;
       if (mirror) std::reverse(tree_order.begin(), tree_order.end());
-      const TreeShape shape = make_tree(rotated, tree_order);
-      const int chunks = ctx.spec.pipeline_chunks > 0
-                             ? ctx.spec.pipeline_chunks
-                             : std::max(1, static_cast<int>(std::ceil(per_tree / tree_chunk_bytes(per_tree, shape.depth))));
+      const TreeShape shape = make_tree(chains, tree_order, gateway);
+      const int chunks =
+          ctx.spec.pipeline_chunks > 0
+              ? ctx.spec.pipeline_chunks
+              : std::max(1, static_cast<int>(std::ceil(per_tree / tree_chunk_bytes(per_tree, shape.depth))));
       const double chunk = per_tree / chunks;
       if (ctx.spec.granularity == Granularity::kFlow)
         finals.push_back({build_flow(ctx, shape, do_up, do_down, chunk, chunks, start, up_label, t)});
@@ -142,8 +166,8 @@ class Tree final : public CollectiveAlgorithm {
   // Flow granularity: the whole pipelined tree is one bundle. With D pipeline stages along the deepest
   // path (up, then down) and K chunks, the last chunk finishes after (K + D - 1) chunk times at the
   // bottleneck rate, plus the path's latencies.
-  static TaskId build_flow(BuildContext& ctx, const TreeShape& s, bool do_up, bool do_down, double chunk, int chunks,
-                           TaskId start, std::int32_t label, int lane) {
+  static TaskId build_flow(BuildContext& ctx, const TreeShape& s, bool do_up, bool do_down, double chunk,
+                           int chunks, TaskId start, std::int32_t label, int lane) {
     const std::size_t m = s.members.size();
     std::vector<std::pair<hw::Rank, hw::Rank>> hops;
     std::vector<double> lat_to_root(m, 0.0), lat_from_root(m, 0.0);
@@ -165,14 +189,15 @@ class Tree final : public CollectiveAlgorithm {
 
   // Step granularity: every chunk on every edge is a transfer. A node forwards chunk k up once all its
   // children's chunk k arrived and its link is free of chunk k-1; the root turns chunks around.
-  static void build_steps(BuildContext& ctx, const TreeShape& s, bool do_up, bool do_down, double chunk, int chunks,
-                          TaskId start, std::int32_t up_label, std::int32_t down_label, int lane,
+  static void build_steps(BuildContext& ctx, const TreeShape& s, bool do_up, bool do_down, double chunk,
+                          int chunks, TaskId start, std::int32_t up_label, std::int32_t down_label, int lane,
                           std::vector<Dep>& finals) {
     const std::size_t m = s.members.size();
     const auto root = static_cast<std::size_t>(s.root);
     std::vector<double> up_lat(m, 0);
     for (std::size_t i = 0; i < m; ++i)
-      if (s.parent[i] >= 0) up_lat[i] = ctx.step_latency(s.members[i], s.members[static_cast<std::size_t>(s.parent[i])]);
+      if (s.parent[i] >= 0)
+        up_lat[i] = ctx.step_latency(s.members[i], s.members[static_cast<std::size_t>(s.parent[i])]);
     // Post-order (children before parents) for the reduction.
     std::vector<int> post;
     std::vector<std::pair<int, std::size_t>> stack{{s.root, 0}};
@@ -197,8 +222,9 @@ class Tree final : public CollectiveAlgorithm {
           for (int c : s.children[vi]) deps.push_back({up_cur[static_cast<std::size_t>(c)], DepKind::kDone});
           if (s.children[vi].empty()) deps.push_back({start});
           if (up_prev[vi] >= 0) deps.push_back({up_prev[vi], DepKind::kSent});
-          up_cur[vi] = ctx.graph.add_transfer(s.members[vi], s.members[static_cast<std::size_t>(s.parent[vi])],
-                                              ctx.wire(chunk), up_lat[vi], up_label, deps, lane);
+          up_cur[vi] =
+              ctx.graph.add_transfer(s.members[vi], s.members[static_cast<std::size_t>(s.parent[vi])],
+                                     ctx.wire(chunk), up_lat[vi], up_label, deps, lane);
         }
       }
       if (do_down) {
@@ -211,7 +237,8 @@ class Tree final : public CollectiveAlgorithm {
             if (s.parent[vi] < 0) {
               // The root forwards chunk k once every child's reduced chunk k has arrived.
               if (do_up)
-                for (int cc : s.children[vi]) deps.push_back({up_cur[static_cast<std::size_t>(cc)], DepKind::kDone});
+                for (int cc : s.children[vi])
+                  deps.push_back({up_cur[static_cast<std::size_t>(cc)], DepKind::kDone});
               if (deps.empty()) deps.push_back({start});
             } else {
               const auto p = static_cast<std::size_t>(s.parent[vi]);
@@ -220,9 +247,9 @@ class Tree final : public CollectiveAlgorithm {
               deps.push_back({down_cur[p][idx], DepKind::kDone});
             }
             if (!down_prev[vi].empty()) deps.push_back({down_prev[vi][ci], DepKind::kSent});
-            down_cur[vi][ci] = ctx.graph.add_transfer(s.members[vi], s.members[c], ctx.wire(chunk),
-                                                      ctx.step_latency(s.members[vi], s.members[c]), down_label, deps,
-                                                      lane);
+            down_cur[vi][ci] =
+                ctx.graph.add_transfer(s.members[vi], s.members[c], ctx.wire(chunk),
+                                       ctx.step_latency(s.members[vi], s.members[c]), down_label, deps, lane);
           }
         }
       }
@@ -242,6 +269,8 @@ class Tree final : public CollectiveAlgorithm {
 
 }  // namespace
 
-std::unique_ptr<CollectiveAlgorithm> make_tree() { return std::make_unique<Tree>(); }
+std::unique_ptr<CollectiveAlgorithm> make_tree() {
+  return std::make_unique<Tree>();
+}
 
 }  // namespace strata::sim::algorithms

@@ -9,6 +9,7 @@
 
 #include "models/exec/executor.h"
 #include "models/onnx/onnx.h"
+#include "models/train/training.h"
 #include "models/zoo/zoo.h"
 
 namespace strata::models {
@@ -39,6 +40,29 @@ TEST(Onnx, ZooModelsRoundTrip) {
   EXPECT_EQ(op_histogram(back), op_histogram(gpt));
   EXPECT_EQ(back.param_count(), gpt.param_count());
   EXPECT_DOUBLE_EQ(back.total_flops(), gpt.total_flops());
+}
+
+// A mixed-precision training step (f16 parameters, f32 master copies and Adam moments) round-trips: the
+// five-input adam_update goes through the ai.strata domain and the optimizer state stays optimizer state.
+TEST(Onnx, MixedPrecisionTrainingStepRoundTrips) {
+  Graph f("linear");
+  const auto x = f.add_input("x", {{4, 8}, DType::kF16});
+  const auto w = f.add_param("w", {{8, 8}, DType::kF16});
+  f.mark_output(f.add("matmul", {x, w}));
+  const auto tg = derive_training_graph(f);
+  const auto back = import_onnx_bytes(export_onnx_bytes(tg.graph), "train");
+  EXPECT_EQ(op_histogram(back), op_histogram(tg.graph));
+  auto state_sources = [](const Graph& g) {
+    int n = 0;
+    for (auto v : g.values_of(ValueKind::kOptState)) n += g.value(v).producer < 0;
+    return n;
+  };
+  EXPECT_EQ(state_sources(tg.graph), 3);  // m, v, master
+  EXPECT_EQ(state_sources(back), 3);
+  const auto master = back.find_value("w.master");
+  ASSERT_NE(master, kNoValue);
+  EXPECT_EQ(back.type(master), (TensorType{{8, 8}, DType::kF32}));
+  EXPECT_EQ(back.value(master).kind, ValueKind::kOptState);
 }
 
 // Every operator of a small graph survives export + import with identical values (same random inputs).

@@ -229,6 +229,51 @@ TEST(Optimizer, SgdAndAdamFirstStep) {
   expect_near(out[2], {0.00025, 0.009}, 1e-12);  // v = (1 - 0.999) g^2
 }
 
+// Mixed precision: the update starts from the f32 master copy (last input), not from the rounded parameter,
+// and returns the new master copy as its last output (p' = master - lr * step, by hand).
+TEST(Optimizer, MasterWeightsAreTheUpdateBase) {
+  const auto sgd = testing::run_op<double>(
+      "sgd_update", {{{2}, {1, 2}, DType::kF16}, {{2}, {0.5, -1}, DType::kF16}, {{2}, {1.25, 2.5}}},
+      {{"lr", 0.1}});
+  ASSERT_EQ(sgd.size(), 2u);
+  expect_near(sgd[0], {1.2, 2.6});
+  expect_near(sgd[1], {1.2, 2.6});
+  const auto adam = testing::run_op<double>("adam_update",
+                                            {{{2}, {1, 2}, DType::kBF16},
+                                             {{2}, {0.5, -3}, DType::kBF16},
+                                             {{2}, {0, 0}},
+                                             {{2}, {0, 0}},
+                                             {{2}, {1.25, 2.5}}},
+                                            {{"lr", 0.1}});
+  ASSERT_EQ(adam.size(), 4u);
+  expect_near(adam[0], {1.15, 2.6}, 1e-6);  // first step moves by lr against the gradient's sign
+  expect_near(adam[3], {1.15, 2.6}, 1e-6);
+}
+
+// Issue 10, defect 1: a concat of f16 and f32 inputs of the same rank said "expected rank 2 and f16" for a
+// rank-2 input; the message names what differs.
+TEST(Concat, MismatchMessageNamesWhatDiffers) {
+  try {
+    testing::build("concat", {{{1, 4}, {}, DType::kF16}, {{1, 8}, {}, DType::kF32}},
+                   {{"axis", std::int64_t{1}}});
+    FAIL() << "mixed element types accepted";
+  } catch (const GraphError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("input 1 has type f32[1,8], expected element type f16 like input 0 (f16[1,4])"),
+              std::string::npos)
+        << msg;
+    EXPECT_EQ(msg.find("expected rank"), std::string::npos) << msg;
+  }
+  try {
+    testing::build("concat", {{{1, 4}, {}}, {{1, 4, 1}, {}}}, {{"axis", std::int64_t{1}}});
+    FAIL() << "mixed ranks accepted";
+  } catch (const GraphError& e) {
+    EXPECT_NE(std::string(e.what()).find("input 1 has type f32[1,4,1], expected rank 2 like input 0"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Attributes, UnknownAndMissingAreErrors) {
   EXPECT_THROW(testing::build("relu", {{{2}, {}}}, {{"alpha", 1.0}}), GraphError);
   EXPECT_THROW(testing::build("concat", {{{2}, {}}}), GraphError);  // axis required

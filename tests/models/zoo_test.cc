@@ -1,6 +1,7 @@
 // Zoo models against published parameter counts and multiply-add counts.
 #include <gtest/gtest.h>
 
+#include "models/train/training.h"
 #include "models/zoo/zoo.h"
 
 namespace strata::models {
@@ -57,6 +58,27 @@ TEST(Zoo, TransformersMatchPublishedParameterCounts) {
   const double per_token = g.total_flops() / 2048;
   EXPECT_GT(per_token, 2 * g.param_count() * 0.95);
   EXPECT_LT(per_token, 2 * g.param_count() * 1.25);
+}
+
+// Issue 10, defect 1: bert-base's pooler slices the CLS row with a split whose unused part got an f32 zero
+// gradient, so training failed at f16/bf16. Every zoo model must derive a training step at every element
+// type, with each parameter's gradient in the parameter's own type.
+TEST(Zoo, EveryModelTrainsAtEveryElementType) {
+  for (const auto& entry : zoo::zoo_models()) {
+    for (const DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
+      SCOPED_TRACE(entry.name + " " + std::string(dtype_name(dt)));
+      const auto forward = zoo::build_model(
+          entry.name, {.batch = 1, .seq_len = entry.default_seq > 0 ? std::int64_t{4} : 0, .dtype = dt});
+      TrainingGraph tg;
+      ASSERT_NO_THROW(tg = derive_training_graph(forward)) << entry.name;
+      ASSERT_FALSE(tg.params.empty());
+      for (std::size_t k = 0; k < tg.params.size(); ++k) {
+        if (tg.param_grads[k] == kNoValue) continue;
+        EXPECT_EQ(tg.graph.type(tg.param_grads[k]), tg.graph.type(tg.params[k]))
+            << tg.graph.value(tg.params[k]).name;
+      }
+    }
+  }
 }
 
 TEST(Zoo, BadNamesAndOptions) {

@@ -149,3 +149,28 @@ TEST(ReducePlacement, NonSwitchedNodesSplitIntoPrimeSubLevels) {
   const auto a100 = strata::hw::load_system("configs/hw/gcp-a100x16.yaml", {2});
   EXPECT_EQ(rd::placement_hierarchy(a100, true).levels.size(), 2u);  // NVSwitch: any GPU subset is equivalent
 }
+
+// Axis sizes whose product overflows 64 bits are an error, not a wrapped product that might match.
+TEST(ReducePlacement, OverflowingAxisProductsAreRejected) {
+  const std::vector<strata::hw::Level> levels{{"node", 4}, {"gpu", 16}};
+  const std::vector<int> huge{1 << 20, 1 << 20, 1 << 20, 1 << 20};
+  try {
+    rd::check_axes(levels, huge, std::vector<int>{0});
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("multiply to more than 2^63"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(rd::enumerate_matrices(std::vector<int>{4, 16}, huge), std::invalid_argument);
+}
+
+// Joint placement checks each --joint reduction with the same rules; the message names --joint, not --reduce.
+TEST(ReducePlacement, ReductionAxisErrorsNameTheirOption) {
+  const std::vector<strata::hw::Level> levels{{"node", 4}, {"gpu", 16}};
+  const std::vector<int> axes{4, 16};
+  try {
+    rd::check_axes(levels, axes, std::vector<int>{9}, "--joint");
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()), "--joint: axis 9 does not exist (axes are numbered 0..1)");
+  }
+}

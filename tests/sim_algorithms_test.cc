@@ -1,0 +1,207 @@
+// Self-describing collective algorithms: a toy algorithm registered here (one file, one registration line)
+// becomes selectable by the tuner and the CLI; the tuner against the simulator over a grid; tree
+// broadcast/reduce and DGX-1 tree bandwidth bounds; one-rank collectives; nccl-tests' sendrecv.
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "experiments/collective_sweep.h"
+#include "sim/algorithms/algorithms.h"
+#include "sim/collective_runner.h"
+#include "sim/nccl_model.h"
+#include "test_systems.h"
+
+namespace strata::sim {
+namespace {
+
+// A toy all-gather for two ranks: each sends its half to the other. It claims an estimate of zero, so the
+// tuner must pick it wherever it is eligible.
+class Swap final : public CollectiveAlgorithm {
+ public:
+  std::string_view name() const override { return "toy-swap"; }
+  std::string_view description() const override { return "test-only two-rank all-gather"; }
+  nccl::Family family() const override { return nccl::Family::kRing; }
+  std::string unsupported_reason(const CollectiveSpec& spec, const hw::Topology&) const override {
+    if (spec.op != CollectiveOp::kAllGather || spec.group.size() != 2) return "two-rank all-gather only";
+    return {};
+  }
+  double estimate(const nccl::EstimateInputs&) const override { return 0; }
+  TaskId build(BuildContext& ctx) const override {
+    const TaskId start = algorithms::begin_collective(ctx);
+    const std::array deps{Dep{start}};
+    const auto label = ctx.label("swap");
+    const std::array done{
+        Dep{ctx.graph.add_transfer(ctx.member(0), ctx.member(1), ctx.spec.bytes / 2, 0, label, deps)},
+        Dep{ctx.graph.add_transfer(ctx.member(1), ctx.member(0), ctx.spec.bytes / 2, 0, label, deps)}};
+    return algorithms::join(ctx, done);
+  }
+};
+// The one registration line.
+const bool kSwapRegistered = (AlgorithmRegistry::instance().add(std::make_unique<Swap>()), true);
+
+std::vector<hw::Rank> range(int from, int count, int stride = 1) {
+  std::vector<hw::Rank> g;
+  for (int i = 0; i < count; ++i) g.push_back(from + i * stride);
+  return g;
+}
+
+CollectiveResult run(const hw::Topology& t, CollectiveOp op, std::vector<hw::Rank> group, double bytes,
+                     const std::string& algo, std::optional<Protocol> p = Protocol::kSimple) {
+  CollectiveRequest req;
+  req.spec.op = op;
+  req.spec.group = std::move(group);
+  req.spec.bytes = bytes;
+  req.spec.protocol = p.value_or(Protocol::kSimple);
+  req.algorithm = algo;
+  req.auto_protocol = !p.has_value();
+  return run_collective(t, req);
+}
+
+}  // namespace
+
+TEST(Algorithms, ARegisteredAlgorithmIsSelectableByTheTunerAndTheCli) {
+  ASSERT_TRUE(kSwapRegistered);
+  const hw::Topology t = hw::load_system(test::preset("dgx-a100.yaml"));
+  const auto r = run(t, CollectiveOp::kAllGather, {0, 1}, 1 << 20, "auto", std::nullopt);
+  EXPECT_EQ(r.algorithm, "toy-swap");
+  // Two transfers of S/2 over one NVSwitch port each way (12 NVLink3 links).
+  EXPECT_GT(r.seconds, (1 << 19) / t.route_bandwidth(0, 1));
+  // Not eligible elsewhere: the tuner falls back to the built-in algorithms.
+  EXPECT_NE(run(t, CollectiveOp::kAllGather, {0, 1, 2}, 1 << 20, "auto", std::nullopt).algorithm, "toy-swap");
+  // The CLI's sweep (strata sim collective --algo toy-swap) and its --algo validation (registry names).
+  experiments::SweepConfig cfg;
+  cfg.op = CollectiveOp::kAllGather;
+  cfg.group = {0, 1};
+  cfg.sizes = {1 << 20};
+  cfg.algorithm = "toy-swap";
+  const auto rows = experiments::run_sweep(t, cfg);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_NE(experiments::table_row(cfg, rows[0]).find("toy-swap"), std::string::npos);
+  EXPECT_NE(AlgorithmRegistry::instance().names().find("toy-swap"), std::string::npos);
+  CollectiveSpec pair;
+  pair.op = CollectiveOp::kAllGather;
+  pair.group = {0, 1};
+  EXPECT_EQ(AlgorithmRegistry::instance().first_eligible(pair, t)->name(), "ring");  // registration order
+}
+
+TEST(Algorithms, TunerNeverPicksNvlsForPartOfANode) {
+  const hw::Topology t = hw::load_system(test::preset("dgx-h100.yaml"));
+  for (double bytes : {1024.0, 1048576.0, 1073741824.0})
+    EXPECT_NE(run(t, CollectiveOp::kAllReduce, range(0, 4), bytes, "auto", std::nullopt).algorithm, "nvls");
+  EXPECT_EQ(run(t, CollectiveOp::kAllReduce, range(0, 8), 1 << 30, "auto", std::nullopt).algorithm, "nvls");
+}
+
+TEST(Algorithms, MultiNodeTreeBroadcastAndReduceUseEveryNic) {
+  // 2 DGX-H100 (8 NICs of ~48 GB/s per node). Each channel's tree leaves the root's node through its own
+  // GPU's NIC, so broadcast moves S through 8 NICs: algbw -> 8 x NIC (the ring's chain does the same); it
+  // was one NIC (45.65 GB/s) when every channel went through the root GPU.
+  const hw::Topology t = hw::load_system(test::preset("dgx-h100.yaml"), hw::LoadOptions{2});
+  const double nic = t.route_bandwidth(0, 8);  // GPU -> NIC -> network -> NIC -> GPU: the NIC's rate
+  for (auto op : {CollectiveOp::kBroadcast, CollectiveOp::kReduce}) {
+    const auto tree = run(t, op, range(0, 16), 1 << 30, "tree");
+    const auto ring = run(t, op, range(0, 16), 1 << 30, "ring");
+    EXPECT_GT(tree.algbw, 0.8 * 8 * nic) << op_name(op);
+    EXPECT_LT(tree.algbw, 8 * nic * 1.01) << op_name(op);
+    EXPECT_GT(tree.algbw, 0.8 * ring.algbw) << op_name(op);
+  }
+}
+
+TEST(Algorithms, Dgx1TreeChainsFollowNvlink) {
+  // DGX-1: 6 NVLink2 links of 20 GB/s per GPU. Every chain follows a Hamiltonian NVLink cycle, so the tree
+  // all-reduce's bus bandwidth approaches the links' 120 GB/s (it was 18.7 GB/s with chains over PCIe/QPI):
+  // each tree pair loads both directions of its path's links with S/C each, 12 trees over 3 cycles.
+  const hw::Topology t = hw::load_system(test::preset("dgx1-v100.yaml"));
+  const auto tree = run(t, CollectiveOp::kAllReduce, range(0, 8), 1 << 30, "tree");
+  EXPECT_GT(tree.busbw, 0.75 * 120e9);
+  EXPECT_LT(tree.busbw, 120e9 * 1.01);
+}
+
+TEST(Algorithms, OneRankCollectivesAreALocalCopy) {
+  // nccl-tests on one GPU: busbw factor 0; NCCL copies the out-of-place buffer on the device, S read and S
+  // written at HBM bandwidth, after the launch.
+  const hw::Topology t = hw::load_system(test::preset("dgx-a100.yaml"));
+  const double S = 1 << 30;
+  const auto r = run(t, CollectiveOp::kAllReduce, {3}, S, "ring");
+  EXPECT_NEAR(r.seconds, 8.4e-6 + 2 * S / t.gpu().hbm_bandwidth, 1e-9);
+  EXPECT_EQ(r.busbw, 0);
+  EXPECT_LT(r.algbw, t.gpu().hbm_bandwidth);
+}
+
+TEST(Algorithms, SendRecvOverTheWholeSystemIsARingOfSends) {
+  // nccl-tests' sendrecv_perf: rank i sends S to i+1 and receives from i-1, all at once. Across 2 DGX-A100
+  // nodes, GPU 7 -> 8 and 15 -> 0 cross the network (one NIC each way), the rest use NVSwitch ports.
+  const hw::Topology t = hw::load_system(test::preset("dgx-a100.yaml"), hw::LoadOptions{2});
+  const double S = 1 << 28;
+  const auto r = run(t, CollectiveOp::kSendRecv, range(0, 16), S, "auto", std::nullopt);
+  EXPECT_EQ(r.algorithm, "direct");
+  const double slowest = std::min(t.route_bandwidth(7, 8), t.route_bandwidth(0, 1));
+  EXPECT_GT(r.seconds, S / slowest);
+  EXPECT_LT(r.seconds, S / slowest * 1.05 + 50e-6);
+  EXPECT_NEAR(r.busbw, r.algbw, 1e-9 * r.algbw);  // factor 1
+}
+
+TEST(Algorithms, CollectiveTableColumnsStayAlignedAtLongTimes) {
+  experiments::SweepConfig cfg;
+  experiments::SweepRow fast{1024, 256, "ring", Protocol::kLL, 12.3456e-6, 1e9, 2e9};
+  experiments::SweepRow slow{8589934592.0, 2147483648.0, "ring", Protocol::kSimple,
+                             123456.7e-6,  7e10,         1.2e11};
+  const std::string a = experiments::table_row(cfg, fast), b = experiments::table_row(cfg, slow);
+  EXPECT_EQ(a.find("ring"), b.find("ring")) << a << b;
+  // nccl-tests' precision: 2 decimals below 100 us, none at >= 10,000 us.
+  EXPECT_NE(a.find("12.35"), std::string::npos) << a;
+  EXPECT_NE(b.find(" 123457 "), std::string::npos) << b;
+}
+
+}  // namespace strata::sim
+
+namespace strata::sim {
+
+// The tuner against the simulator: over every preset system on 1, 2 and 4 nodes, full / half-node /
+// cross-node groups and sizes from 8 B to 8 GiB, auto's simulated time is within 10% of the fastest
+// eligible (algorithm, protocol) pair's simulated time.
+TEST(Algorithms, TunerPicksWithinTenPercentOfTheBestSimulatedAlgorithm) {
+  int checked = 0;
+  std::string misses;
+  for (const char* preset : {"dgx1-v100.yaml", "dgx-a100.yaml", "dgx-h100.yaml", "gcp-a100x16.yaml",
+                             "gcp-v100x8.yaml", "pcie-4gpu.yaml"})
+    for (int nodes : {1, 2, 4}) {
+      const hw::Topology t = hw::load_system(test::preset(preset), hw::LoadOptions{nodes});
+      const int per = t.gpus_per_node();
+      std::vector<std::pair<std::string, std::vector<hw::Rank>>> groups{{"full", range(0, t.num_gpus())},
+                                                                        {"half node", range(0, per / 2)}};
+      if (nodes > 1) {
+        std::vector<hw::Rank> cross;
+        for (int n = 0; n < nodes; ++n)
+          for (int i = 0; i < per / 2; ++i) cross.push_back(n * per + i);
+        groups.emplace_back("half of each node", cross);
+      }
+      for (const auto& [gname, group] : groups)
+        for (auto op : {CollectiveOp::kAllReduce, CollectiveOp::kBroadcast, CollectiveOp::kAllGather})
+          for (double bytes : {8.0, 65536.0, 524288.0, 1048576.0, 16777216.0, 134217728.0, 8589934592.0}) {
+            CollectiveSpec spec;
+            spec.op = op;
+            spec.group = group;
+            spec.bytes = bytes;
+            double best = 1e300;
+            std::string best_name;
+            for (const auto& e : nccl::estimate_all(t, spec)) {
+              const auto r = run(t, op, group, bytes, e.algorithm, e.protocol);
+              if (r.seconds < best) {
+                best = r.seconds;
+                best_name = fmt::format("{}/{}", e.algorithm, protocol_name(e.protocol));
+              }
+            }
+            const auto a = run(t, op, group, bytes, "auto", std::nullopt);
+            ++checked;
+            if (a.seconds > 1.10 * best)
+              misses += fmt::format("{} x{} {} {} {} B: auto {}/{} {:.2f} us, best {} {:.2f} us ({:.2f}x)\n",
+                                    preset, nodes, gname, op_name(op), bytes, a.algorithm,
+                                    protocol_name(a.protocol), a.seconds * 1e6, best_name, best * 1e6,
+                                    a.seconds / best);
+          }
+    }
+  EXPECT_GT(checked, 300);
+  EXPECT_EQ(misses, "");
+}
+
+}  // namespace strata::sim
