@@ -13,7 +13,8 @@ if(STRATA_CCACHE)
   set(CMAKE_CXX_COMPILER_LAUNCHER ${STRATA_CCACHE})
 endif()
 
-# CUDA and NCCL are optional: the GPU replay backend of validate/ is compiled only when they are found.
+# CUDA is optional and only detected: no component uses it yet (GPU replay, a planned validate/ component,
+# would).
 find_package(CUDAToolkit QUIET)
 if(CUDAToolkit_FOUND)
   message(STATUS "strata: CUDA ${CUDAToolkit_VERSION} found (GPU backends enabled where implemented)")

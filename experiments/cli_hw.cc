@@ -2,13 +2,13 @@
 #include <iostream>
 #include <map>
 #include <memory>
-#include <numeric>
 #include <optional>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "experiments/cli.h"
+#include "experiments/cli_options.h"
 #include "hw/config_error.h"
 #include "hw/system_loader.h"
 #include "hw/units.h"
@@ -57,37 +57,6 @@ void show_system(const hw::Topology& topo) {
 
 }  // namespace
 
-std::vector<hw::Rank> parse_rank_list(const std::string& text, int num_gpus, const std::string& option) {
-  std::vector<hw::Rank> out;
-  if (text.empty()) {
-    out.resize(static_cast<std::size_t>(num_gpus));
-    std::iota(out.begin(), out.end(), 0);
-    return out;
-  }
-  std::size_t pos = 0;
-  while (pos <= text.size()) {
-    const auto comma = text.find(',', pos);
-    const std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    const auto dash = item.find('-');
-    try {
-      if (dash != std::string::npos) {
-        const int lo = std::stoi(item.substr(0, dash)), hi = std::stoi(item.substr(dash + 1));
-        for (int r = lo; r <= hi; ++r) out.push_back(r);
-      } else {
-        out.push_back(std::stoi(item));
-      }
-    } catch (const std::exception&) {
-      throw ConfigError(fmt::format("{}: expected ranks like 0,1,2 or 0-7, got '{}'", option, item));
-    }
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
-  for (hw::Rank r : out)
-    if (r < 0 || r >= num_gpus) throw ConfigError(fmt::format("{}: rank {} is outside 0..{}", option, r, num_gpus - 1));
-  return out;
-}
-
-
 void add_hw_commands(CLI::App& app) {
   auto* hw_cmd = app.add_subcommand("hw", "Inspect hardware systems (configs/hw/*.yaml) and the built-in catalogues");
   hw_cmd->require_subcommand(1);
@@ -98,8 +67,8 @@ void add_hw_commands(CLI::App& app) {
   auto opt = std::make_shared<Options>();
   auto* show = hw_cmd->add_subcommand("show", "Print a system's hierarchy view and physical graph (wires, routes)");
   show->add_option("system", opt->file, "System YAML file, e.g. configs/hw/dgx-h100.yaml")->required();
-  show->add_option("--nodes", opt->nodes, "Turn the node preset into an N-node cluster (overrides 'nodes:')")
-      ->check(CLI::PositiveNumber);
+  add_int_option(*show, "--nodes", opt->nodes, {1, hw::limits::kMaxNodes},
+                 "Turn the node preset into an N-node cluster (overrides 'nodes:')", false);
   show->callback([opt] {
     const auto topo =
         hw::load_system(opt->file, hw::LoadOptions{opt->nodes > 0 ? std::optional<int>(opt->nodes) : std::nullopt});

@@ -1,6 +1,7 @@
 // strata model list|ops|show|sim|export
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -8,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "experiments/cli.h"
+#include "experiments/cli_options.h"
 #include "hw/config_error.h"
 #include "hw/system_loader.h"
 #include "hw/units.h"
@@ -17,6 +19,8 @@
 #include "models/train/training.h"
 #include "models/zoo/zoo.h"
 #include "sim/trace.h"
+#include "util/atomic_file.h"
+#include "util/parse.h"
 
 namespace strata::cli {
 namespace {
@@ -46,18 +50,9 @@ models::Graph load_model(const ModelOptions& o) {
     if (o.batch || o.seq)
       throw std::invalid_argument("--batch/--seq apply to zoo models; for ONNX files use --dim NAME=VALUE");
     models::OnnxImportOptions opt;
-    for (const auto& d : o.dims) {
-      const auto eq = d.find('=');
-      std::int64_t v = 0;
-      try {
-        v = eq == std::string::npos ? 0 : std::stoll(d.substr(eq + 1));
-      } catch (const std::exception&) {
-        v = 0;
-      }
-      if (eq == std::string::npos || eq == 0 || v <= 0)
-        throw std::invalid_argument(fmt::format("--dim: expected NAME=POSITIVE_INTEGER, got '{}'", d));
-      opt.dims[d.substr(0, eq)] = v;
-    }
+    for (const auto& d : o.dims)
+      for (const auto& [name, value] : util::parse_key_values(d, "--dim"))
+        opt.dims[name] = util::parse_int(value, {1, kMaxModelDim}, "--dim " + name);
     return models::import_onnx(o.model, opt);
   }
   if (!o.dims.empty()) throw std::invalid_argument("--dim applies to ONNX files only");
@@ -135,6 +130,7 @@ models::Optimizer parse_optimizer(const std::string& name) {
 
 void sim_model(const ModelOptions& o) {
   using namespace models;
+  if (!o.trace.empty()) util::check_output_path(o.trace);
   const auto topo = hw::load_system(o.hw);
   if (o.gpu < 0 || o.gpu >= topo.num_gpus())
     throw ConfigError(fmt::format("--gpu: {} is not a GPU of {} (0..{})", o.gpu, o.hw, topo.num_gpus() - 1));
@@ -186,17 +182,20 @@ void sim_model(const ModelOptions& o) {
     std::cout << fmt::format("  ... {} more operator types (--top)\n",
                              r.by_op.size() - static_cast<std::size_t>(o.top));
   if (!o.trace.empty()) {
-    sim::write_file_atomically(o.trace, sim::chrome_trace_json(topo, r.tasks, r.sim));
+    util::write_file_atomically(o.trace, sim::chrome_trace_json(topo, r.tasks, r.sim));
     std::cout << fmt::format("# trace written to {} (open in https://ui.perfetto.dev)\n", o.trace);
   }
 }
 
 void add_common(CLI::App* cmd, ModelOptions& o) {
-  cmd->add_option("--dim", o.dims,
-                  "ONNX files: value of a symbolic input dimension, NAME=VALUE (repeatable)");
-  cmd->add_option("--batch", o.batch, "Batch size (default: the model's)")->check(CLI::PositiveNumber);
-  cmd->add_option("--seq", o.seq, "Sequence length for sequence models (default: the model's)")
-      ->check(CLI::PositiveNumber);
+  cmd->add_option(
+      "--dim", o.dims,
+      fmt::format("ONNX files: value of a symbolic input dimension, NAME=VALUE with VALUE in 1..{} "
+                  "(repeatable, or NAME=VALUE,NAME=VALUE)",
+                  kMaxModelDim));
+  add_int_option(*cmd, "--batch", o.batch, {1, kMaxModelDim}, "Batch size (default: the model's)", false);
+  add_int_option(*cmd, "--seq", o.seq, {1, kMaxModelDim},
+                 "Sequence length for sequence models (default: the model's)", false);
   cmd->add_option("--dtype", o.dtype, "Element type of weights and activations: f32, f16, bf16")
       ->capture_default_str();
 }
@@ -257,11 +256,11 @@ void add_model_commands(CLI::App& app) {
   add_common(simc, *so);
   simc->add_flag("--train", so->train, "Simulate a training step: forward, backward, optimizer update");
   simc->add_option("--optimizer", so->optimizer, "Training optimizer: adam or sgd")->capture_default_str();
-  simc->add_option("--gpu", so->gpu, "GPU rank to run on")->capture_default_str();
+  add_int_option(*simc, "--gpu", so->gpu, {0, std::numeric_limits<int>::max()}, "GPU rank to run on");
   simc->add_option("--profile", so->profile,
                    "Measured-profile database (JSON) overriding the roofline per kernel");
   simc->add_option("--trace", so->trace, "Write a Chrome/Perfetto trace of the step to this JSON file");
-  simc->add_option("--top", so->top, "Operator types shown in the breakdown")->capture_default_str();
+  add_int_option(*simc, "--top", so->top, {0, 10000}, "Operator types shown in the breakdown");
   simc->callback([so] { sim_model(*so); });
   auto eo = std::make_shared<ModelOptions>();
   auto* exp =

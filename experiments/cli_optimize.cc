@@ -13,6 +13,7 @@
 
 #include "experiments/cli.h"
 #include "experiments/cli_optimize_eqsat.h"
+#include "experiments/cli_options.h"
 #include "hw/config_error.h"
 #include "hw/system_loader.h"
 #include "models/cost/cost_model.h"
@@ -24,7 +25,7 @@
 #include "search/subst/rule.h"
 #include "search/subst/weight_folding.h"
 #include "search/subst/xfers.h"
-#include "sim/trace.h"
+#include "util/atomic_file.h"
 #include "util/path.h"
 
 namespace strata::cli {
@@ -128,7 +129,7 @@ void run_optimize(const OptimizeCli& o) {
     fmt::print("wrote {} (weight-only nodes folded into parameters)\n", o.output);
   }
   if (!o.listing.empty()) {
-    sim::write_file_atomically(o.listing, ss::graph_listing(res.graph));
+    util::write_file_atomically(o.listing, ss::graph_listing(res.graph));
     fmt::print("wrote {}\n", o.listing);
   }
   if (o.check) {
@@ -152,19 +153,14 @@ void add_optimize_commands(CLI::App& app) {
                 "operator set: taso, or a comma-separated list (ewadd,ewmul,smul,matmul,transpose,"
                 "transpose_layout,relu,conv2d,conv2d_relu,poolavg,poolmax,concat,split,enlarge,constants)")
       ->capture_default_str();
-  g->add_option("--max-ops", o->max_ops, "largest graph size in operators (1..4)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 4));
-  g->add_option("--max-outputs", o->max_outputs, "largest number of mapped outputs of a rule (1..8)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 8));
-  g->add_option("--seed", o->seed, "seed of the random inputs")->capture_default_str();
-  g->add_option("--tolerance", o->tolerance, "relative tolerance of the floating-point confirmation")
-      ->capture_default_str();
-  g->add_flag(
-      "--keep-unrelated", o->keep_unrelated,
-      "keep multi-output rules whose outputs share no operator, e.g. over disjoint inputs (conjunctions of "
-      "smaller rules; TASO keeps them)");
+  add_int_option(*g, "--max-ops", o->max_ops, {1, 4}, "largest graph size in operators");
+  add_int_option(*g, "--max-outputs", o->max_outputs, {1, 8}, "largest number of mapped outputs of a rule");
+  add_int_option(*g, "--seed", o->seed, kSeedRange, "seed of the random inputs");
+  add_real_option(*g, "--tolerance", o->tolerance, 0, 1,
+                  "relative tolerance of the floating-point confirmation");
+  g->add_flag("--keep-unrelated", o->keep_unrelated,
+              "keep multi-output rules whose outputs share no operator, e.g. over disjoint inputs (conjunctions of "
+              "smaller rules; TASO keeps them)");
   g->add_option("-o,--output", o->output, "rule file to write (strata rule format)")->required();
   g->callback([o] { run_generate(*o); });
 
@@ -180,16 +176,13 @@ void add_optimize_commands(CLI::App& app) {
       "--rules", p->rules,
       "rule file (strata or TASO format); default: configs/subst/taso_shipped_verified.rules, the 129 of "
       "TASO's 133 shipped rules that `strata subst verify` proves");
-  opt->add_option("--alpha", p->alpha, "relaxation: keep graphs cheaper than alpha * best")
-      ->capture_default_str()
-      ->check(CLI::Range(1.0, 10.0));
-  opt->add_option("--budget", p->budget, "graphs taken from the priority queue")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 100000000));
-  opt->add_option("--batch", p->batch, "batch size (zoo models; 0: model default)");
-  opt->add_option("--seq", p->seq, "sequence length (zoo sequence models; 0: model default)");
-  opt->add_option("--seed", p->seed, "seed of the random inputs of the equality check")
-      ->capture_default_str();
+  add_real_option(*opt, "--alpha", p->alpha, 1.0, 10.0, "relaxation: keep graphs cheaper than alpha * best");
+  add_int_option(*opt, "--budget", p->budget, {1, 100000000}, "graphs taken from the priority queue");
+  add_int_option(*opt, "--batch", p->batch, {0, kMaxModelDim}, "batch size (zoo models; 0: model default)",
+                 false);
+  add_int_option(*opt, "--seq", p->seq, {0, kMaxModelDim},
+                 "sequence length (zoo sequence models; 0: model default)", false);
+  add_int_option(*opt, "--seed", p->seed, kSeedRange, "seed of the random inputs of the equality check");
   opt->add_flag("!--no-check", p->check, "skip the reference-executor equality check");
   opt->add_option("-o,--output", p->output, "write the optimized graph as ONNX");
   opt->add_option("--listing", p->listing, "write a readable listing of the optimized graph (backtrack)");

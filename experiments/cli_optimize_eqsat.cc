@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "experiments/cli_options.h"
+
 #include "experiments/optimizer_compare.h"
 #include "models/onnx/onnx.h"
 #include "search/subst/output_check.h"
@@ -43,26 +45,17 @@ void add_eqsat_options(CLI::App& cmd, EqsatCli& o) {
                  "backtrack (TASO's search), eqsat (equality saturation + extraction) or both (side by side)")
       ->capture_default_str()
       ->check(CLI::IsMember({"backtrack", "eqsat", "both"}));
-  cmd.add_option("--eqsat-iterations", o.options.max_iterations, "eqsat: iteration limit")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1000));
-  cmd.add_option("--eqsat-node-limit", o.options.node_limit, "eqsat: e-node limit")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 100000000));
-  cmd.add_option("--eqsat-time-limit", o.options.time_limit_s, "eqsat: saturation time limit, seconds")
-      ->capture_default_str()
-      ->check(CLI::Range(0.001, 1e6));
-  cmd.add_option("--eqsat-multi-iterations", o.options.multi_iterations,
-                 "eqsat: apply multi-root rules in the first K iterations (Tensat's k_multi)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 1000));
+  add_int_option(cmd, "--eqsat-iterations", o.options.max_iterations, {1, 1000}, "eqsat: iteration limit");
+  add_int_option(cmd, "--eqsat-node-limit", o.options.node_limit, {1, 100000000}, "eqsat: e-node limit");
+  add_real_option(cmd, "--eqsat-time-limit", o.options.time_limit_s, 0.001, 1e6,
+                  "eqsat: saturation time limit, seconds");
+  add_int_option(cmd, "--eqsat-multi-iterations", o.options.multi_iterations, {0, 1000},
+                 "eqsat: apply multi-root rules in the first K iterations (Tensat's k_multi)");
   cmd.add_option("--extraction", o.extraction, "eqsat: ilp (Z3, shared nodes counted once) or greedy")
       ->capture_default_str()
       ->check(CLI::IsMember({"ilp", "greedy"}));
-  cmd.add_option("--ilp-time-limit", o.options.ilp_time_limit_s,
-                 "eqsat: ILP time limit in seconds; greedy extraction is used past it")
-      ->capture_default_str()
-      ->check(CLI::Range(0.001, 1e6));
+  add_real_option(cmd, "--ilp-time-limit", o.options.ilp_time_limit_s, 0.001, 1e6,
+                  "eqsat: ILP time limit in seconds; greedy extraction is used past it");
 }
 
 void run_eqsat_optimize(const EqsatCli& o, const models::Graph& g, std::span<const ss::Rule> rules,

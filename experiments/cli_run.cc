@@ -12,14 +12,30 @@ namespace strata::cli {
 void add_run_command(CLI::App& app) {
   struct Options {
     std::string file, output = "results";
-    bool no_plots = false;
+    bool no_plots = false, check = false;
   };
   auto o = std::make_shared<Options>();
-  auto* run = app.add_subcommand("run", "Run a YAML-configured experiment; results go to results/<experiment>/");
-  run->add_option("experiment", o->file, "Experiment YAML, e.g. configs/experiments/quickstart.yaml")->required();
+  auto* run =
+      app.add_subcommand("run", "Run a YAML-configured experiment; results go to results/<experiment>/");
+  std::string kinds;
+  for (const auto& k : experiments::experiment_kinds()) kinds += fmt::format("\n  {}: {}", k.name, k.summary);
+  run->footer(
+      "Experiment kinds (the file's `kind:`):" + kinds +
+      "\nPaths inside the file (hw:, rules:) are relative to the file's own directory. The results set "
+      "is written to a staging folder and moved into place when complete.");
+  run->add_option("experiment", o->file, "Experiment YAML, e.g. configs/experiments/quickstart.yaml")
+      ->required();
   run->add_option("--output", o->output, "Root folder for results")->capture_default_str();
   run->add_flag("--no-plots", o->no_plots, "Skip the matplotlib figures");
+  run->add_flag(
+      "--check", o->check,
+      "Only validate the file and the files it names (hardware, rules); run nothing, write nothing");
   run->callback([o] {
+    if (o->check) {
+      const auto file = experiments::check_experiment(o->file);
+      std::cout << fmt::format("{}: valid {} experiment '{}'\n", o->file, file.kind(), file.name());
+      return;
+    }
     const auto dir = experiments::run_experiment(o->file, experiments::RunOptions{o->output, !o->no_plots});
     std::cout << fmt::format("results written to {}/\n", dir);
   });

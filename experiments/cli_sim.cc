@@ -7,12 +7,15 @@
 #include <fmt/format.h>
 
 #include "experiments/cli.h"
+#include "experiments/cli_options.h"
 #include "experiments/collective_sweep.h"
 #include "hw/config_error.h"
 #include "hw/system_loader.h"
 #include "hw/units.h"
 #include "sim/collective_runner.h"
 #include "sim/trace.h"
+#include "util/atomic_file.h"
+#include "util/parse.h"
 
 namespace strata::cli {
 namespace {
@@ -24,6 +27,7 @@ struct CollectiveOptions {
 };
 
 void run_collective_command(const CollectiveOptions& o) {
+  if (!o.trace.empty()) util::check_output_path(o.trace);  // refuse a bad --trace before the sweep runs
   const auto topo = hw::load_system(o.hw, hw::LoadOptions{o.nodes > 0 ? std::optional<int>(o.nodes) : std::nullopt});
   experiments::SweepConfig cfg;
   auto op = sim::parse_op(o.op);
@@ -44,7 +48,8 @@ void run_collective_command(const CollectiveOptions& o) {
   auto dt = hw::parse_dtype(o.dtype);
   if (!dt) throw ConfigError(fmt::format("--dtype: expected fp64, fp32, tf32, fp16, bf16 or fp8, got '{}'", o.dtype));
   cfg.dtype = *dt;
-  cfg.sizes = experiments::parse_size_range(o.sizes, "--sizes");
+  for (const auto bytes : util::parse_size_range(o.sizes, "--sizes"))
+    cfg.sizes.push_back(static_cast<double>(bytes));
   cfg.channels = o.channels;
   cfg.group = parse_rank_list(o.group, topo.num_gpus(), "--group");
   // The whole sweep runs before anything is printed, so an error never follows a partial table.
@@ -64,7 +69,7 @@ void run_collective_command(const CollectiveOptions& o) {
   req.auto_protocol = false;
   req.record_timeline = true;
   const auto result = sim::run_collective(topo, req);
-  sim::write_file_atomically(o.trace, sim::chrome_trace_json(topo, result.graph, result.sim));
+  util::write_file_atomically(o.trace, sim::chrome_trace_json(topo, result.graph, result.sim));
   std::cout << fmt::format("# trace of {} written to {} (open in https://ui.perfetto.dev)\n",
                            units::format_bytes(req.spec.bytes), o.trace);
   std::cout << "# busiest links:\n";
@@ -87,18 +92,23 @@ void add_sim_commands(CLI::App& app) {
       "collective", "Simulate a collective over a size sweep and print an nccl-tests style table (size, count, "
                     "type, time, algbw, busbw)");
   coll->add_option("--hw", o->hw, "System YAML file")->required();
-  coll->add_option("--nodes", o->nodes, "Number of nodes (overrides the file)")->check(CLI::PositiveNumber);
+  add_int_option(*coll, "--nodes", o->nodes, {1, hw::limits::kMaxNodes}, "Number of nodes (overrides the file)",
+                 false);
   coll->add_option("--op", o->op, std::string("Collective: ") + std::string(sim::kOpNames))->capture_default_str();
   coll->add_option("--algo", o->algo,
                    "Algorithm: auto (NCCL-like choice) or one of: " + sim::AlgorithmRegistry::instance().names())
       ->capture_default_str();
   coll->add_option("--protocol", o->protocol, "Protocol: auto, simple, ll, ll128")->capture_default_str();
-  coll->add_option("--sizes", o->sizes, "Sizes MIN:MAX[:FACTOR] with units (nccl-tests -b/-e/-f), e.g. 8B:8GiB")
+  coll->add_option(
+          "--sizes", o->sizes,
+          "Sizes MIN:MAX[:FACTOR] or SIZE like nccl-tests -b/-e/-f, e.g. 8B:8GiB, 1048576:1073741824, "
+          "1k:1M:4; each size is " +
+              std::string(util::kSizeRule))
       ->capture_default_str();
   coll->add_option("--dtype", o->dtype, "Element type for the count column: fp64, fp32, fp16, bf16, fp8")
       ->capture_default_str();
-  coll->add_option("--channels", o->channels, "Parallel rings/trees (0 = one per NIC across nodes)")
-      ->check(CLI::NonNegativeNumber);
+  add_int_option(*coll, "--channels", o->channels, {0, 64},
+                 "Parallel rings/trees (0 = one per NIC across nodes)");
   coll->add_option("--group", o->group, "Participating GPUs, e.g. 0-7 or 0,8,16 (default: all)");
   coll->add_option("--granularity", o->granularity,
                    "flow: each pipelined ring/tree/chain of a channel is one flow bundle (fast); step: every "

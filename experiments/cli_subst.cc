@@ -2,7 +2,6 @@
 // (search/subst, docs/subst.md).
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -13,13 +12,15 @@
 #include <nlohmann/json.hpp>
 
 #include "experiments/cli.h"
+#include "experiments/cli_options.h"
 #include "hw/config_error.h"
 #include "search/subst/axiom_validation.h"
 #include "search/subst/axioms.h"
 #include "search/subst/coverage.h"
 #include "search/subst/rule.h"
 #include "search/subst/verifier.h"
-#include "sim/trace.h"
+#include "util/atomic_file.h"
+#include "util/timer.h"
 
 namespace strata::cli {
 namespace {
@@ -90,12 +91,12 @@ void run_verify(const VerifyCli& o) {
   }
   const bool tty = isatty(fileno(stderr)) != 0;
   std::map<ss::VerifyStatus, std::size_t> counts;
-  const auto start = std::chrono::steady_clock::now();
+  const util::Stopwatch clock;
   auto progress = [&](std::size_t done, std::size_t total, std::size_t, const ss::RuleResult& r) {
     ++counts[r.status];
     const bool report = tty || done == total || done % std::max<std::size_t>(1, total / 10) == 0;
     if (!report) return;
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double s = clock.seconds();
     std::cerr << fmt::format("{}verifying: {}/{} rules, {} proved, {} false, {} not proved, {:.1f} s{}",
                              tty ? "\r" : "", done, total, counts[ss::VerifyStatus::kProved],
                              counts[ss::VerifyStatus::kFalse],
@@ -103,7 +104,7 @@ void run_verify(const VerifyCli& o) {
                              tty && done != total ? "" : "\n");
   };
   const auto results = ss::verify_rules(rules, axioms, vo, progress);
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double wall = clock.seconds();
 
   std::cout << fmt::format("# {}: {} rules, {} equations; {} axioms + lemmas; timeout {} ms per equation\n",
                            o.path, rules.size(), equation_count(rules), axioms.size(), o.timeout_ms);
@@ -142,7 +143,7 @@ void run_verify(const VerifyCli& o) {
                             {"seconds", results[i].seconds}});
       j["status"].push_back(results[i].status == ss::VerifyStatus::kProved ? "proved" : "unknown");
     }
-    sim::write_file_atomically(o.json, j.dump(1) + "\n");
+    util::write_file_atomically(o.json, j.dump(1) + "\n");
     std::cerr << fmt::format("wrote {}\n", o.json);
   }
   if (c[ss::VerifyStatus::kFalse] > 0) {
@@ -245,9 +246,9 @@ void run_axioms(const AxiomsCli& o) {
   }
   std::cerr << fmt::format("validating {} axioms and lemmas on dims 1..{} ...\n", axioms.size(),
                            o.options.max_dim);
-  const auto start = std::chrono::steady_clock::now();
+  const util::Stopwatch clock;
   const auto results = ss::validate_axioms(axioms, o.options);
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double wall = clock.seconds();
   std::cout << fmt::format("{:>2} {:<26} {:>7} {:>9} {:>8} {:<10} {}\n", "#", "axiom", "params", "instances",
                            "failures", "status", "counter-example");
   std::size_t failed = 0;
@@ -293,23 +294,19 @@ void add_subst_commands(CLI::App& app) {
   v->add_option("rules", verify->path, "rule file (strata format or TASO equation file)")
       ->required()
       ->check(CLI::ExistingFile);
-  v->add_option("--timeout-ms", verify->timeout_ms,
-                "Z3 timeout per equation in milliseconds (TASO's artifact: 10000)")
-      ->capture_default_str()
-      ->check(CLI::Range(1u, 3600000u));
-  v->add_option("--jobs", verify->jobs, "worker threads (0 = all hardware threads)")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+  add_int_option(*v, "--timeout-ms", verify->timeout_ms, {1, 3600000},
+                 "Z3 timeout per equation in milliseconds (TASO's artifact: 10000)");
+  add_int_option(*v, "--jobs", verify->jobs, {0, 1024}, "worker threads (0 = all hardware threads)");
   v->add_option("--z3", verify->z3,
                 "extra Z3 solver parameter NAME=VALUE (repeatable), e.g. --z3 mbqi=false");
   v->add_flag("--no-shape-check", verify->no_shape_check,
               "do not type-check rules on their declared input shapes before Z3");
   v->add_flag("--no-refute", verify->no_refute,
               "do not evaluate rules on random inputs before Z3 (every rule then costs a Z3 query)");
-  v->add_option("--refute-small-shapes", verify->refute.small_shape_instances,
-                "also search small shapes (dims 1..3) for counter-examples, up to N well-typed instances per "
-                "equation; finds rules that hold only for their declared convolution grouping (0 = off)")
-      ->capture_default_str();
+  add_int_option(
+      *v, "--refute-small-shapes", verify->refute.small_shape_instances, {0, 1000000},
+      "also search small shapes (dims 1..3) for counter-examples, up to N well-typed instances per "
+      "equation; finds rules that hold only for their declared convolution grouping (0 = off)");
   v->add_flag("--no-z3", verify->no_z3,
               "only the evaluation checks: rules they do not reject are reported not-proved (fast triage)");
   v->add_flag("--failures-only", verify->failures_only, "list only rules that were not proved");
@@ -323,9 +320,7 @@ void add_subst_commands(CLI::App& app) {
       subst->add_subcommand("coverage", "Compare two rule sets modulo input renaming (and orientation)");
   c->add_option("ours", cov->ours, "rule set A")->required()->check(CLI::ExistingFile);
   c->add_option("theirs", cov->theirs, "rule set B")->required()->check(CLI::ExistingFile);
-  c->add_option("--examples", cov->examples, "rules to list from each difference")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+  add_int_option(*c, "--examples", cov->examples, {0, 1000000}, "rules to list from each difference");
   c->add_flag("--no-orientation", cov->no_orientation, "treat A == B and B == A as different rules");
   add_rule_file_options(c, cov->ours_file);
   c->callback([cov] {
@@ -348,22 +343,16 @@ void add_subst_commands(CLI::App& app) {
       "--validate", axioms_cli->validate,
       "evaluate every axiom on all parameter assignments and small shapes with the reference executor "
       "(prime field and double precision); exit status 1 when one fails");
-  a->add_option("--max-dim", axioms_cli->options.max_dim, "largest tensor dimension tried (all dims in 1..N)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 6));
-  a->add_option("--max-instances", axioms_cli->options.max_instances,
-                "well-typed instances evaluated per parameter assignment (shapes in seeded random order)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  a->add_option("--max-trials", axioms_cli->options.max_shape_trials,
-                "shape combinations type-checked per parameter assignment")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  a->add_option("--seed", axioms_cli->options.seed, "seed of the shape order and the random inputs")
-      ->capture_default_str();
-  a->add_option("--jobs", axioms_cli->options.jobs, "worker threads (0 = all hardware threads)")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+  add_int_option(*a, "--max-dim", axioms_cli->options.max_dim, {1, 6},
+                 "largest tensor dimension tried (all dims in 1..N)");
+  add_int_option(*a, "--max-instances", axioms_cli->options.max_instances, {1, 100000000},
+                 "well-typed instances evaluated per parameter assignment (shapes in seeded random order)");
+  add_int_option(*a, "--max-trials", axioms_cli->options.max_shape_trials, {1, 100000000},
+                 "shape combinations type-checked per parameter assignment");
+  add_int_option(*a, "--seed", axioms_cli->options.seed, kSeedRange,
+                 "seed of the shape order and the random inputs");
+  add_int_option(*a, "--jobs", axioms_cli->options.jobs, {0, 1024},
+                 "worker threads (0 = all hardware threads)");
   a->callback([axioms_cli] { run_axioms(*axioms_cli); });
 }
 

@@ -10,10 +10,12 @@
 #include <nlohmann/json.hpp>
 
 #include "experiments/cli.h"
+#include "experiments/cli_options.h"
 #include "hw/config_error.h"
 #include "hw/system_loader.h"
 #include "hw/units.h"
 #include "search/reduce/evaluate.h"
+#include "util/parse.h"
 
 namespace strata::cli {
 namespace {
@@ -27,35 +29,16 @@ struct SynthOptions {
   bool all = false, split_levels = false, lowered = false;
 };
 
-std::vector<int> parse_int_list(const std::string& text, const std::string& option, char sep = ',') {
+// A list of axis sizes (--axes) or axis indices into them (--reduce, --joint), each in `range`.
+std::vector<int> parse_axis_list(const std::string& text, util::IntRange range, const std::string& option,
+                                 char sep = ',') {
   std::vector<int> out;
-  std::size_t pos = 0;
-  while (true) {
-    const auto end = text.find(sep, pos);
-    const std::string item = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
-    std::size_t used = 0;
-    int v = 0;
-    try {
-      v = std::stoi(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != item.size())
-      throw ConfigError(fmt::format("{}: expected integers separated by '{}', got '{}'", option, sep, text));
-    out.push_back(v);
-    if (end == std::string::npos) break;
-    pos = end + 1;
-  }
+  for (const auto v : util::parse_int_list(text, range, option, sep)) out.push_back(static_cast<int>(v));
   return out;
 }
 
-double parse_size(const std::string& text, const std::string& option) {
-  auto b = units::parse_bytes(text);
-  if (!b || *b <= 0)
-    throw ConfigError(
-        fmt::format("{}: expected a size with a unit ({}), got '{}'", option, units::kByteUnits, text));
-  return *b;
-}
+// The largest axis size: all GPUs of kMaxNodes nodes with up to 64 GPUs each on one axis.
+constexpr std::int64_t kMaxAxis = std::int64_t{hw::limits::kMaxNodes} * 64;
 
 std::string ms(double s) {
   return fmt::format("{:.3f}", s * 1e3);
@@ -91,8 +74,9 @@ void run_joint(const SynthOptions& o, const hw::Topology& topo, const std::vecto
     if (colon == std::string::npos)
       throw ConfigError(fmt::format("--joint: expected AXES:BYTES like 0:4GiB or 0+2:1GiB, got '{}'", spec));
     rd::ReductionSpec r;
-    r.reduce_axes = parse_int_list(spec.substr(0, colon), "--joint", '+');
-    r.bytes_per_device = parse_size(spec.substr(colon + 1), "--joint");
+    r.reduce_axes = parse_axis_list(spec.substr(0, colon), {0, static_cast<std::int64_t>(axes.size()) - 1},
+                                    "--joint", '+');
+    r.bytes_per_device = static_cast<double>(util::parse_size(spec.substr(colon + 1), "--joint"));
     r.label = spec;
     reductions.push_back(r);
   }
@@ -126,7 +110,7 @@ void run_joint(const SynthOptions& o, const hw::Topology& topo, const std::vecto
   std::cout << fmt::format("{:>4}  {:<24} {:>12} {:>14}", "rank", "matrix", "total (ms)", "AllReduce (ms)");
   for (const auto& r : reductions) std::cout << fmt::format("  {:>22}", "best " + r.label + " (ms)");
   std::cout << "\n";
-  for (std::size_t i = 0; i < joint.size() && static_cast<int>(i) < o.top; ++i) {
+  for (std::size_t i = 0; i < joint.size() && (o.top == 0 || static_cast<int>(i) < o.top); ++i) {
     const auto& j = joint[i];
     std::cout << fmt::format("{:>4}  {:<24} {:>12} {:>14}", i + 1, rd::format_matrix(j.matrix),
                              ms(j.total_best_seconds), ms(j.total_baseline_seconds));
@@ -148,7 +132,7 @@ void run_synth(const SynthOptions& o) {
   const auto topo =
       hw::load_system(o.hw, hw::LoadOptions{o.nodes > 0 ? std::optional<int>(o.nodes) : std::nullopt});
   if (o.axes.empty()) throw ConfigError("--axes: required, e.g. --axes 4,16");
-  const auto axes = parse_int_list(o.axes, "--axes");
+  const auto axes = parse_axis_list(o.axes, {1, kMaxAxis}, "--axes");
   if (o.format != "table" && o.format != "json")
     throw ConfigError(fmt::format("--format: expected table or json, got '{}'", o.format));
   rd::SynthesisOptions so;
@@ -164,8 +148,8 @@ void run_synth(const SynthOptions& o) {
   }
   rd::EvalConfig cfg;
   cfg.axes = axes;
-  cfg.reduce_axes = parse_int_list(o.reduce, "--reduce");
-  cfg.bytes_per_device = parse_size(o.bytes, "--bytes");
+  cfg.reduce_axes = parse_axis_list(o.reduce, {0, static_cast<std::int64_t>(axes.size()) - 1}, "--reduce");
+  cfg.bytes_per_device = static_cast<double>(util::parse_size(o.bytes, "--bytes"));
   if (o.algo == "both")
     cfg.algorithms = {"ring", "tree"};
   else if (sim::AlgorithmRegistry::instance().find(o.algo))
@@ -287,27 +271,25 @@ void add_synth_command(CLI::App& app) {
                                  "Enumerate placements of parallelism axes and synthesize reduction programs "
                                  "(P2), ranked on the simulator");
   cmd->add_option("--hw", o->hw, "System YAML file, e.g. configs/hw/gcp-a100x16.yaml")->required();
-  cmd->add_option("--nodes", o->nodes, "Number of nodes (overrides the file)")->check(CLI::PositiveNumber);
+  add_int_option(*cmd, "--nodes", o->nodes, {1, hw::limits::kMaxNodes}, "Number of nodes (overrides the file)",
+                 false);
   cmd->add_option("--axes", o->axes, "Parallelism axis sizes, multiplying to the GPU count, e.g. 4,16")
       ->required();
   cmd->add_option("--reduce", o->reduce,
                   "Reduction axes (indices into --axes), reduced together, e.g. 0 or 0,2")
       ->capture_default_str();
-  cmd->add_option("--bytes", o->bytes, "Buffer each GPU reduces, with a unit, e.g. 4GiB")
+  cmd->add_option("--bytes", o->bytes,
+                  "Buffer each GPU reduces, e.g. 4GiB or 1048576: " + std::string(util::kSizeRule))
       ->capture_default_str();
   cmd->add_option("--algo", o->algo,
                   "Algorithm forced on every collective it can run (others use the first eligible, ring): a "
                   "registered name (strata sim algorithms) or both (ring and tree)")
       ->capture_default_str();
-  cmd->add_option("--top", o->top, "Show the N fastest placement rows (0 = all)")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+  add_int_option(*cmd, "--top", o->top, {0, 1'000'000}, "Show the N fastest placement rows (0 = all)");
   cmd->add_option("--format", o->format, "Output: table or json")->capture_default_str();
   cmd->add_flag("--all", o->all, "Also list every synthesized program with its predicted time");
   cmd->add_flag("--lowered", o->lowered, "Print the best programs lowered to concrete GPU groups");
-  cmd->add_option("--max-size", o->max_size, "Program size bound (instructions)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  add_int_option(*cmd, "--max-size", o->max_size, {1, 8}, "Program size bound (instructions)");
   cmd->add_option("--canonical", o->canonical,
                   std::string("Program canonicalization: ") + std::string(rd::kCanonicalizationNames) +
                       " (docs/reduce.md, 'Program counts')")

@@ -7,38 +7,13 @@
 
 #include "hw/config_error.h"
 #include "hw/units.h"
+#include "util/parse.h"
 
 namespace strata::experiments {
 
 std::vector<double> parse_size_range(std::string_view text, std::string_view field) {
-  const auto fail = [&](std::string_view why) {
-    return config_error(ConfigLocation{"", std::string(field)},
-                        fmt::format("{} in '{}' (expected SIZE or MIN:MAX[:FACTOR] with units, e.g. 8B:8GiB)", why, text));
-  };
-  std::vector<std::string_view> parts;
-  std::size_t pos = 0;
-  while (true) {
-    const auto colon = text.find(':', pos);
-    parts.push_back(text.substr(pos, colon == std::string_view::npos ? std::string_view::npos : colon - pos));
-    if (colon == std::string_view::npos) break;
-    pos = colon + 1;
-  }
-  if (parts.size() > 3) throw fail("too many ':'");
-  const auto lo = units::parse_bytes(parts[0]);
-  if (!lo || *lo <= 0) throw fail(fmt::format("'{}' is not a positive size with a unit ({})", parts[0], units::kByteUnits));
-  if (parts.size() == 1) return {*lo};
-  const auto hi = units::parse_bytes(parts[1]);
-  if (!hi || *hi < *lo) throw fail(fmt::format("'{}' is not a size with a unit that is >= the minimum", parts[1]));
-  double factor = 2;
-  if (parts.size() == 3) {
-    const std::string f(parts[2]);
-    char* end = nullptr;
-    factor = std::strtod(f.c_str(), &end);
-    if (end == f.c_str() || *end != '\0' || !(factor > 1)) throw fail(fmt::format("factor '{}' must be a number > 1", f));
-  }
-  std::vector<double> sizes;
-  for (double s = *lo; s <= *hi * (1 + 1e-12); s *= factor) sizes.push_back(std::round(s));
-  return sizes;
+  const auto bytes = util::parse_size_range(text, field);
+  return {bytes.begin(), bytes.end()};
 }
 
 std::vector<SweepRow> run_sweep(const hw::Topology& topo, const SweepConfig& config,
@@ -49,7 +24,8 @@ std::vector<SweepRow> run_sweep(const hw::Topology& topo, const SweepConfig& con
     std::iota(group.begin(), group.end(), 0);
   }
   const int n = static_cast<int>(group.size());
-  const bool per_rank = config.op == sim::CollectiveOp::kAllGather || config.op == sim::CollectiveOp::kReduceScatter ||
+  const bool per_rank = config.op == sim::CollectiveOp::kAllGather ||
+                        config.op == sim::CollectiveOp::kReduceScatter ||
                         config.op == sim::CollectiveOp::kAllToAll;
   std::vector<SweepRow> rows;
   for (double bytes : config.sizes) {
@@ -74,8 +50,13 @@ std::vector<SweepRow> run_sweep(const hw::Topology& topo, const SweepConfig& con
       req.spec.protocol = best;
     }
     const auto result = sim::run_collective(topo, req);
-    SweepRow row{bytes, bytes / hw::dtype_bytes(config.dtype) / (per_rank ? n : 1), result.algorithm, result.protocol,
-                 result.seconds, result.algbw, result.busbw};
+    SweepRow row{bytes,
+                 bytes / hw::dtype_bytes(config.dtype) / (per_rank ? n : 1),
+                 result.algorithm,
+                 result.protocol,
+                 result.seconds,
+                 result.algbw,
+                 result.busbw};
     rows.push_back(row);
     if (on_row) on_row(row);
   }
@@ -90,20 +71,24 @@ std::string table_header(const hw::Topology& topo, const SweepConfig& config) {
       "#                                                              out-of-place\n"
       "#       size         count      type   redop    root       time   algbw   busbw  algo          proto\n"
       "#        (B)    (elements)                                 (us)  (GB/s)  (GB/s)\n",
-      sim::op_name(config.op), topo.name(), n, topo.nodes(), topo.gpus_per_node(), topo.gpu().name, config.algorithm);
+      sim::op_name(config.op), topo.name(), n, topo.nodes(), topo.gpus_per_node(), topo.gpu().name,
+      config.algorithm);
 }
 
 std::string table_row(const SweepConfig& config, const SweepRow& row) {
-  const bool has_redop = config.op == sim::CollectiveOp::kAllReduce || config.op == sim::CollectiveOp::kReduce ||
+  const bool has_redop = config.op == sim::CollectiveOp::kAllReduce ||
+                         config.op == sim::CollectiveOp::kReduce ||
                          config.op == sim::CollectiveOp::kReduceScatter;
   const bool has_root = config.op == sim::CollectiveOp::kReduce || config.op == sim::CollectiveOp::kBroadcast;
   // Time with nccl-tests' precision rule (2 decimals below 100 us, 1 below 10,000 us, none above) in a
   // column wide enough for 10^9 us, so columns never shift.
   const double us = row.seconds * 1e6;
-  const std::string time = us >= 1e4 ? fmt::format("{:.0f}", us) : fmt::format("{:.{}f}", us, us >= 100 ? 1 : 2);
-  return fmt::format("{:>12.0f}  {:>12.0f}  {:>8}  {:>6}  {:>6}  {:>9}  {:>6.2f}  {:>6.2f}  {:<13} {}\n", row.bytes,
-                     row.count, hw::dtype_name(config.dtype), has_redop ? "sum" : "none", has_root ? "0" : "-1", time,
-                     row.algbw / 1e9, row.busbw / 1e9, row.algorithm, sim::protocol_name(row.protocol));
+  const std::string time =
+      us >= 1e4 ? fmt::format("{:.0f}", us) : fmt::format("{:.{}f}", us, us >= 100 ? 1 : 2);
+  return fmt::format("{:>12.0f}  {:>12.0f}  {:>8}  {:>6}  {:>6}  {:>9}  {:>6.2f}  {:>6.2f}  {:<13} {}\n",
+                     row.bytes, row.count, hw::dtype_name(config.dtype), has_redop ? "sum" : "none",
+                     has_root ? "0" : "-1", time, row.algbw / 1e9, row.busbw / 1e9, row.algorithm,
+                     sim::protocol_name(row.protocol));
 }
 
 std::string table_footer(const std::vector<SweepRow>& rows) {

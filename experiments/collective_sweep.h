@@ -14,8 +14,9 @@
 
 namespace strata::experiments {
 
-// Parses "8B:8GiB" (doubling, like nccl-tests -b 8 -e 8G -f 2) or "1MiB:1GiB:4" (factor 4) or a single size.
-// Throws ConfigError naming `field` on bad input.
+// A size sweep "MIN:MAX[:FACTOR]" or a single SIZE, by the one size rule of util/parse.h (plain integers are
+// bytes; K/M/G/T and KiB/MiB/GiB/TiB powers of 1024 as in nccl-tests; KB/MB/GB/TB powers of 1000). Throws
+// util::InputError whose message starts with `field`.
 std::vector<double> parse_size_range(std::string_view text, std::string_view field);
 
 struct SweepConfig {

@@ -8,8 +8,6 @@
 #include <span>
 #include <string>
 
-#include "experiments/experiment.h"
-#include "hw/yaml_reader.h"
 #include "models/cost/cost_model.h"
 #include "models/ir/graph.h"
 #include "search/subst/eqsat.h"
@@ -36,9 +34,5 @@ struct OptimizerOutcome {
 OptimizerOutcome outcome_of(const models::Graph& input, const search::subst::OptimizeResult& r,
                             const search::subst::OptimizerOptions& o);
 OptimizerOutcome outcome_of(const models::Graph& input, const search::subst::EqsatResult& r);
-
-// The `subst-optimizers` experiment kind (configs/experiments/subst_optimizers.yaml): models x {backtrack,
-// eqsat} on the same rules and GPU cost model; CSV, summary.md and a PNG under results/<experiment>/.
-std::string run_subst_optimizers(const YamlReader& root, const std::string& path, const RunOptions& options);
 
 }  // namespace strata::experiments

@@ -1,22 +1,19 @@
-#include "experiments/p2_reproduction.h"
-#include "experiments/experiment.h"
-
+// The `p2-reproduction` experiment kind: P2's evaluation grid (Xie et al., "Synthesizing Optimal Parallelism
+// Placement and Reduction Strategies on Hierarchical Systems for Deep Learning", MLSys 2022, section 4) run
+// on strata's placement enumeration, program synthesis and simulator, reported beside the paper's headline
+// numbers. parse: the systems and the grid; run: every case of the grid; report: CSV, summary.md, figures.
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
-#include <filesystem>
 #include <iostream>
 #include <map>
-#include <numeric>
 #include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "hw/system_loader.h"
+#include "experiments/experiment.h"
 #include "hw/units.h"
 #include "search/reduce/evaluate.h"
-#include "sim/trace.h"
 
 namespace strata::experiments {
 namespace {
@@ -24,7 +21,7 @@ namespace {
 namespace rd = search::reduce;
 using Clock = std::chrono::steady_clock;
 
-// The paper's headline numbers (docs/reference p2.md section 11.2).
+// The paper's headline numbers (P2, Xie et al., MLSys 2022: abstract, section 4.1-4.2 and Appendix A).
 constexpr double kPaperMaxSpread = 448.5;
 constexpr double kPaperImprovedFraction = 0.69;
 constexpr double kPaperMeanSpeedup = 1.27;
@@ -36,8 +33,9 @@ constexpr int kPaperCases = 200;
 constexpr double kImprovedThreshold = 1.005;
 
 struct SystemSpec {
-  std::string label, hw;
+  std::string label;
   int nodes = 1;
+  hw::Topology topology;
   std::vector<std::vector<int>> three_axis;
   std::vector<std::string> three_axis_algorithms;
 };
@@ -48,17 +46,24 @@ struct Config {  // one (system, axes, reduction) of the grid
   std::vector<std::string> algorithms;
 };
 
-struct CaseRow {
-  std::size_t config;
-  rd::PlacementEval eval;
+struct P2Experiment {
+  std::string name, description;
+  double payload_per_node = 0;
+  rd::SynthesisOptions synthesis;
+  std::vector<SystemSpec> systems;
+  std::vector<Config> configs;
 };
 
-std::string resolve(const std::string& path, const std::string& experiment_file) {
-  if (std::filesystem::exists(path)) return path;
-  const auto beside = std::filesystem::path(experiment_file).parent_path() / path;
-  if (std::filesystem::exists(beside)) return beside.string();
-  return path;
-}
+struct CaseRow {
+  std::size_t config;
+  rd::PlacementEval eval;  // with every ranked program
+};
+
+struct P2Results {
+  std::vector<CaseRow> cases;
+  double total_wall = 0, synth_wall = 0, sim_wall = 0;
+  std::size_t simulations = 0;
+};
 
 std::vector<std::string> read_algorithms(const YamlReader& node) {
   node.expect_sequence();
@@ -80,162 +85,139 @@ std::string csv_quote(const std::string& s) {
   return "\"" + s + "\"";
 }
 
-}  // namespace
+SystemSpec parse_system(const ExperimentFile& file, const YamlReader& s,
+                        const std::vector<std::string>& algorithms) {
+  s.expect_map({"hw", "nodes", "label", "three_axis", "three_axis_algorithms"});
+  const int nodes = static_cast<int>(s.at("nodes").as_positive_int());
+  SystemSpec spec{s.at("label").as_string(), nodes, file.load_system(s.at("hw"), nodes), {}, algorithms};
+  if (auto t = s.maybe("three_axis")) {
+    t->expect_sequence();
+    for (std::size_t k = 0; k < t->size(); ++k) {
+      const auto row = t->at(k);
+      row.expect_sequence();
+      std::vector<int> axes;
+      for (std::size_t a = 0; a < row.size(); ++a)
+        axes.push_back(static_cast<int>(row.at(a).as_positive_int()));
+      if (axes.size() != 3) throw row.error("expected three axis sizes");
+      if (axes[0] * axes[1] * axes[2] != spec.topology.num_gpus())
+        throw row.error(fmt::format("three-axis set {} does not multiply to the system's {} GPUs",
+                                    axes_text(axes), spec.topology.num_gpus()));
+      spec.three_axis.push_back(axes);
+    }
+  }
+  if (auto t = s.maybe("three_axis_algorithms")) spec.three_axis_algorithms = read_algorithms(*t);
+  return spec;
+}
 
-std::string run_p2_reproduction(const YamlReader& root, const std::string& path, const RunOptions& options) {
-  root.expect_map({"experiment", "description", "kind", "systems", "algorithms", "payload_per_node",
-                   "max_size", "canonical"});
-  const std::string name = root.at("experiment").as_string();
-  if (name.empty() || name.find('/') != std::string::npos || name.find("..") != std::string::npos)
-    throw root.at("experiment").error("expected a plain name (it becomes the results folder)");
-  const std::string description = root.has("description") ? root.at("description").as_string() : "";
+P2Experiment parse(const ExperimentFile& file) {
+  file.expect_keys({"systems", "algorithms", "payload_per_node", "max_size", "canonical"});
+  const YamlReader& root = file.root();
+  P2Experiment x{file.name(), file.description(), 0, {}, {}, {}};
   const auto algorithms = read_algorithms(root.at("algorithms"));
-  const double payload_per_node = root.at("payload_per_node").as_bytes();
-  if (!(payload_per_node > 0)) throw root.at("payload_per_node").error("expected a positive size");
-  rd::SynthesisOptions synthesis;
-  if (auto m = root.maybe("max_size")) synthesis.max_size = static_cast<int>(m->as_positive_int());
+  x.payload_per_node = root.at("payload_per_node").as_bytes();
+  if (!(x.payload_per_node > 0)) throw root.at("payload_per_node").error("expected a positive size");
+  if (auto m = root.maybe("max_size")) x.synthesis.max_size = static_cast<int>(m->as_positive_int());
   if (auto c = root.maybe("canonical")) {
     auto canon = rd::parse_canonicalization(c->as_string());
     if (!canon) throw c->error(fmt::format("expected one of {}", rd::kCanonicalizationNames));
-    synthesis.canonicalization = *canon;
+    x.synthesis.canonicalization = *canon;
   }
-
-  std::vector<SystemSpec> systems;
   const YamlReader sys = root.at("systems");
   sys.expect_sequence();
-  for (std::size_t i = 0; i < sys.size(); ++i) {
-    const auto s = sys.at(i);
-    s.expect_map({"hw", "nodes", "label", "three_axis", "three_axis_algorithms"});
-    SystemSpec spec;
-    spec.hw = resolve(s.at("hw").as_string(), path);
-    spec.nodes = static_cast<int>(s.at("nodes").as_positive_int());
-    spec.label = s.at("label").as_string();
-    if (auto t = s.maybe("three_axis")) {
-      t->expect_sequence();
-      for (std::size_t k = 0; k < t->size(); ++k) {
-        const auto row = t->at(k);
-        row.expect_sequence();
-        std::vector<int> axes;
-        for (std::size_t a = 0; a < row.size(); ++a)
-          axes.push_back(static_cast<int>(row.at(a).as_positive_int()));
-        if (axes.size() != 3) throw row.error("expected three axis sizes");
-        spec.three_axis.push_back(axes);
-      }
-    }
-    spec.three_axis_algorithms = algorithms;
-    if (auto t = s.maybe("three_axis_algorithms")) spec.three_axis_algorithms = read_algorithms(*t);
-    systems.push_back(spec);
-  }
+  if (sys.size() == 0) throw sys.error("expected at least one system");
+  for (std::size_t i = 0; i < sys.size(); ++i) x.systems.push_back(parse_system(file, sys.at(i), algorithms));
 
   // The grid (P2 section 4): one axis over all devices; every two-axis factorization reduced on axis 0 and on
   // axis 1; the three-axis sets reduced on axes 0 and 2.
-  std::vector<hw::Topology> topos;
-  std::vector<Config> configs;
-  for (std::size_t s = 0; s < systems.size(); ++s) {
-    topos.push_back(hw::load_system(systems[s].hw, hw::LoadOptions{systems[s].nodes}));
-    const int n = topos.back().num_gpus();
-    configs.push_back({s, {n}, {0}, algorithms});
+  for (std::size_t s = 0; s < x.systems.size(); ++s) {
+    const int n = x.systems[s].topology.num_gpus();
+    x.configs.push_back({s, {n}, {0}, algorithms});
     for (int a = 2; a < n; ++a)
       if (n % a == 0)
-        for (int r = 0; r < 2; ++r) configs.push_back({s, {a, n / a}, {r}, algorithms});
-    for (const auto& t : systems[s].three_axis) {
-      if (t[0] * t[1] * t[2] != n)
-        throw sys.at(s).error(fmt::format("three-axis set {} does not multiply to {} GPUs", axes_text(t), n));
-      configs.push_back({s, t, {0, 2}, systems[s].three_axis_algorithms});
-    }
+        for (int r = 0; r < 2; ++r) x.configs.push_back({s, {a, n / a}, {r}, algorithms});
+    for (const auto& t : x.systems[s].three_axis)
+      x.configs.push_back({s, t, {0, 2}, x.systems[s].three_axis_algorithms});
   }
+  return x;
+}
 
+P2Results run(const P2Experiment& x) {
+  P2Results results;
   const auto start = Clock::now();
-  std::vector<CaseRow> cases;
-  std::string programs_csv =
-      "system,axes,reduce,matrix,algorithm,rank,program,shape,seconds,speedup_vs_allreduce\n";
-  double synth_wall = 0, sim_wall = 0;
-  std::size_t simulations = 0;
-  for (std::size_t c = 0; c < configs.size(); ++c) {
-    const auto& cfg = configs[c];
-    const auto& sys_spec = systems[cfg.system];
+  for (std::size_t c = 0; c < x.configs.size(); ++c) {
+    const auto& cfg = x.configs[c];
+    const auto& sys = x.systems[cfg.system];
     rd::EvalConfig ec;
     ec.axes = cfg.axes;
     ec.reduce_axes = cfg.reduce;
-    ec.bytes_per_device = payload_per_node * sys_spec.nodes;
+    ec.bytes_per_device = x.payload_per_node * sys.nodes;
     ec.algorithms = cfg.algorithms;
-    ec.synthesis = synthesis;
+    ec.synthesis = x.synthesis;
     ec.keep_all_programs = true;
     rd::EvalStats stats;
-    auto evals = rd::evaluate(topos[cfg.system], ec, &stats);
-    synth_wall += stats.synthesis_seconds;
-    sim_wall += stats.simulation_seconds;
-    simulations += stats.simulations;
+    auto evals = rd::evaluate(sys.topology, ec, &stats);
+    results.synth_wall += stats.synthesis_seconds;
+    results.sim_wall += stats.simulation_seconds;
+    results.simulations += stats.simulations;
     std::cerr << fmt::format("[{}/{}] {} axes {} reduce {}: {} cases, {} simulations\n", c + 1,
-                             configs.size(), sys_spec.label, axes_text(cfg.axes), axes_text(cfg.reduce),
+                             x.configs.size(), sys.label, axes_text(cfg.axes), axes_text(cfg.reduce),
                              evals.size(), stats.simulations);
-    for (auto& e : evals) {
-      for (std::size_t r = 0; r < e.ranked.size(); ++r)
-        programs_csv += fmt::format("{},{},{},{},{},{},{},{},{:.6e},{:.4f}\n", sys_spec.label,
-                                    csv_quote(axes_text(cfg.axes)), csv_quote(axes_text(cfg.reduce)),
-                                    csv_quote(rd::format_matrix(e.matrix)), e.algorithm, r + 1,
-                                    csv_quote(e.ranked[r].text), e.ranked[r].shape, e.ranked[r].seconds,
-                                    e.baseline_seconds / e.ranked[r].seconds);
-      e.ranked.clear();
-      cases.push_back({c, std::move(e)});
-    }
+    for (auto& e : evals) results.cases.push_back({c, std::move(e)});
   }
-  const double total_wall = std::chrono::duration<double>(Clock::now() - start).count();
+  results.total_wall = std::chrono::duration<double>(Clock::now() - start).count();
+  return results;
+}
 
-  // --- aggregate ---
-  std::string cases_csv =
-      "system,nodes,gpus,axes,reduce,matrix,algorithm,cross_node,synthesis_hierarchy,programs,allreduce_s,"
-      "best_s,"
-      "speedup,best_shape,best_program\n";
-  std::size_t improved = 0, cross = 0, cross_improved = 0;
-  double sum_win = 0, sum_cross_win = 0, max_speedup = 0;
-  const CaseRow* max_case = nullptr;
-  std::map<std::string, int> winning_shapes;
-  std::map<std::string, std::set<std::size_t>> program_counts;  // synthesis hierarchy -> counts seen
-  for (const auto& row : cases) {
-    const auto& cfg = configs[row.config];
+std::string programs_csv(const P2Experiment& x, const P2Results& results) {
+  std::string csv = "system,axes,reduce,matrix,algorithm,rank,program,shape,seconds,speedup_vs_allreduce\n";
+  for (const auto& row : results.cases) {
+    const auto& cfg = x.configs[row.config];
     const auto& e = row.eval;
-    const auto& s = systems[cfg.system];
-    const double sp = e.speedup();
-    cases_csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.6e},{:.6e},{:.4f},{},{}\n", s.label, s.nodes,
-                             topos[cfg.system].num_gpus(), csv_quote(axes_text(cfg.axes)),
-                             csv_quote(axes_text(cfg.reduce)), csv_quote(rd::format_matrix(e.matrix)),
-                             e.algorithm, e.cross_node ? 1 : 0, csv_quote(e.hierarchy), e.num_programs,
-                             e.baseline_seconds, e.best.seconds, sp, e.best.shape, csv_quote(e.best.text));
-    const bool win = sp >= kImprovedThreshold;
-    if (win) {
-      ++improved;
-      sum_win += sp;
-      ++winning_shapes[e.best.shape];
-    }
-    if (e.cross_node) {
-      ++cross;
-      if (win) {
-        ++cross_improved;
-        sum_cross_win += sp;
-      }
-    }
-    if (sp > max_speedup) {
-      max_speedup = sp;
-      max_case = &row;
-    }
+    for (std::size_t r = 0; r < e.ranked.size(); ++r)
+      csv +=
+          fmt::format("{},{},{},{},{},{},{},{},{:.6e},{:.4f}\n", x.systems[cfg.system].label,
+                      csv_quote(axes_text(cfg.axes)), csv_quote(axes_text(cfg.reduce)),
+                      csv_quote(rd::format_matrix(e.matrix)), e.algorithm, r + 1, csv_quote(e.ranked[r].text),
+                      e.ranked[r].shape, e.ranked[r].seconds, e.baseline_seconds / e.ranked[r].seconds);
   }
-  // Spread per configuration (system, axes, reduction, algorithm): AllReduce and best-program time across
-  // matrices.
-  struct Spread {
-    std::string label;
-    std::size_t matrices = 0;
-    double ar_min = 1e300, ar_max = 0, best_min = 1e300, best_max = 0;
-    double ar_spread() const { return ar_max / ar_min; }
-    double best_spread() const { return best_max / best_min; }
-  };
+  return csv;
+}
+
+std::string cases_csv(const P2Experiment& x, const P2Results& results) {
+  std::string csv =
+      "system,nodes,gpus,axes,reduce,matrix,algorithm,cross_node,synthesis_hierarchy,programs,allreduce_s,"
+      "best_s,speedup,best_shape,best_program\n";
+  for (const auto& row : results.cases) {
+    const auto& cfg = x.configs[row.config];
+    const auto& e = row.eval;
+    const auto& s = x.systems[cfg.system];
+    csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.6e},{:.6e},{:.4f},{},{}\n", s.label, s.nodes,
+                       s.topology.num_gpus(), csv_quote(axes_text(cfg.axes)),
+                       csv_quote(axes_text(cfg.reduce)), csv_quote(rd::format_matrix(e.matrix)), e.algorithm,
+                       e.cross_node ? 1 : 0, csv_quote(e.hierarchy), e.num_programs, e.baseline_seconds,
+                       e.best.seconds, e.speedup(), e.best.shape, csv_quote(e.best.text));
+  }
+  return csv;
+}
+
+// Spread per configuration (system, axes, reduction, algorithm): AllReduce and best-program time across
+// matrices.
+struct Spread {
+  std::string label;
+  std::size_t matrices = 0;
+  double ar_min = 1e300, ar_max = 0, best_min = 1e300, best_max = 0;
+  double ar_spread() const { return ar_max / ar_min; }
+  double best_spread() const { return best_max / best_min; }
+};
+
+std::vector<Spread> spreads_of(const P2Experiment& x, const P2Results& results) {
   std::vector<Spread> spreads;
-  std::map<std::string, std::size_t> spread_index;
-  for (const auto& row : cases) {
-    const auto& cfg = configs[row.config];
-    const std::string key = fmt::format("{} {} r{} {}", systems[cfg.system].label, axes_text(cfg.axes),
+  std::map<std::string, std::size_t> index;
+  for (const auto& row : results.cases) {
+    const auto& cfg = x.configs[row.config];
+    const std::string key = fmt::format("{} {} r{} {}", x.systems[cfg.system].label, axes_text(cfg.axes),
                                         axes_text(cfg.reduce), row.eval.algorithm);
-    auto [it, inserted] = spread_index.try_emplace(key, spreads.size());
+    auto [it, inserted] = index.try_emplace(key, spreads.size());
     if (inserted) spreads.push_back(Spread{key});
     auto& sp = spreads[it->second];
     ++sp.matrices;
@@ -244,65 +226,68 @@ std::string run_p2_reproduction(const YamlReader& root, const std::string& path,
     sp.best_min = std::min(sp.best_min, row.eval.best.seconds);
     sp.best_max = std::max(sp.best_max, row.eval.best.seconds);
   }
-  std::string spread_csv =
+  return spreads;
+}
+
+std::string spread_csv(const std::vector<Spread>& spreads) {
+  std::string csv =
       "configuration,matrices,allreduce_min_s,allreduce_max_s,allreduce_spread,best_min_s,best_max_s,best_"
       "spread\n";
-  const Spread* max_spread = nullptr;
-  for (const auto& sp : spreads) {
-    spread_csv +=
-        fmt::format("{},{},{:.6e},{:.6e},{:.3f},{:.6e},{:.6e},{:.3f}\n", csv_quote(sp.label), sp.matrices,
-                    sp.ar_min, sp.ar_max, sp.ar_spread(), sp.best_min, sp.best_max, sp.best_spread());
-    if (sp.matrices > 1 && (!max_spread || sp.ar_spread() > max_spread->ar_spread())) max_spread = &sp;
+  for (const auto& sp : spreads)
+    csv += fmt::format("{},{},{:.6e},{:.6e},{:.3f},{:.6e},{:.6e},{:.3f}\n", csv_quote(sp.label), sp.matrices,
+                       sp.ar_min, sp.ar_max, sp.ar_spread(), sp.best_min, sp.best_max, sp.best_spread());
+  return csv;
+}
+
+// The headline aggregates over all cases.
+struct Headline {
+  std::size_t improved = 0, cross = 0, cross_improved = 0;
+  double sum_win = 0, sum_cross_win = 0, max_speedup = 0;
+  const CaseRow* max_case = nullptr;
+  std::map<std::string, int> winning_shapes;
+};
+
+Headline headline_of(const P2Results& results) {
+  Headline h;
+  for (const auto& row : results.cases) {
+    const double sp = row.eval.speedup();
+    const bool win = sp >= kImprovedThreshold;
+    if (win) {
+      ++h.improved;
+      h.sum_win += sp;
+      ++h.winning_shapes[row.eval.best.shape];
+    }
+    if (row.eval.cross_node) {
+      ++h.cross;
+      if (win) {
+        ++h.cross_improved;
+        h.sum_cross_win += sp;
+      }
+    }
+    if (sp > h.max_speedup) {
+      h.max_speedup = sp;
+      h.max_case = &row;
+    }
   }
+  return h;
+}
+
+std::string headline_table(const P2Experiment& x, const P2Results& results,
+                           const std::vector<Spread>& spreads) {
+  const Headline h = headline_of(results);
+  const Spread* max_spread = nullptr;
+  for (const auto& sp : spreads)
+    if (sp.matrices > 1 && (!max_spread || sp.ar_spread() > max_spread->ar_spread())) max_spread = &sp;
   const Spread* paper_case = nullptr;
   for (const auto& sp : spreads)
     if (sp.label.find("[4 16] r[0] tree") != std::string::npos && sp.label.rfind("A100", 0) == 0 &&
         sp.label.find("x4") != std::string::npos)
       paper_case = &sp;
-  // Breakdown by system, algorithm and whether the reduction crosses nodes.
-  struct Bucket {
-    std::size_t cases = 0, improved = 0;
-    double sum = 0, max = 1;
-  };
-  std::map<std::string, Bucket> buckets;
-  for (const auto& row : cases) {
-    const auto& cfg = configs[row.config];
-    auto& b = buckets[fmt::format("| {} | {} | {} |", systems[cfg.system].label, row.eval.algorithm,
-                                  row.eval.cross_node ? "across nodes" : "inside a node")];
-    ++b.cases;
-    const double sp = row.eval.speedup();
-    b.max = std::max(b.max, sp);
-    if (sp >= kImprovedThreshold) {
-      ++b.improved;
-      b.sum += sp;
-    }
-  }
-  std::map<std::string, std::set<std::size_t>> counts_by_depth;
-  for (const auto& row : cases) {
-    const auto& h = row.eval.hierarchy;
-    const auto depth = static_cast<std::size_t>(std::count(h.begin(), h.end(), ','));
-    counts_by_depth[fmt::format("{} non-root level(s)", depth)].insert(row.eval.num_programs);
-  }
-
-  const std::filesystem::path out_dir = std::filesystem::path(options.output_root) / name;
-  std::filesystem::create_directories(out_dir);
-  sim::write_file_atomically((out_dir / "cases.csv").string(), cases_csv);
-  sim::write_file_atomically((out_dir / "programs.csv").string(), programs_csv);
-  sim::write_file_atomically((out_dir / "spread.csv").string(), spread_csv);
-
-  const double frac = cases.empty() ? 0 : static_cast<double>(improved) / static_cast<double>(cases.size());
-  const double mean_win = improved ? sum_win / static_cast<double>(improved) : 1.0;
-  const double cross_mean = cross_improved ? sum_cross_win / static_cast<double>(cross_improved) : 1.0;
-  std::string md = fmt::format("# {}\n\n{}\n\n", name, description);
-  md += fmt::format(
-      "Grid: {} systems, {} configurations, **{} cases** (matrix x reduction x NCCL algorithm; the paper has "
-      "{}). "
-      "Payload {} per node per GPU (P2: 2^29 float32 x nodes). Programs synthesized with size bound {} and "
-      "canonicalization `{}`; every program lowered to device groups and simulated on the strata simulator "
-      "(flow-level network model with NCCL ring/tree collectives; tree only for AllReduce, as in NCCL).\n\n",
-      systems.size(), configs.size(), cases.size(), kPaperCases, units::format_bytes(payload_per_node),
-      synthesis.max_size, rd::canonicalization_name(synthesis.canonicalization));
-  md +=
+  const std::size_t n = results.cases.size();
+  const double frac = n == 0 ? 0 : static_cast<double>(h.improved) / static_cast<double>(n);
+  const double mean_win = h.improved ? h.sum_win / static_cast<double>(h.improved) : 1.0;
+  const double cross_mean = h.cross_improved ? h.sum_cross_win / static_cast<double>(h.cross_improved) : 1.0;
+  std::string md =
       "## Headline numbers beside the paper\n\n| quantity | paper (measured on GCP) | strata (simulated) "
       "|\n|---|---|---|\n";
   md += fmt::format(
@@ -316,31 +301,61 @@ std::string run_p2_reproduction(const YamlReader& root, const std::string& path,
         paper_case->ar_spread(), paper_case->best_spread());
   md += fmt::format(
       "| cases where a synthesized program beats AllReduce | {:.0f}% (138/200) | {:.0f}% ({}/{}) |\n",
-      kPaperImprovedFraction * 100, frac * 100, improved, cases.size());
+      kPaperImprovedFraction * 100, frac * 100, h.improved, n);
   md += fmt::format("| mean speedup over the winning cases | {:.2f}x | {:.2f}x |\n", kPaperMeanSpeedup,
                     mean_win);
-  if (max_case)
+  if (h.max_case) {
+    const auto& cfg = x.configs[h.max_case->config];
     md += fmt::format("| max speedup | {:.2f}x (V100x4, [8 2 2], Ring) | {:.2f}x ({} {} r{} {} {}) |\n",
-                      kPaperMaxSpeedup, max_speedup, systems[configs[max_case->config].system].label,
-                      axes_text(configs[max_case->config].axes), axes_text(configs[max_case->config].reduce),
-                      rd::format_matrix(max_case->eval.matrix), max_case->eval.algorithm);
+                      kPaperMaxSpeedup, h.max_speedup, x.systems[cfg.system].label, axes_text(cfg.axes),
+                      axes_text(cfg.reduce), rd::format_matrix(h.max_case->eval.matrix),
+                      h.max_case->eval.algorithm);
+  }
   md += fmt::format(
       "| cross-node reductions: mean speedup of the winning cases | {:.2f}x (144 cross-node cases) | {:.2f}x "
       "({}/{} cross-node cases improved) |\n",
-      kPaperCrossNodeMean, cross_mean, cross_improved, cross);
+      kPaperCrossNodeMean, cross_mean, h.cross_improved, h.cross);
+  std::map<std::string, std::set<std::size_t>> counts_by_depth;
+  for (const auto& row : results.cases) {
+    const auto& hier = row.eval.hierarchy;
+    const auto depth = static_cast<std::size_t>(std::count(hier.begin(), hier.end(), ','));
+    counts_by_depth[fmt::format("{} non-root level(s)", depth)].insert(row.eval.num_programs);
+  }
   md += "| programs per synthesis hierarchy | 3 (one level), 47 (two levels) |";
   for (const auto& [k, v] : counts_by_depth) md += fmt::format(" {}: {};", k, fmt::join(v, "/"));
   md += " |\n";
   md += fmt::format(
       "| synthesis + simulation time, whole grid | up to 1.16 s synthesis and 3.1 s simulation per case | "
       "{:.2f} s total ({:.3f} s synthesis, {:.2f} s simulation wall, {} simulations) |\n\n",
-      total_wall, synth_wall, sim_wall, simulations);
+      results.total_wall, results.synth_wall, results.sim_wall, results.simulations);
   md += "Winning program shapes (cases where a program beats AllReduce):\n\n| shape | cases |\n|---|---|\n";
-  std::vector<std::pair<std::string, int>> shapes(winning_shapes.begin(), winning_shapes.end());
+  std::vector<std::pair<std::string, int>> shapes(h.winning_shapes.begin(), h.winning_shapes.end());
   std::stable_sort(shapes.begin(), shapes.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
-  for (const auto& [shape, n] : shapes) md += fmt::format("| {} | {} |\n", shape, n);
-  md +=
+  for (const auto& [shape, count] : shapes) md += fmt::format("| {} | {} |\n", shape, count);
+  return md;
+}
+
+// Breakdown by system, algorithm and whether the reduction crosses nodes.
+std::string breakdown_table(const P2Experiment& x, const P2Results& results) {
+  struct Bucket {
+    std::size_t cases = 0, improved = 0;
+    double sum = 0, max = 1;
+  };
+  std::map<std::string, Bucket> buckets;
+  for (const auto& row : results.cases) {
+    const auto& cfg = x.configs[row.config];
+    auto& b = buckets[fmt::format("| {} | {} | {} |", x.systems[cfg.system].label, row.eval.algorithm,
+                                  row.eval.cross_node ? "across nodes" : "inside a node")];
+    ++b.cases;
+    const double sp = row.eval.speedup();
+    b.max = std::max(b.max, sp);
+    if (sp >= kImprovedThreshold) {
+      ++b.improved;
+      b.sum += sp;
+    }
+  }
+  std::string md =
       "\nBreakdown (improved = best program at least 0.5% faster than AllReduce):\n\n"
       "| system | algorithm | reduction | cases | improved | mean speedup of improved | max speedup "
       "|\n|---|---|---|---|---|---|---|\n";
@@ -349,6 +364,27 @@ std::string run_p2_reproduction(const YamlReader& root, const std::string& path,
         "{} {} | {} | {} | {:.2f}x |\n", k, b.cases, b.improved,
         b.improved ? fmt::format("{:.2f}x", b.sum / static_cast<double>(b.improved)) : std::string("-"),
         b.max);
+  return md;
+}
+
+void report(const P2Experiment& x, const P2Results& results, ResultsDir& out, const RunOptions& options) {
+  const auto spreads = spreads_of(x, results);
+  out.write("cases.csv", cases_csv(x, results));
+  out.write("programs.csv", programs_csv(x, results));
+  out.write("spread.csv", spread_csv(spreads));
+
+  std::string md = fmt::format("# {}\n\n{}\n\n", x.name, x.description);
+  md += fmt::format(
+      "Grid: {} systems, {} configurations, **{} cases** (matrix x reduction x NCCL algorithm; the paper has "
+      "{}). Payload {} per node per GPU (P2: 2^29 float32 x nodes). Programs synthesized with size bound {} "
+      "and "
+      "canonicalization `{}`; every program lowered to device groups and simulated on the strata simulator "
+      "(flow-level network model with NCCL ring/tree collectives; tree only for AllReduce, as in NCCL).\n\n",
+      x.systems.size(), x.configs.size(), results.cases.size(), kPaperCases,
+      units::format_bytes(x.payload_per_node), x.synthesis.max_size,
+      rd::canonicalization_name(x.synthesis.canonicalization));
+  md += headline_table(x, results, spreads);
+  md += breakdown_table(x, results);
   md += "\n## Why the numbers differ\n\n";
   md +=
       R"(- **Measured vs simulated.** The paper's headline numbers are *measurements* on Google Cloud (XLA -> NCCL); ours are
@@ -385,11 +421,18 @@ std::string run_p2_reproduction(const YamlReader& root, const std::string& path,
       "- `programs.csv`: every synthesized program of every case with its predicted time and rank\n"
       "- `spread.csv`: per configuration, AllReduce and best-program time across placements\n"
       "- `spread.png`: placement spread per configuration; `speedup_hist.png`: speedup histogram\n";
-
-  if (options.plots && !run_plot_script("p2_reproduction.py", {out_dir.string(), name}))
+  if (options.plots && !run_plot_script("p2_reproduction.py", {out.staging().string(), x.name}))
     md += "\n(The figures could not be drawn: /usr/bin/python3 with matplotlib is needed.)\n";
-  sim::write_file_atomically((out_dir / "summary.md").string(), md);
-  return out_dir.string();
+  out.write("summary.md", md);
+}
+
+}  // namespace
+
+ExperimentKind p2_reproduction_kind() {
+  return make_kind(
+      "p2-reproduction",
+      "P2's placement x reduction-program grid, simulated and reported beside the paper's numbers", &parse,
+      &run, &report);
 }
 
 }  // namespace strata::experiments

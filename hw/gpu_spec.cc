@@ -66,9 +66,10 @@ double GpuSpec::peak_flops(DType t) const {
 namespace {
 constexpr double T = 1e12;
 // Kernel launch overhead: a few microseconds from host enqueue to kernel start on all these generations;
-// 4 us (Volta/Ampere) and 3 us (Hopper/Blackwell) are starting values that validate/ calibration replaces.
-// Throughput figures are dense (no 2:4 sparsity). Sources: NVIDIA V100/A100/H100/H200/B200 datasheets as
-// tabulated in docs/reference collectives-and-hardware.md section 7; NVLink links per GPU from the same table.
+// 4 us (Volta/Ampere) and 3 us (Hopper/Blackwell) are starting values, not calibrated measurements.
+// Throughput figures are dense (no 2:4 sparsity). Sources: NVIDIA V100/A100/H100/H200/B200 datasheets, as
+// tabulated at https://glennklockwood.com/garden/processors/ (A100, H100, B200 pages); NVLink links per GPU
+// (NVLink2 6, NVLink3 12, NVLink4 and NVLink5 18) from the same datasheets.
 const std::array<GpuSpec, 7> kCatalog{{
     {"v100-sxm2", "NVIDIA V100 SXM2 32 GB", GpuArch::kVolta, 7.8 * T, 15.7 * T, 0, 125 * T, 0, 0, 900 * kGB,
      32 * kGB, 4e-6, 6, "nvlink2", "pcie3"},

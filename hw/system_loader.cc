@@ -80,25 +80,14 @@ GpuSpec read_gpu(const YamlReader& r) {
 }
 
 // DGX-1 (V100) hybrid cube-mesh: NVLink multiplicity per GPU pair, as reported by `nvidia-smi topo -m`
-// on DGX-1V (see docs/reference collectives-and-hardware.md section 10). Every GPU totals 6 links.
+// on DGX-1V (NVIDIA DGX-1 System Architecture whitepaper WP-08437-001). Every GPU totals 6 links.
+// clang-format off
 constexpr std::array<std::array<int, 3>, 16> kHybridCubeMesh{{
-    {0, 1, 1},
-    {0, 2, 1},
-    {0, 3, 2},
-    {1, 2, 2},
-    {1, 3, 1},
-    {2, 3, 2},  // quad 0-3
-    {4, 5, 1},
-    {4, 6, 1},
-    {4, 7, 2},
-    {5, 6, 2},
-    {5, 7, 1},
-    {6, 7, 2},  // quad 4-7
-    {0, 4, 2},
-    {1, 5, 2},
-    {2, 6, 1},
-    {3, 7, 1},  // cube verticals
+    {0, 1, 1}, {0, 2, 1}, {0, 3, 2}, {1, 2, 2}, {1, 3, 1}, {2, 3, 2},  // quad 0-3
+    {4, 5, 1}, {4, 6, 1}, {4, 7, 2}, {5, 6, 2}, {5, 7, 1}, {6, 7, 2},  // quad 4-7
+    {0, 4, 2}, {1, 5, 2}, {2, 6, 1}, {3, 7, 1},                       // cube verticals
 }};
+// clang-format on
 
 struct NodeSpec {
   int gpus = 0;

@@ -6,12 +6,13 @@
 #include <string>
 #include <string_view>
 
+#include "hw/limits.h"
 #include "hw/topology.h"
 
 namespace strata::hw {
 
 struct LoadOptions {
-  std::optional<int> nodes;  // overrides the file's `nodes:` (the CLI's --nodes N)
+  std::optional<int> nodes;  // overrides the file's `nodes:` (the CLI's --nodes N), 1..limits::kMaxNodes
 };
 
 Topology load_system(const std::string& path, const LoadOptions& options = {});

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "util/error.h"
+
 namespace strata::units {
 namespace {
 
@@ -42,14 +44,10 @@ std::optional<double> parse_with(std::string_view text, const std::array<UnitFac
 }
 
 constexpr std::array kBandwidth{
-    UnitFactor{"B/s", 1.0},          UnitFactor{"KB/s", kKB},          UnitFactor{"MB/s", kMB},
-    UnitFactor{"GB/s", kGB},         UnitFactor{"TB/s", kTB},          UnitFactor{"KiB/s", kKiB},
-    UnitFactor{"MiB/s", kMiB},       UnitFactor{"GiB/s", kGiB},        UnitFactor{"Mb/s", kMB / 8},
-    UnitFactor{"Gb/s", kGB / 8},     UnitFactor{"Tb/s", kTB / 8},      UnitFactor{"Gbps", kGB / 8}};
-constexpr std::array kBytes{UnitFactor{"B", 1.0},   UnitFactor{"KB", kKB},   UnitFactor{"MB", kMB},
-                            UnitFactor{"GB", kGB},  UnitFactor{"TB", kTB},   UnitFactor{"KiB", kKiB},
-                            UnitFactor{"MiB", kMiB}, UnitFactor{"GiB", kGiB}, UnitFactor{"TiB", kTiB},
-                            UnitFactor{"K", kKiB},  UnitFactor{"M", kMiB},   UnitFactor{"G", kGiB}};
+    UnitFactor{"B/s", 1.0},      UnitFactor{"KB/s", kKB},     UnitFactor{"MB/s", kMB},
+    UnitFactor{"GB/s", kGB},     UnitFactor{"TB/s", kTB},     UnitFactor{"KiB/s", kKiB},
+    UnitFactor{"MiB/s", kMiB},   UnitFactor{"GiB/s", kGiB},   UnitFactor{"Mb/s", kMB / 8},
+    UnitFactor{"Gb/s", kGB / 8}, UnitFactor{"Tb/s", kTB / 8}, UnitFactor{"Gbps", kGB / 8}};
 constexpr std::array kDuration{UnitFactor{"ps", 1e-12}, UnitFactor{"ns", kNano}, UnitFactor{"us", kMicro},
                                UnitFactor{"ms", kMilli}, UnitFactor{"s", 1.0}};
 constexpr std::array kFlops{UnitFactor{"GFLOPS", 1e9}, UnitFactor{"TFLOPS", 1e12},
@@ -62,7 +60,13 @@ std::optional<double> parse_bandwidth(std::string_view text) {
   if (v && *v <= 0) return std::nullopt;
   return v;
 }
-std::optional<double> parse_bytes(std::string_view text) { return parse_with(text, kBytes); }
+std::optional<double> parse_bytes(std::string_view text) {
+  try {
+    return static_cast<double>(util::parse_size(text, "size", 0));
+  } catch (const util::InputError&) {
+    return std::nullopt;
+  }
+}
 std::optional<double> parse_duration(std::string_view text) { return parse_with(text, kDuration); }
 std::optional<double> parse_flops(std::string_view text) {
   auto v = parse_with(text, kFlops);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <unordered_set>
 
@@ -12,6 +13,7 @@
 
 #include "hw/limits.h"
 #include "hw/units.h"
+#include "util/parse.h"
 
 namespace strata {
 
@@ -220,7 +222,9 @@ long long YamlReader::as_int() const {
 
 long long YamlReader::as_positive_int() const {
   const long long v = as_int();
-  if (v < 1) throw error(fmt::format("expected a positive integer, got {}", v));
+  // Callers store counts in int: larger values would wrap (gpus: 4294967304 read as 8).
+  if (v < 1 || v > std::numeric_limits<int>::max())
+    throw error(fmt::format("expected an integer in 1..{}, got {}", std::numeric_limits<int>::max(), v));
   return v;
 }
 
@@ -261,8 +265,7 @@ double YamlReader::as_bytes() const {
   const std::string s = as_string();
   const auto v = units::parse_bytes(s);
   if (v && *v >= 1 && *v <= hw::limits::kMaxCapacity) return *v;
-  throw error(
-      fmt::format("expected a size from 1 B to 1024 TiB with a unit ({}), got '{}'", units::kByteUnits, s));
+  throw error(fmt::format("expected a size from 1 B to 1024 TiB: {}; got '{}'", util::kSizeRule, s));
 }
 
 double YamlReader::as_duration() const {

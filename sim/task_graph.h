@@ -1,6 +1,6 @@
 // A task graph: compute kernels on GPU streams, transfers between GPUs, and pure delays, joined by
-// dependencies. Collective algorithms expand into transfers here; later components (parallelization
-// search, validate/) build whole training steps the same way.
+// dependencies. Collective algorithms expand into transfers here; whole training steps are meant to be built
+// the same way (models/ does for one GPU; the parallelization search is planned).
 #pragma once
 
 #include <cstdint>

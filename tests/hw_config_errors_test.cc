@@ -173,3 +173,18 @@ TEST(ConfigErrors, QuantitiesOutsideTheirRange) {
 }
 
 }  // namespace strata::hw
+
+namespace strata::hw {
+
+// Issue 10: `--nodes 0` printed a 300-digit range; node counts are checked against one stated limit, in the
+// file (with its line) and from the command line.
+TEST(ConfigErrors, NodeCountIsRangeChecked) {
+  EXPECT_NE(error_of(kGood, LoadOptions{0}).find("--nodes: expected an integer from 1 to 1048576, got 0"),
+            std::string::npos);
+  EXPECT_EQ(error_of(kGood, LoadOptions{1024}), "no error");
+  const auto e = error_of(replace(kGood, "name: t\n", "name: t\nnodes: 99999999999\n"));
+  EXPECT_NE(e.find("bad.yaml:2"), std::string::npos) << e;
+  EXPECT_NE(e.find("expected an integer from 1 to 1048576, got '99999999999'"), std::string::npos) << e;
+}
+
+}  // namespace strata::hw

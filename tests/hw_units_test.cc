@@ -18,7 +18,14 @@ TEST(Units, BytesDurationsFlops) {
   EXPECT_DOUBLE_EQ(*parse_bytes("8B"), 8);
   EXPECT_DOUBLE_EQ(*parse_bytes("8GiB"), 8.0 * (1ULL << 30));
   EXPECT_DOUBLE_EQ(*parse_bytes("1 GB"), 1e9);
-  EXPECT_FALSE(parse_bytes("1024"));
+  // One size rule with the command line (util::parse_size): plain integers are bytes (issue 10, defect 2),
+  // K/M/G/T and KiB.. are powers of 1024, KB/MB/.. powers of 1000 as before, fractions of a byte are refused.
+  EXPECT_DOUBLE_EQ(*parse_bytes("1024"), 1024);
+  EXPECT_DOUBLE_EQ(*parse_bytes("1k"), 1024);
+  EXPECT_DOUBLE_EQ(*parse_bytes("80 GB"), 80e9);
+  EXPECT_DOUBLE_EQ(*parse_bytes("80 GiB"), 80.0 * (1ULL << 30));
+  EXPECT_FALSE(parse_bytes("0.4B"));
+  EXPECT_FALSE(parse_bytes("8 bytes"));
   EXPECT_DOUBLE_EQ(*parse_duration("0.6 us"), 0.6e-6);
   EXPECT_DOUBLE_EQ(*parse_duration("500 ns"), 500e-9);
   EXPECT_DOUBLE_EQ(*parse_flops("989.4 TFLOPS"), 989.4e12);

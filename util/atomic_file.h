@@ -13,4 +13,9 @@ namespace strata::util {
 // failures (disk full) throw std::runtime_error, also without leaving the temporary file.
 void write_file_atomically(const std::filesystem::path& path, std::string_view text);
 
+// The checks write_file_atomically makes before writing, for commands that should refuse a bad output path
+// before doing their work: throws InputError when the folder of `path` does not exist or `path` is a
+// directory.
+void check_output_path(const std::filesystem::path& path);
+
 }  // namespace strata::util

@@ -60,9 +60,15 @@ std::uint64_t unit_factor(std::string_view unit) {
 
 }  // namespace
 
-std::int64_t parse_int(std::string_view text, IntRange range, std::string_view field) {
+std::optional<std::int64_t> try_parse_int(std::string_view text, IntRange range) {
   const auto v = read_int(text);
-  if (!v || *v < range.min || *v > range.max)
+  if (!v || *v < range.min || *v > range.max) return std::nullopt;
+  return v;
+}
+
+std::int64_t parse_int(std::string_view text, IntRange range, std::string_view field) {
+  const auto v = try_parse_int(text, range);
+  if (!v)
     throw InputError(
         fmt::format("{}: expected an integer in {}..{}, got '{}'", field, range.min, range.max, text));
   return *v;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,9 @@ struct IntRange {
 // A decimal integer with an optional leading '-', in [range.min, range.max]. "08" is 8; "+8", "0x8", "1e2",
 // "8.0" and " 8" are rejected.
 std::int64_t parse_int(std::string_view text, IntRange range, std::string_view field);
+// The same rule without the message, for parsers that report errors in their own terms: nullopt when `text`
+// is not such an integer.
+std::optional<std::int64_t> try_parse_int(std::string_view text, IntRange range);
 
 // A finite decimal number in [min, max] ("2", "1.5", "1e3"; not "inf", "nan", "2x").
 double parse_real(std::string_view text, double min, double max, std::string_view field);

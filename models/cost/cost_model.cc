@@ -11,14 +11,14 @@
 #include <nlohmann/json.hpp>
 
 #include "hw/config_error.h"
-#include "sim/trace.h"
+#include "util/atomic_file.h"
 
 namespace strata::models {
 
 // Engineering priors, not measurements: large tensor-core GEMMs/convolutions reach ~80% of peak and lose
 // half of that at ~2 us of ideal work; streaming kernels reach 80-90% of HBM bandwidth above a few MB;
-// reductions and normalizations, with their two passes and cross-thread sums, less. Calibrated profiles
-// (validate/) replace these where available; docs/models.md lists them.
+// reductions and normalizations, with their two passes and cross-thread sums, less. Measured profiles
+// (--profile) replace these where available; docs/models.md lists them.
 RooflineParams RooflineParams::defaults() {
   RooflineParams p;
   auto set = [&](OpKind k, Efficiency c, Efficiency m) { p.by_kind[static_cast<std::size_t>(k)] = {c, m}; };
@@ -195,7 +195,7 @@ void ProfileDb::save(const std::string& path) const {
                        {"device", parts[3]},
                        {"seconds", seconds}});
   }
-  sim::write_file_atomically(path, nlohmann::json{{"entries", entries}}.dump(2) + "\n");
+  util::write_file_atomically(path, nlohmann::json{{"entries", entries}}.dump(2) + "\n");
 }
 
 }  // namespace strata::models

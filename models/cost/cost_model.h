@@ -1,8 +1,8 @@
 // Per-operator time on one GPU. A roofline — FLOPs over (peak x efficiency) against bytes over (HBM
 // bandwidth x efficiency), plus the launch overhead — with efficiencies that depend on the operator kind
 // and saturate with kernel size (small kernels cannot fill the GPU). A measured-profile database
-// (written by validate/) overrides the roofline wherever it has an entry for the exact operator,
-// attributes, input types and device.
+// (JSON, docs/models.md; measured outside strata) overrides the roofline wherever it has an entry for the
+// exact operator, attributes, input types and device.
 #pragma once
 
 #include <array>

@@ -5,20 +5,12 @@
 
 #include <fmt/format.h>
 
+#include "util/hash.h"
+
 namespace strata::models {
 namespace {
 
-std::uint64_t mix(std::uint64_t z) {
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-std::uint64_t hash_name(std::string_view s) {
-  std::uint64_t h = 1469598103934665603ull;  // FNV-1a
-  for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-  return h;
-}
+using util::mix64;
 
 }  // namespace
 
@@ -26,9 +18,9 @@ template <class T>
 std::vector<T> random_values(std::int64_t n, std::uint64_t seed, std::string_view name, bool integer,
                              std::int64_t index_bound) {
   std::vector<T> out(static_cast<std::size_t>(n));
-  std::uint64_t state = mix(seed ^ hash_name(name));
+  std::uint64_t state = mix64(seed ^ util::fnv1a(name));
   for (auto& v : out) {
-    state = mix(state);
+    state = mix64(state);
     if (integer) {
       v = Num<T>::from_int(static_cast<std::int64_t>(
           state % static_cast<std::uint64_t>(std::max<std::int64_t>(index_bound, 1))));
@@ -112,14 +104,14 @@ std::uint64_t fingerprint(const Graph& g, std::uint64_t seed) {
   const auto data = execute<ModP>(g, {}, opt);
   std::vector<std::uint64_t> hashes;
   for (auto out : g.outputs()) {
-    std::uint64_t h = mix(static_cast<std::uint64_t>(g.type(out).rank()));
-    for (auto d : g.type(out).shape) h = mix(h ^ static_cast<std::uint64_t>(d));
-    for (auto x : data[static_cast<std::size_t>(out)]) h = mix(h ^ x.v);
+    std::uint64_t h = mix64(static_cast<std::uint64_t>(g.type(out).rank()));
+    for (auto d : g.type(out).shape) h = mix64(h ^ static_cast<std::uint64_t>(d));
+    for (auto x : data[static_cast<std::size_t>(out)]) h = mix64(h ^ x.v);
     hashes.push_back(h);
   }
   std::sort(hashes.begin(), hashes.end());
   std::uint64_t h = 0x5157A7A;
-  for (auto x : hashes) h = mix(h ^ x);
+  for (auto x : hashes) h = mix64(h ^ x);
   return h;
 }
 

@@ -12,6 +12,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "util/hash.h"
+
 namespace strata::models {
 
 struct ModP {
@@ -64,10 +66,7 @@ struct ModP {
 
 // A fixed pseudo-random function of (salt, x): the "uninterpreted" stand-in for non-polynomial functions.
 constexpr ModP uninterpreted(std::uint64_t salt, ModP x) {
-  std::uint64_t z = salt * 0x9E3779B97F4A7C15ull + x.v + 0x632BE59BD9B4E019ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
+  const std::uint64_t z = util::stafford_mix13(salt * util::kGoldenGamma + x.v + 0x632BE59BD9B4E019ull);
   return ModP::raw(ModP::reduce(z & 0x3FFFFFFFFFFFFFFFull));
 }
 

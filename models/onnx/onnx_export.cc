@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "models/onnx/onnx_proto.h"
-#include "sim/trace.h"
+#include "util/atomic_file.h"
 
 namespace strata::models {
 namespace {
@@ -216,7 +216,7 @@ std::string export_onnx_bytes(const Graph& g) {
 }
 
 void export_onnx(const Graph& g, const std::string& path) {
-  sim::write_file_atomically(path, export_onnx_bytes(g));
+  util::write_file_atomically(path, export_onnx_bytes(g));
 }
 
 }  // namespace strata::models

@@ -309,10 +309,11 @@ void enlarge_kernel(const KernelCall<T>& c) {
         c.out[0][(p * o[2] + y + oy) * o[3] + x + ox] = c.in[0][(p * s[2] + y) * s[3] + x];
 }
 // ---------------- merge_gconv ----------------
-// TASO's merge_gconv (taso.md §4.2, merge-group-convs): the weight of a grouped convolution with `groups`
-// groups rewritten for groups / count groups. Output channel o of old group g = o / (O / groups) keeps its
-// weights in slot g % count of its merged group's input channels; the other slots are zero, so the merged
-// (block-diagonal) convolution computes the same function with fewer, larger per-group GEMMs.
+// TASO's merge_gconv (src/core/substitution.cc of jiazhihao/TASO@f11782c): the weight of a grouped
+// convolution with `groups` groups rewritten for groups / count groups. Output channel o of old group g = o /
+// (O / groups) keeps its weights in slot g % count of its merged group's input channels; the other slots are
+// zero, so the merged (block-diagonal) convolution computes the same function with fewer, larger per-group
+// GEMMs.
 std::vector<TensorType> merge_gconv_shape(std::span<const TensorType> in, const Attrs& a) {
   expect_rank(in[0], 4, "kernel (OIHW)");
   const auto groups = a.i("groups"), count = a.i("count");

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <map>
 #include <numeric>
 #include <stdexcept>
@@ -11,14 +10,10 @@
 #include <tbb/parallel_for.h>
 
 #include "sim/simulator.h"
+#include "util/timer.h"
 
 namespace strata::search::reduce {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 std::vector<int> prime_factors(int n) {
   std::vector<int> f;
@@ -125,11 +120,11 @@ std::vector<PlacementEval> evaluate(const hw::Topology& topo, const EvalConfig& 
       distinct.push_back(&h);
     }
   }
-  auto t0 = Clock::now();
+  util::Stopwatch clock;
   std::vector<SynthesisResult> synthesized(distinct.size());
   tbb::parallel_for(std::size_t{0}, distinct.size(),
                     [&](std::size_t i) { synthesized[i] = synthesize(*distinct[i], config.synthesis); });
-  const double synth_time = since(t0);
+  const double synth_time = clock.seconds();
 
   // One task per (placement, program); each simulates the program under every requested algorithm.
   struct Task {
@@ -145,7 +140,7 @@ std::vector<PlacementEval> evaluate(const hw::Topology& topo, const EvalConfig& 
   std::vector<double> seconds(tasks.size() * num_algos, 0);
   std::vector<ReductionLayout> layouts;
   for (const auto& pl : placements) layouts.emplace_back(pl, config.reduce_axes);
-  t0 = Clock::now();
+  clock.restart();
   std::atomic<std::size_t> simulated{0};
   tbb::parallel_for(std::size_t{0}, tasks.size(), [&](std::size_t t) {
     const auto& task = tasks[t];
@@ -171,7 +166,7 @@ std::vector<PlacementEval> evaluate(const hw::Topology& topo, const EvalConfig& 
       if (prev == a) simulated.fetch_add(1, std::memory_order_relaxed);
     }
   });
-  const double sim_time = since(t0);
+  const double sim_time = clock.seconds();
 
   std::vector<PlacementEval> out;
   for (std::size_t p = 0; p < placements.size(); ++p) {

@@ -24,11 +24,11 @@ std::string format_matrix(const Matrix& m);
 
 // A matrix made concrete: which physical device holds which axis coordinates.
 //
-// Layout convention (P2 Fig. 2b-2d; docs/reference p2.md section 4.3): the device index is the mixed-radix
-// number of the per-level child indices (top level most significant); a level's child index is the
-// mixed-radix number of the per-axis digits of that level (axis 0 most significant); an axis coordinate is
-// the mixed-radix number of its digits over the levels (top level most significant). Device indices equal
-// hw::Rank when the hierarchy is the topology's levels() (node-major).
+// Layout convention (inferred from the device labels of P2 Fig. 2b-2d, which it matches): the device index is
+// the mixed-radix number of the per-level child indices (top level most significant); a level's child index
+// is the mixed-radix number of the per-axis digits of that level (axis 0 most significant); an axis
+// coordinate is the mixed-radix number of its digits over the levels (top level most significant). Device
+// indices equal hw::Rank when the hierarchy is the topology's levels() (node-major).
 class Placement {
  public:
   Placement(std::vector<hw::Level> levels, std::vector<int> axes, Matrix matrix);

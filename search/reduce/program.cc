@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "util/parse.h"
+
 namespace strata::search::reduce {
 
 SynthesisHierarchy::SynthesisHierarchy(std::vector<SynthLevel> levels) {
@@ -140,11 +142,7 @@ class Parser {
     const std::size_t at = pos_;
     const std::string w = word();
     int l = h_.find(w);
-    if (l < 0 && std::all_of(w.begin(), w.end(),
-                             [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; })) {
-      l = std::stoi(w);
-      if (l > h_.depth()) l = -1;
-    }
+    if (l < 0) l = static_cast<int>(util::try_parse_int(w, {0, h_.depth()}).value_or(-1));
     if (l < 0) {
       pos_ = at;
       std::string names;

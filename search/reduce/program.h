@@ -72,7 +72,7 @@ std::string shape_name(const Program& p);
 // instructions). Throws std::invalid_argument naming the character position and what was expected.
 Program parse_program(std::string_view text, const SynthesisHierarchy& h);
 
-// Device groups of one (slice, form) on the synthesis hierarchy (docs/reference p2.md section 6):
+// Device groups of one (slice, form) on the synthesis hierarchy (P2 section 3.3 and Table 2):
 //   InsideGroup at slice e:  devices under one level-e node;
 //   Parallel(e') at slice e: within every level-e' node, the devices at the same position of its slice
 //   groups; Master(e') at slice e:   the Parallel(e') groups of position 0 (one group per level-e' node).

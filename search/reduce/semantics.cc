@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "util/hash.h"
+
 namespace strata::search::reduce {
 
 ChunkState::ChunkState(int k)
@@ -159,11 +161,8 @@ std::string ChunkState::apply(sim::CollectiveOp op, const Grouping& groups) {
 }
 
 std::size_t ChunkState::hash() const {
-  std::uint64_t h = 1469598103934665603ULL;
-  for (auto w : bits_) {
-    h ^= w + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-    h *= 1099511628211ULL;
-  }
+  std::uint64_t h = util::kFnvOffset;
+  for (auto w : bits_) h = util::hash_combine(h, w) * util::kFnvPrime;
   return static_cast<std::size_t>(h);
 }
 

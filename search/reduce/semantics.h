@@ -1,4 +1,4 @@
-// Chunk-state semantics of collectives (P2 section 3.2, Fig. 7-8; docs/reference p2.md section 5). With k
+// Chunk-state semantics of collectives (P2, Xie et al., MLSys 2022, section 3.2, Fig. 7-8). With k
 // devices the buffer is split into k chunks; device state s is a boolean k x k matrix, s[r][j] = 1 iff device
 // j's original chunk r has been summed into this device's copy of chunk r. A collective applies to a group
 // d_0..d_{g-1} only when its precondition holds (so nothing is summed twice and different chunks are never

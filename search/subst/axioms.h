@@ -1,9 +1,9 @@
 // The operator axioms under which substitutions are verified: TASO's 44 axioms and 3 lemmas
-// (docs/reference/taso.md §3.2, verify/verify.py at TASO HEAD), declared once each in a readable table. Every
-// entry is an equation between terms with universally quantified tensor and parameter variables; a parameter
-// variable ranges over the verified domain of every operator position it occupies (operators.h). Because
-// axioms are ordinary terms, they can be instantiated on concrete parameters and shapes and evaluated by a
-// reference executor (axiom validation, TASO §3.3).
+// (verify/verify.py of jiazhihao/TASO@f11782c; TASO, SOSP 2019, §3), declared once each in a readable table.
+// Every entry is an equation between terms with universally quantified tensor and parameter variables; a
+// parameter variable ranges over the verified domain of every operator position it occupies (operators.h).
+// Because axioms are ordinary terms, they can be instantiated on concrete parameters and shapes and evaluated
+// by a reference executor (axiom validation, as TASO's verify/validate_axioms.py does).
 #pragma once
 
 #include <cstdint>
@@ -26,7 +26,7 @@ struct AxiomSpec {
   std::string_view variables;  // the quantified variables, space separated (tensors and parameters)
   std::string_view equation;  // "LHS == RHS" in rule-file term syntax; identifiers in parameter positions are
                               // parameter variables
-  std::string_view note;      // what it says, in TASO's notation (taso.md §3.2)
+  std::string_view note;      // what it says, in TASO's notation (verify/verify.py)
 };
 
 struct ParamVariable {

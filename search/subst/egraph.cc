@@ -5,13 +5,10 @@
 
 #include <fmt/format.h>
 
+#include "util/hash.h"
+
 namespace strata::search::subst {
 namespace {
-
-std::size_t mix(std::size_t h, std::size_t x) {
-  h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  return h;
-}
 
 bool weight_kind(models::ValueKind k) {
   return k == models::ValueKind::kParam || k == models::ValueKind::kConstant;
@@ -20,8 +17,9 @@ bool weight_kind(models::ValueKind k) {
 }  // namespace
 
 std::size_t ENodeHash::operator()(const ENode& n) const {
-  std::size_t h = mix(static_cast<std::size_t>(n.sig) * 0x100000001b3ULL, static_cast<std::size_t>(n.output));
-  for (ClassId c : n.children) h = mix(h, static_cast<std::size_t>(c));
+  std::uint64_t h = util::hash_combine(static_cast<std::uint64_t>(n.sig) * util::kFnvPrime,
+                                       static_cast<std::uint64_t>(n.output));
+  for (ClassId c : n.children) h = util::hash_combine(h, static_cast<std::uint64_t>(c));
   return h;
 }
 

@@ -86,7 +86,7 @@ std::vector<ClassId> root_candidates(const EGraph& eg, const Term& t) {
 }
 
 // How a nullary constant of a target graph takes its shape from its context (as in the backtracking
-// optimizer: taso.md §2.2, constants are sized by the operator that consumes them).
+// optimizer: as in TASO's generator, constants are sized by the operator that consumes them).
 struct ConstantContext {
   Op parent = Op::ewadd;
   std::size_t arg = 0;

@@ -1,9 +1,9 @@
-// Graph optimization by equality saturation (Tensat, taso.md §9; docs/subst.md "Equality saturation"): the
-// input graph becomes an e-graph (search/subst/egraph.h); the rules' source graphs are matched as patterns
-// over e-classes and their target graphs added and unioned with the matched roots, iteration after iteration
-// until nothing changes or a limit is hit; then the cheapest acyclic graph under the same cost as the
-// backtracking optimizer (graph_cost) is extracted, by ILP (Z3's optimizer, counting shared nodes once) or
-// greedily bottom-up.
+// Graph optimization by equality saturation (Tensat: Yang et al., MLSys 2021, arXiv 2101.01332; docs/subst.md
+// "Equality saturation"): the input graph becomes an e-graph (search/subst/egraph.h); the rules' source
+// graphs are matched as patterns over e-classes and their target graphs added and unioned with the matched
+// roots, iteration after iteration until nothing changes or a limit is hit; then the cheapest acyclic graph
+// under the same cost as the backtracking optimizer (graph_cost) is extracted, by ILP (Z3's optimizer,
+// counting shared nodes once) or greedily bottom-up.
 #pragma once
 
 #include <compare>

@@ -20,8 +20,8 @@ using models::Shape;
 constexpr std::size_t kMaxShapes = ValueStore::kMaxShapes;
 constexpr std::uint32_t kNoArg = 0xFFFFFFFu;  // 28 bits
 
-// Shapes of the constants of TASO's generator (taso.md §2.2): I_matmul 4x4, I_ewmul 2x4x5x5, I_conv and
-// C_pool with 4 channels (4x4x3x3 and the depth-wise 4x1x3x3).
+// Shapes of the constants of TASO's generator (src/generator/generator.cc): I_matmul 4x4, I_ewmul 2x4x5x5,
+// I_conv and C_pool with 4 channels (4x4x3x3 and the depth-wise 4x1x3x3).
 Shape constant_shape(Op op) {
   switch (op) {
     case Op::Imatmul:
@@ -298,7 +298,7 @@ ValueStore::Result ValueStore::apply(int inst, std::span<const ValueId> args, bo
     split_at = split_point(meta(args[0]), axis);
     if (split_at == 0) return memo_[key] = r;
   }
-  // TASO's matmul rejects equal operands and a weight with BATCHSIZE (2) rows (taso.md §2.4).
+  // TASO's matmul rejects equal operands and a weight with BATCHSIZE (2) rows (src/generator/generator.cc).
   if (op.op == Op::matmul && (args[0] == args[1] || shape(args[1])[0] == 2)) return memo_[key] = r;
   std::array<TensorMeta, 2> metas;
   {

@@ -1,13 +1,14 @@
 // Values of the generator's graphs in the IR's prime field (models/ir/modp.h), interned and memoized: the
 // engine that makes fingerprinting cheap (docs/subst.md, "Generator").
 //
-// Every tensor a generator graph can compute is a term over TASO's 20 input tensors (taso.md §2.3). The store
-// keeps each distinct value once (shape id, split boundaries, hash, data on two independent random samples)
-// and memoizes `apply(instance, argument values)`, so the depth-first enumeration evaluates each distinct
-// term once, however many graphs contain it: a graph's new node is computed from the already-computed values
-// of its prefix, and a node that recurs in another graph (a 1-operator term in a 3-operator graph, say) is a
-// hash-table hit. Kernels are the IR's own ModP kernels (one operator specification), called directly with
-// attributes prepared once per (instance, interned argument shapes).
+// Every tensor a generator graph can compute is a term over the 20 input tensors of TASO's generator
+// (src/generator/generator.cc of jiazhihao/TASO@f11782c). The store keeps each distinct value once (shape id,
+// split boundaries, hash, data on two independent random samples) and memoizes `apply(instance, argument
+// values)`, so the depth-first enumeration evaluates each distinct term once, however many graphs contain it:
+// a graph's new node is computed from the already-computed values of its prefix, and a node that recurs in
+// another graph (a 1-operator term in a 3-operator graph, say) is a hash-table hit. Kernels are the IR's own
+// ModP kernels (one operator specification), called directly with attributes prepared once per (instance,
+// interned argument shapes).
 #pragma once
 
 #include <array>
@@ -21,23 +22,19 @@
 #include "models/ir/modp.h"
 #include "models/ir/tensor_type.h"
 #include "search/subst/ir_bridge.h"
+#include "util/hash.h"
 
 namespace strata::search::subst {
 
-// splitmix64's finalizer: the mixing step of the generator's fingerprint and graph hashes.
-inline std::uint64_t mix64(std::uint64_t z) {
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+// The mixing step of the generator's fingerprint and graph hashes.
+using util::mix64;
 
 inline constexpr int kGeneratorInputs = 20;  // TASO's input_1..input_20
 
 using ValueId = std::uint32_t;
 
-// TASO's split tree of one tensor dimension (`SplitInfo`, taso.md §2.2): the concatenation boundaries, in
-// post-order (the most recent last). A split undoes the most recent concatenation.
+// TASO's split tree of one tensor dimension (`SplitInfo`, include/taso/ops.h): the concatenation boundaries,
+// in post-order (the most recent last). A split undoes the most recent concatenation.
 struct SplitTree {
   std::uint8_t n = 0;
   std::array<std::uint8_t, 7> pos{};

@@ -33,7 +33,7 @@ constexpr int kInputs = kGeneratorInputs;
 constexpr int kMaxOps = 4;
 constexpr int kMaxTensors = kInputs + 2 * kMaxOps;
 
-// TASO's conv enumeration never takes a weight variable (w1..w13) as the data input (taso.md §2.2).
+// TASO's conv enumeration never takes a weight variable (w1..w13) as the data input (its generator.cc).
 bool is_weight_input(int t) {
   return (t >= 3 && t < 6) || (t >= 9 && t < 19);
 }
@@ -673,10 +673,10 @@ bool confirm_in_double(const Candidate& c, const std::vector<OpInstance>& ops,
   return true;
 }
 
-// TASO's pass_checks (taso.md §2.5) on two graphs over the same inputs: a shared operator applied to the
-// same input variables, or a constant on both sides (common subgraph), or single-output graphs whose roots
-// are the same instance with at most one argument that is not the same input variable (common supergraph).
-// Either makes the pair implied by a smaller one (for constants: by the constant's identities).
+// TASO's pass_checks (src/generator/generator.cc) on two graphs over the same inputs: a shared operator
+// applied to the same input variables, or a constant on both sides (common subgraph), or single-output graphs
+// whose roots are the same instance with at most one argument that is not the same input variable (common
+// supergraph). Either makes the pair implied by a smaller one (for constants: by the constant's identities).
 bool common_subgraph(const Enc& a, const Enc& b) {
   for (int i = 0; i < a.n; ++i)
     for (int j = 0; j < b.n; ++j) {

@@ -1,4 +1,4 @@
-// Automatic generation of candidate substitutions (TASO §2, docs/reference/taso.md §2, docs/subst.md
+// Automatic generation of candidate substitutions (TASO, Jia et al., SOSP 2019, §2; docs/subst.md
 // "Generator"): enumerate every acyclic graph of up to N operator instances over TASO's fixed input tensors,
 // in TASO's search space (its argument rules and tensor metadata) but each graph once; fingerprint each by
 // memoized evaluation in the IR's prime field (fingerprint.h) with an output-order-independent hash; pair
@@ -23,8 +23,8 @@ namespace strata::search::subst {
 // transpose_layout (TASO's shuffle=false transpose: permutes strides; instance {transpose, {0}}), relu,
 // conv2d (stride 1, SAME, no activation), conv2d_relu (fused ReLU), poolavg, poolmax (3x3, stride 1, SAME),
 // concat (axes 0 and 1), split (axes 0 and 1), enlarge (to 3x3), constants (Imatmul, Iewmul, Iconv 3x3, Cpool
-// 3x3), and "taso" for all of them (TASO's artifact generator's instances, taso.md §2.2). Throws
-// std::invalid_argument naming a bad entry.
+// 3x3), and "taso" for all of them (the instances of TASO's artifact generator, src/generator/generator.cc
+// of jiazhihao/sosp19ae@6946461). Throws std::invalid_argument naming a bad entry.
 std::vector<OpInstance> parse_operator_set(std::string_view spec);
 
 struct GeneratorOptions {

@@ -1,8 +1,8 @@
-// The operator symbols of substitution rules: TASO's verifier vocabulary (docs/reference/taso.md §2.2, §3.1).
-// Each symbol is declared once, by the OpDef of the IR operator it denotes (models/ir/op_def.h: symbol,
-// symbol_params with their kinds, symbol_inputs, symbol_outputs); this header gives them C++ handles (Op) and
-// the verified domain of each parameter kind. Terms, the rule file format, the Z3 encoding and the axiom
-// table all read the table derived here.
+// The operator symbols of substitution rules: TASO's verifier vocabulary (`operator_data` in verify/verify.py
+// of jiazhihao/TASO@f11782c). Each symbol is declared once, by the OpDef of the IR operator it denotes
+// (models/ir/op_def.h: symbol, symbol_params with their kinds, symbol_inputs, symbol_outputs); this header
+// gives them C++ handles (Op) and the verified domain of each parameter kind. Terms, the rule file format,
+// the Z3 encoding and the axiom table all read the table derived here.
 #pragma once
 
 #include <cstdint>

@@ -289,8 +289,8 @@ struct Ref {
   int output = 0;
 };
 
-// How a nullary constant of the target graph takes its shape from its context (taso.md §2.2: constants are
-// sized by the operator that consumes them).
+// How a nullary constant of the target graph takes its shape from its context (as in TASO's generator,
+// constants are sized by the operator that consumes them).
 struct ConstantContext {
   Op parent = Op::ewadd;
   std::size_t arg = 0;

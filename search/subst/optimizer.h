@@ -1,8 +1,9 @@
-// Cost-based graph optimization with substitution rules: TASO/MetaFlow's backtracking search (docs/subst.md,
-// docs/reference/taso.md §4). A rule's source graph (its lhs terms, a DAG over input variables) is matched
-// onto a models::Graph, replaced by its target graph built through the IR bridge, and the result re-checked
-// by shape inference. Candidates are explored best-first by total predicted operator time; graphs up to alpha
-// times the best cost are kept, so the search can pass through slightly worse graphs to reach better ones.
+// Cost-based graph optimization with substitution rules: TASO/MetaFlow's backtracking search (docs/subst.md;
+// TASO, SOSP 2019, §5, and Graph::optimize in src/core/ops.cc of jiazhihao/TASO@f11782c). A rule's source
+// graph (its lhs terms, a DAG over input variables) is matched onto a models::Graph, replaced by its target
+// graph built through the IR bridge, and the result re-checked by shape inference. Candidates are explored
+// best-first by total predicted operator time; graphs up to alpha times the best cost are kept, so the search
+// can pass through slightly worse graphs to reach better ones.
 #pragma once
 
 #include <array>

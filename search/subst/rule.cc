@@ -12,7 +12,7 @@
 
 #include "hw/config_error.h"
 #include "search/subst/rule_check.h"
-#include "sim/trace.h"
+#include "util/atomic_file.h"
 
 namespace strata::search::subst {
 
@@ -417,7 +417,7 @@ std::vector<Rule> load_rules(const std::string& path, RuleFileFormat format, Tas
 }
 
 void save_rules(const std::string& path, std::span<const Rule> rules) {
-  sim::write_file_atomically(path, format_rules(rules));
+  util::write_file_atomically(path, format_rules(rules));
 }
 
 }  // namespace strata::search::subst

@@ -1,5 +1,5 @@
 // Substitution rules and their text formats: strata's own rule files (docs/subst.md) and the published TASO
-// equation files (INDEX<TAB>LHS == RHS, shared/reference/taso-rules/README.md).
+// equation files (INDEX<TAB>LHS == RHS, tests/subst/data/taso-rules/README.md).
 #pragma once
 
 #include <cstdint>
@@ -63,7 +63,7 @@ std::string format_rule(const Rule& rule);
 
 // How input shapes of a TASO equation file are assigned.
 enum class TasoShapes {
-  generator_table,  // input_1..input_20 get the public generator's shapes (taso.md §2.3); other names are
+  generator_table,  // input_1..input_20 get the shapes of TASO's public generator (generator.cc); others are
                     // errors
   unknown,          // any variable name, shapes unknown (the shipped 133-rule file)
 };

@@ -4,11 +4,11 @@
 // verifier's axiom validation, rule shape checking and fast refutation all evaluate terms here, so the rule
 // vocabulary has one semantics: the executor's.
 //
-// Split semantics follow TASO's split trees (taso.md §2.2): every axis of a value carries the history of the
-// concatenations along it; split_0/split_1 undo the most recent one. The history passes through element-wise
-// operators (when both operands agree), transpose (axes swapped), matmul (rows from the left operand, columns
-// from the right), conv2d (batch from the input, output channels from the weight's axis 0) and pooling
-// (batch and channels).
+// Split semantics follow TASO's split trees (SOSP 2019 Fig. 3; `SplitInfo` in include/taso/ops.h): every axis
+// of a value carries the history of the concatenations along it; split_0/split_1 undo the most recent one.
+// The history passes through element-wise operators (when both operands agree), transpose (axes swapped),
+// matmul (rows from the left operand, columns from the right), conv2d (batch from the input, output channels
+// from the weight's axis 0) and pooling (batch and channels).
 #pragma once
 
 #include <cstdint>

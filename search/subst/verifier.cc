@@ -1,7 +1,6 @@
 #include "search/subst/verifier.h"
 
 #include <algorithm>
-#include <chrono>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -11,6 +10,8 @@
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 #include <z3++.h>
+
+#include "util/timer.h"
 
 namespace strata::search::subst {
 
@@ -130,12 +131,12 @@ std::optional<std::string> out_of_domain(const Term& t) {
 
 EquationResult prove(const Equation& eq, const Rule& rule, const z3::expr_vector& axioms, z3::context& ctx,
                      const Encoding& enc, const VerifyOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
+  const util::Stopwatch clock;
   EquationResult result;
   auto finish = [&](VerifyStatus status, std::string reason) {
     result.status = status;
     result.reason = std::move(reason);
-    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    result.seconds = clock.seconds();
     return result;
   };
   for (const Term* side : {&eq.lhs, &eq.rhs})
@@ -202,12 +203,12 @@ RuleResult Prover::verify(const Rule& rule) {
 
 // The verdict of the evaluation checks, when they reject the rule.
 std::optional<RuleResult> check_by_evaluation(const Rule& rule, const VerifyOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
+  const util::Stopwatch clock;
   auto reject = [&](VerifyStatus status, std::string reason) {
     RuleResult r;
     r.status = status;
     r.reason = std::move(reason);
-    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    r.seconds = clock.seconds();
     return r;
   };
   if (options.check_shapes)

@@ -1,7 +1,7 @@
 // Hand-written graph transformations applied by the optimizer alongside the rules, as TASO's optimizer adds
-// 18 hand-written GraphXfers to its rule file (taso.md §4.2). Each one rewrites IR nodes the rule language
-// cannot express — convolutions with a bias input, grouped convolutions, operand layouts of matmul — and
-// is exact algebra on the IR's own operators, so the reference executor checks it (tests/subst/
+// 18 hand-written GraphXfers to its rule file (src/core/substitution.cc). Each one rewrites IR nodes the rule
+// language cannot express — convolutions with a bias input, grouped convolutions, operand layouts of matmul —
+// and is exact algebra on the IR's own operators, so the reference executor checks it (tests/subst/
 // optimizer_test.cc runs every kind on random data). None of them is proved by the Z3 verifier: the rule
 // vocabulary has no bias, group-merge or operand-layout operator (docs/subst.md, "Hand-written
 // transformations").

@@ -149,10 +149,7 @@ TEST(ReduceEvaluate, NonSwitchedNodeLayoutsAreSimulatedOnThePhysicalTopology) {
 TEST(ReduceCanonical, OptionsKeepOneProgramPerClassInOrder) {
   const rd::SynthesisHierarchy h({{"node", 2, 0}, {"gpu", 4, 1}});
   const auto literal = rd::synthesize(h).programs;
-  auto count = [&](rd::Canonicalization c) { return rd::synthesize(h, {5, c}).programs.size(); };
-  EXPECT_EQ(count(rd::Canonicalization::kMasterMinimal), 51u);
-  EXPECT_EQ(count(rd::Canonicalization::kCommute), 83u);
-  EXPECT_EQ(count(rd::Canonicalization::kTrajectory), 64u);
+  // The counts (51/83/64) are checked against a brute-force count in reduce_bruteforce_test.cc.
   // Every kept program is a literal program, kept in the literal order.
   const auto kept = rd::synthesize(h, {5, rd::Canonicalization::kTrajectory}).programs;
   std::size_t at = 0;

@@ -1,4 +1,4 @@
-// Placements: matrix enumeration (counts from docs/reference p2.md section 4.2, brute force), the layout
+// Placements: matrix enumeration (counts checked by brute force), the layout
 // convention (P2 Fig. 2b-2d) and the placement hierarchy of non-switched nodes.
 #include <gtest/gtest.h>
 
@@ -45,7 +45,8 @@ std::size_t brute_force_count(const std::vector<int>& h, const std::vector<int>&
 
 }  // namespace
 
-TEST(ReducePlacement, MatrixCountsFromTheReferenceDoc) {
+// The placement counts of P2's evaluation grid (systems x axes), each also counted by brute force.
+TEST(ReducePlacement, MatrixCountsOfTheP2GridEqualBruteForce) {
   struct Case {
     std::vector<int> h, p;
     std::size_t count;
@@ -63,6 +64,7 @@ TEST(ReducePlacement, MatrixCountsFromTheReferenceDoc) {
   };
   for (const auto& c : cases) {
     EXPECT_EQ(rd::enumerate_matrices(c.h, c.p).size(), c.count) << rd::format_matrix({c.h, c.p});
+    EXPECT_EQ(brute_force_count(c.h, c.p), c.count) << rd::format_matrix({c.h, c.p});
   }
 }
 

@@ -1,4 +1,4 @@
-// Chunk-state semantics (P2 section 3.2; docs/reference p2.md section 5): pre- and postconditions of each
+// Chunk-state semantics (P2, Xie et al., MLSys 2022, section 3.2): pre- and postconditions of each
 // rule, and the invalid programs of P2 Fig. 4.
 #include <gtest/gtest.h>
 

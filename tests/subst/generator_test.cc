@@ -19,7 +19,7 @@ namespace {
 using testing::kTaso820;
 using testing::taso_data;
 
-// Inputs by TASO's names (taso.md §2.3): value id = input number - 1.
+// Inputs by TASO's names (input_1..input_20 of its generator.cc): value id = input number - 1.
 constexpr ValueId x1 = 0, x2 = 1, w1 = 3, w2 = 4, w3 = 5, i1 = 6, i2 = 7, w4 = 9, w5 = 10, w7 = 12, s0 = 19;
 
 struct Ops {
@@ -54,7 +54,7 @@ class Store : public ::testing::Test {
 };
 
 TEST_F(Store, KnownEqualGraphsHaveEqualValues) {
-  // Axioms of taso.md §3.2 at TASO's shapes: equal tensors (data and metadata) are one value.
+  // Axioms of TASO's verify/verify.py at TASO's shapes: equal tensors (data and metadata) are one value.
   EXPECT_EQ(apply(add, {x1, x2}), apply(add, {x2, x1}));                                  // 2
   EXPECT_EQ(apply(mm, {apply(mm, {x1, w1}), w2}), apply(mm, {x1, apply(mm, {w1, w2})}));  // 25
   EXPECT_EQ(apply(mm, {x1, apply(add, {w1, w2})}),

@@ -1,5 +1,5 @@
 // The rule file formats: strata's own (parse/format round trip, error messages naming file:line:column) and
-// TASO's published equation files (counts and sizes against taso.md / the taso-rules README).
+// TASO's published equation files (counts and sizes against tests/subst/data/taso-rules/README.md).
 #include <cctype>
 #include <map>
 #include <ostream>
@@ -119,7 +119,7 @@ TEST(TasoEquations, ReadsThe820FileWithGeneratorShapes) {
     multi += r.outputs.size() > 1 ? 1 : 0;
     ++sizes[{source_op_count(r), target_op_count(r)}];
   }
-  // Counts of the README (957 lines, 137 two-output rules) and the size histogram of taso.md §6.
+  // Counts and the size histogram of the 820 file given in its README (tests/subst/data/taso-rules).
   EXPECT_EQ(equations, 957u);
   EXPECT_EQ(multi, 137u);
   const std::map<std::pair<int, int>, int> expected{{{3, 3}, 642}, {{2, 3}, 92}, {{3, 2}, 47}, {{2, 2}, 20},

@@ -1,0 +1,20 @@
+// The registered experiment kinds. Adding a kind: write experiments/<kind>.cc defining its parse -> run ->
+// report steps and a function returning make_kind(...) (see experiment.h), then add one line below.
+#include "experiments/experiment.h"
+
+namespace strata::experiments {
+
+ExperimentKind collective_sweep_kind();  // collective_sweep_kind.cc
+ExperimentKind p2_reproduction_kind();   // p2_reproduction.cc
+ExperimentKind subst_optimizers_kind();  // subst_optimizers.cc
+
+const std::vector<ExperimentKind>& experiment_kinds() {
+  static const std::vector<ExperimentKind> kinds{
+      collective_sweep_kind(),
+      p2_reproduction_kind(),
+      subst_optimizers_kind(),
+  };
+  return kinds;
+}
+
+}  // namespace strata::experiments
