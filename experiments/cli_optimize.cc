@@ -158,9 +158,10 @@ void add_optimize_commands(CLI::App& app) {
   add_int_option(*g, "--seed", o->seed, kSeedRange, "seed of the random inputs");
   add_real_option(*g, "--tolerance", o->tolerance, 0, 1,
                   "relative tolerance of the floating-point confirmation");
-  g->add_flag("--keep-unrelated", o->keep_unrelated,
-              "keep multi-output rules whose outputs share no operator, e.g. over disjoint inputs (conjunctions of "
-              "smaller rules; TASO keeps them)");
+  g->add_flag(
+      "--keep-unrelated", o->keep_unrelated,
+      "keep multi-output rules whose outputs share no operator, e.g. over disjoint inputs (conjunctions of "
+      "smaller rules; TASO keeps them)");
   g->add_option("-o,--output", o->output, "rule file to write (strata rule format)")->required();
   g->callback([o] { run_generate(*o); });
 

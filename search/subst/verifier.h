@@ -22,7 +22,7 @@ enum class VerifyStatus {
   kNotProved,  // not entailed within the timeout: Z3 timed out or gave up ("unknown"), or found a model of
                // the axioms in which it fails ("not entailed"; the axioms are not complete, so the rule may
                // be true)
-  kInvalid,  // outside the verifier's scope (ill-typed, or a parameter outside its verified domain)
+  kInvalid,    // outside the verifier's scope (ill-typed, or a parameter outside its verified domain)
 };
 std::string_view to_string(VerifyStatus status);
 

@@ -82,7 +82,8 @@ TEST(Verifier, Shipped133AllProvedExceptTheFourShapeConditionalRules) {
         << "rule " << i << ": " << to_string(results[i].status) << " " << results[i].reason;
     EXPECT_EQ(results[i].status == VerifyStatus::kProved, reference[i] == "proved") << "rule " << i;
   }
-  // The default rule set of `strata optimize` is exactly what the verifier proves here (configs/subst/README.md).
+  // The default rule set of `strata optimize` is exactly what the verifier proves here
+  // (configs/subst/README.md).
   std::vector<Rule> proved;
   for (std::size_t i = 0; i < rules.size(); ++i)
     if (results[i].status == VerifyStatus::kProved) proved.push_back(rules[i]);
