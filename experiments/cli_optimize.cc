@@ -5,8 +5,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <stdexcept>
 #include <ranges>
+#include <stdexcept>
 #include <string>
 
 #include <fmt/format.h>
@@ -17,14 +17,16 @@
 #include "hw/config_error.h"
 #include "hw/system_loader.h"
 #include "models/cost/cost_model.h"
-#include "models/exec/executor.h"
 #include "models/onnx/onnx.h"
 #include "models/zoo/zoo.h"
 #include "search/subst/generator.h"
 #include "search/subst/optimizer.h"
+#include "search/subst/output_check.h"
 #include "search/subst/rule.h"
+#include "search/subst/weight_folding.h"
 #include "search/subst/xfers.h"
 #include "util/atomic_file.h"
+#include "util/path.h"
 
 namespace strata::cli {
 namespace {
@@ -67,11 +69,10 @@ void run_generate(const GenerateCli& o) {
   fmt::print("time {:.2f} s, peak RSS {:.1f} MiB\n", s.seconds, static_cast<double>(s.peak_rss_kib) / 1024.0);
 }
 
-// The shipped 133 TASO rules, less the four the Z3 verifier cannot prove within its timeout (indices 99, 100,
-// 130, 131; TASO issue #62, https://github.com/jiazhihao/TASO/issues/62, reports them hanging its verifier);
-// everything else in that file is proved by `strata subst verify`. Provenance: the file's README.
-constexpr const char* kDefaultRules = STRATA_SOURCE_DIR "/tests/subst/data/taso-rules/taso_shipped_133_equations.txt";
-constexpr std::string_view kUnprovedShipped[] = {"99", "100", "130", "131"};
+// The default rule set: the rules of TASO's shipped 133-rule file that strata's verifier proves, written by
+// `strata subst verify` (configs/subst/README.md gives the command); found next to the installed binary or in
+// the source tree (util/path.h).
+constexpr std::string_view kDefaultRules = "configs/subst/taso_shipped_verified.rules";
 
 struct OptimizeCli {
   std::string model, hw, rules, output;
@@ -89,14 +90,8 @@ void run_optimize(const OptimizeCli& o) {
   models::Graph g = o.model.ends_with(".onnx")
                         ? models::import_onnx(o.model)
                         : models::zoo::build_model(o.model, {.batch = o.batch, .seq_len = o.seq});
-  std::vector<ss::Rule> rules;
-  if (o.rules.empty()) {
-    for (auto& r : ss::load_rules(kDefaultRules, ss::RuleFileFormat::taso, ss::TasoShapes::unknown))
-      if (std::find(std::begin(kUnprovedShipped), std::end(kUnprovedShipped), r.name) == std::end(kUnprovedShipped))
-        rules.push_back(std::move(r));
-  } else {
-    rules = ss::load_rules(o.rules, ss::RuleFileFormat::automatic, ss::TasoShapes::unknown);
-  }
+  const auto rules = ss::load_rules(o.rules.empty() ? util::find_data_file(kDefaultRules).string() : o.rules,
+                                    ss::RuleFileFormat::automatic, ss::TasoShapes::unknown);
   const models::CostModel cost(topo.gpu());
   ss::OptimizerOptions opt;
   opt.alpha = o.alpha;
@@ -112,7 +107,8 @@ void run_optimize(const OptimizeCli& o) {
       throw std::invalid_argument(fmt::format("--xfers: {}", e.what()));
     }
   }
-  fmt::print("model {}: {} nodes; {} rules; device {}\n", g.name(), g.nodes().size(), rules.size(), topo.gpu().name);
+  fmt::print("model {}: {} nodes; {} rules; device {}\n", g.name(), g.nodes().size(), rules.size(),
+             topo.gpu().name);
   if (o.eqsat.optimizer != "backtrack") {
     run_eqsat_optimize(o.eqsat, g, rules, cost, opt, o.output, o.check, o.seed);
     return;
@@ -120,36 +116,26 @@ void run_optimize(const OptimizeCli& o) {
   const auto res = ss::optimize(g, rules, cost, opt);
   fmt::print("predicted time before: {:.4f} ms\n", res.cost_before * 1e3);
   fmt::print("predicted time after:  {:.4f} ms ({:.2f}x), {} -> {} nodes\n", res.cost_after * 1e3,
-             res.cost_after > 0 ? res.cost_before / res.cost_after : 0.0, g.nodes().size(), res.graph.nodes().size());
-  fmt::print("search: {} graphs explored, {} generated, {:.2f} s\n", res.explored, res.generated, res.seconds);
+             res.cost_after > 0 ? res.cost_before / res.cost_after : 0.0, g.nodes().size(),
+             res.graph.nodes().size());
+  fmt::print("search: {} graphs explored, {} generated, {:.2f} s\n", res.explored, res.generated,
+             res.seconds);
   fmt::print("substitutions applied ({}):\n", res.applied.size());
   for (const auto& a : res.applied) fmt::print("  rule {} at {}\n", a.rule, fmt::join(a.nodes, ", "));
   if (!o.output.empty()) {
-    models::export_onnx(res.graph, o.output);
-    fmt::print("wrote {}\n", o.output);
+    // Weight-only nodes are folded into parameters, as the cost above assumes
+    // (search/subst/weight_folding.h).
+    models::export_onnx(ss::fold_weight_only(res.graph), o.output);
+    fmt::print("wrote {} (weight-only nodes folded into parameters)\n", o.output);
   }
   if (!o.listing.empty()) {
     util::write_file_atomically(o.listing, ss::graph_listing(res.graph));
     fmt::print("wrote {}\n", o.listing);
   }
   if (o.check) {
-    models::ExecOptions eo;
-    eo.seed = o.seed;
-    const auto before = models::execute<double>(g, {}, eo);
-    const auto after = models::execute<double>(res.graph, {}, eo);
-    double diff = 0, scale = 0;
-    for (std::size_t i = 0; i < g.outputs().size(); ++i) {
-      const auto& a = before[static_cast<std::size_t>(g.outputs()[i])];
-      const auto& b = after[static_cast<std::size_t>(res.graph.outputs()[i])];
-      if (a.size() != b.size()) throw std::runtime_error(fmt::format("check: output {} changed size", i));
-      for (std::size_t k = 0; k < a.size(); ++k) {
-        diff = std::max(diff, std::abs(a[k] - b[k]));
-        scale = std::max(scale, std::abs(a[k]));
-      }
-    }
-    fmt::print("check (reference executor, random inputs seed {}): max abs difference {:.3g} (max |output| {:.3g})\n",
-               o.seed, diff, scale);
-    if (!(diff <= 1e-6 * std::max(1.0, scale)))
+    const auto c = ss::check_same_function(g, res.graph, {.seed = o.seed});
+    fmt::print("check (reference executor, random inputs seed {}): {}\n", o.seed, c.verdict());
+    if (!c.pass())
       throw std::runtime_error("check failed: the optimized graph computes a different function");
   }
 }
@@ -159,33 +145,38 @@ void run_optimize(const OptimizeCli& o) {
 void add_optimize_commands(CLI::App& app) {
   auto* subst = app.get_subcommand("subst");  // created by add_subst_commands
   auto o = std::make_shared<GenerateCli>();
-  auto* g = subst->add_subcommand("generate",
-                                  "enumerate graphs of up to N operators, pair equal fingerprints, confirm in double "
-                                  "precision, prune, write rules (progress on stderr)");
-  g->add_option("--ops", o->ops, "operator set: taso, or a comma-separated list (ewadd,ewmul,smul,matmul,transpose,"
-                                 "transpose_layout,relu,conv2d,conv2d_relu,poolavg,poolmax,concat,split,enlarge,constants)")
+  auto* g = subst->add_subcommand(
+      "generate",
+      "enumerate graphs of up to N operators, pair equal fingerprints, confirm in double "
+      "precision, prune, write rules (progress on stderr)");
+  g->add_option("--ops", o->ops,
+                "operator set: taso, or a comma-separated list (ewadd,ewmul,smul,matmul,transpose,"
+                "transpose_layout,relu,conv2d,conv2d_relu,poolavg,poolmax,concat,split,enlarge,constants)")
       ->capture_default_str();
   add_int_option(*g, "--max-ops", o->max_ops, {1, 4}, "largest graph size in operators");
   add_int_option(*g, "--max-outputs", o->max_outputs, {1, 8}, "largest number of mapped outputs of a rule");
   add_int_option(*g, "--seed", o->seed, kSeedRange, "seed of the random inputs");
   add_real_option(*g, "--tolerance", o->tolerance, 0, 1,
                   "relative tolerance of the floating-point confirmation");
-  g->add_flag("--keep-unrelated", o->keep_unrelated,
-              "keep multi-output rules whose outputs share no operator, e.g. over disjoint inputs (conjunctions of "
-              "smaller rules; TASO keeps them)");
+  g->add_flag(
+      "--keep-unrelated", o->keep_unrelated,
+      "keep multi-output rules whose outputs share no operator, e.g. over disjoint inputs (conjunctions of "
+      "smaller rules; TASO keeps them)");
   g->add_option("-o,--output", o->output, "rule file to write (strata rule format)")->required();
   g->callback([o] { run_generate(*o); });
 
   auto p = std::make_shared<OptimizeCli>();
-  auto* opt = app.add_subcommand("optimize",
-                                 "Cost-based backtracking search over substitution rules (TASO): predicted time before "
-                                 "and after, the substitutions applied, ONNX output, equality check by the reference "
-                                 "executor");
+  auto* opt = app.add_subcommand(
+      "optimize",
+      "Cost-based backtracking search over substitution rules (TASO): predicted time before "
+      "and after, the substitutions applied, ONNX output, equality check by the reference "
+      "executor");
   opt->add_option("--model", p->model, "zoo model name or .onnx file")->required();
   opt->add_option("--hw", p->hw, "system YAML; its GPU prices the operators")->required();
-  opt->add_option("--rules", p->rules,
-                  "rule file (strata or TASO format); default: TASO's 133 shipped rules less the 4 unproved (99, 100, "
-                  "130, 131)");
+  opt->add_option(
+      "--rules", p->rules,
+      "rule file (strata or TASO format); default: configs/subst/taso_shipped_verified.rules, the 129 of "
+      "TASO's 133 shipped rules that `strata subst verify` proves");
   add_real_option(*opt, "--alpha", p->alpha, 1.0, 10.0, "relaxation: keep graphs cheaper than alpha * best");
   add_int_option(*opt, "--budget", p->budget, {1, 100000000}, "graphs taken from the priority queue");
   add_int_option(*opt, "--batch", p->batch, {0, kMaxModelDim}, "batch size (zoo models; 0: model default)",
@@ -196,10 +187,11 @@ void add_optimize_commands(CLI::App& app) {
   opt->add_flag("!--no-check", p->check, "skip the reference-executor equality check");
   opt->add_option("-o,--output", p->output, "write the optimized graph as ONNX");
   opt->add_option("--listing", p->listing, "write a readable listing of the optimized graph (backtrack)");
-  opt->add_option("--xfers", p->xfers,
-                  "hand-written transformations used besides the rules: all, none, or a comma-separated list of "
-                  "fuse_conv_batchnorm, fuse_conv_relu, merge_convs, merge_gconv, matmul_operand_layout "
-                  "(search/subst/xfers.h)")
+  opt->add_option(
+         "--xfers", p->xfers,
+         "hand-written transformations used besides the rules: all, none, or a comma-separated list of "
+         "fuse_conv_batchnorm, fuse_conv_relu, merge_convs, merge_gconv, matmul_operand_layout "
+         "(search/subst/xfers.h)")
       ->capture_default_str();
   add_eqsat_options(*opt, p->eqsat);
   opt->callback([p] { run_optimize(*p); });

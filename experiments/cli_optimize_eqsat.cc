@@ -8,6 +8,8 @@
 
 #include "experiments/optimizer_compare.h"
 #include "models/onnx/onnx.h"
+#include "search/subst/output_check.h"
+#include "search/subst/weight_folding.h"
 
 namespace strata::cli {
 namespace {
@@ -85,11 +87,9 @@ void run_eqsat_optimize(const EqsatCli& o, const models::Graph& g, std::span<con
                e.cost_after <= b.cost_after * (1 + 1e-9) ? "reaches" : "does not reach",
                (e.cost_after - b.cost_after) * 1e3, b.seconds > 0 ? e.seconds / b.seconds : 0.0);
     if (check) {
-      const auto d = ex::output_difference(g, br.graph, seed);
-      fmt::print(
-          "check backtrack (reference executor, seed {}): max abs difference {:.3g} (max |output| {:.3g})\n",
-          seed, d.max_abs, d.max_output);
-      if (!d.equal())
+      const auto d = ss::check_same_function(g, br.graph, {.seed = seed});
+      fmt::print("check backtrack (reference executor, seed {}): {}\n", seed, d.verdict());
+      if (!d.pass())
         throw std::runtime_error("check failed: the backtracking result computes a different function");
     }
     if (br.cost_after < er.cost_after) {
@@ -98,14 +98,14 @@ void run_eqsat_optimize(const EqsatCli& o, const models::Graph& g, std::span<con
     }
   }
   if (check) {
-    const auto d = ex::output_difference(g, er.graph, seed);
-    fmt::print("check eqsat (reference executor, seed {}): max abs difference {:.3g} (max |output| {:.3g})\n",
-               seed, d.max_abs, d.max_output);
-    if (!d.equal()) throw std::runtime_error("check failed: the eqsat result computes a different function");
+    const auto d = ss::check_same_function(g, er.graph, {.seed = seed});
+    fmt::print("check eqsat (reference executor, seed {}): {}\n", seed, d.verdict());
+    if (!d.pass()) throw std::runtime_error("check failed: the eqsat result computes a different function");
   }
   if (!output.empty()) {
-    models::export_onnx(best, output);
-    fmt::print("wrote {} ({} result)\n", output, best_name);
+    // Weight-only nodes are folded into parameters, as the cost assumes (search/subst/weight_folding.h).
+    models::export_onnx(ss::fold_weight_only(best), output);
+    fmt::print("wrote {} ({} result, weight-only nodes folded into parameters)\n", output, best_name);
   }
 }
 

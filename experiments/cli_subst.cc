@@ -49,8 +49,11 @@ std::vector<ss::Rule> load(const std::string& path, const RuleFileOptions& o) {
   const auto format = o.format == "strata" ? ss::RuleFileFormat::strata
                       : o.format == "taso" ? ss::RuleFileFormat::taso
                                            : ss::RuleFileFormat::automatic;
-  return ss::load_rules(
+  auto rules = ss::load_rules(
       path, format, o.taso_shapes == "unknown" ? ss::TasoShapes::unknown : ss::TasoShapes::generator_table);
+  if (rules.empty())
+    throw ConfigError(fmt::format("{}: no rules in the file (expected at least one rule)", path));
+  return rules;
 }
 
 std::size_t equation_count(std::span<const ss::Rule> rules) {
@@ -94,33 +97,37 @@ void run_verify(const VerifyCli& o) {
     const bool report = tty || done == total || done % std::max<std::size_t>(1, total / 10) == 0;
     if (!report) return;
     const double s = clock.seconds();
-    std::cerr << fmt::format("{}verifying: {}/{} rules, {} proved, {} not proved, {:.1f} s{}",
-                             tty ? "\r" : "", done, total, counts[ss::VerifyStatus::proved],
-                             done - counts[ss::VerifyStatus::proved], s, tty && done != total ? "" : "\n");
+    std::cerr << fmt::format("{}verifying: {}/{} rules, {} proved, {} false, {} not proved, {:.1f} s{}",
+                             tty ? "\r" : "", done, total, counts[ss::VerifyStatus::kProved],
+                             counts[ss::VerifyStatus::kFalse],
+                             done - counts[ss::VerifyStatus::kProved] - counts[ss::VerifyStatus::kFalse], s,
+                             tty && done != total ? "" : "\n");
   };
   const auto results = ss::verify_rules(rules, axioms, vo, progress);
   const double wall = clock.seconds();
 
   std::cout << fmt::format("# {}: {} rules, {} equations; {} axioms + lemmas; timeout {} ms per equation\n",
                            o.path, rules.size(), equation_count(rules), axioms.size(), o.timeout_ms);
-  std::cout << fmt::format("{:<10} {:>3} {:<8} {:>10}  {}\n", "rule", "out", "status", "time (ms)", "reason");
+  std::cout << fmt::format("{:<10} {:>3} {:<10} {:>10}  {}\n", "rule", "out", "status", "time (ms)",
+                           "reason");
   for (std::size_t i = 0; i < rules.size(); ++i) {
     const auto& r = results[i];
-    if (o.failures_only && r.status == ss::VerifyStatus::proved) continue;
-    std::cout << fmt::format("{:<10} {:>3} {:<8} {:>10.1f}  {}\n", rules[i].name, rules[i].outputs.size(),
+    if (o.failures_only && r.status == ss::VerifyStatus::kProved) continue;
+    std::cout << fmt::format("{:<10} {:>3} {:<10} {:>10.1f}  {}\n", rules[i].name, rules[i].outputs.size(),
                              ss::to_string(r.status), r.seconds * 1e3, r.reason);
   }
-  std::size_t c[4] = {};
-  for (const auto& r : results) ++c[static_cast<int>(r.status)];
+  std::map<ss::VerifyStatus, std::size_t> c;
+  for (const auto& r : results) ++c[r.status];
   std::cout << fmt::format(
-      "# summary: {} rules: {} proved, {} refuted, {} unknown, {} invalid; {:.1f} s wall on {} "
+      "# summary: {} rules: {} proved, {} false, {} not proved, {} invalid; {:.1f} s wall on {} "
       "thread(s)\n",
-      rules.size(), c[0], c[1], c[2], c[3], wall,
+      rules.size(), c[ss::VerifyStatus::kProved], c[ss::VerifyStatus::kFalse],
+      c[ss::VerifyStatus::kNotProved], c[ss::VerifyStatus::kInvalid], wall,
       o.jobs > 0 ? o.jobs : static_cast<int>(std::thread::hardware_concurrency()));
   if (!o.output.empty()) {
     std::vector<ss::Rule> proved;
     for (std::size_t i = 0; i < rules.size(); ++i)
-      if (results[i].status == ss::VerifyStatus::proved) proved.push_back(rules[i]);
+      if (results[i].status == ss::VerifyStatus::kProved) proved.push_back(rules[i]);
     ss::save_rules(o.output, proved);
     std::cerr << fmt::format("wrote {} proved rules to {}\n", proved.size(), o.output);
   }
@@ -134,10 +141,15 @@ void run_verify(const VerifyCli& o) {
                             {"status", ss::to_string(results[i].status)},
                             {"reason", results[i].reason},
                             {"seconds", results[i].seconds}});
-      j["status"].push_back(results[i].status == ss::VerifyStatus::proved ? "proved" : "unknown");
+      j["status"].push_back(results[i].status == ss::VerifyStatus::kProved ? "proved" : "unknown");
     }
     util::write_file_atomically(o.json, j.dump(1) + "\n");
     std::cerr << fmt::format("wrote {}\n", o.json);
+  }
+  if (c[ss::VerifyStatus::kFalse] > 0) {
+    std::cerr << fmt::format("error: {} rule(s) are false (evaluation found a counter-example)\n",
+                             c[ss::VerifyStatus::kFalse]);
+    throw CLI::RuntimeError(1);  // exit status 1 without a further message
   }
 }
 
@@ -271,6 +283,14 @@ void add_subst_commands(CLI::App& app) {
                                   "Type-check and refute rules by evaluation, then prove the rest from "
                                   "TASO's operator axioms with Z3 (per-equation "
                                   "timeout)");
+  v->footer(
+      "Status per rule: proved (Z3: entailed by the axioms); false (evaluation on random inputs found a "
+      "counter-example); not-proved (Z3 timed out, gave up, or the axioms do not entail it: the rule may "
+      "still "
+      "be true); invalid (ill-typed, or a parameter outside the axioms' verified domain).\n"
+      "Exit status: 0 when no rule is false (some may be not proved or invalid); 1 when at least one rule is "
+      "false; 2 for an unusable rule file (unreadable, malformed or empty); command-line errors exit with "
+      "CLI11's non-zero codes.");
   v->add_option("rules", verify->path, "rule file (strata format or TASO equation file)")
       ->required()
       ->check(CLI::ExistingFile);
@@ -288,7 +308,7 @@ void add_subst_commands(CLI::App& app) {
       "also search small shapes (dims 1..3) for counter-examples, up to N well-typed instances per "
       "equation; finds rules that hold only for their declared convolution grouping (0 = off)");
   v->add_flag("--no-z3", verify->no_z3,
-              "only the evaluation checks: rules they do not reject are reported unknown (fast triage)");
+              "only the evaluation checks: rules they do not reject are reported not-proved (fast triage)");
   v->add_flag("--failures-only", verify->failures_only, "list only rules that were not proved");
   v->add_option("--json", verify->json, "also write per-rule outcomes to this JSON file");
   v->add_option("-o,--output", verify->output, "write the proved rules to this file (strata rule format)");

@@ -18,26 +18,7 @@ namespace ss = search::subst;
 }  // namespace
 
 OutputDifference output_difference(const models::Graph& a, const models::Graph& b, std::uint64_t seed) {
-  models::ExecOptions eo;
-  eo.seed = seed;
-  const auto va = models::execute<double>(a, {}, eo);
-  const auto vb = models::execute<double>(b, {}, eo);
-  if (a.outputs().size() != b.outputs().size())
-    throw std::runtime_error(
-        fmt::format("check: {} outputs against {}", a.outputs().size(), b.outputs().size()));
-  OutputDifference d;
-  for (std::size_t i = 0; i < a.outputs().size(); ++i) {
-    const auto& x = va[static_cast<std::size_t>(a.outputs()[i])];
-    const auto& y = vb[static_cast<std::size_t>(b.outputs()[i])];
-    if (x.size() != y.size()) throw std::runtime_error(fmt::format("check: output {} changed size", i));
-    for (std::size_t k = 0; k < x.size(); ++k) {
-      // std::max(d, NaN) would keep d: a NaN on either side is an infinite difference, never "equal".
-      const double diff = std::abs(x[k] - y[k]);
-      d.max_abs = std::isnan(diff) ? std::numeric_limits<double>::infinity() : std::max(d.max_abs, diff);
-      d.max_output = std::max(d.max_output, std::abs(x[k]));
-    }
-  }
-  return d;
+  return ss::check_same_function(a, b, {.seed = seed});
 }
 
 OptimizerOutcome outcome_of(const models::Graph& input, const ss::OptimizeResult& r,

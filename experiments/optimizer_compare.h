@@ -12,16 +12,12 @@
 #include "models/ir/graph.h"
 #include "search/subst/eqsat.h"
 #include "search/subst/optimizer.h"
+#include "search/subst/output_check.h"
 
 namespace strata::experiments {
 
-struct OutputDifference {
-  double max_abs = 0;     // largest |a - b| over all outputs
-  double max_output = 0;  // largest |a|, the scale of the comparison
-  [[nodiscard]] bool equal() const { return max_abs <= 1e-6 * std::max(1.0, max_output); }
-};
-// Both graphs on the reference executor (double precision) with the same random inputs (by value name, seed);
-// outputs compared in order. Throws std::runtime_error when an output changed size.
+// The optimizers' equality check (search/subst/output_check.h); {-1, -1}: not checked.
+using OutputDifference = search::subst::OutputCheck;
 OutputDifference output_difference(const models::Graph& a, const models::Graph& b, std::uint64_t seed);
 
 // One optimizer's outcome in a common form, for side-by-side tables.

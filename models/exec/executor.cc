@@ -62,9 +62,17 @@ std::vector<std::vector<T>> execute(const Graph& g, const Feeds<T>& feeds, const
           fmt::format("no value fed for {} '{}' ({})", value_kind_name(v.kind), v.name, type_str(v.type)));
     }
   }
+  // Last consumer of each value (-1: none, or a graph output, which is kept).
+  std::vector<std::int64_t> last_use(data.size(), -1);
+  if (!options.keep_intermediates) {
+    for (std::size_t n = 0; n < g.nodes().size(); ++n)
+      for (auto v : g.nodes()[n].inputs) last_use[static_cast<std::size_t>(v)] = static_cast<std::int64_t>(n);
+    for (auto v : g.outputs()) last_use[static_cast<std::size_t>(v)] = -1;
+  }
   std::vector<In<T>> ins;
   std::vector<Out<T>> outs;
-  for (const auto& node : g.nodes()) {
+  for (std::size_t n = 0; n < g.nodes().size(); ++n) {
+    const Node& node = g.nodes()[n];
     ins.clear();
     outs.clear();
     for (auto v : node.inputs) {
@@ -81,6 +89,9 @@ std::vector<std::vector<T>> execute(const Graph& g, const Feeds<T>& feeds, const
       node.op->kernel.real(call);
     else
       node.op->kernel.modp(call);
+    for (auto v : node.inputs)
+      if (last_use[static_cast<std::size_t>(v)] == static_cast<std::int64_t>(n))
+        std::vector<T>().swap(data[static_cast<std::size_t>(v)]);
   }
   return data;
 }

@@ -25,6 +25,9 @@ struct ExecOptions {
   bool randomize_missing = true;
   std::uint64_t seed = 0;
   std::int64_t random_index_bound = 2;
+  // false: a value's data is released after its last consumer runs (graph outputs are kept), so memory is the
+  // live set instead of every value; the returned vector then holds data for the graph outputs only.
+  bool keep_intermediates = true;
 };
 
 // Returns the data of every value (indexed by ValueId). Throws GraphError for missing or mis-sized feeds and

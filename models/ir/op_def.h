@@ -60,6 +60,17 @@ struct SymbolParam {
   SymbolParamKind kind;
 };
 
+// Rule trait: how an output axis of the operator relates to its inputs' axes, for TASO's split point (a
+// rule's split_0/split_1 splits at the most recent concatenation boundary along its axis; docs/subst.md).
+// `boundary`: the operator itself concatenates along this axis, its first part this long. `carried`: (input,
+// axis) pairs whose index runs along the output axis unchanged, so an earlier boundary there is one here too.
+struct SplitAxisTrace {
+  std::optional<std::int64_t> boundary;
+  std::vector<std::pair<int, std::int64_t>> carried;
+};
+using SplitAxisFn = SplitAxisTrace (*)(std::span<const TensorType> in, const TensorType& out,
+                                       const Attrs& attrs, std::int64_t axis);
+
 // Read-only view of a tensor's elements plus its shape.
 template <class T>
 struct In {
@@ -123,8 +134,9 @@ struct OpDef {
   bool commutative = false;
   bool associative = false;
   bool elementwise = false;
-  std::vector<int> linear_in{};  // inputs in which the op is linear (others fixed)
-  bool backward = false;         // a gradient or optimizer op (not differentiated again)
+  std::vector<int> linear_in{};      // inputs in which the op is linear (others fixed)
+  SplitAxisFn split_axis = nullptr;  // rule trait (above); nullptr: no split point is traced through it
+  bool backward = false;             // a gradient or optimizer op (not differentiated again)
   ShapeFn shape = nullptr;
   CountFn flops = nullptr;
   CountFn bytes = nullptr;  // nullptr: sum of input and output bytes

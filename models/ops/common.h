@@ -31,6 +31,16 @@ inline void expect_min_rank(const TensorType& t, int rank, std::string_view what
   if (t.rank() < rank)
     shape_fail(fmt::format("{} must have rank >= {}, got {}", what, rank, shape_str(t.shape)));
 }
+// SplitAxisFn of element-wise operators: the axis runs unchanged through every input of the output's shape
+// (not through broadcast ones).
+inline SplitAxisTrace split_axis_same_shape(std::span<const TensorType> in, const TensorType& out,
+                                            const Attrs&, std::int64_t axis) {
+  SplitAxisTrace t;
+  for (std::size_t i = 0; i < in.size(); ++i)
+    if (in[i].shape == out.shape) t.carried.emplace_back(static_cast<int>(i), axis);
+  return t;
+}
+
 // Axis in [-rank, rank) -> [0, rank).
 inline int norm_axis(std::int64_t axis, int rank, std::string_view what = "axis") {
   if (axis < -rank || axis >= rank)

@@ -1,6 +1,8 @@
 // Contractions: matmul (2-D), batch_matmul (batched, broadcasting batch dimensions), conv2d (NCHW, OIHW
 // weights, stride/padding/dilation/groups, optional bias, fused relu) with its two gradient operators, and
 // enlarge (zero-pads a conv kernel to a larger size, centred) with its gradient.
+#include <algorithm>
+
 #include "models/ops/activations.h"
 #include "models/ops/common.h"
 #include "models/train/grad_context.h"
@@ -189,7 +191,31 @@ void conv_kernel(const KernelCall<T>& c) {
   const T* x = c.in[0].data;
   const T* w = c.in[1].data;
   for (std::int64_t i = 0; i < c.out[0].numel; ++i) o[i] = T{};
-  conv_loop(g, [&](std::int64_t oi, std::int64_t xi, std::int64_t wi) { o[oi] += x[xi] * w[wi]; });
+  // conv_loop's sums, with the output pixels innermost (contiguous, bounds hoisted): each output element
+  // still adds its terms in (ic, ky, kx) order, so results are the same to the bit, several times faster.
+  const std::int64_t cg = g.c / g.g, og = g.o / g.g;
+  for (std::int64_t n = 0; n < g.n; ++n)
+    for (std::int64_t oc = 0; oc < g.o; ++oc) {
+      T* out = o + (n * g.o + oc) * g.oh * g.ow;
+      for (std::int64_t ic = 0; ic < cg; ++ic) {
+        const T* xin = x + (n * g.c + (oc / og) * cg + ic) * g.h * g.w;
+        for (std::int64_t ky = 0; ky < g.kh; ++ky)
+          for (std::int64_t kx = 0; kx < g.kw; ++kx) {
+            const T wv = w[((oc * cg + ic) * g.kh + ky) * g.kw + kx];
+            const std::int64_t shift = kx * g.dw - g.pl;  // ix = ox * sw + shift must lie in [0, w)
+            const std::int64_t lo = shift >= 0 ? 0 : (-shift + g.sw - 1) / g.sw;
+            const std::int64_t last = g.w - 1 - shift;
+            const std::int64_t hi = last < 0 ? 0 : std::min(g.ow, last / g.sw + 1);
+            for (std::int64_t oy = 0; oy < g.oh; ++oy) {
+              const std::int64_t iy = oy * g.sh - g.pt + ky * g.dh;
+              if (iy < 0 || iy >= g.h) continue;
+              const T* row = xin + iy * g.w;
+              T* orow = out + oy * g.ow;
+              for (std::int64_t ox = lo; ox < hi; ++ox) orow[ox] += row[ox * g.sw + shift] * wv;
+            }
+          }
+      }
+    }
   if (c.in.size() == 3) {
     const std::int64_t hw = g.oh * g.ow;
     for (std::int64_t i = 0; i < c.out[0].numel; ++i) o[i] += c.in[2][(i / hw) % g.o];
@@ -377,6 +403,23 @@ std::vector<AttrSpec> with(std::vector<AttrSpec> base, AttrSpec extra) {
   return base;
 }
 
+// Output rows are op(a)'s rows, columns op(b)'s columns (transposed operands read the other axis).
+SplitAxisTrace matmul_split_axis(std::span<const TensorType> in, const TensorType&, const Attrs& a,
+                                 std::int64_t axis) {
+  if (in.size() != 2 || in[0].rank() != 2 || in[1].rank() != 2) return {};
+  if (axis == 0) return {std::nullopt, {{0, a.i("trans_a") != 0 ? 1 : 0}}};
+  if (axis == 1) return {std::nullopt, {{1, a.i("trans_b") != 0 ? 0 : 1}}};
+  return {};
+}
+// Batch from the input, output channels from the weight's first axis (any grouping).
+SplitAxisTrace conv_split_axis(std::span<const TensorType> in, const TensorType&, const Attrs&,
+                               std::int64_t axis) {
+  if (in.size() < 2) return {};
+  if (axis == 0) return {std::nullopt, {{0, 0}}};
+  if (axis == 1) return {std::nullopt, {{1, 0}}};
+  return {};
+}
+
 }  // namespace
 
 void register_contraction_ops(OpRegistry& r) {
@@ -389,6 +432,7 @@ void register_contraction_ops(OpRegistry& r) {
          .attrs = kMatmulAttrs,
          .associative = true,
          .linear_in = {0, 1},
+         .split_axis = matmul_split_axis,
          .shape = matmul_shape,
          .flops = matmul_flops,
          .kernel = STRATA_KERNELS(bmm_kernel),
@@ -420,6 +464,7 @@ void register_contraction_ops(OpRegistry& r) {
                            {"acti", SymbolParamKind::activation}},
          .symbol_inputs = 2,  // TASO's conv2d has no bias
          .linear_in = {0, 1},
+         .split_axis = conv_split_axis,
          .shape = conv_shape,
          .flops = conv_flops,
          .kernel = STRATA_KERNELS(conv_kernel),

@@ -130,12 +130,14 @@ struct Unary {
 // Declares a unary activation and its gradient operator in one go.
 template <class F>
 void add_unary(OpRegistry& r, std::string_view name, std::string_view grad_name, std::string_view symbol,
-               std::string_view summary, std::string_view onnx, GradFn grad) {
+               std::string_view summary, std::string_view onnx, GradFn grad,
+               SplitAxisFn split_axis = nullptr) {
   r.add({.name = name,
          .symbol = symbol,
          .summary = summary,
          .kind = OpKind::kElementwise,
          .elementwise = true,
+         .split_axis = split_axis,
          .shape = same_shape,
          .flops = &Unary<F>::flops,
          .kernel = {&Unary<F>::template fwd<double>, &Unary<F>::template fwd<ModP>},
@@ -173,6 +175,7 @@ void register_elementwise_ops(OpRegistry& r) {
          .associative = true,
          .elementwise = true,
          .linear_in = {0, 1},
+         .split_axis = split_axis_same_shape,
          .shape = binary_shape,
          .flops = one_per_out,
          .kernel = STRATA_KERNELS(add_kernel),
@@ -199,6 +202,7 @@ void register_elementwise_ops(OpRegistry& r) {
          .associative = true,
          .elementwise = true,
          .linear_in = {0, 1},
+         .split_axis = split_axis_same_shape,
          .shape = binary_shape,
          .flops = one_per_out,
          .kernel = STRATA_KERNELS(mul_kernel),
@@ -211,12 +215,14 @@ void register_elementwise_ops(OpRegistry& r) {
          .max_inputs = 2,
          .elementwise = true,
          .linear_in = {0, 1},
+         .split_axis = split_axis_same_shape,
          .shape = smul_shape,
          .flops = one_per_out,
          .kernel = STRATA_KERNELS(smul_kernel),
          .grad = smul_grad,
          .onnx_op = "Mul"});
-  add_unary<Relu>(r, "relu", kReluGrad, "relu", "max(x, 0)", "Relu", unary_grad<kReluGrad>);
+  add_unary<Relu>(r, "relu", kReluGrad, "relu", "max(x, 0)", "Relu", unary_grad<kReluGrad>,
+                  split_axis_same_shape);
   add_unary<Sigmoid>(r, "sigmoid", kSigmoidGrad, "sigmoid", "1 / (1 + exp(-x))", "Sigmoid",
                      unary_grad<kSigmoidGrad>);
   add_unary<Tanh>(r, "tanh", kTanhGrad, "tanh", "tanh(x)", "Tanh", unary_grad<kTanhGrad>);

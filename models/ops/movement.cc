@@ -217,6 +217,16 @@ double no_bytes(std::span<const TensorType>, std::span<const TensorType>, const 
   return 0;
 }
 
+// A two-way concatenation along the axis is a boundary there (TASO's split undoes it).
+SplitAxisTrace concat_split_axis(std::span<const TensorType> in, const TensorType& out, const Attrs& a,
+                                 std::int64_t axis) {
+  if (in.size() != 2) return {};
+  auto along = a.i("axis");
+  if (along < 0) along += out.rank();
+  if (along != axis) return {};
+  return {in[0].shape[u(axis)], {}};
+}
+
 }  // namespace
 
 void register_movement_ops(OpRegistry& r) {
@@ -229,6 +239,7 @@ void register_movement_ops(OpRegistry& r) {
          .attrs = {{"axis", AttrKind::kInt, std::nullopt, "concatenation axis"}},
          .symbol_params = {{"axis", SymbolParamKind::axis}},
          .symbol_inputs = 2,  // TASO's concat joins two tensors
+         .split_axis = concat_split_axis,
          .shape = concat_shape,
          .flops = zero_count,
          .bytes = io_if_copy,

@@ -29,10 +29,9 @@ int variable_index(const std::vector<std::string>& vars, const std::string& name
   return it == vars.end() ? -1 : static_cast<int>(it - vars.begin());
 }
 
-// The rules' conv2d derives its groups from the shapes, and rules over convolutions hold for groups = 1 only
-// (as in the backtracking optimizer, docs/subst.md): a grouped convolution is neither matched nor built.
+// A grouped convolution is neither matched nor built (ir_bridge.h: rules_may_use).
 bool ungroupable(const Signature& sig) {
-  return sig.op && sig.op->name == "conv2d" && sig.attrs.i("groups") != 1;
+  return sig.op && !rules_may_use(sig.op->name, sig.attrs);
 }
 
 // Whether e-node n is an instance of the application at the top of pattern t.
@@ -94,32 +93,23 @@ struct ConstantContext {
   ClassId sibling = -1;
 };
 
-// TASO's split point of a class: its most recent concatenation boundary along `axis`, traced through the
-// operators that carry that axis from an input to their output. First found over the class's e-nodes in
-// order.
+// TASO's split point of class c along `axis` (ir_bridge.h): the class's e-nodes in order.
 std::optional<std::int64_t> concat_boundary(const EGraph& eg, ClassId c, std::int64_t axis, int depth) {
-  if (depth <= 0) return std::nullopt;
-  const EClass& cls = eg.eclass(c);
-  const auto rank = static_cast<std::int64_t>(cls.type.shape.size());
-  for (const ENode& n : cls.nodes) {
-    const Signature& sig = eg.signature(n.sig);
-    if (!sig.op) continue;
-    const std::string_view op = sig.op->name;
-    if (op == "concat" && n.children.size() == 2) {
-      auto a = sig.attrs.i("axis");
-      if (a < 0) a += rank;
-      if (a == axis) return sig.inputs[0].shape[static_cast<std::size_t>(axis)];
-    } else if (op == "relu" || op == "ewadd" || op == "ewmul" || op == "scalar_mul") {
-      for (std::size_t i = 0; i < n.children.size(); ++i)
-        if (sig.inputs[i].shape == cls.type.shape)
-          if (auto p = concat_boundary(eg, n.children[i], axis, depth - 1)) return p;
-    } else if (op == "matmul" && rank == 2 && n.children.size() == 2 && sig.rule_op) {
-      if (auto p = concat_boundary(eg, n.children[axis == 0 ? 0 : 1], axis, depth - 1)) return p;
-    } else if (op == "conv2d" && (axis == 0 || axis == 1) && n.children.size() >= 2) {
-      if (auto p = concat_boundary(eg, n.children[axis == 0 ? 0 : 1], 0, depth - 1)) return p;
+  return subst::concat_boundary(c, axis, depth, [&eg](std::int64_t id) {
+    std::vector<SplitTraceStep> steps;
+    const EClass& cls = eg.eclass(eg.find(static_cast<ClassId>(id)));
+    for (const ENode& n : cls.nodes) {
+      const Signature& sig = eg.signature(n.sig);
+      if (!sig.op) continue;
+      SplitTraceStep& s = steps.emplace_back();
+      s.op = sig.op;
+      s.attrs = &sig.attrs;
+      s.inputs = sig.inputs;
+      s.output = cls.type;
+      s.children.assign(n.children.begin(), n.children.end());
     }
-  }
-  return std::nullopt;
+    return steps;
+  });
 }
 
 // Adds target term t under bindings b; `expected` is the type it must have when it is an rhs root (a root
@@ -181,7 +171,7 @@ std::optional<ClassId> build_target(EGraph& eg, const Term& t, const Bindings& b
     cshape = *s;
   }
   auto ir = to_ir(inst, shapes, split_point, cshape);
-  if (!ir || (ir->name == "conv2d" && ir->attrs.i("groups") != 1)) return std::nullopt;
+  if (!ir || !rules_may_use(ir->name, ir->attrs)) return std::nullopt;
   return eg.add_op(ir->name, ir->attrs, kids, ir->output);
 }
 

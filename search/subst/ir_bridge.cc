@@ -192,6 +192,25 @@ std::optional<OpInstance> from_ir(const models::Graph& g, const models::Node& n)
   return std::nullopt;
 }
 
+bool rules_may_use(std::string_view ir_op, const models::Attrs& attrs) {
+  return !(ir_op == "conv2d" && attrs.i("groups") != 1);
+}
+
+std::optional<std::int64_t> concat_boundary(std::int64_t id, std::int64_t axis, int depth,
+                                            const SplitTraceProducers& producers) {
+  if (depth <= 0) return std::nullopt;
+  for (const SplitTraceStep& step : producers(id)) {
+    if (!step.op || !step.op->split_axis) continue;
+    const models::SplitAxisTrace trace = step.op->split_axis(step.inputs, step.output, *step.attrs, axis);
+    if (trace.boundary) return trace.boundary;
+    for (const auto& [input, input_axis] : trace.carried)
+      if (auto p = concat_boundary(step.children[static_cast<std::size_t>(input)], input_axis, depth - 1,
+                                   producers))
+        return p;
+  }
+  return std::nullopt;
+}
+
 std::string instance_name(const OpInstance& inst) {
   std::string s(op_info(inst.op).name);
   if (!inst.params.empty()) s += fmt::format("({})", fmt::join(inst.params, ","));

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -47,6 +48,30 @@ std::optional<OpInstance> from_ir(const models::Graph& g, const models::Node& n)
 // Iconv/Cpool weight has one kernel per input channel, Imatmul is square on the contracted side, Iewmul takes
 // the sibling's shape. nullopt where the constant cannot stand in that position.
 std::optional<models::Shape> constant_shape_in(Op parent, std::size_t arg, const models::Shape& sibling);
+
+// Whether the optimizers may match or build an IR node with these attributes through rules. Grouped
+// convolutions are excluded: TASO's axioms over convolutions (conv_channel_concat, concat_conv_out_channels,
+// ...) hold for groups = 1 only (docs/subst.md), and the rules' conv2d derives its groups from the shapes, so
+// a rewritten weight would silently change the grouping. (to_ir itself builds them: the generator and the
+// verifier need conv2d with C_pool, a depth-wise convolution.) Declared once for both optimizers.
+bool rules_may_use(std::string_view ir_op, const models::Attrs& attrs);
+
+// One producer of a value (or one e-node of an e-class), as TASO's split-point search sees it.
+struct SplitTraceStep {
+  const models::OpDef* op = nullptr;
+  const models::Attrs* attrs = nullptr;
+  std::vector<models::TensorType> inputs;
+  models::TensorType output;
+  std::vector<std::int64_t> children;  // ids of the inputs, in order
+};
+using SplitTraceProducers = std::function<std::vector<SplitTraceStep>(std::int64_t id)>;
+
+// TASO's split point along `axis` of value (or e-class) `id`: its most recent concatenation boundary, traced
+// back at most `depth` steps through the operators that carry the axis, as each operator declares it
+// (OpDef::split_axis). Producers are tried in order and the first boundary found wins. Declared once for the
+// backtracking optimizer (one producer per value) and equality saturation (the e-nodes of a class).
+std::optional<std::int64_t> concat_boundary(std::int64_t id, std::int64_t axis, int depth,
+                                            const SplitTraceProducers& producers);
 
 // "conv2d(1,1,0,0)", "ewadd" etc.
 std::string instance_name(const OpInstance& inst);

@@ -17,6 +17,7 @@
 #include <tbb/parallel_for.h>
 
 #include "search/subst/ir_bridge.h"
+#include "search/subst/weight_folding.h"
 
 namespace strata::search::subst {
 namespace {
@@ -56,13 +57,6 @@ struct MatchState {
   std::vector<ValueId> apps;  // by subterm id: the value it matched
 };
 
-// Grouped convolutions are outside the verified vocabulary: TASO's axioms (conv_channel_concat,
-// concat_conv_out_channels, ...) hold for groups = 1 only (docs/subst.md, caveats), and the rule operator
-// derives its groups from the shapes, so a rewritten weight would silently change the grouping.
-bool grouped_conv(const OpInstance& inst, const Graph& g, const Node& n) {
-  return inst.op == Op::conv2d && n.attrs.i("groups") != 1 && g.type(n.inputs[0]).shape.size() == 4;
-}
-
 class Matcher {
  public:
   // index may be null: operators are then derived per visited node (one-off matches).
@@ -82,7 +76,8 @@ class Matcher {
     std::optional<OpInstance> computed;
     if (!index_) {
       computed = from_ir(g_, g_.node(val.producer));
-      if (computed && grouped_conv(*computed, g_, g_.node(val.producer))) computed.reset();
+      const Node& n = g_.node(val.producer);
+      if (computed && !rules_may_use(n.op->name, n.attrs)) computed.reset();
     }
     const auto& inst = index_ ? index_->instances[static_cast<std::size_t>(val.producer)] : computed;
     if (!inst) return false;
@@ -228,7 +223,7 @@ MatchIndex::MatchIndex(const Graph& g) : GraphUses(g), instances(g.nodes().size(
   for (NodeId n = 0; n < static_cast<NodeId>(g.nodes().size()); ++n) {
     const Node& node = g.node(n);
     auto inst = from_ir(g, node);
-    if (!inst || grouped_conv(*inst, g, node)) continue;
+    if (!inst || !rules_may_use(node.op->name, node.attrs)) continue;
     by_op[static_cast<std::size_t>(inst->op)].push_back(n);
     instances[static_cast<std::size_t>(n)] = std::move(inst);
   }
@@ -367,32 +362,23 @@ class TargetBuilder {
   std::vector<NewNode> nodes_;
 };
 
-// TASO's split point: the most recent concatenation boundary along `axis` of v, traced back through the
-// operators that carry that axis from one input to their output (element-wise, matmul, conv2d
-// channels/batch).
+// TASO's split point of value v along `axis` (ir_bridge.h): one producer per value.
 std::optional<std::int64_t> concat_boundary(const Graph& g, ValueId v, std::int64_t axis, int depth) {
-  const auto& val = g.value(v);
-  if (depth <= 0 || val.producer < 0) return std::nullopt;
-  const Node& n = g.node(val.producer);
-  const std::string_view op = n.op->name;
-  const auto rank = static_cast<std::int64_t>(val.type.shape.size());
-  if (op == "concat" && n.inputs.size() == 2) {
-    auto a = n.attrs.i("axis");
-    if (a < 0) a += rank;
-    if (a == axis) return g.type(n.inputs[0]).shape[static_cast<std::size_t>(axis)];
-    return std::nullopt;
-  }
-  if (op == "relu" || op == "ewadd" || op == "ewmul" || op == "scalar_mul") {
-    for (ValueId in : n.inputs)
-      if (g.type(in).shape == val.type.shape)
-        if (auto p = concat_boundary(g, in, axis, depth - 1)) return p;
-    return std::nullopt;
-  }
-  if (op == "matmul" && rank == 2 && n.inputs.size() == 2)
-    return concat_boundary(g, n.inputs[axis == 0 ? 0 : 1], axis, depth - 1);
-  if (op == "conv2d" && (axis == 0 || axis == 1) && n.inputs.size() >= 2)
-    return concat_boundary(g, n.inputs[axis == 0 ? 0 : 1], 0, depth - 1);
-  return std::nullopt;
+  return subst::concat_boundary(v, axis, depth, [&g](std::int64_t id) {
+    std::vector<SplitTraceStep> steps;
+    const auto& val = g.value(static_cast<ValueId>(id));
+    if (val.producer < 0) return steps;
+    const Node& n = g.node(val.producer);
+    SplitTraceStep& s = steps.emplace_back();
+    s.op = n.op;
+    s.attrs = &n.attrs;
+    for (ValueId in : n.inputs) {
+      s.inputs.push_back(g.type(in));
+      s.children.push_back(in);
+    }
+    s.output = val.type;
+    return steps;
+  });
 }
 
 // Emits one node of a rule's target graph into `out` (inputs already there); nullopt when the rule operator
@@ -424,8 +410,7 @@ std::optional<std::vector<ValueId>> emit_new_node(Graph& out, const NewNode& nn,
   }
   auto ir = to_ir(inst, shapes, split_point, cshape);
   if (!ir) return std::nullopt;
-  // Rules are sound for ungrouped convolutions only (see grouped_conv).
-  if (ir->name == "conv2d" && ir->attrs.i("groups") != 1) return std::nullopt;
+  if (!rules_may_use(ir->name, ir->attrs)) return std::nullopt;
   return out.add_node(ir->name, std::move(ins), ir->attrs, name_prefix + std::string(ir->name));
 }
 
@@ -634,22 +619,13 @@ Graph remove_dead_nodes(const Graph& g) {
 NodeCosts node_costs(const Graph& g, const models::CostModel& cost) {
   // Nodes computed from weights and constants only (a concatenation of two weight matrices, an enlarged
   // kernel) are folded once before inference, as in TASO, and cost nothing per step.
+  // (search/subst/weight_folding.h: the written graph holds them folded too.)
   NodeCosts c;
   c.node.assign(g.nodes().size(), 0.0);
-  c.folded.assign(g.values().size(), 0);
-  for (ValueId v = 0; v < static_cast<ValueId>(g.values().size()); ++v) {
-    const auto k = g.value(v).kind;
-    if (g.value(v).producer < 0 && (k == models::ValueKind::kParam || k == models::ValueKind::kConstant))
-      c.folded[static_cast<std::size_t>(v)] = 1;
-  }
+  c.folded = weight_only_values(g);
   for (NodeId i = 0; i < static_cast<NodeId>(g.nodes().size()); ++i) {
     const Node& n = g.node(i);
-    const bool foldable = std::all_of(n.inputs.begin(), n.inputs.end(),
-                                      [&](ValueId v) { return c.folded[static_cast<std::size_t>(v)] != 0; });
-    if (foldable) {
-      for (ValueId o : n.outputs) c.folded[static_cast<std::size_t>(o)] = 1;
-      continue;
-    }
+    if (!n.outputs.empty() && c.folded[static_cast<std::size_t>(n.outputs[0])]) continue;
     c.node[static_cast<std::size_t>(i)] = cost.node_cost(g, n).seconds;
     c.total += c.node[static_cast<std::size_t>(i)];
   }

@@ -411,8 +411,8 @@ std::vector<Rule> load_rules(const std::string& path, RuleFileFormat format, Tas
                                               : parse_rules(text, path);
   for (const Rule& r : rules)
     if (auto why = rule_shape_error(r))
-      throw ConfigError(fmt::format("{}: rule '{}' does not type-check on its declared input shapes: {}", r.origin,
-                                    r.name, *why));
+      throw ConfigError(fmt::format("{}: rule '{}' does not type-check on its declared input shapes: {}",
+                                    r.origin, r.name, *why));
   return rules;
 }
 

@@ -52,11 +52,10 @@ constexpr SizeMap kOtherSizes[] = {
 // The prime-field model has relu and max-pooling as fixed pseudo-random functions: a difference there means
 // the equation is not entailed by properties that hold for every such function (the axioms), and usually, but
 // not always (relu(relu(x)) = relu(x)), that it is false over the reals. Says which.
-std::string in_double_precision(const Equation& eq, const Shapes& shapes, const TermEvalOptions& eval,
-                                std::uint64_t seed) {
+bool differs_in_double_precision(const Equation& eq, const Shapes& shapes, const TermEvalOptions& eval,
+                                 std::uint64_t seed) {
   const auto vars = random_bindings<double>(shapes, seed);
-  const auto why = value_difference(evaluate(eq.lhs, vars, eval), evaluate(eq.rhs, vars, eval), 1e-9);
-  return why ? "also false in double precision" : "equal in double precision (not entailed by the axioms)";
+  return value_difference(evaluate(eq.lhs, vars, eval), evaluate(eq.rhs, vars, eval), 1e-9).has_value();
 }
 
 }  // namespace
@@ -85,7 +84,7 @@ std::optional<std::string> rule_shape_error(const Rule& rule) {
   return std::nullopt;
 }
 
-std::optional<std::string> refute_by_evaluation(const Rule& rule, const RefuteOptions& options) {
+std::optional<Refutation> refute_by_evaluation(const Rule& rule, const RefuteOptions& options) {
   const auto declared = declared_shapes(rule);
   if (!declared) return std::nullopt;
   std::vector<std::pair<Shapes, std::int64_t>> trials{{*declared, TermEvalOptions{}.free_constant_size}};
@@ -111,10 +110,15 @@ std::optional<std::string> refute_by_evaluation(const Rule& rule, const RefuteOp
           break;  // not well-typed at these shapes: try the next ones
         }
         if (why && why->starts_with("shapes differ")) break;  // ill-typed for the rewrite at these sizes
-        if (why)
-          return fmt::format("{}at {}{}: {}; {}", output_label(rule, i), shapes_text(shapes),
-                             t == 0 ? "" : fmt::format(" (declared sizes {})", kOtherSizes[t - 1].name), *why,
-                             in_double_precision(rule.outputs[i], shapes, eval, options.seed));
+        if (why) {
+          const bool real = differs_in_double_precision(rule.outputs[i], shapes, eval, options.seed);
+          return Refutation{
+              fmt::format("{}at {}{}: {}; {}", output_label(rule, i), shapes_text(shapes),
+                          t == 0 ? "" : fmt::format(" (declared sizes {})", kOtherSizes[t - 1].name), *why,
+                          real ? "also false in double precision"
+                               : "equal in double precision (not entailed by the axioms)"),
+              real};
+        }
       }
     }
   }
@@ -126,8 +130,8 @@ std::optional<std::string> refute_by_evaluation(const Rule& rule, const RefuteOp
     small.seed = options.seed;
     for (std::size_t i = 0; i < rule.outputs.size(); ++i)
       if (auto ce = find_counter_example(rule.outputs[i].lhs, rule.outputs[i].rhs, small, true))
-        return fmt::format("{}at {} (small shapes): {}", output_label(rule, i), shapes_text(ce->shapes),
-                           ce->what);
+        return Refutation{fmt::format("{}at {} (small shapes): {}", output_label(rule, i),
+                                      shapes_text(ce->shapes), ce->what)};
   }
   return std::nullopt;
 }

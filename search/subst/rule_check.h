@@ -35,8 +35,17 @@ struct RefuteOptions {
   std::int64_t max_dim = 3;
 };
 
-// A counter-example ("output 0 at input_1: 2x4, ...: values differ in the prime field at element 3 ...") when
-// evaluation shows the sides differ, nullopt otherwise (including unknown shapes and ill-typed rules).
-std::optional<std::string> refute_by_evaluation(const Rule& rule, const RefuteOptions& options = {});
+// Sides that evaluate differently. The prime field models relu and max-pooling as fixed pseudo-random
+// functions, so a difference there shows the equation is not entailed by the axioms; it is false over the
+// reals only when double precision also differs (relu(relu(x)) = relu(x) is true but differs in the field).
+struct Refutation {
+  std::string
+      reason;  // "output 0 at input_1: 2x4, ...: values differ in the prime field at element 3 ...; ..."
+  bool false_over_reals = true;
+};
+
+// A counter-example when evaluation shows the sides differ, nullopt otherwise (including unknown shapes and
+// ill-typed rules).
+std::optional<Refutation> refute_by_evaluation(const Rule& rule, const RefuteOptions& options = {});
 
 }  // namespace strata::search::subst

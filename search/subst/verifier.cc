@@ -17,13 +17,13 @@ namespace strata::search::subst {
 
 std::string_view to_string(VerifyStatus status) {
   switch (status) {
-    case VerifyStatus::proved:
+    case VerifyStatus::kProved:
       return "proved";
-    case VerifyStatus::refuted:
-      return "refuted";
-    case VerifyStatus::unknown:
-      return "unknown";
-    case VerifyStatus::invalid:
+    case VerifyStatus::kFalse:
+      return "false";
+    case VerifyStatus::kNotProved:
+      return "not-proved";
+    case VerifyStatus::kInvalid:
       return "invalid";
   }
   return "?";
@@ -140,7 +140,7 @@ EquationResult prove(const Equation& eq, const Rule& rule, const z3::expr_vector
     return result;
   };
   for (const Term* side : {&eq.lhs, &eq.rhs})
-    if (auto why = out_of_domain(*side)) return finish(VerifyStatus::invalid, *why);
+    if (auto why = out_of_domain(*side)) return finish(VerifyStatus::kInvalid, *why);
   try {
     Encoding::Variables vars;
     for (const RuleInput& in : rule.inputs)
@@ -153,16 +153,19 @@ EquationResult prove(const Equation& eq, const Rule& rule, const z3::expr_vector
     const std::string why = answer == z3::unknown ? solver.reason_unknown() : "";
     switch (answer) {
       case z3::unsat:
-        return finish(VerifyStatus::proved, "");
+        return finish(VerifyStatus::kProved, "");
       case z3::sat:
-        return finish(VerifyStatus::refuted, "counter-model of the axioms");
+        // A model of the axioms, not of real tensors: the rule is not entailed, which says nothing about its
+        // truth (evaluation found no counter-example before Z3 ran).
+        return finish(VerifyStatus::kNotProved,
+                      "not entailed (Z3 found a model of the axioms where it fails)");
       case z3::unknown:
-        return finish(VerifyStatus::unknown, why);
+        return finish(VerifyStatus::kNotProved, why);
     }
   } catch (const z3::exception& e) {
-    return finish(VerifyStatus::unknown, fmt::format("z3 error: {}", e.msg()));
+    return finish(VerifyStatus::kNotProved, fmt::format("z3 error: {}", e.msg()));
   }
-  return finish(VerifyStatus::unknown, "unreachable");
+  return finish(VerifyStatus::kNotProved, "unreachable");
 }
 
 // A Z3 context with the axioms encoded once for all equations of a rule. Each equation gets a fresh solver:
@@ -185,11 +188,11 @@ class Prover {
 
 RuleResult Prover::verify(const Rule& rule) {
   RuleResult result;
-  result.status = VerifyStatus::proved;
+  result.status = VerifyStatus::kProved;
   for (std::size_t i = 0; i < rule.outputs.size(); ++i) {
     EquationResult eq = prove(rule.outputs[i], rule, axioms_, ctx_, enc_, options_);
     result.seconds += eq.seconds;
-    if (eq.status != VerifyStatus::proved && result.status == VerifyStatus::proved) {
+    if (eq.status != VerifyStatus::kProved && result.status == VerifyStatus::kProved) {
       result.status = eq.status;
       result.reason = rule.outputs.size() > 1 ? fmt::format("output {}: {}", i, eq.reason) : eq.reason;
     }
@@ -209,10 +212,11 @@ std::optional<RuleResult> check_by_evaluation(const Rule& rule, const VerifyOpti
     return r;
   };
   if (options.check_shapes)
-    if (auto why = rule_shape_error(rule)) return reject(VerifyStatus::invalid, "ill-typed: " + *why);
+    if (auto why = rule_shape_error(rule)) return reject(VerifyStatus::kInvalid, "ill-typed: " + *why);
   if (options.refute_by_evaluation)
     if (auto why = refute_by_evaluation(rule, options.refute))
-      return reject(VerifyStatus::refuted, "evaluation: " + *why);
+      return reject(why->false_over_reals ? VerifyStatus::kFalse : VerifyStatus::kNotProved,
+                    "evaluation: " + why->reason);
   return std::nullopt;
 }
 
@@ -227,11 +231,6 @@ RuleResult verify_one(const Rule& rule, std::span<const Axiom> axioms, const Ver
 }
 
 }  // namespace
-
-RuleResult verify_rule(const Rule& rule, std::span<const Axiom> axioms, const VerifyOptions& options) {
-  check_options(options);
-  return verify_one(rule, axioms, options);
-}
 
 // One Z3 context per rule: Z3's search depends on the order in which terms were created in a context, so a
 // context shared by several rules makes a rule's outcome depend on its neighbours (sharing one per 4 rules

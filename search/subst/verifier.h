@@ -17,11 +17,12 @@
 namespace strata::search::subst {
 
 enum class VerifyStatus {
-  proved,   // every equation entailed by the axioms
-  refuted,  // an equation is false on random inputs (reason "evaluation: ..."), or Z3 found a model of the
-            // axioms in which it fails (not entailed)
-  unknown,  // timeout or incomplete quantifier reasoning: not proved
-  invalid,  // outside the verifier's scope (e.g. a parameter outside its verified domain): not proved
+  kProved,     // every equation entailed by the axioms
+  kFalse,      // an equation differs on concrete random inputs (reason "evaluation: ..."): a counter-example
+  kNotProved,  // not entailed within the timeout: Z3 timed out or gave up ("unknown"), or found a model of
+               // the axioms in which it fails ("not entailed"; the axioms are not complete, so the rule may
+               // be true)
+  kInvalid,    // outside the verifier's scope (ill-typed, or a parameter outside its verified domain)
 };
 std::string_view to_string(VerifyStatus status);
 
@@ -30,7 +31,7 @@ struct VerifyOptions {
   // loaded machine); rules false at their shapes are refuted before Z3, so only true-but-unprovable rules pay
   // the timeout. TASO's artifact used 10 s.
   unsigned timeout_ms = 2000;
-  int jobs = 0;                 // worker threads; 0 = all hardware threads
+  int jobs = 0;  // worker threads; 0 = all hardware threads
   // Extra Z3 solver parameters (name, value), e.g. {"mbqi", "false"}; values "true"/"false" are booleans,
   // unsigned integers are numbers, anything else a string.
   std::vector<std::pair<std::string, std::string>> z3_params;
@@ -41,18 +42,18 @@ struct VerifyOptions {
   bool check_shapes = true;
   bool refute_by_evaluation = true;
   RefuteOptions refute;
-  // false: stop after the evaluation checks; rules they do not reject are `unknown` ("not refuted").
+  // false: stop after the evaluation checks; rules they do not reject are `kNotProved` ("not refuted").
   bool run_z3 = true;
 };
 
 struct EquationResult {
-  VerifyStatus status = VerifyStatus::unknown;
+  VerifyStatus status = VerifyStatus::kNotProved;
   std::string reason;  // empty when proved; Z3's reason otherwise ("timeout", "counter-model", ...)
   double seconds = 0;
 };
 
 struct RuleResult {
-  VerifyStatus status = VerifyStatus::unknown;  // proved only when every equation is
+  VerifyStatus status = VerifyStatus::kNotProved;  // proved only when every equation is
   std::string reason;  // of the first unproved equation, prefixed by its output number
   double seconds = 0;
   std::vector<EquationResult> equations;
@@ -61,9 +62,6 @@ struct RuleResult {
 // Called once per finished rule, serialised (never concurrently); `done` counts finished rules.
 using VerifyProgress =
     std::function<void(std::size_t done, std::size_t total, std::size_t index, const RuleResult&)>;
-
-// Verifies one rule in a fresh Z3 context.
-RuleResult verify_rule(const Rule& rule, std::span<const Axiom> axioms, const VerifyOptions& options);
 
 // Verifies all rules in parallel, one TBB task and one Z3 context per rule; results are in rule order and do
 // not depend on `jobs`.

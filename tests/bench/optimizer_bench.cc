@@ -17,14 +17,9 @@ namespace {
 
 namespace ss = strata::search::subst;
 
+// The default rule set of `strata optimize` (configs/subst/README.md).
 std::vector<ss::Rule> default_rules() {
-  std::vector<ss::Rule> rules;
-  for (auto& r :
-       ss::load_rules(STRATA_SOURCE_DIR "/tests/subst/data/taso-rules/taso_shipped_133_equations.txt",
-                      ss::RuleFileFormat::taso, ss::TasoShapes::unknown))
-    if (r.name != "99" && r.name != "100" && r.name != "130" && r.name != "131")
-      rules.push_back(std::move(r));
-  return rules;
+  return ss::load_rules(STRATA_SOURCE_DIR "/configs/subst/taso_shipped_verified.rules");
 }
 
 void BM_OptimizeZooModel(benchmark::State& state, const std::string& model) {

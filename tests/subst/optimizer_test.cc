@@ -11,6 +11,7 @@
 #include "hw/gpu_spec.h"
 #include "models/exec/executor.h"
 #include "search/subst/optimizer.h"
+#include "search/subst/output_check.h"
 #include "search/subst/rule.h"
 #include "search/subst/xfers.h"
 
@@ -52,23 +53,8 @@ Graph test_graph(bool extra_conv_consumer) {
 }
 
 double max_abs_difference(const Graph& a, const Graph& b, std::uint64_t seed) {
-  models::ExecOptions o;
-  o.seed = seed;
-  const auto ra = models::execute<double>(a, {}, o);
-  const auto rb = models::execute<double>(b, {}, o);
-  // execute returns every value's data, indexed by value id; compare the graph outputs in order.
-  EXPECT_EQ(a.outputs().size(), b.outputs().size());
-  double d = 0;
-  for (std::size_t i = 0; i < a.outputs().size() && i < b.outputs().size(); ++i) {
-    const auto& va = ra[static_cast<std::size_t>(a.outputs()[i])];
-    const auto& vb = rb[static_cast<std::size_t>(b.outputs()[i])];
-    EXPECT_EQ(va.size(), vb.size());
-    for (std::size_t k = 0; k < va.size() && k < vb.size(); ++k) {
-      const double diff = std::abs(va[k] - vb[k]);
-      d = std::isfinite(diff) ? std::max(d, diff) : HUGE_VAL;  // NaN must not compare as equal
-    }
-  }
-  return d;
+  // The optimizers' check (search/subst/output_check.h); +inf for a NaN, infinity or changed shape.
+  return check_same_function(a, b, {.seed = seed}).max_abs;
 }
 
 TEST(OptimizerMatch, FindsConvReluAndMatmulPair) {

@@ -78,10 +78,17 @@ TEST(Verifier, Shipped133AllProvedExceptTheFourShapeConditionalRules) {
   ASSERT_EQ(results.size(), 133u);
   const std::set<std::size_t> hanging{99, 100, 130, 131};
   for (std::size_t i = 0; i < rules.size(); ++i) {
-    EXPECT_EQ(results[i].status == VerifyStatus::proved, !hanging.contains(i))
+    EXPECT_EQ(results[i].status == VerifyStatus::kProved, !hanging.contains(i))
         << "rule " << i << ": " << to_string(results[i].status) << " " << results[i].reason;
-    EXPECT_EQ(results[i].status == VerifyStatus::proved, reference[i] == "proved") << "rule " << i;
+    EXPECT_EQ(results[i].status == VerifyStatus::kProved, reference[i] == "proved") << "rule " << i;
   }
+  // The default rule set of `strata optimize` is exactly what the verifier proves here
+  // (configs/subst/README.md).
+  std::vector<Rule> proved;
+  for (std::size_t i = 0; i < rules.size(); ++i)
+    if (results[i].status == VerifyStatus::kProved) proved.push_back(rules[i]);
+  EXPECT_EQ(read_text(std::string(STRATA_SOURCE_DIR) + "/configs/subst/taso_shipped_verified.rules"),
+            format_rules(proved));
 }
 
 TEST(Verifier, NoKnownFalseRuleOfThe820FileIsAccepted) {
@@ -92,10 +99,10 @@ TEST(Verifier, NoKnownFalseRuleOfThe820FileIsAccepted) {
   for (std::size_t k = 0; k < indices.size(); ++k) {
     const int i = indices[k];
     if (i == 695) {
-      EXPECT_EQ(results[k].status, VerifyStatus::proved) << "#695 is sound and provable (taso-rules README)";
+      EXPECT_EQ(results[k].status, VerifyStatus::kProved) << "#695 is sound and provable (taso-rules README)";
       continue;
     }
-    EXPECT_NE(results[k].status, VerifyStatus::proved) << "known-false rule " << i << " accepted";
+    EXPECT_NE(results[k].status, VerifyStatus::kProved) << "known-false rule " << i << " accepted";
     EXPECT_EQ(reference[static_cast<std::size_t>(i)], "unknown");
   }
 }
@@ -112,7 +119,7 @@ TEST(Verifier, EverySixteenthRuleOfThe820FileMatchesTasosOutcome) {
   for (std::size_t k = 0; k < indices.size(); ++k) {
     const auto i = static_cast<std::size_t>(indices[k]);
     multi += all[i].outputs.size() > 1;
-    EXPECT_EQ(results[k].status == VerifyStatus::proved, reference[i] == "proved")
+    EXPECT_EQ(results[k].status == VerifyStatus::kProved, reference[i] == "proved")
         << "rule " << i << ": " << results[k].reason;
   }
   EXPECT_GT(multi, 0);
@@ -124,12 +131,13 @@ TEST(Verifier, AWrongAxiomMakesKnownFalseRulesProvable) {
   const auto all = load_rules(taso_data(kTaso820));
   const auto rules = pick(all, {620, 696});  // grouped-convolution merges valid only under shape conditions
   auto axioms = taso_axioms();
-  for (const auto& r : verify_rules(rules, axioms, test_options())) EXPECT_NE(r.status, VerifyStatus::proved);
+  for (const auto& r : verify_rules(rules, axioms, test_options()))
+    EXPECT_NE(r.status, VerifyStatus::kProved);
   for (const AxiomSpec& spec : taso_rejected_axiom_table())
     if (spec.name == "grouped_conv_concat") axioms.push_back(parse_axiom(spec));
   ASSERT_EQ(axioms.size(), 48u);
   for (const auto& r : verify_rules(rules, axioms, test_options()))
-    EXPECT_EQ(r.status, VerifyStatus::proved) << r.reason;
+    EXPECT_EQ(r.status, VerifyStatus::kProved) << r.reason;
 }
 
 TEST(Verifier, LemmasFollowFromTheAxioms) {
@@ -152,7 +160,7 @@ TEST(Verifier, LemmasFollowFromTheAxioms) {
       rules.push_back(std::move(rule));
     }
     for (const RuleResult& r : verify_rules(rules, axioms, test_options()))
-      EXPECT_EQ(r.status, VerifyStatus::proved) << lemma.name << ": " << r.reason;
+      EXPECT_EQ(r.status, VerifyStatus::kProved) << lemma.name << ": " << r.reason;
     axioms.push_back(lemma);
   }
 }
@@ -179,11 +187,11 @@ TEST(Verifier, RejectsFalseRulesAndParametersOutsideTheVerifiedDomain) {
   VerifyOptions o = test_options();
   o.timeout_ms = 1000;
   const auto results = verify_rules(rules, taso_axioms(), o);
-  EXPECT_NE(results[0].status, VerifyStatus::proved);
-  EXPECT_EQ(results[1].status, VerifyStatus::invalid);
+  EXPECT_NE(results[0].status, VerifyStatus::kProved);
+  EXPECT_EQ(results[1].status, VerifyStatus::kInvalid);
   EXPECT_EQ(results[1].reason, "conv2d parameter sh=3 outside the verified stride domain");
   // True over the reals, but not among TASO's axioms (it is commented out in verify.py): not provable.
-  EXPECT_NE(results[2].status, VerifyStatus::proved);
+  EXPECT_NE(results[2].status, VerifyStatus::kProved);
 }
 
 TEST(Verifier, SameOutcomesWithOneAndTwoThreads) {
