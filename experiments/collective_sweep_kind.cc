@@ -142,9 +142,8 @@ void report(const SweepExperiment& x, const SweepResults& results, ResultsDir& o
   }
   out.write("collectives.csv", csv);
   md += "\nFiles: `collectives.csv` (every size), `busbw.png` (bus bandwidth against size).\n";
-  if (options.plots && !run_plot_script("collective_sweep.py", {out.staged("collectives.csv").string(),
-                                                                out.staged("busbw.png").string(), x.name}))
-    md += "\n(The figure could not be drawn: /usr/bin/python3 with matplotlib is needed.)\n";
+  draw_figures(md, options, "collective_sweep.py",
+               {out.staged("collectives.csv").string(), out.staged("busbw.png").string(), x.name});
   out.write("summary.md", md);
 }
 

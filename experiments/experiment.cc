@@ -146,6 +146,12 @@ fs::path ResultsDir::commit() {
   return destination_;
 }
 
+void draw_figures(std::string& summary, const RunOptions& options, const std::string& script,
+                  const std::vector<std::string>& args) {
+  if (options.plots && !run_plot_script(script, args))
+    summary += "\n(The figures could not be drawn: /usr/bin/python3 with matplotlib is needed.)\n";
+}
+
 bool run_plot_script(const std::string& script, const std::vector<std::string>& args) {
   const std::string python = "/usr/bin/python3";
   fs::path script_path;

@@ -88,6 +88,10 @@ class ResultsDir {
 // Runs experiments/plots/<script> as /usr/bin/python3 <script> <args...> (an argument vector, no shell). On
 // failure warns on stderr and returns false; the caller notes the missing figures in its summary.
 bool run_plot_script(const std::string& script, const std::vector<std::string>& args);
+// The figures step of a report: runs the script when options.plots is set and, when it fails, says in the
+// summary that the figures are missing and why.
+void draw_figures(std::string& summary, const RunOptions& options, const std::string& script,
+                  const std::vector<std::string>& args);
 
 // A registered experiment kind. parse() validates the file and returns the rest of the work (run, then report
 // into the folder) bound to the typed config.

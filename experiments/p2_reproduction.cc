@@ -421,8 +421,7 @@ void report(const P2Experiment& x, const P2Results& results, ResultsDir& out, co
       "- `programs.csv`: every synthesized program of every case with its predicted time and rank\n"
       "- `spread.csv`: per configuration, AllReduce and best-program time across placements\n"
       "- `spread.png`: placement spread per configuration; `speedup_hist.png`: speedup histogram\n";
-  if (options.plots && !run_plot_script("p2_reproduction.py", {out.staging().string(), x.name}))
-    md += "\n(The figures could not be drawn: /usr/bin/python3 with matplotlib is needed.)\n";
+  draw_figures(md, options, "p2_reproduction.py", {out.staging().string(), x.name});
   out.write("summary.md", md);
 }
 

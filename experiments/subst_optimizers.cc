@@ -275,8 +275,7 @@ void report(const SubstExperiment& x, const SubstResults& results, ResultsDir& o
             const RunOptions& options) {
   out.write("results.csv", results_csv(results));
   std::string md = summary(x, results);
-  if (options.plots && !run_plot_script("subst_optimizers.py", {out.staging().string(), x.name}))
-    md += "\n(The figures could not be drawn: /usr/bin/python3 with matplotlib is needed.)\n";
+  draw_figures(md, options, "subst_optimizers.py", {out.staging().string(), x.name});
   out.write("summary.md", md);
 }
 
