@@ -157,7 +157,10 @@ struct Exporter {
       set(node("Gather", in, out, n.name), "axis", std::int64_t{0});
     } else {
       auto* p = node(op, in, out, n.name, kStrataDomain);
-      for (const auto& [k, v] : a.items()) std::visit([&](const auto& x) { set(p, k, x); }, v);
+      for (const auto& item : a.items()) {
+        const auto& key = item.first;  // a plain reference: clang 14 cannot capture structured bindings
+        std::visit([&](const auto& x) { set(p, key, x); }, item.second);
+      }
     }
   }
 

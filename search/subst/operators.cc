@@ -11,7 +11,7 @@
 namespace strata::search::subst {
 namespace {
 
-using enum ParamKind;
+using enum models::SymbolParamKind;  // the enum itself: clang 14 rejects `using enum` of an alias
 
 // The IR operator (and output) each handle denotes. Everything else about a symbol — spelling, parameters and
 // their kinds, tensor arity — is read from that operator's OpDef.
