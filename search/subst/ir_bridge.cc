@@ -211,6 +211,25 @@ std::optional<std::int64_t> concat_boundary(std::int64_t id, std::int64_t axis, 
   return std::nullopt;
 }
 
+std::optional<std::int64_t> concat_boundary(const models::Graph& g, models::ValueId v, std::int64_t axis,
+                                            int depth) {
+  return concat_boundary(v, axis, depth, [&g](std::int64_t id) {
+    std::vector<SplitTraceStep> steps;
+    const auto& val = g.value(static_cast<models::ValueId>(id));
+    if (val.producer < 0) return steps;
+    const models::Node& n = g.node(val.producer);
+    SplitTraceStep& s = steps.emplace_back();
+    s.op = n.op;
+    s.attrs = &n.attrs;
+    for (models::ValueId in : n.inputs) {
+      s.inputs.push_back(g.type(in));
+      s.children.push_back(in);
+    }
+    s.output = val.type;
+    return steps;
+  });
+}
+
 std::string instance_name(const OpInstance& inst) {
   std::string s(op_info(inst.op).name);
   if (!inst.params.empty()) s += fmt::format("({})", fmt::join(inst.params, ","));

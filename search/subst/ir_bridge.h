@@ -72,6 +72,9 @@ using SplitTraceProducers = std::function<std::vector<SplitTraceStep>(std::int64
 // backtracking optimizer (one producer per value) and equality saturation (the e-nodes of a class).
 std::optional<std::int64_t> concat_boundary(std::int64_t id, std::int64_t axis, int depth,
                                             const SplitTraceProducers& producers);
+// The same for value v of an IR graph (one producer per value).
+std::optional<std::int64_t> concat_boundary(const models::Graph& g, models::ValueId v, std::int64_t axis,
+                                            int depth);
 
 // "conv2d(1,1,0,0)", "ewadd" etc.
 std::string instance_name(const OpInstance& inst);

@@ -96,9 +96,6 @@ class TargetBuilder {
   std::vector<NewNode> nodes_;
 };
 
-// TASO's split point of value v along `axis` (ir_bridge.h): one producer per value.
-std::optional<std::int64_t> concat_boundary(const Graph& g, ValueId v, std::int64_t axis, int depth);
-
 // Emits one node of a rule's target graph into `out` (inputs already there); nullopt when the rule operator
 // cannot be expressed on these shapes. Throws GraphError when shape inference rejects it.
 std::optional<std::vector<ValueId>> emit_new_node(Graph& out, const NewNode& nn, std::vector<ValueId> ins,

@@ -58,24 +58,6 @@ std::optional<Ref> TargetBuilder::build(const Term& t, std::optional<ConstantCon
   return Ref{models::kNoValue, id, output};
 }
 
-std::optional<std::int64_t> concat_boundary(const Graph& g, ValueId v, std::int64_t axis, int depth) {
-  return subst::concat_boundary(v, axis, depth, [&g](std::int64_t id) {
-    std::vector<SplitTraceStep> steps;
-    const auto& val = g.value(static_cast<ValueId>(id));
-    if (val.producer < 0) return steps;
-    const Node& n = g.node(val.producer);
-    SplitTraceStep& s = steps.emplace_back();
-    s.op = n.op;
-    s.attrs = &n.attrs;
-    for (ValueId in : n.inputs) {
-      s.inputs.push_back(g.type(in));
-      s.children.push_back(in);
-    }
-    s.output = val.type;
-    return steps;
-  });
-}
-
 // Emits one node of a rule's target graph into `out` (inputs already there); nullopt when the rule operator
 // cannot be expressed on these shapes. Throws GraphError when shape inference rejects it.
 std::optional<std::vector<ValueId>> emit_new_node(Graph& out, const NewNode& nn, std::vector<ValueId> ins,

@@ -18,21 +18,7 @@ using models::TensorType;
 using models::ValueId;
 
 std::optional<std::int64_t> boundary(const Graph& g, ValueId v, std::int64_t axis) {
-  return concat_boundary(v, axis, 8, [&g](std::int64_t id) {
-    std::vector<SplitTraceStep> steps;
-    const auto& val = g.value(static_cast<ValueId>(id));
-    if (val.producer < 0) return steps;
-    const auto& n = g.node(val.producer);
-    auto& s = steps.emplace_back();
-    s.op = n.op;
-    s.attrs = &n.attrs;
-    for (ValueId in : n.inputs) {
-      s.inputs.push_back(g.type(in));
-      s.children.push_back(in);
-    }
-    s.output = val.type;
-    return steps;
-  });
+  return concat_boundary(g, v, axis, 8);
 }
 
 models::Attrs axis(std::int64_t a) {
