@@ -157,7 +157,7 @@ struct Exporter {
       set(node("Gather", in, out, n.name), "axis", std::int64_t{0});
     } else {
       auto* p = node(op, in, out, n.name, kStrataDomain);
-      for (const auto& [k, v] : a.items()) std::visit([&](const auto& x) { set(p, k, x); }, v);
+      for (const auto& [k, v] : a.items()) std::visit([&, &key = k](const auto& x) { set(p, key, x); }, v);
     }
   }
 
