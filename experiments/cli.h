@@ -21,7 +21,7 @@ void add_synth_command(CLI::App& app);  // strata synth (placements + reduction 
 void add_subst_commands(CLI::App& app);  // strata subst verify|coverage|show|axioms (search/subst)
 void add_optimize_commands(CLI::App& app);  // strata subst generate (after add_subst_commands)
 
-// Shared argument parsing: "0-7", "0,8,16", "" (= every GPU); throws ConfigError naming `option`.
+// Shared argument parsing: "0-7", "0,8,16", "" (= every GPU); throws util::InputError naming `option`.
 std::vector<hw::Rank> parse_rank_list(const std::string& text, int num_gpus, const std::string& option);
 
 }  // namespace strata::cli

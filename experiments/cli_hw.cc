@@ -12,6 +12,7 @@
 #include "hw/config_error.h"
 #include "hw/system_loader.h"
 #include "hw/units.h"
+#include "util/parse.h"
 
 namespace strata::cli {
 namespace {
@@ -58,35 +59,15 @@ void show_system(const hw::Topology& topo) {
 }  // namespace
 
 std::vector<hw::Rank> parse_rank_list(const std::string& text, int num_gpus, const std::string& option) {
-  std::vector<hw::Rank> out;
   if (text.empty()) {
-    out.resize(static_cast<std::size_t>(num_gpus));
+    std::vector<hw::Rank> out(static_cast<std::size_t>(num_gpus));
     std::iota(out.begin(), out.end(), 0);
     return out;
   }
-  std::size_t pos = 0;
-  while (pos <= text.size()) {
-    const auto comma = text.find(',', pos);
-    const std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    const auto dash = item.find('-');
-    try {
-      if (dash != std::string::npos) {
-        const int lo = std::stoi(item.substr(0, dash)), hi = std::stoi(item.substr(dash + 1));
-        for (int r = lo; r <= hi; ++r) out.push_back(r);
-      } else {
-        out.push_back(std::stoi(item));
-      }
-    } catch (const std::exception&) {
-      throw ConfigError(fmt::format("{}: expected ranks like 0,1,2 or 0-7, got '{}'", option, item));
-    }
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
-  for (hw::Rank r : out)
-    if (r < 0 || r >= num_gpus) throw ConfigError(fmt::format("{}: rank {} is outside 0..{}", option, r, num_gpus - 1));
-  return out;
+  // util's rank-set rule: whole text consumed, each rank checked against the system before a range is
+  // expanded (so "0-2147483647" is refused at once instead of growing a list of 2^31 ranks), no repeats.
+  return util::parse_rank_set(text, num_gpus, option);
 }
-
 
 void add_hw_commands(CLI::App& app) {
   auto* hw_cmd = app.add_subcommand("hw", "Inspect hardware systems (configs/hw/*.yaml) and the built-in catalogues");

@@ -97,8 +97,10 @@ void add_sim_commands(CLI::App& app) {
       ->capture_default_str();
   coll->add_option("--dtype", o->dtype, "Element type for the count column: fp64, fp32, fp16, bf16, fp8")
       ->capture_default_str();
-  coll->add_option("--channels", o->channels, "Parallel rings/trees (0 = one per NIC across nodes)")
-      ->check(CLI::NonNegativeNumber);
+  coll->add_option("--channels", o->channels,
+                   fmt::format("Parallel rings/trees, at most {} as NCCL (0 = one per NIC across nodes)",
+                               sim::kMaxChannels))
+      ->check(CLI::Range(0, sim::kMaxChannels));
   coll->add_option("--group", o->group, "Participating GPUs, e.g. 0-7 or 0,8,16 (default: all)");
   coll->add_option("--granularity", o->granularity,
                    "flow: each pipelined ring/tree/chain of a channel is one flow bundle (fast); step: every "
