@@ -12,6 +12,7 @@
 #include "hw/config_error.h"
 #include "hw/system_loader.h"
 #include "hw/units.h"
+#include "util/parse.h"
 
 namespace strata::cli {
 namespace {

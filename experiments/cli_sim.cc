@@ -107,8 +107,9 @@ void add_sim_commands(CLI::App& app) {
       ->capture_default_str();
   coll->add_option("--dtype", o->dtype, "Element type for the count column: fp64, fp32, fp16, bf16, fp8")
       ->capture_default_str();
-  add_int_option(*coll, "--channels", o->channels, {0, 64},
-                 "Parallel rings/trees (0 = one per NIC across nodes)");
+  add_int_option(*coll, "--channels", o->channels, {0, sim::kMaxChannels},
+                 fmt::format("Parallel rings/trees, at most {} as in NCCL (0 = one per NIC across nodes)",
+                             sim::kMaxChannels));
   coll->add_option("--group", o->group, "Participating GPUs, e.g. 0-7 or 0,8,16 (default: all)");
   coll->add_option("--granularity", o->granularity,
                    "flow: each pipelined ring/tree/chain of a channel is one flow bundle (fast); step: every "

@@ -213,6 +213,11 @@ TaskId add_collective(const hw::Topology& topo, TaskGraph& graph, const Collecti
       throw std::invalid_argument("collective group lists a rank twice");
   }
   if (!(spec.bytes >= 0)) throw std::invalid_argument("collective size must be non-negative");
+  if (spec.channels < 0 || spec.channels > kMaxChannels)
+    throw std::invalid_argument(
+        fmt::format("{} channels: expected 0 (choose from the topology) to {} (NCCL's "
+                    "MAXCHANNELS)",
+                    spec.channels, kMaxChannels));
   if (std::string reason = algo->unsupported_reason(spec, topo); !reason.empty())
     throw std::invalid_argument(
         fmt::format("algorithm '{}' cannot run {}: {}", algorithm, op_name(spec.op), reason));

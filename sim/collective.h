@@ -47,6 +47,11 @@ std::optional<Granularity> parse_granularity(std::string_view name);
 // nccl-tests' bus-bandwidth factor: busbw = algbw x factor(op, n).
 double busbw_factor(CollectiveOp op, int n);
 
+// Most channels (parallel rings/trees) a collective may use: NCCL 2.x's MAXCHANNELS (src/include/devcomm.h,
+// https://github.com/NVIDIA/nccl), the size of its per-communicator channel arrays. Each channel is simulated
+// as its own flows, so an unbounded count would also grow the task graph without limit.
+inline constexpr int kMaxChannels = 32;
+
 struct CollectiveSpec {
   CollectiveOp op = CollectiveOp::kAllReduce;
   // Participating GPUs; group[0] is the root of Reduce/Broadcast. SendRecv (as nccl-tests' sendrecv_perf):
@@ -57,7 +62,7 @@ struct CollectiveSpec {
   // buffer (bytes/n to each peer); SendRecv: the message.
   double bytes = 0;
   Protocol protocol = Protocol::kSimple;
-  int channels = 0;         // parallel rings/trees; 0 = choose from the topology (one per NIC across nodes)
+  int channels = 0;  // parallel rings/trees, 0..kMaxChannels; 0 = choose from the topology (one per NIC)
   int pipeline_chunks = 0;  // chunks per tree/chain pipeline; 0 = default
   Granularity granularity = Granularity::kFlow;
   std::string label;  // trace name prefix; default: op name

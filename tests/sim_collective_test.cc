@@ -247,6 +247,21 @@ TEST(Collectives, BadRequestsAreRejectedWithReasons) {
   EXPECT_THROW(add_collective(t, g, spec, "nvls"), std::invalid_argument);  // multi-node
   spec.group = {0, 0};
   EXPECT_THROW(add_collective(t, g, spec, "ring"), std::invalid_argument);
+  // Issue 11: --channels 1000000 built a million rings. NCCL 2.x allows MAXCHANNELS = 32.
+  spec.group = all(t);
+  spec.channels = 33;
+  try {
+    add_collective(t, g, spec, "ring");
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("33 channels: expected 0 (choose from the topology) to 32"),
+              std::string::npos)
+        << e.what();
+  }
+  spec.channels = -1;
+  EXPECT_THROW(add_collective(t, g, spec, "ring"), std::invalid_argument);
+  spec.channels = 32;
+  EXPECT_NO_THROW(add_collective(t, g, spec, "ring"));
 }
 
 TEST(Collectives, BusBandwidthFactorsFollowNcclTests) {

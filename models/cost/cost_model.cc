@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -11,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hw/config_error.h"
+#include "hw/limits.h"
 #include "util/atomic_file.h"
 
 namespace strata::models {
@@ -133,23 +137,56 @@ const double* ProfileDb::find(const std::string& key) const {
 }
 
 ProfileDb ProfileDb::load(const std::string& path) {
-  std::ifstream in(path);
+  if (std::filesystem::is_directory(path))
+    throw ConfigError(fmt::format("{}: is a directory, expected a profile database (JSON)", path));
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(fmt::format("{}: cannot open profile database", path));
-  nlohmann::json j;
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse(text.str(), path);
+}
+
+namespace {
+
+// nlohmann::json keeps the last of repeated keys silently; the parser callback sees every key before it is
+// stored, so a key already seen in the same object is reported (the stack holds one key set per open object).
+nlohmann::json parse_json_without_duplicate_keys(std::string_view text, std::string_view source) {
+  std::vector<std::set<std::string>> open_objects;
+  auto check = [&](int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    if (event == Event::object_start) {
+      open_objects.emplace_back();
+    } else if (event == Event::object_end) {
+      if (!open_objects.empty()) open_objects.pop_back();
+    } else if (event == Event::key && !open_objects.empty()) {
+      const auto& key = parsed.get_ref<const std::string&>();
+      if (!open_objects.back().insert(key).second)
+        throw ConfigError(fmt::format("{}: key \"{}\" appears twice in one object", source, key));
+    }
+    return true;
+  };
   try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ConfigError(fmt::format("{}: not valid JSON: {}", path, e.what()));
+    return nlohmann::json::parse(text.begin(), text.end(), check);
+  } catch (const nlohmann::json::exception& e) {
+    // parse_error, and out_of_range for numbers beyond double ("1e999").
+    throw ConfigError(fmt::format("{}: not valid JSON: {}", source, e.what()));
   }
+}
+
+}  // namespace
+
+ProfileDb ProfileDb::parse(std::string_view text, std::string_view source) {
+  const nlohmann::json j = parse_json_without_duplicate_keys(text, source);
   if (!j.is_object() || !j.contains("entries") || !j["entries"].is_array())
-    throw ConfigError(fmt::format("{}: expected an object with an \"entries\" array", path));
+    throw ConfigError(fmt::format("{}: expected an object with an \"entries\" array", source));
   ProfileDb db;
+  std::map<std::string, std::size_t> first_index;  // key -> entries index where it first appeared
   std::size_t i = 0;
   for (const auto& e : j["entries"]) {
     auto field = [&](const char* name) -> const nlohmann::json& {
       if (!e.is_object() || !e.contains(name))
         throw ConfigError(fmt::format(
-            "{}: entries[{}]: missing field \"{}\" (entries need op, attrs, inputs, device, seconds)", path,
+            "{}: entries[{}]: missing field \"{}\" (entries need op, attrs, inputs, device, seconds)", source,
             i, name));
       return e[name];
     };
@@ -159,20 +196,29 @@ ProfileDb ProfileDb::load(const std::string& path) {
     const auto& device = field("device");
     const auto& seconds = field("seconds");
     if (!op.is_string() || !attrs.is_string() || !device.is_string())
-      throw ConfigError(fmt::format("{}: entries[{}]: op, attrs and device must be strings", path, i));
+      throw ConfigError(fmt::format("{}: entries[{}]: op, attrs and device must be strings", source, i));
     if (!inputs.is_array())
       throw ConfigError(fmt::format(
-          "{}: entries[{}].inputs: expected an array of type strings like \"f16[8,1024]\"", path, i));
-    if (!seconds.is_number() || seconds.get<double>() < 0)
-      throw ConfigError(fmt::format("{}: entries[{}].seconds: expected a non-negative number", path, i));
+          "{}: entries[{}].inputs: expected an array of type strings like \"f16[8,1024]\"", source, i));
+    // Simulated time is int64 picoseconds; hw::limits::kMaxDuration (10^6 s) keeps every kernel time
+    // convertible.
+    if (!seconds.is_number() || !(seconds.get<double>() >= 0) ||
+        seconds.get<double>() > hw::limits::kMaxDuration)
+      throw ConfigError(fmt::format("{}: entries[{}].seconds: expected a number of seconds from 0 to {:g}",
+                                    source, i, hw::limits::kMaxDuration));
     std::string types;
     for (const auto& t : inputs) {
-      if (!t.is_string()) throw ConfigError(fmt::format("{}: entries[{}].inputs: expected strings", path, i));
+      if (!t.is_string())
+        throw ConfigError(fmt::format("{}: entries[{}].inputs: expected strings", source, i));
       types += (types.empty() ? "" : ";") + t.get<std::string>();
     }
-    db.add(fmt::format("{}|{}|{}|{}", op.get<std::string>(), attrs.get<std::string>(), types,
-                       device.get<std::string>()),
-           seconds.get<double>());
+    auto key = fmt::format("{}|{}|{}|{}", op.get<std::string>(), attrs.get<std::string>(), types,
+                           device.get<std::string>());
+    const auto [it, inserted] = first_index.emplace(key, i);
+    if (!inserted)
+      throw ConfigError(
+          fmt::format("{}: entries[{}]: the same kernel as entries[{}] ({})", source, i, it->second, key));
+    db.add(key, seconds.get<double>());
     ++i;
   }
   return db;

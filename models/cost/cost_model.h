@@ -8,6 +8,7 @@
 #include <array>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "hw/gpu_spec.h"
@@ -42,8 +43,11 @@ std::string profile_key(const Graph& g, const Node& n, std::string_view device);
 class ProfileDb {
  public:
   // JSON: {"entries": [{"op": ..., "attrs": ..., "inputs": ["f16[..]", ...], "device": ..., "seconds":
-  // ...}]}. Throws ConfigError naming the file, entry index and field.
+  // ...}]}. Throws ConfigError naming the file, entry index and field; a key repeated in one JSON object and
+  // two entries for the same kernel are errors too.
   static ProfileDb load(const std::string& path);
+  // The same from text; source names it in errors.
+  static ProfileDb parse(std::string_view text, std::string_view source);
   void save(const std::string& path) const;  // atomically
   void add(const std::string& key, double seconds) { entries_[key] = seconds; }
   const double* find(const std::string& key) const;

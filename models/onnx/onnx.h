@@ -23,6 +23,8 @@ class OnnxError : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
 };
+// Shapes or attributes that the operator table rejects while the imported graph is built surface as
+// GraphError (models/ir/graph.h); these three are the importer's errors.
 
 struct OnnxImportOptions {
   // Values for symbolic input dimensions ("batch" -> 8). A symbolic dimension without a value is an error.

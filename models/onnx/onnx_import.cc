@@ -78,7 +78,8 @@ Graph import_model(const ::onnx::ModelProto& model, const std::string& source,
     if (node.output_size() == 0) im.malformed("node has no outputs; expected at least 1");
     const ::onnx::NodeProto* next = ni + 1 < graph.node_size() ? &graph.node(ni + 1) : nullptr;
     im.fuse_relu = next && next->op_type() == "Relu" && next->doc_string() == kFusedRelu &&
-                   node.output_size() > 0 && next->input_size() == 1 && next->input(0) == node.output(0) &&
+                   node.output_size() > 0 && next->input_size() == 1 && next->output_size() > 0 &&
+                   next->input(0) == node.output(0) &&
                    (node.op_type() == "Conv" || node.op_type() == "MatMul");
     if (im.fuse_relu) {
       handlers().at(node.op_type())(im);

@@ -150,7 +150,13 @@ OnnxTensor tensor_from_proto(const ::onnx::TensorProto& t, const std::string& wh
                                : std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16));
     }
   }
-  if (static_cast<std::int64_t>(out.data.size()) != out.type.numel())
+  std::int64_t count = 0;
+  try {
+    count = out.type.numel();
+  } catch (const ShapeOverflow& e) {
+    throw OnnxError(fmt::format("{}: tensor '{}': {}", where, t.name(), e.what()));
+  }
+  if (static_cast<std::int64_t>(out.data.size()) != count)
     throw OnnxError(fmt::format("{}: tensor '{}' has {} values for shape {}", where, t.name(),
                                 out.data.size(), shape_str(out.type.shape)));
   return out;

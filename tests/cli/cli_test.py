@@ -973,6 +973,35 @@ class CollectiveDetailsAfterFix(unittest.TestCase):
                 self.assertTrue(row["line"][end:end + 1] in (" ", ""), (col, row["line"]))
                 float(value)
 
+class RankAndChannelLimits(unittest.TestCase):
+    """Issue 11: inputs that grew without bound are refused up front with the limit. --group expanded a range
+    into a list before checking it against the system (0-2147483647 looped past INT_MAX); --channels 1000000
+    built a million rings."""
+
+    hw = property(lambda self: src("configs/hw/dgx-a100.yaml"))  # 8 GPUs
+
+    def test_group_range_beyond_the_system(self):
+        r = strata("sim", "collective", "--hw", self.hw, "--group", "0-2147483647", "--sizes", "1MiB")
+        self.assertEqual(r.rc, 2, r)
+        self.assertIn("--group: rank 2147483647 is outside 0..7", r.err)
+        self.assertEqual(r.out, "")
+
+    def test_group_backwards_or_repeated(self):
+        r = strata("sim", "collective", "--hw", self.hw, "--group", "5-3", "--sizes", "1MiB")
+        self.assertEqual(r.rc, 2, r)
+        self.assertIn("runs backwards", r.err)
+        r = strata("sim", "collective", "--hw", self.hw, "--group", "0-3,2", "--sizes", "1MiB")
+        self.assertEqual(r.rc, 2, r)
+        self.assertIn("rank 2 is listed twice", r.err)
+
+    def test_channels_limit(self):
+        r = strata("sim", "collective", "--hw", self.hw, "--channels", "1000000", "--sizes", "1MiB")
+        self.assertNotEqual(r.rc, 0, r)
+        self.assertIn("--channels", r.err)
+        self.assertIn("0 to 32", r.err)
+        r = strata("sim", "collective", "--hw", self.hw, "--channels", "32", "--sizes", "1MiB")
+        self.assertEqual(r.rc, 0, r)
+
 
 def main():
     global STRATA, SOURCE

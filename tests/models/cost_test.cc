@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <string_view>
+
+#include <fmt/format.h>
 
 #include <gtest/gtest.h>
 
@@ -186,6 +189,68 @@ TEST(ProfileDb, OverridesRooflineAndRoundTrips) {
         << e.what();
   }
   std::filesystem::remove(path);
+}
+
+// The error message of ProfileDb::parse(text, "db.json"), or "" when it parses.
+std::string profile_error(std::string_view text) {
+  try {
+    ProfileDb::parse(text, "db.json");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Issue 11: nlohmann::json keeps the last of repeated keys, so a repeated key or entry replaced a measured
+// time silently; a number beyond double escaped as json::out_of_range without the file name.
+TEST(ProfileDb, RepeatedKeysAndEntriesAreErrorsNamingFileAndKey) {
+  constexpr std::string_view kEntry =
+      R"({"op": "relu", "attrs": "", "inputs": ["f32[1024]"], "device": "a100", "seconds": 2e-6})";
+  const auto one = ProfileDb::parse(fmt::format(R"({{"entries": [{}]}})", kEntry), "db.json");
+  ASSERT_EQ(one.size(), 1u);
+  ASSERT_NE(one.find("relu||f32[1024]|a100"), nullptr);
+  EXPECT_DOUBLE_EQ(*one.find("relu||f32[1024]|a100"), 2e-6);
+
+  const auto twice = profile_error(fmt::format(R"({{"entries": [{}, {}]}})", kEntry, kEntry));
+  EXPECT_NE(twice.find("db.json: entries[1]: the same kernel as entries[0] (relu||f32[1024]|a100)"),
+            std::string::npos)
+      << twice;
+  const auto key = profile_error(
+      R"({"entries": [{"op": "relu", "attrs": "", "inputs": [], "device": "x", "seconds": 1, "seconds": 2}]})");
+  EXPECT_NE(key.find("db.json: key \"seconds\" appears twice in one object"), std::string::npos) << key;
+  const auto top = profile_error(R"({"entries": [], "entries": []})");
+  EXPECT_NE(top.find("db.json: key \"entries\" appears twice"), std::string::npos) << top;
+  // The same key in two different objects is fine.
+  EXPECT_EQ(profile_error(R"({"entries": [{"op": "a", "attrs": "", "inputs": [], "device": "x", "seconds": 1},
+                                          {"op": "b", "attrs": "", "inputs": [], "device": "x", "seconds": 1}]})"),
+            "");
+}
+
+TEST(ProfileDb, NumbersOutOfRangeNameTheFile) {
+  const auto overflow = profile_error(
+      R"({"entries": [{"op": "a", "attrs": "", "inputs": [], "device": "x", "seconds": 1e999}]})");
+  EXPECT_EQ(overflow.rfind("db.json: not valid JSON:", 0), 0u) << overflow;
+  EXPECT_NE(overflow.find("number overflow"), std::string::npos) << overflow;
+  // 1e300 s is a double but not a simulated time (int64 picoseconds reach 9.2e6 s; the limit is 1e6 s).
+  const auto huge = profile_error(
+      R"({"entries": [{"op": "a", "attrs": "", "inputs": [], "device": "x", "seconds": 1e300}]})");
+  EXPECT_NE(huge.find("db.json: entries[0].seconds: expected a number of seconds from 0 to 1e+06"),
+            std::string::npos)
+      << huge;
+  EXPECT_NE(
+      profile_error(R"({"entries": [{"op": "a", "attrs": "", "inputs": [], "device": "x", "seconds": -1}]})")
+          .find("entries[0].seconds"),
+      std::string::npos);
+}
+
+TEST(ProfileDb, LoadNamesADirectory) {
+  const auto dir = std::filesystem::temp_directory_path();
+  try {
+    ProfileDb::load(dir.string());
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Memory, LifetimesViewsAndTraining) {

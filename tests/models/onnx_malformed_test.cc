@@ -176,6 +176,31 @@ TEST(OnnxMalformed, ConstantOrTransposeWithoutOutputs) {
   expect_error(t, {"node 't' (Transpose)", "no outputs"});
 }
 
+// Found by the onnx_import fuzz target: a Relu marked as strata's fused activation right after a Conv was
+// fused by reading its output 0 before the "no outputs" check saw it (protobuf CHECK abort / null access).
+TEST(OnnxMalformed, FusedReluWithoutOutputs) {
+  auto m = conv_model({1, 1, 3, 3});
+  m.node("Conv", "c", {"x", "w"}, {"y"});
+  m.node("Relu", "r", {"y"}, {})->set_doc_string("strata.fused_activation");
+  expect_error(m, {"node 'r' (Relu)", "no outputs"});
+}
+
+// Found by the onnx_import fuzz target: a constant tensor whose dims multiply past 2^63 - 1 escaped as
+// ShapeOverflow (std::overflow_error, reported as an internal error) instead of an error naming the tensor.
+TEST(OnnxMalformed, ConstantTensorWithElementCountOverflow) {
+  ModelBuilder m;
+  auto* k = m.node("Constant", "k", {}, {"y"});
+  auto* a = k->add_attribute();
+  a->set_name("value");
+  a->set_type(::onnx::AttributeProto_AttributeType_TENSOR);
+  a->mutable_t()->set_name("huge");
+  a->mutable_t()->set_data_type(::onnx::TensorProto_DataType_FLOAT);
+  a->mutable_t()->add_dims(std::int64_t{1} << 40);
+  a->mutable_t()->add_dims(std::int64_t{1} << 40);
+  m.output("y");
+  expect_error(m, {"case.onnx", "tensor 'huge'", "more than 2^63 - 1 elements"});
+}
+
 TEST(OnnxMalformed, GatherWithConstantIndexOutsideTheTable) {
   ModelBuilder m;
   m.weight("table", {4, 3});
