@@ -100,9 +100,20 @@ class TermParser {
   TermParser(std::string_view text, std::size_t& pos, const TextOrigin& origin, bool allow_param_vars)
       : text_(text), pos_(pos), origin_(origin), allow_param_vars_(allow_param_vars) {}
 
+  // Terms of real rules are a few levels deep; the limit keeps a hostile file (20,000 nested operators) from
+  // overflowing the stack here and in every recursive walk over the term afterwards.
+  static constexpr int kMaxDepth = 256;
+
   Term term() {
     skip_space();
     const std::size_t start = pos_;
+    struct DepthGuard {
+      int& depth;
+      ~DepthGuard() { --depth; }
+    } guard{++depth_};
+    if (depth_ > kMaxDepth)
+      throw error(start,
+                  fmt::format("terms nested more than {} operators deep are not supported", kMaxDepth));
     const std::string_view id = identifier();
     if (id.empty())
       throw error(start, fmt::format("expected a term (operator or variable name), got {}", here()));
@@ -225,6 +236,7 @@ class TermParser {
   std::size_t& pos_;
   const TextOrigin& origin_;
   bool allow_param_vars_;
+  int depth_ = 0;
 };
 
 }  // namespace

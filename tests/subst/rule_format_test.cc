@@ -182,5 +182,27 @@ TEST(Shapes, ParseAndPrint) {
   EXPECT_FALSE(parse_shape("").has_value());
 }
 
+// Issue 11: a rule nested 20,000 deep overflowed the stack in the recursive term parser (in both formats).
+TEST(RuleFormat, DeeplyNestedTermsAreAnErrorNotAStackOverflow) {
+  std::string term = "x";
+  for (int i = 0; i < 20000; ++i) term = "relu(" + term + ")";
+  for (const bool taso : {false, true}) {
+    try {
+      if (taso)
+        (void)parse_taso_equations("0\t" + term + " == input_1\n", "deep.txt", TasoShapes::unknown);
+      else
+        (void)parse_rules("rule deep (x: 2x4)\n  " + term + " == x\n", "deep.rules");
+      FAIL() << "no error";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("nested more than 256 operators deep"), std::string::npos)
+          << e.what();
+    }
+  }
+  // 256 levels (255 operators around a variable) are fine.
+  std::string ok = "x";
+  for (int i = 0; i < 255; ++i) ok = "relu(" + ok + ")";
+  EXPECT_EQ(parse_rules("rule ok (x: 2x4)\n  " + ok + " == x\n", "ok.rules").size(), 1u);
+}
+
 }  // namespace
 }  // namespace strata::search::subst
