@@ -26,6 +26,7 @@
 #include "search/subst/weight_folding.h"
 #include "search/subst/xfers.h"
 #include "util/atomic_file.h"
+#include "util/parse.h"
 #include "util/path.h"
 
 namespace strata::cli {
@@ -99,8 +100,7 @@ void run_optimize(const OptimizeCli& o) {
   opt.progress = [](std::string_view line) { fmt::print(stderr, "{}\n", line); };
   if (o.xfers != "none") {
     std::vector<std::string> names;
-    if (o.xfers != "all")
-      for (auto part : std::views::split(o.xfers, ',')) names.emplace_back(part.begin(), part.end());
+    if (o.xfers != "all") names = util::split_list(o.xfers, ',', "--xfers");
     try {
       opt.xfers = ss::make_xfers(names);
     } catch (const std::invalid_argument& e) {

@@ -998,7 +998,7 @@ class RankAndChannelLimits(unittest.TestCase):
         r = strata("sim", "collective", "--hw", self.hw, "--channels", "1000000", "--sizes", "1MiB")
         self.assertNotEqual(r.rc, 0, r)
         self.assertIn("--channels", r.err)
-        self.assertIn("0 to 32", r.err)
+        self.assertIn("0..32", r.err)
         r = strata("sim", "collective", "--hw", self.hw, "--channels", "32", "--sizes", "1MiB")
         self.assertEqual(r.rc, 0, r)
 
