@@ -117,7 +117,6 @@ struct Pending {
   std::size_t parent = 0;
   std::size_t rule = 0;
   Match match;
-  std::optional<Graph> graph;
   AppliedSubstitution step;
   std::function<std::optional<Graph>(const Graph&)> xfer;  // hand-written transformation site
 };
@@ -180,13 +179,13 @@ class Search {
  private:
   using Entry = std::pair<double, std::size_t>;  // estimated cost, pending index (earlier first on ties)
 
-  // The graph of a popped candidate (built now unless it was built when enqueued); nullopt when the rewrite
-  // fails.
+  // The graph of a popped candidate, built only now (candidates are priced by cost delta when enqueued);
+  // nullopt when the rewrite fails.
   std::optional<Graph> materialize(Pending& p, std::size_t pi) {
-    std::optional<Graph> next = std::move(p.graph);
+    std::optional<Graph> next;
     if (p.xfer) {
       next = p.xfer(states_[p.parent].graph);
-    } else if (!next) {
+    } else {
       const Graph& parent = states_[p.parent].graph;
       next = apply_match(parent, rules_[p.rule], p.match, fmt::format("s{}_", pi));
       p.step.rule = rules_[p.rule].name;
@@ -233,7 +232,7 @@ class Search {
   void xfer_candidates(const Expansion& x, std::size_t r, std::vector<Pending>& out) {
     for (auto& site : options_.xfers[r - rules_.size()](x.current, x.costs, cost_)) {
       if (x.costs.total + site.delta >= x.threshold) continue;
-      Pending p{x.costs.total + site.delta, x.idx, r, {}, std::nullopt, {site.name, {}}, {}};
+      Pending p{x.costs.total + site.delta, x.idx, r, {}, {site.name, {}}, {}};
       for (NodeId n : site.nodes) p.step.nodes.push_back(x.current.node(n).name);
       p.xfer = std::move(site.apply);
       out.push_back(std::move(p));
@@ -244,7 +243,7 @@ class Search {
     for (auto& m : find_matches_with(x.current, x.index, lhs_indices_[r], rules_[r], r)) {
       const DeltaEstimate d = delta_of(x, r, m);
       if (d.status != Estimate::ok || x.costs.total + d.delta >= x.threshold) continue;
-      out.push_back({x.costs.total + d.delta, x.idx, r, std::move(m), std::nullopt, {}, {}});
+      out.push_back({x.costs.total + d.delta, x.idx, r, std::move(m), {}, {}});
     }
   }
 
