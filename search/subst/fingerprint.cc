@@ -17,7 +17,6 @@ namespace {
 using models::ModP;
 using models::Shape;
 
-constexpr std::size_t kMaxShapes = ValueStore::kMaxShapes;
 constexpr std::uint32_t kNoArg = 0xFFFFFFFu;  // 28 bits
 
 // Shapes of the constants of TASO's generator (src/generator/generator.cc): I_matmul 4x4, I_ewmul 2x4x5x5,
