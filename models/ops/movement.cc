@@ -170,8 +170,8 @@ std::vector<TensorType> reshape_shape(std::span<const TensorType> in, const Attr
       infer = static_cast<int>(i);
     } else if (s[i] < 0) {
       shape_fail(fmt::format("invalid dimension {}", s[i]));
-    } else {
-      known *= s[i];
+    } else if (__builtin_mul_overflow(known, s[i], &known)) {
+      shape_fail(fmt::format("shape {} has more than 2^63 - 1 elements", shape_str(s)));
     }
   }
   if (infer >= 0) {

@@ -76,8 +76,9 @@ void bn_grad(GradContext& c) {
 AxisSplit rows(const Shape& s, std::int64_t axis_attr) {
   const int axis = norm_axis(axis_attr, static_cast<int>(s.size()));
   AxisSplit r;
-  for (int i = 0; i < axis; ++i) r.outer *= s[u(i)];
-  for (std::size_t i = u(axis); i < s.size(); ++i) r.inner *= s[i];
+  // Checked: with a zero dimension elsewhere the other dimensions' product need not fit in int64.
+  r.outer = numel(std::span<const std::int64_t>(s).first(u(axis)));
+  r.inner = numel(std::span<const std::int64_t>(s).subspan(u(axis)));
   return r;
 }
 std::vector<TensorType> ln_shape(std::span<const TensorType> in, const Attrs& a) {

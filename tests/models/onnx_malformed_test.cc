@@ -277,4 +277,17 @@ TEST(ShapeArithmetic, NumelAndPoolingGeometryAreChecked) {
 }
 
 }  // namespace
+// Found by onnx_import_fuzzer under UBSan: reshape multiplied the known target dimensions without a check
+// (tests/fuzz/crashes/onnx_import/reshape_shape_product_overflow.onnx).
+TEST(ShapeArithmetic, ReshapeAndLayernormProductsAreChecked) {
+  Graph g("reshape");
+  const auto x = g.add_input("x", {{2, 3}});
+  try {
+    g.add("reshape", {x}, {{"shape", Ints{9895604649985, 7696581395432, -1}}});
+    ADD_FAILURE() << "overflowing target shape accepted";
+  } catch (const GraphError& e) {
+    EXPECT_NE(std::string(e.what()).find("more than 2^63 - 1 elements"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace strata::models
