@@ -221,11 +221,8 @@ long long YamlReader::as_int() const {
 }
 
 long long YamlReader::as_positive_int() const {
-  const long long v = as_int();
   // Callers store counts in int: larger values would wrap (gpus: 4294967304 read as 8).
-  if (v < 1 || v > std::numeric_limits<int>::max())
-    throw error(fmt::format("expected an integer in 1..{}, got {}", std::numeric_limits<int>::max(), v));
-  return v;
+  return as_int_in(1, std::numeric_limits<int>::max());
 }
 
 long long YamlReader::as_int_in(long long lo, long long hi) const {

@@ -7,14 +7,10 @@
 #include "hw/topology.h"
 #include "sim/simulator.h"
 #include "sim/task_graph.h"
-#include "util/atomic_file.h"
 
 namespace strata::sim {
 
 // Requires a result simulated with record_timeline. Returns the JSON text.
 std::string chrome_trace_json(const hw::Topology& topo, const TaskGraph& graph, const SimResult& result);
-
-// Moved to util/atomic_file.h; this name remains until every caller includes util directly.
-using util::write_file_atomically;
 
 }  // namespace strata::sim

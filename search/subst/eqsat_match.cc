@@ -4,6 +4,7 @@
 #include <map>
 
 #include "search/subst/eqsat.h"
+#include "search/subst/target_args.h"
 
 namespace strata::search::subst {
 namespace {
@@ -73,11 +74,7 @@ std::vector<ClassId> root_candidates(const EGraph& eg, const Term& t) {
 
 // How a nullary constant of a target graph takes its shape from its context (as in the backtracking
 // optimizer: as in TASO's generator, constants are sized by the operator that consumes them).
-struct ConstantContext {
-  Op parent = Op::ewadd;
-  std::size_t arg = 0;
-  ClassId sibling = -1;
-};
+using ConstantContext = ConstantContextOf<ClassId>;
 
 // TASO's split point of class c along `axis` (ir_bridge.h): the class's e-nodes in order.
 std::optional<std::int64_t> concat_boundary(const EGraph& eg, ClassId c, std::int64_t axis, int depth) {
@@ -108,26 +105,12 @@ std::optional<ClassId> build_target(EGraph& eg, const Term& t, const Bindings& b
     if (i < 0 || b[static_cast<std::size_t>(i)] < 0) return std::nullopt;
     return eg.find(b[static_cast<std::size_t>(i)]);
   }
-  const auto& args = t.args();
-  std::vector<ClassId> kids(args.size(), -1);
-  // Non-constant arguments first: a constant's shape comes from its sibling.
-  for (int pass = 0; pass < 2; ++pass) {
-    for (std::size_t i = 0; i < args.size(); ++i) {
-      const bool constant = !args[i].is_variable() && op_info(args[i].op()).tensor_args == 0;
-      const bool through_enlarge = !args[i].is_variable() && args[i].op() == Op::enlarge;
-      if ((pass == 0) == (constant || through_enlarge)) continue;
-      std::optional<ConstantContext> child;
-      if (constant || through_enlarge) {
-        if (t.op() == Op::enlarge)
-          child = ctx;
-        else if (args.size() == 2)
-          child = ConstantContext{t.op(), i, kids[1 - i]};
-      }
-      auto k = build_target(eg, args[i], b, vars, child, nullptr);
-      if (!k) return std::nullopt;
-      kids[i] = *k;
-    }
-  }
+  std::vector<ClassId> kids;
+  if (!build_target_args(t, ctx, kids, ClassId{-1},
+                         [&](const Term& arg, const std::optional<ConstantContext>& c) {
+                           return build_target(eg, arg, b, vars, c, nullptr);
+                         }))
+    return std::nullopt;
   OpInstance inst{t.op(), {}};
   for (const auto& p : t.params()) {
     if (p.is_var()) return std::nullopt;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "search/subst/optimizer.h"
+#include "search/subst/target_args.h"
 #include "util/hash.h"
 
 namespace strata::search::subst::optimizer_detail {
@@ -69,11 +70,7 @@ struct Ref {
 
 // How a nullary constant of the target graph takes its shape from its context (as in TASO's generator,
 // constants are sized by the operator that consumes them).
-struct ConstantContext {
-  Op parent = Op::ewadd;
-  std::size_t arg = 0;
-  Ref sibling;
-};
+using ConstantContext = ConstantContextOf<Ref>;
 
 struct NewNode {
   const Term* term = nullptr;

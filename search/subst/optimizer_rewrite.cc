@@ -27,27 +27,10 @@ std::optional<Ref> TargetBuilder::build(const Term& t, std::optional<ConstantCon
   if (auto it = memo_.find(key); it != memo_.end()) return Ref{models::kNoValue, it->second, output};
   NewNode nn;
   nn.term = &t;
-  const auto& args = t.args();
-  nn.args.resize(args.size());
-  // Non-constant arguments first: a constant's shape comes from its sibling.
-  for (int pass = 0; pass < 2; ++pass) {
-    for (std::size_t i = 0; i < args.size(); ++i) {
-      const bool constant = !args[i].is_variable() && op_info(args[i].op()).tensor_args == 0;
-      const bool through_enlarge = !args[i].is_variable() && args[i].op() == Op::enlarge;
-      if ((pass == 0) == (constant || through_enlarge)) continue;
-      std::optional<ConstantContext> child;
-      if (constant || through_enlarge) {
-        if (t.op() == Op::enlarge) {
-          child = ctx;
-        } else if (args.size() == 2) {
-          child = ConstantContext{t.op(), i, nn.args[1 - i]};
-        }
-      }
-      auto r = build(args[i], child);
-      if (!r) return std::nullopt;
-      nn.args[i] = *r;
-    }
-  }
+  if (!build_target_args(
+          t, ctx, nn.args, Ref{},
+          [this](const Term& arg, const std::optional<ConstantContext>& c) { return build(arg, c); }))
+    return std::nullopt;
   if (op_info(t.op()).tensor_args == 0) {
     if (!ctx) return std::nullopt;
     nn.context = ctx;
