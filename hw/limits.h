@@ -4,6 +4,8 @@
 // any real or planned system. docs/hardware.md lists them.
 #pragma once
 
+#include "util/parse.h"
+
 namespace strata::hw::limits {
 
 // Bandwidth of one link or memory: 1 KB/s .. 1 PB/s (NVLink 5 is 1.8 TB/s per GPU, HBM3e ~8 TB/s).
@@ -12,8 +14,8 @@ inline constexpr double kMinBandwidth = 1e3, kMaxBandwidth = 1e15;
 inline constexpr double kMaxDuration = 1e6;
 // Latency of one hop or kernel launch: 0 .. 1 s (real hops are 0.1-10 us; a second is already a broken link).
 inline constexpr double kMaxLatency = 1.0;
-// Memory capacity of one GPU: 1 B .. 1 PiB.
-inline constexpr double kMaxCapacity = 1024.0 * 1024 * 1024 * 1024 * 1024;
+// Memory capacity of one GPU: 1 B .. 1 PiB, the largest size any size field accepts (util/parse.h).
+inline constexpr double kMaxCapacity = static_cast<double>(util::kMaxBytes);
 // Peak arithmetic throughput: 1 MFLOP/s .. 1 ZFLOP/s.
 inline constexpr double kMinFlops = 1e6, kMaxFlops = 1e21;
 // GPUs per node (scale-up domain, e.g. GB200 NVL72 has 72) and nodes per system. The product is capped too:

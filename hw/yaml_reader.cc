@@ -213,11 +213,10 @@ std::string YamlReader::as_string() const {
 
 long long YamlReader::as_int() const {
   const std::string s = as_string();
-  long long v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc{} || end != s.data() + s.size())
-    throw error(fmt::format("expected an integer, got '{}'", s));
-  return v;
+  if (const auto v = util::try_parse_int(
+          s, {std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max()}))
+    return *v;
+  throw error(fmt::format("expected an integer, got '{}'", s));
 }
 
 long long YamlReader::as_positive_int() const {
@@ -227,11 +226,8 @@ long long YamlReader::as_positive_int() const {
 
 long long YamlReader::as_int_in(long long lo, long long hi) const {
   const std::string s = as_string();
-  long long v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc{} || end != s.data() + s.size() || v < lo || v > hi)
-    throw error(fmt::format("expected an integer from {} to {}, got '{}'", lo, hi, s));
-  return v;
+  if (const auto v = util::try_parse_int(s, {lo, hi})) return *v;
+  throw error(fmt::format("expected an integer from {} to {}, got '{}'", lo, hi, s));
 }
 
 double YamlReader::as_double() const {
