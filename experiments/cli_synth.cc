@@ -37,8 +37,8 @@ std::vector<int> parse_axis_list(const std::string& text, util::IntRange range, 
   return out;
 }
 
-// The largest axis size: all GPUs of kMaxNodes nodes with up to 64 GPUs each on one axis.
-constexpr std::int64_t kMaxAxis = std::int64_t{hw::limits::kMaxNodes} * 64;
+// The largest axis size: every GPU of the largest system on one axis.
+constexpr std::int64_t kMaxAxis = hw::limits::kMaxGpus;
 
 std::string ms(double s) {
   return fmt::format("{:.3f}", s * 1e3);
