@@ -92,7 +92,7 @@ void run_optimize(const OptimizeCli& o) {
                         ? models::import_onnx(o.model)
                         : models::zoo::build_model(o.model, {.batch = o.batch, .seq_len = o.seq});
   const auto rules = ss::load_rules(o.rules.empty() ? util::find_data_file(kDefaultRules).string() : o.rules,
-                                    ss::RuleFileFormat::automatic, ss::TasoShapes::unknown);
+                                    ss::RuleFileFormat::kAutomatic, ss::TasoShapes::kUnknown);
   const models::CostModel cost(topo.gpu());
   ss::OptimizerOptions opt;
   opt.alpha = o.alpha;

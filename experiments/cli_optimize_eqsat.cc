@@ -62,7 +62,7 @@ void run_eqsat_optimize(const EqsatCli& o, const models::Graph& g, std::span<con
                         const models::CostModel& cost, const ss::OptimizerOptions& backtrack,
                         const std::string& output, bool check, std::uint64_t seed) {
   ss::EqsatOptions eo = o.options;
-  eo.extraction = o.extraction == "greedy" ? ss::Extraction::greedy : ss::Extraction::ilp;
+  eo.extraction = o.extraction == "greedy" ? ss::Extraction::kGreedy : ss::Extraction::kIlp;
   eo.progress = [](std::string_view line) { fmt::print(stderr, "{}\n", line); };
   const auto er = ss::eqsat_optimize(g, rules, cost, eo);
   print_eqsat(er);

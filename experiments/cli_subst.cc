@@ -46,11 +46,11 @@ void add_rule_file_options(CLI::App* cmd, RuleFileOptions& o) {
 }
 
 std::vector<ss::Rule> load(const std::string& path, const RuleFileOptions& o) {
-  const auto format = o.format == "strata" ? ss::RuleFileFormat::strata
-                      : o.format == "taso" ? ss::RuleFileFormat::taso
-                                           : ss::RuleFileFormat::automatic;
+  const auto format = o.format == "strata" ? ss::RuleFileFormat::kStrata
+                      : o.format == "taso" ? ss::RuleFileFormat::kTaso
+                                           : ss::RuleFileFormat::kAutomatic;
   auto rules = ss::load_rules(
-      path, format, o.taso_shapes == "unknown" ? ss::TasoShapes::unknown : ss::TasoShapes::generator_table);
+      path, format, o.taso_shapes == "unknown" ? ss::TasoShapes::kUnknown : ss::TasoShapes::kGeneratorTable);
   if (rules.empty())
     throw ConfigError(fmt::format("{}: no rules in the file (expected at least one rule)", path));
   return rules;
@@ -240,7 +240,7 @@ void run_axioms(const AxiomsCli& o) {
     int i = 0;
     for (const auto& ax : axioms)
       std::cout << fmt::format("{:>2} {:<6} {}\n   {}\n", ++i,
-                               ax.kind == ss::AxiomKind::lemma ? "lemma" : "axiom", ss::format_axiom(ax),
+                               ax.kind == ss::AxiomKind::kLemma ? "lemma" : "axiom", ss::format_axiom(ax),
                                ax.note);
     return;
   }

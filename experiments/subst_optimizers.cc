@@ -116,7 +116,7 @@ void parse_eqsat(const YamlReader& e, ss::EqsatOptions& eq) {
     // The names are the eqsat module's own (extraction_name), so they cannot drift from `strata optimize`.
     std::string names;
     bool found = false;
-    for (const auto x : {ss::Extraction::ilp, ss::Extraction::greedy}) {
+    for (const auto x : {ss::Extraction::kIlp, ss::Extraction::kGreedy}) {
       names += fmt::format("{}{}", names.empty() ? "" : " or ", ss::extraction_name(x));
       if (a->as_string() == ss::extraction_name(x)) {
         eq.extraction = x;
@@ -138,7 +138,7 @@ SubstExperiment parse(const ExperimentFile& file) {
   x.rules_path = file.resolve_path(root.at("rules"));
   if (auto e = root.maybe("exclude_rules")) x.exclude = string_list(*e);
   try {
-    for (auto& r : ss::load_rules(x.rules_path, ss::RuleFileFormat::automatic, ss::TasoShapes::unknown))
+    for (auto& r : ss::load_rules(x.rules_path, ss::RuleFileFormat::kAutomatic, ss::TasoShapes::kUnknown))
       if (std::find(x.exclude.begin(), x.exclude.end(), r.name) == x.exclude.end())
         x.rules.push_back(std::move(r));
   } catch (const ConfigError& e) {

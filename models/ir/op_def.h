@@ -54,7 +54,7 @@ struct AttrSpec {
 // rule-file spelling, docs/subst.md). Its kind fixes the value domain over which the verifier's axioms are
 // validated (search/subst/operators.h); how a parameter relates to the node's attributes (e.g. pad 0 = SAME,
 // from `pads` and the shapes) is the IR bridge's business (search/subst/ir_bridge.cc).
-enum class SymbolParamKind : std::uint8_t { stride, padding, activation, kernel, axis };
+enum class SymbolParamKind : std::uint8_t { kStride, kPadding, kActivation, kKernel, kAxis };
 struct SymbolParam {
   std::string_view name;
   SymbolParamKind kind;

@@ -237,7 +237,7 @@ void register_movement_ops(OpRegistry& r) {
          .min_inputs = 1,
          .max_inputs = -1,
          .attrs = {{"axis", AttrKind::kInt, std::nullopt, "concatenation axis"}},
-         .symbol_params = {{"axis", SymbolParamKind::axis}},
+         .symbol_params = {{"axis", SymbolParamKind::kAxis}},
          .symbol_inputs = 2,  // TASO's concat joins two tensors
          .split_axis = concat_split_axis,
          .shape = concat_shape,
@@ -252,7 +252,7 @@ void register_movement_ops(OpRegistry& r) {
          .kind = OpKind::kDataMovement,
          .attrs = {{"axis", AttrKind::kInt, std::nullopt, "split axis"},
                    {"sizes", AttrKind::kInts, std::nullopt, "size of each output along the axis"}},
-         .symbol_params = {{"axis", SymbolParamKind::axis}},
+         .symbol_params = {{"axis", SymbolParamKind::kAxis}},
          .symbol_outputs = 2,  // TASO's two-way split: split_0, split_1
          .shape = split_shape,
          .flops = zero_count,

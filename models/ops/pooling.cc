@@ -153,11 +153,11 @@ std::vector<AttrSpec> pool_attrs(bool avg, bool grad) {
 }
 
 // kernel, strides, SAME/VALID padding (TASO's poolavg/poolmax).
-const std::vector<SymbolParam> kPoolSymbolParams{{"kh", SymbolParamKind::kernel},
-                                                 {"kw", SymbolParamKind::kernel},
-                                                 {"sh", SymbolParamKind::stride},
-                                                 {"sw", SymbolParamKind::stride},
-                                                 {"pad", SymbolParamKind::padding}};
+const std::vector<SymbolParam> kPoolSymbolParams{{"kh", SymbolParamKind::kKernel},
+                                                 {"kw", SymbolParamKind::kKernel},
+                                                 {"sh", SymbolParamKind::kStride},
+                                                 {"sw", SymbolParamKind::kStride},
+                                                 {"pad", SymbolParamKind::kPadding}};
 
 }  // namespace
 

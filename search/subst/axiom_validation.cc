@@ -30,23 +30,23 @@ void constrain_ranks(const Term& t, std::map<std::string, std::set<int>>& ranks)
     }
     std::set<int> allowed{0, 1, 2, 3, 4};
     switch (t.op()) {
-      case Op::conv2d:
-      case Op::poolavg:
-      case Op::poolmax:
-      case Op::enlarge:
+      case Op::kConv2d:
+      case Op::kPoolavg:
+      case Op::kPoolmax:
+      case Op::kEnlarge:
         allowed = {4};
         break;
-      case Op::matmul:
-      case Op::transpose:
+      case Op::kMatmul:
+      case Op::kTranspose:
         allowed = {2};
         break;
-      case Op::smul:
+      case Op::kSmul:
         if (i == 1) allowed = {0};
         break;
-      case Op::concat:
-      case Op::split_0:
-      case Op::split_1:
-      case Op::relu:
+      case Op::kConcat:
+      case Op::kSplit0:
+      case Op::kSplit1:
+      case Op::kRelu:
         allowed = {1, 2, 3, 4};
         break;
       default:

@@ -17,7 +17,7 @@
 
 namespace strata::search::subst {
 
-enum class AxiomKind { axiom, lemma };
+enum class AxiomKind { kAxiom, kLemma };
 
 // One row of an axiom table, as written in the source.
 struct AxiomSpec {
@@ -38,7 +38,7 @@ struct ParamVariable {
 // A parsed, checked axiom.
 struct Axiom {
   std::string name;
-  AxiomKind kind = AxiomKind::axiom;
+  AxiomKind kind = AxiomKind::kAxiom;
   std::vector<std::string> tensor_variables;  // in order of first occurrence
   std::vector<ParamVariable> param_variables;
   Term lhs;

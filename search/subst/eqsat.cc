@@ -41,7 +41,7 @@ struct Saturation {
   const util::Stopwatch& watch;  // since eqsat_optimize started
   std::vector<int> applications;
   std::vector<char> multi;
-  StopReason stop = StopReason::iteration_limit;
+  StopReason stop = StopReason::kIterationLimit;
   bool stopped = false;
 
   // Whether a multi-root match's rhs would read one of its own roots (a cycle through the e-graph).
@@ -73,12 +73,12 @@ struct Saturation {
           if (phase == 1) ++it.multi_applied;
           ++applications[r];
           if (eg.num_nodes() > options.node_limit) {
-            stop = StopReason::node_limit;
+            stop = StopReason::kNodeLimit;
             stopped = true;
             break;
           }
           if (watch.seconds() > options.time_limit_s) {
-            stop = StopReason::time_limit;
+            stop = StopReason::kTimeLimit;
             stopped = true;
             break;
           }
@@ -117,15 +117,15 @@ struct Saturation {
                         it.seconds));
       if (stopped) break;
       if (it.applied == 0) {
-        stop = StopReason::saturated;
+        stop = StopReason::kSaturated;
         break;
       }
       if (eg.num_nodes() > options.node_limit) {
-        stop = StopReason::node_limit;
+        stop = StopReason::kNodeLimit;
         break;
       }
       if (watch.seconds() > options.time_limit_s) {
-        stop = StopReason::time_limit;
+        stop = StopReason::kTimeLimit;
         break;
       }
     }
@@ -137,20 +137,20 @@ struct Saturation {
 
 std::string_view stop_reason_name(StopReason r) {
   switch (r) {
-    case StopReason::saturated:
+    case StopReason::kSaturated:
       return "saturated";
-    case StopReason::iteration_limit:
+    case StopReason::kIterationLimit:
       return "iteration limit";
-    case StopReason::node_limit:
+    case StopReason::kNodeLimit:
       return "node limit";
-    case StopReason::time_limit:
+    case StopReason::kTimeLimit:
       return "time limit";
   }
   return "?";
 }
 
 std::string_view extraction_name(Extraction e) {
-  return e == Extraction::ilp ? "ilp" : "greedy";
+  return e == Extraction::kIlp ? "ilp" : "greedy";
 }
 
 EqsatResult eqsat_optimize(const models::Graph& input, std::span<const Rule> rules,

@@ -22,10 +22,10 @@
 
 namespace strata::search::subst {
 
-enum class StopReason { saturated, iteration_limit, node_limit, time_limit };
+enum class StopReason { kSaturated, kIterationLimit, kNodeLimit, kTimeLimit };
 std::string_view stop_reason_name(StopReason r);
 
-enum class Extraction { greedy, ilp };
+enum class Extraction { kGreedy, kIlp };
 std::string_view extraction_name(Extraction e);
 
 struct EqsatOptions {
@@ -36,7 +36,7 @@ struct EqsatOptions {
   // the first `multi_iterations` iterations only (Tensat's k_multi), with matches that would make a root its
   // own descendant skipped: they join every pair of root matches and grow the e-graph fastest.
   int multi_iterations = 2;
-  Extraction extraction = Extraction::ilp;
+  Extraction extraction = Extraction::kIlp;
   double ilp_time_limit_s = 1;  // Z3 time; past it the best acyclic choice found (or greedy) is used
   std::function<void(std::string_view)> progress;
 };
@@ -72,7 +72,7 @@ struct EqsatIteration {
 struct ExtractionResult {
   std::vector<int> choice;  // per class id (canonical ids only): index into eclass(id).nodes, -1 unused
   double cost = 0;          // seconds, shared nodes counted once
-  Extraction used = Extraction::greedy;
+  Extraction used = Extraction::kGreedy;
   std::string note;  // why ILP fell back to greedy, or how many cycle cuts it took
 };
 
@@ -92,11 +92,11 @@ models::Graph extracted_graph(const GraphEGraph& geg, const ExtractionResult& ex
 struct EqsatResult {
   models::Graph graph;
   double cost_before = 0, cost_after = 0;  // graph_cost, seconds
-  StopReason stop = StopReason::saturated;
+  StopReason stop = StopReason::kSaturated;
   std::vector<EqsatIteration> iterations;
   std::size_t nodes = 0, classes = 0;                          // final e-graph size
   std::vector<std::pair<std::string, int>> rule_applications;  // rule name -> unions that changed the e-graph
-  Extraction extraction = Extraction::greedy;                  // the one whose result was used
+  Extraction extraction = Extraction::kGreedy;                 // the one whose result was used
   std::string extraction_note;
   double extraction_cost = 0;  // the extractor's own estimate (seconds)
   double saturation_seconds = 0, extraction_seconds = 0, seconds = 0;

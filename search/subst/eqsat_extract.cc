@@ -157,7 +157,7 @@ ExtractionResult greedy_extract(const EGraph& eg, std::span<const ClassId> roots
   auto cost = dag_cost(eg, roots, res.choice, sc);
   if (!cost) throw std::logic_error("eqsat: greedy extraction found no acyclic choice");
   res.cost = *cost;
-  res.used = Extraction::greedy;
+  res.used = Extraction::kGreedy;
   // Tree cost cannot see that the outputs of one operator instance used by several classes are paid once
   // (the split outputs of a merged matmul): switching one class to split_0 of the merged operator is never
   // cheaper on its own. So: moves that switch every class holding an output of one shared instance at once,
@@ -314,7 +314,7 @@ class IlpExtractor {
   // when the choice is cyclic.
   std::optional<ExtractionResult> read_model(const z3::model& m) {
     ExtractionResult res;
-    res.used = Extraction::ilp;
+    res.used = Extraction::kIlp;
     res.choice.assign(n_ids_, -1);
     for (ClassId c : classes_) {
       const auto& xs = xvar_[static_cast<std::size_t>(c)];
@@ -466,7 +466,7 @@ ExtractionResult extract(const EGraph& eg, std::span<const ClassId> roots, const
                          Extraction method, double ilp_time_limit_s) {
   SignatureCost sc(eg, cost);
   ExtractionResult greedy = greedy_extract(eg, roots, sc);
-  if (method == Extraction::greedy) return greedy;
+  if (method == Extraction::kGreedy) return greedy;
   std::string note;
   auto ilp = ilp_extract(eg, roots, sc, ilp_time_limit_s, greedy.cost, note);
   if (!ilp) {

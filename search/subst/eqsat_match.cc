@@ -25,8 +25,8 @@ bool ungroupable(const Signature& sig) {
 bool node_matches(const EGraph& eg, const ENode& n, const Term& t) {
   const auto& op = eg.signature(n.sig).rule_op;
   if (!op) return false;
-  const Op want = t.op() == Op::split_1 ? Op::split_0 : t.op();
-  if (op->op != want || n.output != (t.op() == Op::split_1 ? 1 : 0)) return false;
+  const Op want = t.op() == Op::kSplit1 ? Op::kSplit0 : t.op();
+  if (op->op != want || n.output != (t.op() == Op::kSplit1 ? 1 : 0)) return false;
   if (ungroupable(eg.signature(n.sig))) return false;
   if (op->params.size() != t.params().size() || n.children.size() != t.args().size()) return false;
   for (std::size_t i = 0; i < t.params().size(); ++i)
@@ -119,13 +119,13 @@ std::optional<ClassId> build_target(EGraph& eg, const Term& t, const Bindings& b
   std::vector<models::Shape> shapes;
   for (ClassId k : kids) shapes.push_back(eg.eclass(k).type.shape);
   std::int64_t split_point = 0;
-  if (inst.op == Op::split_0 || inst.op == Op::split_1) {
+  if (inst.op == Op::kSplit0 || inst.op == Op::kSplit1) {
     const auto axis = inst.params[0];
     if (axis < 0 || axis >= static_cast<std::int64_t>(shapes[0].size())) return std::nullopt;
     const auto dim = shapes[0][static_cast<std::size_t>(axis)];
     if (expected && expected->shape.size() == shapes[0].size()) {
       const auto part = expected->shape[static_cast<std::size_t>(axis)];
-      split_point = inst.op == Op::split_0 ? part : dim - part;
+      split_point = inst.op == Op::kSplit0 ? part : dim - part;
     } else {
       auto point = concat_boundary(eg, kids[0], axis, 8);
       if (!point) return std::nullopt;

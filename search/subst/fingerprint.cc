@@ -23,12 +23,12 @@ constexpr std::uint32_t kNoArg = 0xFFFFFFFu;  // 28 bits
 // I_conv and C_pool with 4 channels (4x4x3x3 and the depth-wise 4x1x3x3).
 Shape constant_shape(Op op) {
   switch (op) {
-    case Op::Imatmul:
+    case Op::kImatmul:
       return {4, 4};
-    case Op::Iewmul:
+    case Op::kIewmul:
       return {2, 4, 5, 5};
-    case Op::Iconv:
-    case Op::Cpool:
+    case Op::kIconv:
+    case Op::kCpool:
       return {4};
     default:
       return {};
@@ -65,7 +65,7 @@ SplitTree combine(const SplitTree& a, const SplitTree& b) {
 }  // namespace
 
 bool is_layout_only_transpose(const OpInstance& inst) {
-  return inst.op == Op::transpose && inst.params.size() == 1 && inst.params[0] == 0;
+  return inst.op == Op::kTranspose && inst.params.size() == 1 && inst.params[0] == 0;
 }
 
 int split_point(const TensorMeta& m, std::size_t axis) {
@@ -78,32 +78,32 @@ bool propagate_meta(const OpInstance& inst, std::span<const TensorMeta* const> a
   out = {};
   auto& o = out[0];
   switch (inst.op) {
-    case Op::ewadd:
-    case Op::ewmul:
+    case Op::kEwadd:
+    case Op::kEwmul:
       if (args[0]->transposed_layout != args[1]->transposed_layout) return false;  // TASO: equal strides
       o.transposed_layout = args[0]->transposed_layout;
       for (std::size_t d = 0; d < 4; ++d) o.split[d] = combine(args[0]->split[d], args[1]->split[d]);
       return true;
-    case Op::relu:
-    case Op::smul:
+    case Op::kRelu:
+    case Op::kSmul:
       o = *args[0];
       return true;
-    case Op::matmul:
+    case Op::kMatmul:
       o.split[0] = args[0]->split[0];
       o.split[1] = args[1]->split[1];
       return true;
-    case Op::conv2d:
+    case Op::kConv2d:
       o.split = {args[0]->split[0], args[1]->split[0], args[0]->split[2], args[0]->split[3]};
       return true;
-    case Op::poolavg:
-    case Op::poolmax:
+    case Op::kPoolavg:
+    case Op::kPoolmax:
       o.split = {args[0]->split[0], SplitTree{}, args[0]->split[2], args[0]->split[3]};
       return true;
-    case Op::transpose:
+    case Op::kTranspose:
       o.split = {args[0]->split[1], args[0]->split[0], SplitTree{}, SplitTree{}};
       o.transposed_layout = is_layout_only_transpose(inst) ? !args[0]->transposed_layout : false;
       return true;
-    case Op::concat: {
+    case Op::kConcat: {
       const auto axis = static_cast<std::size_t>(inst.params[0]);
       bool ok = true;
       for (std::size_t d = 0; d < 4; ++d)
@@ -112,21 +112,21 @@ bool propagate_meta(const OpInstance& inst, std::span<const TensorMeta* const> a
                          : combine(args[0]->split[d], args[1]->split[d]);
       return ok;
     }
-    case Op::split_0:
-    case Op::split_1: {
+    case Op::kSplit0:
+    case Op::kSplit1: {
       const auto axis = static_cast<std::size_t>(inst.params[0]);
       if (args[0]->split[axis].n == 0) return false;
       out[0].split = out[1].split = args[0]->split;
       divide(args[0]->split[axis], out[0].split[axis], out[1].split[axis]);
       return true;
     }
-    case Op::enlarge:
+    case Op::kEnlarge:
       o.split = {args[0]->split[0], args[0]->split[1], SplitTree{}, SplitTree{}};
       return true;
-    case Op::Iconv:
-    case Op::Cpool:
-    case Op::Imatmul:
-    case Op::Iewmul:
+    case Op::kIconv:
+    case Op::kCpool:
+    case Op::kImatmul:
+    case Op::kIewmul:
       return true;
   }
   return false;
@@ -298,7 +298,7 @@ ValueStore::Result ValueStore::apply(int inst, std::span<const ValueId> args, bo
     if (split_at == 0) return memo_[key] = r;
   }
   // TASO's matmul rejects equal operands and a weight with BATCHSIZE (2) rows (src/generator/generator.cc).
-  if (op.op == Op::matmul && (args[0] == args[1] || shape(args[1])[0] == 2)) return memo_[key] = r;
+  if (op.op == Op::kMatmul && (args[0] == args[1] || shape(args[1])[0] == 2)) return memo_[key] = r;
   std::array<TensorMeta, 2> metas;
   {
     std::array<const TensorMeta*, 2> am{};

@@ -32,40 +32,40 @@ std::vector<OpInstance> parse_operator_set(std::string_view spec) {
   };
   auto add_name = [&](std::string_view n) {
     if (n == "ewadd")
-      add(Op::ewadd);
+      add(Op::kEwadd);
     else if (n == "ewmul")
-      add(Op::ewmul);
+      add(Op::kEwmul);
     else if (n == "smul")
-      add(Op::smul);
+      add(Op::kSmul);
     else if (n == "matmul")
-      add(Op::matmul);
+      add(Op::kMatmul);
     else if (n == "transpose")
-      add(Op::transpose);
+      add(Op::kTranspose);
     else if (n == "transpose_layout")
-      add(Op::transpose, {0});
+      add(Op::kTranspose, {0});
     else if (n == "relu")
-      add(Op::relu);
+      add(Op::kRelu);
     else if (n == "conv2d")
-      add(Op::conv2d, {1, 1, kPadSame, kActiNone});
+      add(Op::kConv2d, {1, 1, kPadSame, kActiNone});
     else if (n == "conv2d_relu")
-      add(Op::conv2d, {1, 1, kPadSame, kActiRelu});
+      add(Op::kConv2d, {1, 1, kPadSame, kActiRelu});
     else if (n == "poolavg")
-      add(Op::poolavg, {3, 3, 1, 1, kPadSame});
+      add(Op::kPoolavg, {3, 3, 1, 1, kPadSame});
     else if (n == "poolmax")
-      add(Op::poolmax, {3, 3, 1, 1, kPadSame});
+      add(Op::kPoolmax, {3, 3, 1, 1, kPadSame});
     else if (n == "concat") {
-      add(Op::concat, {0});
-      add(Op::concat, {1});
+      add(Op::kConcat, {0});
+      add(Op::kConcat, {1});
     } else if (n == "split") {
-      add(Op::split_0, {0});
-      add(Op::split_0, {1});
+      add(Op::kSplit0, {0});
+      add(Op::kSplit0, {1});
     } else if (n == "enlarge")
-      add(Op::enlarge, {3, 3});
+      add(Op::kEnlarge, {3, 3});
     else if (n == "constants") {
-      add(Op::Imatmul);
-      add(Op::Iewmul);
-      add(Op::Iconv, {3, 3});
-      add(Op::Cpool, {3, 3});
+      add(Op::kImatmul);
+      add(Op::kIewmul);
+      add(Op::kIconv, {3, 3});
+      add(Op::kCpool, {3, 3});
     } else
       return false;
     return true;

@@ -42,9 +42,9 @@ std::vector<RealTensor> replay_real(const Enc& g, const std::vector<OpInstance>&
     if (!propagate_meta(inst, std::span(am.data(), e.nin), std::span(as.data(), e.nin), metas))
       throw std::logic_error("generator: real replay failed (metadata)");
     Shape cshape;
-    if (inst.op == Op::Imatmul) cshape = {4, 4};
-    if (inst.op == Op::Iewmul) cshape = {2, 4, 5, 5};
-    if (inst.op == Op::Iconv || inst.op == Op::Cpool) cshape = {4};
+    if (inst.op == Op::kImatmul) cshape = {4, 4};
+    if (inst.op == Op::kIewmul) cshape = {2, 4, 5, 5};
+    if (inst.op == Op::kIconv || inst.op == Op::kCpool) cshape = {4};
     const auto ir = to_ir(inst, shapes, split_at, cshape);
     if (!ir) throw std::logic_error("generator: real replay failed");
     const auto& def = models::OpRegistry::instance().get(ir->name);

@@ -46,13 +46,13 @@ std::vector<int> graph_outputs(const Enc& g, const std::vector<OpInstance>& ops)
 
 int taso_rank(const OpInstance& inst, const ValueStore& store, std::span<const ValueId> args) {
   switch (inst.op) {
-    case Op::matmul:
+    case Op::kMatmul:
       return 0;
-    case Op::ewadd:
+    case Op::kEwadd:
       return 1;
-    case Op::ewmul:
+    case Op::kEwmul:
       return 2;
-    case Op::conv2d: {
+    case Op::kConv2d: {
       const auto& w = store.shape(args[1]);
       const int relu = inst.params[3] == kActiRelu ? 1 : 0;
       if (w[2] == 3 && w[3] == 3) return 3 + relu;
@@ -60,30 +60,30 @@ int taso_rank(const OpInstance& inst, const ValueStore& store, std::span<const V
       if (w[2] == 3 && w[3] == 1) return 7 + relu;
       return 26 + relu;
     }
-    case Op::poolavg:
+    case Op::kPoolavg:
       return 9;
-    case Op::poolmax:
+    case Op::kPoolmax:
       return 10;
-    case Op::Cpool:
+    case Op::kCpool:
       return 11;
-    case Op::Iconv:
+    case Op::kIconv:
       return 12;
-    case Op::Imatmul:
+    case Op::kImatmul:
       return 13;
-    case Op::Iewmul:
+    case Op::kIewmul:
       return 14;
-    case Op::enlarge:
+    case Op::kEnlarge:
       return 15;
-    case Op::smul:
+    case Op::kSmul:
       return 16;
-    case Op::relu:
+    case Op::kRelu:
       return 17;
-    case Op::concat:
+    case Op::kConcat:
       return 18 + (store.rank(args[0]) == 4 ? 2 : 0) + (inst.params[0] == 0 ? 1 : 0);
-    case Op::split_0:
-    case Op::split_1:
+    case Op::kSplit0:
+    case Op::kSplit1:
       return inst.params[0] == 1 ? 22 : 23;
-    case Op::transpose:
+    case Op::kTranspose:
       return is_layout_only_transpose(inst) ? 24 : 25;
   }
   return 30;

@@ -23,10 +23,10 @@ class Enumerator {
       const Op op = ops_[t].op;
       const int arity = op_info(op).tensor_args;
       if (arity == 0) constants_.push_back(static_cast<std::uint8_t>(t));
-      if (op == Op::enlarge) enlarge_bits_ |= bit;
+      if (op == Op::kEnlarge) enlarge_bits_ |= bit;
       if (ordered_pair_op(op)) ordered_bits_ |= bit;
-      if (op == Op::smul) smul_bits_ |= bit;
-      if (op == Op::conv2d) conv_bits_ |= bit;
+      if (op == Op::kSmul) smul_bits_ |= bit;
+      if (op == Op::kConv2d) conv_bits_ |= bit;
       if (is_split(op)) split_bits_ |= bit;
       if (arity == 1) unary_bits_ |= bit;
       if (arity == 2) binary_bits_ |= bit;

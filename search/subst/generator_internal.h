@@ -96,7 +96,7 @@ int taso_rank(const OpInstance& inst, const ValueStore& store, std::span<const V
 // add/mul and concat take their first argument from an earlier tensor than their second (TASO enumerates
 // j < k), which for operator outputs is a precedence constraint between their producers.
 inline bool ordered_pair_op(Op op) {
-  return op == Op::ewadd || op == Op::ewmul || op == Op::concat;
+  return op == Op::kEwadd || op == Op::kEwmul || op == Op::kConcat;
 }
 
 // TASO's key of a graph: the smallest, over the orders TASO can build it in, sequence of (operator rank,

@@ -68,9 +68,9 @@ Term tensor_term(const Enc& g, const std::vector<OpInstance>& ops, int tensor,
   const auto& e = g.ops[static_cast<std::size_t>(k)];
   const auto& inst = ops[e.tmpl];
   Op op = inst.op;
-  if (is_split(op)) op = prod.out[static_cast<std::size_t>(tensor)] == 0 ? Op::split_0 : Op::split_1;
+  if (is_split(op)) op = prod.out[static_cast<std::size_t>(tensor)] == 0 ? Op::kSplit0 : Op::kSplit1;
   std::vector<Param> params;
-  if (op != Op::transpose)  // both transposes print alike (TASO's text form drops the shuffle flag)
+  if (op != Op::kTranspose)  // both transposes print alike (TASO's text form drops the shuffle flag)
     for (auto p : inst.params) params.push_back(Param{p, {}});
   std::vector<Term> args;
   for (int a = 0; a < e.nin; ++a)

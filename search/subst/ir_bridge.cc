@@ -46,23 +46,23 @@ std::optional<IrOp> to_ir(const OpInstance& inst, std::span<const Shape> in, std
   const auto& p = inst.params;
   auto rank_is = [&](std::size_t i, std::size_t r) { return i < in.size() && in[i].size() == r; };
   switch (inst.op) {
-    case Op::ewadd:
-    case Op::ewmul:
+    case Op::kEwadd:
+    case Op::kEwmul:
       if (in.size() != 2 || in[0] != in[1]) return std::nullopt;
-      return IrOp{inst.op == Op::ewadd ? "ewadd" : "ewmul", {}};
-    case Op::smul:
+      return IrOp{inst.op == Op::kEwadd ? "ewadd" : "ewmul", {}};
+    case Op::kSmul:
       if (in.size() != 2 || !in[1].empty() || in[0].empty()) return std::nullopt;
       return IrOp{"scalar_mul", {}};
-    case Op::matmul:
+    case Op::kMatmul:
       if (!rank_is(0, 2) || !rank_is(1, 2) || in[0][1] != in[1][0]) return std::nullopt;
       return IrOp{"matmul", {}};
-    case Op::transpose:
+    case Op::kTranspose:
       if (!rank_is(0, 2)) return std::nullopt;
       return IrOp{"transpose", {{"perm", Ints{1, 0}}, {"shuffle", std::int64_t{1}}}};
-    case Op::relu:
+    case Op::kRelu:
       if (in.size() != 1 || in[0].empty()) return std::nullopt;
       return IrOp{"relu", {}};
-    case Op::conv2d: {
+    case Op::kConv2d: {
       if (!rank_is(0, 4) || !rank_is(1, 4)) return std::nullopt;
       const auto& x = in[0];
       const auto& w = in[1];
@@ -76,18 +76,18 @@ std::optional<IrOp> to_ir(const OpInstance& inst, std::span<const Shape> in, std
                    {"groups", x[1] / w[1]},
                    {"activation", std::string(p[3] == kActiRelu ? "relu" : "none")}}};
     }
-    case Op::poolavg:
-    case Op::poolmax: {
+    case Op::kPoolavg:
+    case Op::kPoolmax: {
       if (!rank_is(0, 4)) return std::nullopt;
       auto pads = pads_for(p[4], in[0][2], in[0][3], p[0], p[1], p[2], p[3]);
       if (!pads) return std::nullopt;
-      IrOp op{inst.op == Op::poolavg ? "avgpool2d" : "maxpool2d",
+      IrOp op{inst.op == Op::kPoolavg ? "avgpool2d" : "maxpool2d",
               {{"kernel", Ints{p[0], p[1]}}, {"strides", Ints{p[2], p[3]}}, {"pads", *pads}}};
       // TASO's average pooling equals a convolution with C_pool, whose zero padding counts in the divisor.
-      if (inst.op == Op::poolavg) op.attrs.set("count_include_pad", std::int64_t{1});
+      if (inst.op == Op::kPoolavg) op.attrs.set("count_include_pad", std::int64_t{1});
       return op;
     }
-    case Op::concat: {
+    case Op::kConcat: {
       if (in.size() != 2 || in[0].size() != in[1].size() || p[0] < 0 ||
           p[0] >= static_cast<std::int64_t>(in[0].size()))
         return std::nullopt;
@@ -95,29 +95,29 @@ std::optional<IrOp> to_ir(const OpInstance& inst, std::span<const Shape> in, std
         if (static_cast<std::int64_t>(d) != p[0] && in[0][d] != in[1][d]) return std::nullopt;
       return IrOp{"concat", {{"axis", p[0]}}};
     }
-    case Op::split_0:
-    case Op::split_1: {
+    case Op::kSplit0:
+    case Op::kSplit1: {
       if (in.size() != 1 || p[0] < 0 || p[0] >= static_cast<std::int64_t>(in[0].size())) return std::nullopt;
       const auto dim = in[0][static_cast<std::size_t>(p[0])];
       if (split_point <= 0 || split_point >= dim) return std::nullopt;
       return IrOp{"split",
                   {{"axis", p[0]}, {"sizes", Ints{split_point, dim - split_point}}},
-                  inst.op == Op::split_1 ? 1 : 0};
+                  inst.op == Op::kSplit1 ? 1 : 0};
     }
-    case Op::enlarge:
+    case Op::kEnlarge:
       if (!rank_is(0, 4) || in[0][2] > p[0] || in[0][3] > p[1] || (p[0] - in[0][2]) % 2 ||
           (p[1] - in[0][3]) % 2)
         return std::nullopt;
       return IrOp{"enlarge", {{"kernel", Ints{p[0], p[1]}}}};
-    case Op::Iconv:
-    case Op::Cpool:
+    case Op::kIconv:
+    case Op::kCpool:
       if (constant_shape.empty()) return std::nullopt;
-      return IrOp{inst.op == Op::Iconv ? "const_iconv" : "const_pool",
+      return IrOp{inst.op == Op::kIconv ? "const_iconv" : "const_pool",
                   {{"channels", constant_shape[0]}, {"kernel", Ints{p[0], p[1]}}}};
-    case Op::Imatmul:
+    case Op::kImatmul:
       if (constant_shape.size() != 2 || constant_shape[0] != constant_shape[1]) return std::nullopt;
       return IrOp{"const_imm", {{"size", constant_shape[0]}}};
-    case Op::Iewmul:
+    case Op::kIewmul:
       if (constant_shape.empty()) return std::nullopt;
       return IrOp{"const_one", {{"shape", constant_shape}}};
   }
@@ -130,20 +130,20 @@ std::optional<OpInstance> from_ir(const models::Graph& g, const models::Node& n)
   auto shape = [&](std::size_t i) -> const Shape& { return g.type(n.inputs[i]).shape; };
   if (name == "ewadd" || name == "ewmul") {
     if (n.inputs.size() != 2 || shape(0) != shape(1)) return std::nullopt;
-    return OpInstance{name == "ewadd" ? Op::ewadd : Op::ewmul, {}};
+    return OpInstance{name == "ewadd" ? Op::kEwadd : Op::kEwmul, {}};
   }
-  if (name == "scalar_mul") return OpInstance{Op::smul, {}};
-  if (name == "relu") return OpInstance{Op::relu, {}};
+  if (name == "scalar_mul") return OpInstance{Op::kSmul, {}};
+  if (name == "relu") return OpInstance{Op::kRelu, {}};
   if (name == "matmul") {
     if (a.i("trans_a") || a.i("trans_b") || a.s("activation") != "none") return std::nullopt;
     if (shape(0).size() != 2 || shape(1).size() != 2) return std::nullopt;
-    return OpInstance{Op::matmul, {}};
+    return OpInstance{Op::kMatmul, {}};
   }
   if (name == "transpose") {
     if (shape(0).size() != 2 || a.i("shuffle") != 1) return std::nullopt;
     const auto& perm = a.ints("perm");
     if (!perm.empty() && perm != Ints{1, 0}) return std::nullopt;
-    return OpInstance{Op::transpose, {}};
+    return OpInstance{Op::kTranspose, {}};
   }
   if (name == "conv2d") {
     if (n.inputs.size() != 2 || a.ints("dilations") != Ints{1, 1}) return std::nullopt;
@@ -154,7 +154,7 @@ std::optional<OpInstance> from_ir(const models::Graph& g, const models::Node& n)
     if (!mode) return std::nullopt;
     const auto& act = a.s("activation");
     if (act != "none" && act != "relu") return std::nullopt;
-    return OpInstance{Op::conv2d, {s[0], s[1], *mode, act == "relu" ? kActiRelu : kActiNone}};
+    return OpInstance{Op::kConv2d, {s[0], s[1], *mode, act == "relu" ? kActiRelu : kActiNone}};
   }
   if (name == "avgpool2d" || name == "maxpool2d") {
     if (a.i("ceil_mode")) return std::nullopt;
@@ -165,30 +165,30 @@ std::optional<OpInstance> from_ir(const models::Graph& g, const models::Node& n)
     if (!mode) return std::nullopt;
     if (name == "avgpool2d" && a.i("count_include_pad") == 0 && a.ints("pads") != Ints{0, 0, 0, 0})
       return std::nullopt;
-    return OpInstance{name == "avgpool2d" ? Op::poolavg : Op::poolmax, {k[0], k[1], s[0], s[1], *mode}};
+    return OpInstance{name == "avgpool2d" ? Op::kPoolavg : Op::kPoolmax, {k[0], k[1], s[0], s[1], *mode}};
   }
   if (name == "concat") {
     if (n.inputs.size() != 2) return std::nullopt;
     auto axis = a.i("axis");
     if (axis < 0) axis += static_cast<std::int64_t>(shape(0).size());
-    return OpInstance{Op::concat, {axis}};
+    return OpInstance{Op::kConcat, {axis}};
   }
   if (name == "split") {
     if (n.outputs.size() != 2) return std::nullopt;
     auto axis = a.i("axis");
     if (axis < 0) axis += static_cast<std::int64_t>(shape(0).size());
-    return OpInstance{Op::split_0, {axis}};
+    return OpInstance{Op::kSplit0, {axis}};
   }
   if (name == "enlarge") {
     const auto& k = a.ints("kernel");
-    return OpInstance{Op::enlarge, {k[0], k[1]}};
+    return OpInstance{Op::kEnlarge, {k[0], k[1]}};
   }
   if (name == "const_iconv" || name == "const_pool") {
     const auto& k = a.ints("kernel");
-    return OpInstance{name == "const_iconv" ? Op::Iconv : Op::Cpool, {k[0], k[1]}};
+    return OpInstance{name == "const_iconv" ? Op::kIconv : Op::kCpool, {k[0], k[1]}};
   }
-  if (name == "const_imm") return OpInstance{Op::Imatmul, {}};
-  if (name == "const_one") return OpInstance{Op::Iewmul, {}};
+  if (name == "const_imm") return OpInstance{Op::kImatmul, {}};
+  if (name == "const_one") return OpInstance{Op::kIewmul, {}};
   return std::nullopt;
 }
 
@@ -238,14 +238,14 @@ std::string instance_name(const OpInstance& inst) {
 
 std::optional<models::Shape> constant_shape_in(Op parent, std::size_t arg, const models::Shape& sibling) {
   switch (parent) {
-    case Op::conv2d:
+    case Op::kConv2d:
       if (arg != 1 || sibling.size() != 4) return std::nullopt;
       return models::Shape{sibling[1]};
-    case Op::matmul:
+    case Op::kMatmul:
       if (sibling.size() != 2) return std::nullopt;
       return arg == 1 ? models::Shape{sibling[1], sibling[1]} : models::Shape{sibling[0], sibling[0]};
-    case Op::ewmul:
-    case Op::ewadd:
+    case Op::kEwmul:
+    case Op::kEwadd:
       return sibling;
     default:
       return std::nullopt;

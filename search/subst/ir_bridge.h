@@ -19,7 +19,7 @@ namespace strata::search::subst {
 
 // An operator instance: a rule operator with literal parameters (split_0/split_1 share one IR split node).
 struct OpInstance {
-  Op op = Op::ewadd;
+  Op op = Op::kEwadd;
   std::vector<std::int64_t> params;
   friend bool operator==(const OpInstance&, const OpInstance&) = default;
   friend auto operator<=>(const OpInstance&, const OpInstance&) = default;

@@ -21,23 +21,23 @@ struct Source {
   int output = 0;
 };
 constexpr std::array<Source, kNumOps> kSources{{
-    {Op::ewadd, "ewadd"},
-    {Op::ewmul, "ewmul"},
-    {Op::smul, "scalar_mul"},
-    {Op::matmul, "matmul"},
-    {Op::transpose, "transpose"},
-    {Op::relu, "relu"},
-    {Op::conv2d, "conv2d"},
-    {Op::poolavg, "avgpool2d"},
-    {Op::poolmax, "maxpool2d"},
-    {Op::concat, "concat"},
-    {Op::split_0, "split", 0},
-    {Op::split_1, "split", 1},
-    {Op::enlarge, "enlarge"},
-    {Op::Iconv, "const_iconv"},
-    {Op::Cpool, "const_pool"},
-    {Op::Imatmul, "const_imm"},
-    {Op::Iewmul, "const_one"},
+    {Op::kEwadd, "ewadd"},
+    {Op::kEwmul, "ewmul"},
+    {Op::kSmul, "scalar_mul"},
+    {Op::kMatmul, "matmul"},
+    {Op::kTranspose, "transpose"},
+    {Op::kRelu, "relu"},
+    {Op::kConv2d, "conv2d"},
+    {Op::kPoolavg, "avgpool2d"},
+    {Op::kPoolmax, "maxpool2d"},
+    {Op::kConcat, "concat"},
+    {Op::kSplit0, "split", 0},
+    {Op::kSplit1, "split", 1},
+    {Op::kEnlarge, "enlarge"},
+    {Op::kIconv, "const_iconv"},
+    {Op::kCpool, "const_pool"},
+    {Op::kImatmul, "const_imm"},
+    {Op::kIewmul, "const_one"},
 }};
 
 constexpr bool sources_in_enum_order() {
@@ -111,15 +111,15 @@ std::optional<Op> find_op(std::string_view name) {
 
 std::string_view param_kind_name(ParamKind kind) {
   switch (kind) {
-    case stride:
+    case kStride:
       return "stride";
-    case padding:
+    case kPadding:
       return "padding";
-    case activation:
+    case kActivation:
       return "activation";
-    case kernel:
+    case kKernel:
       return "kernel";
-    case axis:
+    case kAxis:
       return "axis";
   }
   return "?";
@@ -127,15 +127,15 @@ std::string_view param_kind_name(ParamKind kind) {
 
 std::span<const std::int64_t> param_domain(ParamKind kind) {
   switch (kind) {
-    case stride:
+    case kStride:
       return kStrides;
-    case padding:
+    case kPadding:
       return kPaddings;
-    case activation:
+    case kActivation:
       return kActivations;
-    case kernel:
+    case kKernel:
       return kKernels;
-    case axis:
+    case kAxis:
       return kAxes;
   }
   return {};

@@ -15,25 +15,25 @@
 namespace strata::search::subst {
 
 enum class Op : std::uint8_t {
-  ewadd,      // element-wise a + b
-  ewmul,      // element-wise a * b
-  smul,       // smul(a, s): tensor a times 0-D scalar s
-  matmul,     // 2-D matrix product
-  transpose,  // 2-D transpose
-  relu,       // max(x, 0)
-  conv2d,     // conv2d(sh, sw, pad, acti, x, w): NCHW input, OIHW weight, groups = C(x) / w.dim1
-  poolavg,    // poolavg(kh, kw, sh, sw, pad, x)
-  poolmax,    // poolmax(kh, kw, sh, sw, pad, x)
-  concat,     // concat(axis, a, b)
-  split_0,    // split_0(axis, a): first half of a 2-way split at the most recent concat boundary along axis
-  split_1,    // split_1(axis, a): second half
-  enlarge,    // enlarge(kh, kw, w): zero-pad a conv kernel to kh x kw, centred
-  Iconv,      // Iconv(kh, kw): identity convolution kernel
-  Cpool,      // Cpool(kh, kw): depth-wise kernel turning conv2d into average pooling
-  Imatmul,    // identity matrix
-  Iewmul,     // all-ones tensor, identity of ewmul
+  kEwadd,      // element-wise a + b
+  kEwmul,      // element-wise a * b
+  kSmul,       // smul(a, s): tensor a times 0-D scalar s
+  kMatmul,     // 2-D matrix product
+  kTranspose,  // 2-D kTranspose
+  kRelu,       // max(x, 0)
+  kConv2d,     // conv2d(sh, sw, pad, acti, x, w): NCHW input, OIHW weight, groups = C(x) / w.dim1
+  kPoolavg,    // poolavg(kh, kw, sh, sw, pad, x)
+  kPoolmax,    // poolmax(kh, kw, sh, sw, pad, x)
+  kConcat,     // concat(axis, a, b)
+  kSplit0,     // split_0(axis, a): first half of a 2-way split at the most recent concat boundary along axis
+  kSplit1,     // split_1(axis, a): second half
+  kEnlarge,    // enlarge(kh, kw, w): zero-pad a conv kernel to kh x kw, centred
+  kIconv,      // Iconv(kh, kw): identity convolution kernel
+  kCpool,      // Cpool(kh, kw): depth-wise kernel turning conv2d into average pooling
+  kImatmul,    // identity matrix
+  kIewmul,     // all-ones tensor, identity of kEwmul
 };
-inline constexpr int kNumOps = static_cast<int>(Op::Iewmul) + 1;
+inline constexpr int kNumOps = static_cast<int>(Op::kIewmul) + 1;
 
 // What an integer parameter means (declared on the OpDef); each kind has the value domain over which the
 // axioms were validated (TASO's verify.py and validate_axioms.py). Rules with parameters outside it are not
@@ -58,7 +58,7 @@ struct OpInfo {
 const OpInfo& op_info(Op op);
 // split_0 and split_1 are the two outputs of one split.
 inline bool is_split(Op op) {
-  return op == Op::split_0 || op == Op::split_1;
+  return op == Op::kSplit0 || op == Op::kSplit1;
 }
 std::span<const OpInfo> all_ops();
 std::optional<Op> find_op(std::string_view name);

@@ -122,7 +122,7 @@ struct Pending {
 };
 
 struct DeltaEstimate {
-  Estimate status = Estimate::unknown;
+  Estimate status = Estimate::kUnknown;
   double delta = 0;
   std::size_t new_nodes = 0;
 };
@@ -242,7 +242,7 @@ class Search {
   void rule_candidates(const Expansion& x, std::size_t r, std::vector<Pending>& out) {
     for (auto& m : find_matches_with(x.current, x.index, lhs_indices_[r], rules_[r], r)) {
       const DeltaEstimate d = delta_of(x, r, m);
-      if (d.status != Estimate::ok || x.costs.total + d.delta >= x.threshold) continue;
+      if (d.status != Estimate::kOk || x.costs.total + d.delta >= x.threshold) continue;
       out.push_back({x.costs.total + d.delta, x.idx, r, std::move(m), {}, {}});
     }
   }
@@ -263,11 +263,11 @@ class Search {
     std::size_t new_nodes = 0;
     const auto [status, estimate] = target_cost(x.current, x.costs, rules_[r], m, cost_, new_nodes);
     DeltaEstimate d{status, estimate - x.costs.total, new_nodes};
-    if (status == Estimate::unknown) {  // split points outside the target graph: build it once
+    if (status == Estimate::kUnknown) {  // split points outside the target graph: build it once
       const auto next = apply_match(x.current, rules_[r], m, "probe_");
-      d = next ? DeltaEstimate{Estimate::ok, graph_cost(*next, cost_) - x.costs.total,
+      d = next ? DeltaEstimate{Estimate::kOk, graph_cost(*next, cost_) - x.costs.total,
                                next->nodes().size() + m.nodes.size() - x.current.nodes().size()}
-               : DeltaEstimate{Estimate::rejected, 0, 0};
+               : DeltaEstimate{Estimate::kRejected, 0, 0};
     }
     std::lock_guard lock(cache_mutex_);
     delta_cache_.emplace(key, d);

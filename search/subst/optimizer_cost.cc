@@ -43,7 +43,7 @@ std::pair<Estimate, double> target_cost(const Graph& g, const NodeCosts& costs, 
   }
   TargetBuilder tb(vars);
   for (const auto& eq : rule.outputs)
-    if (!tb.build(eq.rhs)) return {Estimate::rejected, 0};
+    if (!tb.build(eq.rhs)) return {Estimate::kRejected, 0};
   const auto& fresh = tb.nodes();
   new_nodes = fresh.size();
   std::vector<std::vector<ValueId>> outs(fresh.size());
@@ -58,21 +58,21 @@ std::pair<Estimate, double> target_cost(const Graph& g, const NodeCosts& costs, 
       const auto& nn = fresh[k];
       std::vector<ValueId> ins;
       for (const Ref& r : nn.args) ins.push_back(value_of(r));
-      const bool split = nn.term->op() == Op::split_0 || nn.term->op() == Op::split_1;
+      const bool split = nn.term->op() == Op::kSplit0 || nn.term->op() == Op::kSplit1;
       if (split && !ins.empty() && ins[0] != models::kNoValue &&
           !concat_boundary(scratch, ins[0], nn.term->params()[0].value, 8))
-        return {Estimate::unknown, 0};
+        return {Estimate::kUnknown, 0};
       const ValueId sibling = nn.context ? value_of(nn.context->sibling) : models::kNoValue;
       auto o = emit_new_node(scratch, nn, std::move(ins), sibling, "t");
-      if (!o) return {Estimate::rejected, 0};
+      if (!o) return {Estimate::kRejected, 0};
       outs[k] = std::move(*o);
     }
   } catch (const models::GraphError&) {
-    return {Estimate::rejected, 0};
+    return {Estimate::kRejected, 0};
   }
   double removed = 0;
   for (NodeId n : match.nodes) removed += costs.node[static_cast<std::size_t>(n)];
-  return {Estimate::ok, costs.total - removed + graph_cost(scratch, cost)};
+  return {Estimate::kOk, costs.total - removed + graph_cost(scratch, cost)};
 }
 
 }  // namespace optimizer_detail

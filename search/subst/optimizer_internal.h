@@ -98,7 +98,7 @@ class TargetBuilder {
 std::optional<std::vector<ValueId>> emit_new_node(Graph& out, const NewNode& nn, std::vector<ValueId> ins,
                                                   ValueId sibling, const std::string& name_prefix);
 
-enum class Estimate : std::uint8_t { ok, rejected, unknown };
+enum class Estimate : std::uint8_t { kOk, kRejected, kUnknown };
 
 // The predicted time of a rule's target graph alone, built on stand-ins for the bound values (weights and
 // weight-only values as parameters, so they fold). The rewritten graph's cost is then the current cost minus

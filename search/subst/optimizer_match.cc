@@ -44,9 +44,9 @@ bool Matcher::match(const Term& t, ValueId v, MatchState& st) const {
   }
   const auto& inst = index_ ? index_->instances[static_cast<std::size_t>(val.producer)] : computed;
   if (!inst) return false;
-  const Op want = t.op() == Op::split_1 ? Op::split_0 : t.op();
+  const Op want = t.op() == Op::kSplit1 ? Op::kSplit0 : t.op();
   if (inst->op != want) return false;
-  if (val.producer_output != (t.op() == Op::split_1 ? 1 : 0)) return false;
+  if (val.producer_output != (t.op() == Op::kSplit1 ? 1 : 0)) return false;
   if (inst->params.size() != t.params().size()) return false;
   for (std::size_t i = 0; i < t.params().size(); ++i)
     if (t.params()[i].is_var() || t.params()[i].value != inst->params[i]) return false;
@@ -62,7 +62,7 @@ bool root_candidate(const Graph& g, const Term& t, ValueId v) {
   const auto& val = g.value(v);
   if (t.is_variable()) return false;  // a bare-variable lhs is not a rewrite site
   if (val.producer < 0) return false;
-  return val.producer_output == (t.op() == Op::split_1 ? 1 : 0);
+  return val.producer_output == (t.op() == Op::kSplit1 ? 1 : 0);
 }
 
 namespace {
@@ -85,7 +85,7 @@ void match_equations(const Graph& g, const MatchIndex& index, const Matcher& m, 
   }
   const Term& t = rule.outputs[eq].lhs;
   if (t.is_variable()) return;
-  const Op root_op = t.op() == Op::split_1 ? Op::split_0 : t.op();
+  const Op root_op = t.op() == Op::kSplit1 ? Op::kSplit0 : t.op();
   const auto& all = index.by_op[static_cast<std::size_t>(root_op)];
   std::vector<NodeId> near;
   if (eq > 0 && !shares_variable_with_earlier(rule, eq)) {
@@ -104,7 +104,7 @@ void match_equations(const Graph& g, const MatchIndex& index, const Matcher& m, 
   MatchState next;
   for (NodeId n : (eq > 0 && !shares_variable_with_earlier(rule, eq)) ? near : all) {
     const auto& outs = g.node(n).outputs;
-    const std::size_t k = t.op() == Op::split_1 ? 1 : 0;
+    const std::size_t k = t.op() == Op::kSplit1 ? 1 : 0;
     if (k >= outs.size()) continue;
     const ValueId v = outs[k];
     if (std::find(roots.begin(), roots.end(), v) != roots.end()) continue;

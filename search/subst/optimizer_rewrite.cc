@@ -20,8 +20,8 @@ std::optional<Ref> TargetBuilder::build(const Term& t, std::optional<ConstantCon
   }
   std::string key = to_string(t);
   int output = 0;
-  if (t.op() == Op::split_0 || t.op() == Op::split_1) {
-    output = t.op() == Op::split_1 ? 1 : 0;
+  if (t.op() == Op::kSplit0 || t.op() == Op::kSplit1) {
+    output = t.op() == Op::kSplit1 ? 1 : 0;
     key = "split" + key.substr(key.find('('));  // split_0 and split_1 of one tensor share one IR node
   }
   if (auto it = memo_.find(key); it != memo_.end()) return Ref{models::kNoValue, it->second, output};
@@ -56,7 +56,7 @@ std::optional<std::vector<ValueId>> emit_new_node(Graph& out, const NewNode& nn,
     inst.params.push_back(p.value);
   }
   std::int64_t split_point = 0;
-  if (inst.op == Op::split_0 || inst.op == Op::split_1) {
+  if (inst.op == Op::kSplit0 || inst.op == Op::kSplit1) {
     auto point = concat_boundary(out, ins[0], inst.params[0], 8);
     if (!point) return std::nullopt;
     split_point = *point;

@@ -27,7 +27,7 @@ namespace {
 void collect_ops(const Term& t, std::set<std::string>& ops) {
   if (t.is_variable()) return;
   std::string key = to_string(t);
-  if (t.op() == Op::split_0 || t.op() == Op::split_1) key = "split" + key.substr(key.find('('));
+  if (t.op() == Op::kSplit0 || t.op() == Op::kSplit1) key = "split" + key.substr(key.find('('));
   ops.insert(std::move(key));
   for (const Term& a : t.args()) collect_ops(a, ops);
 }
@@ -369,7 +369,7 @@ std::vector<Rule> parse_taso_equations(std::string_view text, std::string_view f
     for (const std::string& v : vars) {
       if (rule.find_input(v) != nullptr) continue;
       std::optional<Shape> shape;
-      if (shapes == TasoShapes::generator_table) {
+      if (shapes == TasoShapes::kGeneratorTable) {
         shape = taso_generator_input_shape(taso_input_number(v));
         if (!shape)
           throw error_at(
@@ -397,18 +397,18 @@ std::vector<Rule> load_rules(const std::string& path, RuleFileFormat format, Tas
   std::stringstream buffer;
   buffer << in.rdbuf();
   const std::string text = buffer.str();
-  if (format == RuleFileFormat::automatic) {
-    format = RuleFileFormat::strata;
+  if (format == RuleFileFormat::kAutomatic) {
+    format = RuleFileFormat::kStrata;
     for (const Line& line : split_lines(text, true)) {
       if (blank(line.text)) continue;
       std::size_t d = 0;
       while (d < line.text.size() && std::isdigit(static_cast<unsigned char>(line.text[d])) != 0) ++d;
-      if (d > 0 && d < line.text.size() && line.text[d] == '\t') format = RuleFileFormat::taso;
+      if (d > 0 && d < line.text.size() && line.text[d] == '\t') format = RuleFileFormat::kTaso;
       break;
     }
   }
-  auto rules = format == RuleFileFormat::taso ? parse_taso_equations(text, path, taso_shapes)
-                                              : parse_rules(text, path);
+  auto rules = format == RuleFileFormat::kTaso ? parse_taso_equations(text, path, taso_shapes)
+                                               : parse_rules(text, path);
   for (const Rule& r : rules)
     if (auto why = rule_shape_error(r))
       throw ConfigError(fmt::format("{}: rule '{}' does not type-check on its declared input shapes: {}",

@@ -63,9 +63,9 @@ std::string format_rule(const Rule& rule);
 
 // How input shapes of a TASO equation file are assigned.
 enum class TasoShapes {
-  generator_table,  // input_1..input_20 get the shapes of TASO's public generator (generator.cc); others are
+  kGeneratorTable,  // input_1..input_20 get the shapes of TASO's public generator (generator.cc); others are
                     // errors
-  unknown,          // any variable name, shapes unknown (the shipped 133-rule file)
+  kUnknown,         // any variable name, shapes unknown (the shipped 133-rule file)
 };
 // The public generator's shape of input_N (1 <= n <= 20).
 std::optional<Shape> taso_generator_input_shape(int n);
@@ -74,12 +74,12 @@ std::optional<Shape> taso_generator_input_shape(int n);
 // share the index and are consecutive. Rules are named by their index.
 std::vector<Rule> parse_taso_equations(std::string_view text, std::string_view file, TasoShapes shapes);
 
-enum class RuleFileFormat { automatic, strata, taso };
+enum class RuleFileFormat { kAutomatic, kStrata, kTaso };
 // Reads a rule file. automatic: a first entry line starting with "INDEX<TAB>" means a TASO equation file.
 // Rules whose input shapes are all known must type-check on them (rule_check.h: both sides of every equation
 // well-typed under the IR's shape rules, with equal shapes); otherwise ConfigError "file:line: rule 'r' ...".
-std::vector<Rule> load_rules(const std::string& path, RuleFileFormat format = RuleFileFormat::automatic,
-                             TasoShapes taso_shapes = TasoShapes::generator_table);
+std::vector<Rule> load_rules(const std::string& path, RuleFileFormat format = RuleFileFormat::kAutomatic,
+                             TasoShapes taso_shapes = TasoShapes::kGeneratorTable);
 // Writes rules in strata's format, atomically.
 void save_rules(const std::string& path, std::span<const Rule> rules);
 

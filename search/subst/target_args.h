@@ -16,7 +16,7 @@ namespace strata::search::subst {
 // Where a constant of a target term gets its shape. Sibling is the builder's handle of a built argument.
 template <class Sibling>
 struct ConstantContextOf {
-  Op parent = Op::ewadd;
+  Op parent = Op::kEwadd;
   std::size_t arg = 0;
   Sibling sibling{};
 };
@@ -32,11 +32,11 @@ bool build_target_args(const Term& t, const std::optional<ConstantContextOf<Sibl
   for (int pass = 0; pass < 2; ++pass) {
     for (std::size_t i = 0; i < args.size(); ++i) {
       const bool constant = !args[i].is_variable() && op_info(args[i].op()).tensor_args == 0;
-      const bool through_enlarge = !args[i].is_variable() && args[i].op() == Op::enlarge;
+      const bool through_enlarge = !args[i].is_variable() && args[i].op() == Op::kEnlarge;
       if ((pass == 0) == (constant || through_enlarge)) continue;
       std::optional<ConstantContextOf<Sibling>> child;
       if (constant || through_enlarge) {
-        if (t.op() == Op::enlarge)
+        if (t.op() == Op::kEnlarge)
           child = ctx;
         else if (args.size() == 2)
           child = ConstantContextOf<Sibling>{t.op(), i, built[1 - i]};

@@ -37,7 +37,7 @@ class Term {
 
  private:
   bool is_variable_ = false;
-  Op op_ = Op::ewadd;
+  Op op_ = Op::kEwadd;
   std::string name_;
   std::vector<Param> params_;
   std::vector<Term> args_;

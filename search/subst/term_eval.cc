@@ -36,12 +36,12 @@ bool needs_context(const Term& t) {
   if (t.is_variable()) return false;
   if (op_info(t.op()).tensor_args == 0) return true;
   switch (t.op()) {
-    case Op::smul:
-    case Op::relu:
-    case Op::transpose:
+    case Op::kSmul:
+    case Op::kRelu:
+    case Op::kTranspose:
       return needs_context(t.args()[0]);
-    case Op::ewadd:
-    case Op::ewmul:
+    case Op::kEwadd:
+    case Op::kEwmul:
       return needs_context(t.args()[0]) && needs_context(t.args()[1]);
     default:
       return false;
@@ -57,14 +57,14 @@ std::string shapes_str(const std::vector<Shape>& shapes) {
 // The sizing argument of to_ir for a constant that should have shape `wanted` (nullopt: no context).
 Shape constant_sizing(Op op, const std::optional<Shape>& wanted, std::int64_t free_size) {
   switch (op) {
-    case Op::Iconv:
-    case Op::Cpool:
+    case Op::kIconv:
+    case Op::kCpool:
       if (wanted && wanted->size() == 4) return {(*wanted)[0]};
       return {free_size};
-    case Op::Imatmul:
+    case Op::kImatmul:
       if (wanted && wanted->size() == 2) return *wanted;
       return {free_size, free_size};
-    case Op::Iewmul:
+    case Op::kIewmul:
       if (wanted && !wanted->empty()) return *wanted;
       return {free_size, free_size};
     default:
@@ -102,26 +102,26 @@ class Evaluator {
       return j < args.size() && !needs_context(args[j]) ? &in[j].type.shape : nullptr;
     };
     switch (t.op()) {
-      case Op::matmul:
+      case Op::kMatmul:
         if (const Shape* o = other(1 - i); o && o->size() == 2) {
           const auto n = i == 1 ? (*o)[1] : (*o)[0];
           return Shape{n, n};
         }
         return std::nullopt;
-      case Op::ewadd:
-      case Op::ewmul:
+      case Op::kEwadd:
+      case Op::kEwmul:
         if (const Shape* o = other(1 - i)) return *o;
         return wanted;
-      case Op::concat:
+      case Op::kConcat:
         if (const Shape* o = other(1 - i)) return *o;
         return std::nullopt;
-      case Op::smul:
-      case Op::relu:
+      case Op::kSmul:
+      case Op::kRelu:
         return wanted;
-      case Op::transpose:
+      case Op::kTranspose:
         if (wanted && wanted->size() == 2) return Shape{(*wanted)[1], (*wanted)[0]};
         return std::nullopt;
-      case Op::conv2d:
+      case Op::kConv2d:
         if (const Shape* x = other(0); i == 1 && x && x->size() == 4) return Shape{(*x)[1], (*x)[1], 1, 1};
         return std::nullopt;
       default:
@@ -139,7 +139,7 @@ class Evaluator {
           fmt::format("{} on operands of shape ({}): {}", to_string(t), shapes_str(shapes), why));
     };
 
-    const bool split = t.op() == Op::split_0 || t.op() == Op::split_1;
+    const bool split = t.op() == Op::kSplit0 || t.op() == Op::kSplit1;
     std::int64_t split_point = 0;
     SplitTreePtr split_tree;
     if (split) {
@@ -150,7 +150,7 @@ class Evaluator {
       split_point = split_tree->first_size;
     }
     std::optional<IrOp> ir;
-    if (t.op() == Op::smul && shapes.size() == 2 && shapes[1].empty())
+    if (t.op() == Op::kSmul && shapes.size() == 2 && shapes[1].empty())
       ir = IrOp{"scalar_mul", {}};  // the IR's scalar_mul also takes a 0-D first operand
     else
       ir = to_ir(inst, shapes, split_point, constant_sizing(t.op(), wanted, options_.free_constant_size));
@@ -203,38 +203,38 @@ class Evaluator {
       return same_tree(a, b) ? a : nullptr;
     };
     switch (t.op()) {
-      case Op::relu:
-      case Op::smul:
+      case Op::kRelu:
+      case Op::kSmul:
         for (std::size_t d = 0; d < rank; ++d) out[d] = from(0, d);
         break;
-      case Op::ewadd:
-      case Op::ewmul:
+      case Op::kEwadd:
+      case Op::kEwmul:
         for (std::size_t d = 0; d < rank; ++d) out[d] = merged(d);
         break;
-      case Op::transpose:
+      case Op::kTranspose:
         if (rank == 2) out = {from(0, 1), from(0, 0)};
         break;
-      case Op::matmul:
+      case Op::kMatmul:
         if (rank == 2) out = {from(0, 0), from(1, 1)};
         break;
-      case Op::conv2d:
+      case Op::kConv2d:
         if (rank == 4) out[0] = from(0, 0), out[1] = from(1, 0);
         break;
-      case Op::poolavg:
-      case Op::poolmax:
+      case Op::kPoolavg:
+      case Op::kPoolmax:
         if (rank == 4) out[0] = from(0, 0), out[1] = from(0, 1);
         break;
-      case Op::concat: {
+      case Op::kConcat: {
         const auto axis = static_cast<std::size_t>(inst.params[0]);
         for (std::size_t d = 0; d < rank; ++d) out[d] = merged(d);
         out[axis] = concat_tree(from(0, axis), in[0].type.shape[axis], from(1, axis));
         break;
       }
-      case Op::split_0:
-      case Op::split_1: {
+      case Op::kSplit0:
+      case Op::kSplit1: {
         const auto axis = static_cast<std::size_t>(inst.params[0]);
         for (std::size_t d = 0; d < rank; ++d) out[d] = from(0, d);
-        out[axis] = t.op() == Op::split_0 ? split_tree->first : split_tree->second;
+        out[axis] = t.op() == Op::kSplit0 ? split_tree->first : split_tree->second;
         break;
       }
       default:

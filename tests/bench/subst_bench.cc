@@ -35,8 +35,8 @@ BENCHMARK(BM_Coverage619Vs820)->Unit(benchmark::kMillisecond);
 
 // The 129 provable shipped rules; arg = worker threads.
 void BM_VerifyProvableShipped(benchmark::State& state) {
-  auto rules = ss::load_rules(data("taso_shipped_133_equations.txt"), ss::RuleFileFormat::taso,
-                              ss::TasoShapes::unknown);
+  auto rules = ss::load_rules(data("taso_shipped_133_equations.txt"), ss::RuleFileFormat::kTaso,
+                              ss::TasoShapes::kUnknown);
   for (int i : {131, 130, 100, 99}) rules.erase(rules.begin() + i);
   const auto axioms = ss::taso_axioms();
   ss::VerifyOptions o;

@@ -16,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const strata::ConfigError&) {
   }
   try {
-    const auto rules = subst::parse_taso_equations(text, "fuzz.txt", subst::TasoShapes::unknown);
+    const auto rules = subst::parse_taso_equations(text, "fuzz.txt", subst::TasoShapes::kUnknown);
     (void)subst::format_rules(rules);
   } catch (const strata::ConfigError&) {
   }

@@ -72,16 +72,16 @@ TEST(Vocabulary, DerivedFromTheOperatorTable) {
     EXPECT_EQ(find_op(info.name), info.op) << info.name;
   }
   EXPECT_EQ(registry.get("avgpool2d").symbol, "poolavg");
-  const OpInfo& conv = op_info(Op::conv2d);
+  const OpInfo& conv = op_info(Op::kConv2d);
   EXPECT_EQ(conv.tensor_args, 2);  // no bias in the rule form
   ASSERT_EQ(conv.params.size(), 4u);
   EXPECT_EQ(conv.params[2].name, "pad");
-  EXPECT_EQ(conv.params[2].kind, ParamKind::padding);
-  EXPECT_EQ(op_info(Op::split_1).name, "split_1");
-  EXPECT_EQ(op_info(Op::split_1).ir_output, 1);
-  EXPECT_EQ(op_info(Op::concat).tensor_args, 2);
-  EXPECT_EQ(op_info(Op::Iconv).tensor_args, 0);
-  EXPECT_EQ(op_info(Op::poolmax).params.size(), 5u);
+  EXPECT_EQ(conv.params[2].kind, ParamKind::kPadding);
+  EXPECT_EQ(op_info(Op::kSplit1).name, "split_1");
+  EXPECT_EQ(op_info(Op::kSplit1).ir_output, 1);
+  EXPECT_EQ(op_info(Op::kConcat).tensor_args, 2);
+  EXPECT_EQ(op_info(Op::kIconv).tensor_args, 0);
+  EXPECT_EQ(op_info(Op::kPoolmax).params.size(), 5u);
   EXPECT_FALSE(find_op("pool2d_avg").has_value());
 }
 
@@ -139,10 +139,10 @@ TEST(AxiomValidation, TasoAxiomsHoldExceptTheFourWithShapeCaveats) {
 
 TEST(AxiomValidation, WrongAxiomsAreCaught) {
   const std::vector<AxiomSpec> wrong{
-      {"relu_ewadd", AxiomKind::axiom, "x y", "relu(ewadd(x,y)) == ewadd(relu(x),relu(y))", "wrong"},
-      {"concat_assoc_swapped_axes", AxiomKind::axiom, "x y z",
+      {"relu_ewadd", AxiomKind::kAxiom, "x y", "relu(ewadd(x,y)) == ewadd(relu(x),relu(y))", "wrong"},
+      {"concat_assoc_swapped_axes", AxiomKind::kAxiom, "x y z",
        "concat(0,x,concat(1,y,z)) == concat(1,concat(0,x,y),z)", "wrong: never well-typed"},
-      {"transpose_matmul_unswapped", AxiomKind::axiom, "x y",
+      {"transpose_matmul_unswapped", AxiomKind::kAxiom, "x y",
        "transpose(matmul(x,y)) == matmul(transpose(x),transpose(y))", "wrong"},
   };
   std::vector<Axiom> axioms;

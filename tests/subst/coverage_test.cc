@@ -114,7 +114,7 @@ TEST(Coverage, Every619RuleOccursInThe820File) {
 TEST(Coverage, ShippedRulesMostlyOccurInThe820File) {
   // README: 121 of the 133 shipped rules occur verbatim (as text) in the 820 file; modulo renaming at least
   // those.
-  const auto r133 = load_rules(taso_data(kTaso133), RuleFileFormat::taso, TasoShapes::unknown);
+  const auto r133 = load_rules(taso_data(kTaso133), RuleFileFormat::kTaso, TasoShapes::kUnknown);
   const auto r820 = load_rules(taso_data(kTaso820));
   const auto rep = compare_rule_sets(r133, r820);
   EXPECT_FALSE(rep.options.match_shapes);  // the 133 file has no shapes

@@ -44,7 +44,7 @@ const char* kRules =
     "77\tmatmul(input_1,input_5) == split_1(1,matmul(input_1,concat(1,input_4,input_5)))\n";
 
 std::vector<Rule> rules() {
-  return parse_taso_equations(kRules, "test", TasoShapes::unknown);
+  return parse_taso_equations(kRules, "test", TasoShapes::kUnknown);
 }
 
 double max_abs_difference(const Graph& a, const Graph& b) {
@@ -151,8 +151,8 @@ std::set<std::pair<std::vector<ClassId>, std::vector<ClassId>>> brute_force(cons
     for (ClassId c : ids)
       for (const ENode& n : eg.eclass(c).nodes) {
         const auto& op = eg.signature(n.sig).rule_op;
-        const Op want = t.op() == Op::split_1 ? Op::split_0 : t.op();
-        if (!op || op->op != want || n.output != (t.op() == Op::split_1 ? 1 : 0) || n.children != args)
+        const Op want = t.op() == Op::kSplit1 ? Op::kSplit0 : t.op();
+        if (!op || op->op != want || n.output != (t.op() == Op::kSplit1 ? 1 : 0) || n.children != args)
           continue;
         bool params = op->params.size() == t.params().size();
         for (std::size_t i = 0; params && i < op->params.size(); ++i)
@@ -212,11 +212,11 @@ TEST(EMatch, FindsExactlyTheBruteForceMatches) {
 
 TEST(Eqsat, ExtractedGraphComputesTheSameFunction) {
   const Graph g = small_graph();
-  for (auto method : {Extraction::greedy, Extraction::ilp}) {
+  for (auto method : {Extraction::kGreedy, Extraction::kIlp}) {
     EqsatOptions o;
     o.extraction = method;
     const auto res = eqsat_optimize(g, rules(), a100(), o);
-    EXPECT_EQ(res.stop, StopReason::saturated);
+    EXPECT_EQ(res.stop, StopReason::kSaturated);
     EXPECT_LE(res.cost_after, res.cost_before);
     EXPECT_NEAR(res.cost_after, graph_cost(res.graph, a100()), 1e-15);
     EXPECT_LT(max_abs_difference(g, res.graph), 1e-9);
@@ -257,7 +257,7 @@ TEST(Eqsat, ReachesTheHandDerivedOptimumAndTheBacktrackingCost) {
   const double by_hand = std::min(graph_cost(merged, cost), graph_cost(g, cost));
   ASSERT_LT(graph_cost(merged, cost), graph_cost(g, cost));  // merging pays off on the A100 model
   const auto back = optimize(g, rules(), cost);
-  for (auto method : {Extraction::greedy, Extraction::ilp}) {
+  for (auto method : {Extraction::kGreedy, Extraction::kIlp}) {
     EqsatOptions o;
     o.extraction = method;
     const auto res = eqsat_optimize(g, rules(), cost, o);
@@ -270,10 +270,10 @@ TEST(Eqsat, ReachesTheHandDerivedOptimumAndTheBacktrackingCost) {
 TEST(Eqsat, LimitsAreReportedAsStopReasons) {
   EqsatOptions o;
   o.node_limit = 5;
-  EXPECT_EQ(eqsat_optimize(small_graph(), rules(), a100(), o).stop, StopReason::node_limit);
+  EXPECT_EQ(eqsat_optimize(small_graph(), rules(), a100(), o).stop, StopReason::kNodeLimit);
   o.node_limit = 50000;
   o.max_iterations = 1;
-  EXPECT_EQ(eqsat_optimize(small_graph(), rules(), a100(), o).stop, StopReason::iteration_limit);
+  EXPECT_EQ(eqsat_optimize(small_graph(), rules(), a100(), o).stop, StopReason::kIterationLimit);
 }
 
 TEST(Eqsat, Deterministic) {

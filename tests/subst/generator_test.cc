@@ -40,17 +40,17 @@ class Store : public ::testing::Test {
     if (r.count <= output) throw std::logic_error("instance does not apply");
     return r.ids[static_cast<std::size_t>(output)];
   }
-  int add = ops.find(Op::ewadd), mul = ops.find(Op::ewmul), mm = ops.find(Op::matmul),
-      smul = ops.find(Op::smul);
-  int relu = ops.find(Op::relu), tr = ops.find(Op::transpose), tr_layout = ops.find(Op::transpose, {0});
-  int conv = ops.find(Op::conv2d, {1, 1, kPadSame, kActiNone}),
-      conv_relu = ops.find(Op::conv2d, {1, 1, kPadSame, kActiRelu});
-  int avg = ops.find(Op::poolavg, {3, 3, 1, 1, kPadSame}),
-      max = ops.find(Op::poolmax, {3, 3, 1, 1, kPadSame});
-  int cat0 = ops.find(Op::concat, {0}), cat1 = ops.find(Op::concat, {1});
-  int split0 = ops.find(Op::split_0, {0}), split1 = ops.find(Op::split_0, {1});
-  int enlarge = ops.find(Op::enlarge, {3, 3}), cpool = ops.find(Op::Cpool, {3, 3}),
-      iconv = ops.find(Op::Iconv, {3, 3});
+  int add = ops.find(Op::kEwadd), mul = ops.find(Op::kEwmul), mm = ops.find(Op::kMatmul),
+      smul = ops.find(Op::kSmul);
+  int relu = ops.find(Op::kRelu), tr = ops.find(Op::kTranspose), tr_layout = ops.find(Op::kTranspose, {0});
+  int conv = ops.find(Op::kConv2d, {1, 1, kPadSame, kActiNone}),
+      conv_relu = ops.find(Op::kConv2d, {1, 1, kPadSame, kActiRelu});
+  int avg = ops.find(Op::kPoolavg, {3, 3, 1, 1, kPadSame}),
+      max = ops.find(Op::kPoolmax, {3, 3, 1, 1, kPadSame});
+  int cat0 = ops.find(Op::kConcat, {0}), cat1 = ops.find(Op::kConcat, {1});
+  int split0 = ops.find(Op::kSplit0, {0}), split1 = ops.find(Op::kSplit0, {1});
+  int enlarge = ops.find(Op::kEnlarge, {3, 3}), cpool = ops.find(Op::kCpool, {3, 3}),
+      iconv = ops.find(Op::kIconv, {3, 3});
 };
 
 TEST_F(Store, KnownEqualGraphsHaveEqualValues) {
@@ -141,7 +141,7 @@ void variable_ops(const Term& t, std::set<std::string>& out) {
     all = all && a.is_variable();
     variable_ops(a, out);
   }
-  if (all && t.op() != Op::transpose) out.insert(to_string(t));  // two transposes print alike
+  if (all && t.op() != Op::kTranspose) out.insert(to_string(t));  // two transposes print alike
 }
 
 TEST(GeneratorPruning, StagesShrinkAndHoldTheirInvariants) {
@@ -252,9 +252,9 @@ SubsetCoverage subset_coverage(const std::string& ops, const std::set<Op>& subse
 // Every sound rule of TASO's 820 set over {matmul, ewadd, ewmul, transpose, concat, split, smul} (all
 // operands 2-D) is rediscovered modulo renaming by a 3-operator run over those instances.
 TEST(GeneratorCoverage, RediscoversTasoRulesOverMatrixOperators) {
-  const auto c = subset_coverage(
-      "ewadd,ewmul,matmul,transpose,transpose_layout,concat,split,smul",
-      {Op::ewadd, Op::ewmul, Op::matmul, Op::transpose, Op::concat, Op::split_0, Op::split_1, Op::smul});
+  const auto c = subset_coverage("ewadd,ewmul,matmul,transpose,transpose_layout,concat,split,smul",
+                                 {Op::kEwadd, Op::kEwmul, Op::kMatmul, Op::kTranspose, Op::kConcat,
+                                  Op::kSplit0, Op::kSplit1, Op::kSmul});
   EXPECT_EQ(c.considered, 257u);  // counted from the file by a script: rules over only these operators
   EXPECT_TRUE(c.missing.empty()) << ::testing::PrintToString(c.missing);
   // Known members: matmul associativity (#0), the merged matmul with split outputs (#592).
@@ -272,9 +272,9 @@ TEST(GeneratorCoverage, RediscoversTasoRulesOverMatrixOperators) {
 // The same over convolutions, relu, pooling and constants, where TASO's set has 40 two-output conjunctions
 // (e.g. #87: relu(conv(x,w)) == conv_relu(x,w) next to an unrelated equation).
 TEST(GeneratorCoverage, RediscoversTasoRulesOverConvolutions) {
-  const auto c =
-      subset_coverage("conv2d,conv2d_relu,relu,poolavg,constants",
-                      {Op::conv2d, Op::relu, Op::poolavg, Op::Iconv, Op::Cpool, Op::Imatmul, Op::Iewmul});
+  const auto c = subset_coverage(
+      "conv2d,conv2d_relu,relu,poolavg,constants",
+      {Op::kConv2d, Op::kRelu, Op::kPoolavg, Op::kIconv, Op::kCpool, Op::kImatmul, Op::kIewmul});
   EXPECT_EQ(c.considered, 80u);  // counted from the file by a script
   EXPECT_TRUE(c.missing.empty()) << ::testing::PrintToString(c.missing);
   EXPECT_GT(c.conjunctions, 0u);

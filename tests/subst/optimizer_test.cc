@@ -28,7 +28,7 @@ const char* kRules =
     "77\tmatmul(input_1,input_5) == split_1(1,matmul(input_1,concat(1,input_4,input_5)))\n";
 
 std::vector<Rule> rules() {
-  return parse_taso_equations(kRules, "test", TasoShapes::unknown);
+  return parse_taso_equations(kRules, "test", TasoShapes::kUnknown);
 }
 
 models::CostModel a100() {
@@ -312,7 +312,7 @@ TEST(OptimizerXfers, RulesDoNotTouchGroupedConvs) {
       "split_0(1,conv2d(1,1,0,0,input_7,concat(0,input_10,input_11)))\n"
       "127\tconv2d(1,1,0,0,input_7,input_11) == "
       "split_1(1,conv2d(1,1,0,0,input_7,concat(0,input_10,input_11)))\n",
-      "test", TasoShapes::unknown);
+      "test", TasoShapes::kUnknown);
   Graph g("dw");
   const auto x = g.add_input("x", TensorType{{1, 8, 6, 6}});
   for (const char* n : {"a", "b"}) {

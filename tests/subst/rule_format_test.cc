@@ -136,7 +136,7 @@ TEST(TasoEquations, ReadsThe820FileWithGeneratorShapes) {
 
 TEST(TasoEquations, CountsOfThe619And133Files) {
   const auto r619 = load_rules(taso_data(kTaso619));
-  const auto r133 = load_rules(taso_data(kTaso133), RuleFileFormat::taso, TasoShapes::unknown);
+  const auto r133 = load_rules(taso_data(kTaso133), RuleFileFormat::kTaso, TasoShapes::kUnknown);
   std::size_t e619 = 0, e133 = 0, m619 = 0, m133 = 0;
   for (const auto& r : r619) e619 += r.outputs.size(), m619 += r.outputs.size() > 1;
   for (const auto& r : r133) e133 += r.outputs.size(), m133 += r.outputs.size() > 1;
@@ -160,15 +160,15 @@ TEST(TasoEquations, ErrorsNameTheLine) {
   };
   EXPECT_EQ(
       message("0\trelu(input_1) == input_1\n1\tinput_1 == input_2\n0\tinput_1 == input_1\n",
-              TasoShapes::generator_table),
+              TasoShapes::kGeneratorTable),
       "t.txt:3:1: rule index 0 was already used on line 1; the equations of a multi-output rule must be "
       "consecutive");
-  EXPECT_EQ(message("0\trelu(input_21) == input_1\n", TasoShapes::generator_table).substr(0, 35),
+  EXPECT_EQ(message("0\trelu(input_21) == input_1\n", TasoShapes::kGeneratorTable).substr(0, 35),
             "t.txt:1:8: 'input_21' is not one of");
-  EXPECT_EQ(message("0\trelu(x) == x\n", TasoShapes::unknown), "accepted");
-  EXPECT_EQ(message("x\trelu(x) == x\n", TasoShapes::unknown).substr(0, 36),
+  EXPECT_EQ(message("0\trelu(x) == x\n", TasoShapes::kUnknown), "accepted");
+  EXPECT_EQ(message("x\trelu(x) == x\n", TasoShapes::kUnknown).substr(0, 36),
             "t.txt:1:1: expected 'INDEX<TAB>LHS =");
-  EXPECT_EQ(message("3\trelu(input_1) input_1\n", TasoShapes::unknown).substr(0, 55),
+  EXPECT_EQ(message("3\trelu(input_1) input_1\n", TasoShapes::kUnknown).substr(0, 55),
             "t.txt:1:17: expected '==' between the two sides, got 'i");
 }
 
@@ -189,7 +189,7 @@ TEST(RuleFormat, DeeplyNestedTermsAreAnErrorNotAStackOverflow) {
   for (const bool taso : {false, true}) {
     try {
       if (taso)
-        (void)parse_taso_equations("0\t" + term + " == input_1\n", "deep.txt", TasoShapes::unknown);
+        (void)parse_taso_equations("0\t" + term + " == input_1\n", "deep.txt", TasoShapes::kUnknown);
       else
         (void)parse_rules("rule deep (x: 2x4)\n  " + term + " == x\n", "deep.rules");
       FAIL() << "no error";

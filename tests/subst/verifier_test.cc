@@ -50,7 +50,7 @@ TEST(AxiomTable, Has44AxiomsAnd3LemmasWithParameterDomains) {
   const auto axioms = taso_axioms();
   ASSERT_EQ(axioms.size(), 47u);
   EXPECT_EQ(
-      std::count_if(axioms.begin(), axioms.end(), [](const Axiom& a) { return a.kind == AxiomKind::lemma; }),
+      std::count_if(axioms.begin(), axioms.end(), [](const Axiom& a) { return a.kind == AxiomKind::kLemma; }),
       3);
   const Axiom& cpool = axioms[38];  // conv_{σ,π,none}(x, C_p^k) = avg_{k,σ,π}(x)
   EXPECT_EQ(cpool.name, "conv_cpool");
@@ -64,15 +64,15 @@ TEST(AxiomTable, Has44AxiomsAnd3LemmasWithParameterDomains) {
 }
 
 TEST(AxiomTable, RejectsDeclarationsThatDoNotMatchTheEquation) {
-  EXPECT_THROW((void)parse_axiom({"typo", AxiomKind::axiom, "x y", "relu(x) == relu(z)", ""}), ConfigError);
-  EXPECT_THROW((void)parse_axiom({"typo", AxiomKind::axiom, "x", "relu(x) = relu(x)", ""}), ConfigError);
+  EXPECT_THROW((void)parse_axiom({"typo", AxiomKind::kAxiom, "x y", "relu(x) == relu(z)", ""}), ConfigError);
+  EXPECT_THROW((void)parse_axiom({"typo", AxiomKind::kAxiom, "x", "relu(x) = relu(x)", ""}), ConfigError);
   // A variable in a stride and a padding position: domains {1,2} ∩ {0,1} = {1}.
-  const Axiom a = parse_axiom({"mixed", AxiomKind::axiom, "p x y", "conv2d(p,1,p,0,x,y) == x", ""});
+  const Axiom a = parse_axiom({"mixed", AxiomKind::kAxiom, "p x y", "conv2d(p,1,p,0,x,y) == x", ""});
   EXPECT_EQ(a.param_variables[0].domain, std::vector<std::int64_t>{1});
 }
 
 TEST(Verifier, Shipped133AllProvedExceptTheFourShapeConditionalRules) {
-  const auto rules = load_rules(taso_data(kTaso133), RuleFileFormat::taso, TasoShapes::unknown);
+  const auto rules = load_rules(taso_data(kTaso133), RuleFileFormat::kTaso, TasoShapes::kUnknown);
   const auto results = verify_rules(rules, taso_axioms(), test_options());
   const auto reference = reference_status("verify_shipped_133_z3_4.8.12_10s.json");
   ASSERT_EQ(results.size(), 133u);
@@ -144,8 +144,8 @@ TEST(Verifier, LemmasFollowFromTheAxioms) {
   auto axioms = taso_axioms();
   std::vector<Axiom> lemmas;
   for (const Axiom& a : axioms)
-    if (a.kind == AxiomKind::lemma) lemmas.push_back(a);
-  std::erase_if(axioms, [](const Axiom& a) { return a.kind == AxiomKind::lemma; });
+    if (a.kind == AxiomKind::kLemma) lemmas.push_back(a);
+  std::erase_if(axioms, [](const Axiom& a) { return a.kind == AxiomKind::kLemma; });
   ASSERT_EQ(axioms.size(), 44u);
   // Each lemma as rules (tensor variables become inputs; one rule per parameter assignment), proved from the
   // axioms and the lemmas before it (I_m @ x = x needs I_mᵀ = I_m).
@@ -195,7 +195,7 @@ TEST(Verifier, RejectsFalseRulesAndParametersOutsideTheVerifiedDomain) {
 }
 
 TEST(Verifier, SameOutcomesWithOneAndTwoThreads) {
-  const auto all = load_rules(taso_data(kTaso133), RuleFileFormat::taso, TasoShapes::unknown);
+  const auto all = load_rules(taso_data(kTaso133), RuleFileFormat::kTaso, TasoShapes::kUnknown);
   const std::vector<Rule> rules(all.begin(), all.begin() + 40);
   const auto one = verify_rules(rules, taso_axioms(), test_options(1));
   const auto two = verify_rules(rules, taso_axioms(), test_options(2));
