@@ -17,6 +17,7 @@
 
 #include "models/ir/attrs.h"
 #include "models/ir/modp.h"
+#include "models/ir/rule_form.h"
 #include "models/ir/tensor_type.h"
 
 namespace strata::models {
@@ -123,9 +124,9 @@ struct OpDef {
   int max_inputs = 1;  // -1: variadic
   std::vector<AttrSpec> attrs{};
   // The symbol's integer parameters, in order (TASO §3.1). Substitution rules (search/subst/operators.h)
-  // derive their operator vocabulary from these entries: symbol, symbol_params, symbol_inputs and
-  // symbol_outputs. Declared for the operators of TASO's vocabulary; other operators have a symbol but no
-  // rule form yet.
+  // derive their operator vocabulary from the operators that declare a rule form (`rule` below): symbol,
+  // symbol_params, symbol_inputs, symbol_outputs, split_axis and the rule form. Other operators have a
+  // symbol for the verifier but are not usable in rules.
   std::vector<SymbolParam> symbol_params{};
   int symbol_inputs =
       -1;  // tensor arguments of the symbol; -1: the operator's fixed arity (min = max inputs)
@@ -136,6 +137,7 @@ struct OpDef {
   bool elementwise = false;
   std::vector<int> linear_in{};      // inputs in which the op is linear (others fixed)
   SplitAxisFn split_axis = nullptr;  // rule trait (above); nullptr: no split point is traced through it
+  RuleForm rule{};                   // rule traits (models/ir/rule_form.h); empty: not usable in rules
   bool backward = false;             // a gradient or optimizer op (not differentiated again)
   ShapeFn shape = nullptr;
   CountFn flops = nullptr;

@@ -3,6 +3,7 @@
 // const_pool (average pooling as a depth-wise convolution: every entry 1/(kh*kw), which is exact in the
 // prime field, so conv(x, C_pool) = avgpool(x) holds there as over the reals). `fill` is a general constant.
 #include "models/ops/common.h"
+#include "models/ops/rule_helpers.h"
 
 namespace strata::models::ops {
 namespace {
@@ -79,6 +80,26 @@ const AttrSpec kDtype{"dtype", AttrKind::kString, std::string("f32"), "element t
 const AttrSpec kKernel{"kernel", AttrKind::kInts, Ints{3, 3}, "[height, width]"};
 const AttrSpec kChannels{"channels", AttrKind::kInt, std::nullopt, "channels"};
 
+// Rule forms of TASO's constants (Imatmul, Iconv, Cpool, Iewmul): they have no shape of their own; the
+// sizing (RuleInstance::sizing) is the shape wanted where the constant is used, or its leading dimension for
+// the kernels (one kernel per channel).
+std::optional<Attrs> imm_rule(const RuleInstance& r) {
+  if (!r.sizing || r.sizing->size() != 2 || (*r.sizing)[0] != (*r.sizing)[1]) return std::nullopt;
+  return Attrs{{"size", (*r.sizing)[0]}};
+}
+std::optional<Attrs> kernel_constant_rule(const RuleInstance& r) {
+  if (!r.sizing || r.sizing->empty() || r.params.size() != 2) return std::nullopt;
+  return Attrs{{"channels", (*r.sizing)[0]}, {"kernel", Ints{r.params[0], r.params[1]}}};
+}
+std::optional<Ints> kernel_constant_params(std::span<const TensorType>, const Attrs& a, std::size_t) {
+  const auto& k = a.ints("kernel");
+  return Ints{k[0], k[1]};
+}
+std::optional<Attrs> ones_rule(const RuleInstance& r) {
+  if (!r.sizing || r.sizing->empty()) return std::nullopt;
+  return Attrs{{"shape", *r.sizing}};
+}
+
 }  // namespace
 
 void register_constant_ops(OpRegistry& r) {
@@ -89,6 +110,7 @@ void register_constant_ops(OpRegistry& r) {
          .min_inputs = 0,
          .max_inputs = 0,
          .attrs = {{"size", AttrKind::kInt, std::nullopt, "rows = columns"}, kDtype},
+         .rule = {.to_attrs = imm_rule, .from_node = rule_no_params, .taso_generator_sizing = {4, 4}},
          .shape = imm_shape,
          .flops = zero_count,
          .bytes = fill_bytes,
@@ -101,6 +123,9 @@ void register_constant_ops(OpRegistry& r) {
          .max_inputs = 0,
          .attrs = {kChannels, kKernel, kDtype},
          .symbol_params = {{"kh", SymbolParamKind::kKernel}, {"kw", SymbolParamKind::kKernel}},
+         .rule = {.to_attrs = kernel_constant_rule,
+                  .from_node = kernel_constant_params,
+                  .taso_generator_sizing = {4}},
          .shape = iconv_shape,
          .flops = zero_count,
          .bytes = fill_bytes,
@@ -114,6 +139,9 @@ void register_constant_ops(OpRegistry& r) {
          .max_inputs = 0,
          .attrs = {kChannels, kKernel, kDtype},
          .symbol_params = {{"kh", SymbolParamKind::kKernel}, {"kw", SymbolParamKind::kKernel}},
+         .rule = {.to_attrs = kernel_constant_rule,
+                  .from_node = kernel_constant_params,
+                  .taso_generator_sizing = {4}},
          .shape = pool_shape,
          .flops = zero_count,
          .bytes = fill_bytes,
@@ -125,6 +153,7 @@ void register_constant_ops(OpRegistry& r) {
          .min_inputs = 0,
          .max_inputs = 0,
          .attrs = {{"shape", AttrKind::kInts, std::nullopt, "shape"}, kDtype},
+         .rule = {.to_attrs = ones_rule, .from_node = rule_no_params, .taso_generator_sizing = {2, 4, 5, 5}},
          .shape = fill_shape,
          .flops = zero_count,
          .bytes = fill_bytes,

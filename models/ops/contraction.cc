@@ -5,6 +5,7 @@
 
 #include "models/ops/activations.h"
 #include "models/ops/common.h"
+#include "models/ops/rule_helpers.h"
 #include "models/train/grad_context.h"
 
 namespace strata::models::ops {
@@ -420,6 +421,78 @@ SplitAxisTrace conv_split_axis(std::span<const TensorType> in, const TensorType&
   return {};
 }
 
+// Rule forms (TASO's matmul, conv2d and enlarge). TASO's matmul is the plain 2-D product; its conv2d has no
+// bias or dilation, SAME or VALID padding, an optional fused relu, and derives its groups from the shapes.
+std::optional<Attrs> matmul_rule(const RuleInstance& r) {
+  const auto& in = r.inputs;
+  if (in.size() != 2 || in[0].size() != 2 || in[1].size() != 2 || in[0][1] != in[1][0]) return std::nullopt;
+  return Attrs{};
+}
+std::optional<Ints> matmul_params(std::span<const TensorType> in, const Attrs& a, std::size_t) {
+  if (a.i("trans_a") || a.i("trans_b") || a.s("activation") != "none") return std::nullopt;
+  if (in.size() != 2 || in[0].rank() != 2 || in[1].rank() != 2) return std::nullopt;
+  return Ints{};
+}
+// A constant operand of a matmul is square on the contracted side.
+std::optional<Shape> matmul_operand_shape(std::size_t arg, const Shape* other, const Shape*) {
+  if (!other || other->size() != 2) return std::nullopt;
+  const auto n = arg == 1 ? (*other)[1] : (*other)[0];
+  return Shape{n, n};
+}
+
+std::optional<Attrs> conv_rule(const RuleInstance& r) {
+  const auto& in = r.inputs;
+  const auto& p = r.params;
+  if (in.size() != 2 || in[0].size() != 4 || in[1].size() != 4 || p.size() != 4) return std::nullopt;
+  const auto& x = in[0];
+  const auto& w = in[1];
+  if (w[1] <= 0 || x[1] % w[1] != 0 || w[0] % (x[1] / w[1]) != 0) return std::nullopt;
+  auto pads = rule_pads(p[2], x[2], x[3], w[2], w[3], p[0], p[1]);
+  if (!pads) return std::nullopt;
+  if (p[3] != kRuleActiNone && p[3] != kRuleActiRelu) return std::nullopt;
+  return Attrs{{"strides", Ints{p[0], p[1]}},
+               {"pads", *pads},
+               {"groups", x[1] / w[1]},
+               {"activation", std::string(p[3] == kRuleActiRelu ? "relu" : "none")}};
+}
+std::optional<Ints> conv_params(std::span<const TensorType> in, const Attrs& a, std::size_t) {
+  if (in.size() != 2 || in[0].rank() != 4 || in[1].rank() != 4 || a.ints("dilations") != Ints{1, 1})
+    return std::nullopt;
+  const auto& x = in[0].shape;
+  const auto& w = in[1].shape;
+  const auto& s = a.ints("strides");
+  auto mode = rule_pad_mode(a.ints("pads"), x[2], x[3], w[2], w[3], s[0], s[1]);
+  if (!mode) return std::nullopt;
+  const auto& act = a.s("activation");
+  if (act != "none" && act != "relu") return std::nullopt;
+  return Ints{s[0], s[1], *mode, act == "relu" ? kRuleActiRelu : kRuleActiNone};
+}
+// A constant weight has one kernel per input channel of x (its leading dimension fixes an identity kernel).
+std::optional<Shape> conv_operand_shape(std::size_t arg, const Shape* other, const Shape*) {
+  if (arg != 1 || !other || other->size() != 4) return std::nullopt;
+  return Shape{(*other)[1], (*other)[1], 1, 1};
+}
+// Grouped convolutions are left alone: TASO's axioms over convolutions (conv_channel_concat,
+// concat_conv_out_channels, ...) hold for groups = 1 only (docs/subst.md), and the rules' conv2d derives its
+// groups from the shapes, so a rewritten weight would silently change the grouping. (The rule form itself
+// builds them: the generator and the verifier need conv2d with C_pool, a depth-wise convolution.)
+bool conv_optimizers_may_use(const Attrs& a) {
+  return a.i("groups") == 1;
+}
+
+std::optional<Attrs> enlarge_rule(const RuleInstance& r) {
+  const auto& in = r.inputs;
+  const auto& p = r.params;
+  if (in.size() != 1 || in[0].size() != 4 || p.size() != 2 || in[0][2] > p[0] || in[0][3] > p[1] ||
+      (p[0] - in[0][2]) % 2 || (p[1] - in[0][3]) % 2)
+    return std::nullopt;
+  return Attrs{{"kernel", Ints{p[0], p[1]}}};
+}
+std::optional<Ints> enlarge_params(std::span<const TensorType>, const Attrs& a, std::size_t) {
+  const auto& k = a.ints("kernel");
+  return Ints{k[0], k[1]};
+}
+
 }  // namespace
 
 void register_contraction_ops(OpRegistry& r) {
@@ -433,6 +506,7 @@ void register_contraction_ops(OpRegistry& r) {
          .associative = true,
          .linear_in = {0, 1},
          .split_axis = matmul_split_axis,
+         .rule = {.to_attrs = matmul_rule, .from_node = matmul_params, .operand_shape = matmul_operand_shape},
          .shape = matmul_shape,
          .flops = matmul_flops,
          .kernel = STRATA_KERNELS(bmm_kernel),
@@ -465,6 +539,10 @@ void register_contraction_ops(OpRegistry& r) {
          .symbol_inputs = 2,  // TASO's conv2d has no bias
          .linear_in = {0, 1},
          .split_axis = conv_split_axis,
+         .rule = {.to_attrs = conv_rule,
+                  .from_node = conv_params,
+                  .operand_shape = conv_operand_shape,
+                  .optimizers_may_use = conv_optimizers_may_use},
          .shape = conv_shape,
          .flops = conv_flops,
          .kernel = STRATA_KERNELS(conv_kernel),
@@ -499,6 +577,7 @@ void register_contraction_ops(OpRegistry& r) {
          .attrs = {{"kernel", AttrKind::kInts, std::nullopt, "[height, width]"}},
          .symbol_params = {{"kh", SymbolParamKind::kKernel}, {"kw", SymbolParamKind::kKernel}},
          .linear_in = {0},
+         .rule = {.to_attrs = enlarge_rule, .from_node = enlarge_params},
          .shape = enlarge_shape,
          .flops = zero_count,
          .kernel = STRATA_KERNELS(enlarge_kernel),

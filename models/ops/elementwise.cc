@@ -5,6 +5,7 @@
 
 #include "models/ops/activations.h"
 #include "models/ops/common.h"
+#include "models/ops/rule_helpers.h"
 #include "models/train/grad_context.h"
 
 namespace strata::models::ops {
@@ -130,14 +131,15 @@ struct Unary {
 // Declares a unary activation and its gradient operator in one go.
 template <class F>
 void add_unary(OpRegistry& r, std::string_view name, std::string_view grad_name, std::string_view symbol,
-               std::string_view summary, std::string_view onnx, GradFn grad,
-               SplitAxisFn split_axis = nullptr) {
+               std::string_view summary, std::string_view onnx, GradFn grad, SplitAxisFn split_axis = nullptr,
+               RuleForm rule = {}) {
   r.add({.name = name,
          .symbol = symbol,
          .summary = summary,
          .kind = OpKind::kElementwise,
          .elementwise = true,
          .split_axis = split_axis,
+         .rule = std::move(rule),
          .shape = same_shape,
          .flops = &Unary<F>::flops,
          .kernel = {&Unary<F>::template fwd<double>, &Unary<F>::template fwd<ModP>},
@@ -163,6 +165,32 @@ void unary_grad(GradContext& c) {
 constexpr char kReluGrad[] = "relu_grad", kSigmoidGrad[] = "sigmoid_grad", kTanhGrad[] = "tanh_grad",
                kGeluGrad[] = "gelu_grad", kSiluGrad[] = "silu_grad", kRsqrtGrad[] = "rsqrt_grad";
 
+// Rule forms (TASO's ewadd, ewmul, smul, relu): TASO's element-wise symbols take operands of one shape (no
+// broadcasting); smul multiplies a tensor by a 0-D scalar.
+std::optional<Attrs> same_shape_pair_rule(const RuleInstance& r) {
+  if (r.inputs.size() != 2 || r.inputs[0] != r.inputs[1]) return std::nullopt;
+  return Attrs{};
+}
+std::optional<Ints> same_shape_pair_params(std::span<const TensorType> in, const Attrs&, std::size_t) {
+  if (in.size() != 2 || in[0].shape != in[1].shape) return std::nullopt;
+  return Ints{};
+}
+RuleForm same_shape_pair_rule_form() {
+  return {.to_attrs = same_shape_pair_rule,
+          .from_node = same_shape_pair_params,
+          .operand_shape = rule_other_or_wanted,
+          .shape_follows = {0, 1}};
+}
+
+std::optional<Attrs> smul_rule(const RuleInstance& r) {
+  if (r.inputs.size() != 2 || !r.inputs[1].empty() || r.inputs[0].empty()) return std::nullopt;
+  return Attrs{};
+}
+std::optional<Attrs> relu_rule(const RuleInstance& r) {
+  if (r.inputs.size() != 1 || r.inputs[0].empty()) return std::nullopt;
+  return Attrs{};
+}
+
 }  // namespace
 
 void register_elementwise_ops(OpRegistry& r) {
@@ -176,6 +204,7 @@ void register_elementwise_ops(OpRegistry& r) {
          .elementwise = true,
          .linear_in = {0, 1},
          .split_axis = split_axis_same_shape,
+         .rule = same_shape_pair_rule_form(),
          .shape = binary_shape,
          .flops = one_per_out,
          .kernel = STRATA_KERNELS(add_kernel),
@@ -203,6 +232,7 @@ void register_elementwise_ops(OpRegistry& r) {
          .elementwise = true,
          .linear_in = {0, 1},
          .split_axis = split_axis_same_shape,
+         .rule = same_shape_pair_rule_form(),
          .shape = binary_shape,
          .flops = one_per_out,
          .kernel = STRATA_KERNELS(mul_kernel),
@@ -216,13 +246,21 @@ void register_elementwise_ops(OpRegistry& r) {
          .elementwise = true,
          .linear_in = {0, 1},
          .split_axis = split_axis_same_shape,
+         .rule = {.to_attrs = smul_rule,
+                  .from_node = rule_no_params,
+                  .operand_shape = rule_wanted,
+                  .shape_follows = {0}},
          .shape = smul_shape,
          .flops = one_per_out,
          .kernel = STRATA_KERNELS(smul_kernel),
          .grad = smul_grad,
          .onnx_op = "Mul"});
   add_unary<Relu>(r, "relu", kReluGrad, "relu", "max(x, 0)", "Relu", unary_grad<kReluGrad>,
-                  split_axis_same_shape);
+                  split_axis_same_shape,
+                  {.to_attrs = relu_rule,
+                   .from_node = rule_no_params,
+                   .operand_shape = rule_wanted,
+                   .shape_follows = {0}});
   add_unary<Sigmoid>(r, "sigmoid", kSigmoidGrad, "sigmoid", "1 / (1 + exp(-x))", "Sigmoid",
                      unary_grad<kSigmoidGrad>);
   add_unary<Tanh>(r, "tanh", kTanhGrad, "tanh", "tanh(x)", "Tanh", unary_grad<kTanhGrad>);

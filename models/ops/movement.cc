@@ -2,6 +2,7 @@
 #include <numeric>
 
 #include "models/ops/common.h"
+#include "models/ops/rule_helpers.h"
 #include "models/train/grad_context.h"
 
 namespace strata::models::ops {
@@ -227,6 +228,59 @@ SplitAxisTrace concat_split_axis(std::span<const TensorType> in, const TensorTyp
   return {in[0].shape[u(axis)], {}};
 }
 
+// Rule forms (TASO's transpose, concat and split_0/split_1). TASO's transpose swaps the two axes of a matrix
+// and moves data; its concat joins two tensors; its split undoes the most recent concatenation along the
+// axis, so the split point comes from the operand's history (RuleInstance::split_point).
+std::optional<Attrs> transpose_rule(const RuleInstance& r) {
+  if (r.inputs.size() != 1 || r.inputs[0].size() != 2) return std::nullopt;
+  return Attrs{{"perm", Ints{1, 0}}, {"shuffle", std::int64_t{1}}};
+}
+std::optional<Ints> transpose_params(std::span<const TensorType> in, const Attrs& a, std::size_t) {
+  if (in.size() != 1 || in[0].rank() != 2 || a.i("shuffle") != 1) return std::nullopt;
+  const auto& perm = a.ints("perm");
+  if (!perm.empty() && perm != Ints{1, 0}) return std::nullopt;
+  return Ints{};
+}
+std::optional<Shape> transpose_operand_shape(std::size_t, const Shape*, const Shape* wanted) {
+  if (!wanted || wanted->size() != 2) return std::nullopt;
+  return Shape{(*wanted)[1], (*wanted)[0]};
+}
+
+std::optional<Attrs> concat_rule(const RuleInstance& r) {
+  const auto& in = r.inputs;
+  if (in.size() != 2 || r.params.size() != 1 || in[0].size() != in[1].size()) return std::nullopt;
+  const std::int64_t axis = r.params[0];
+  if (axis < 0 || axis >= static_cast<std::int64_t>(in[0].size())) return std::nullopt;
+  for (std::size_t d = 0; d < in[0].size(); ++d)
+    if (static_cast<std::int64_t>(d) != axis && in[0][d] != in[1][d]) return std::nullopt;
+  return Attrs{{"axis", axis}};
+}
+std::optional<Ints> concat_params(std::span<const TensorType> in, const Attrs& a, std::size_t) {
+  if (in.size() != 2) return std::nullopt;
+  auto axis = a.i("axis");
+  if (axis < 0) axis += in[0].rank();
+  return Ints{axis};
+}
+std::optional<Shape> concat_operand_shape(std::size_t, const Shape* other, const Shape*) {
+  if (other) return *other;
+  return std::nullopt;
+}
+
+std::optional<Attrs> split_rule(const RuleInstance& r) {
+  if (r.inputs.size() != 1 || r.params.size() != 1) return std::nullopt;
+  const std::int64_t axis = r.params[0];
+  if (axis < 0 || axis >= static_cast<std::int64_t>(r.inputs[0].size())) return std::nullopt;
+  const auto dim = r.inputs[0][u(axis)];
+  if (r.split_point <= 0 || r.split_point >= dim) return std::nullopt;
+  return Attrs{{"axis", axis}, {"sizes", Ints{r.split_point, dim - r.split_point}}};
+}
+std::optional<Ints> split_params(std::span<const TensorType> in, const Attrs& a, std::size_t outputs) {
+  if (outputs != 2 || in.size() != 1) return std::nullopt;
+  auto axis = a.i("axis");
+  if (axis < 0) axis += in[0].rank();
+  return Ints{axis};
+}
+
 }  // namespace
 
 void register_movement_ops(OpRegistry& r) {
@@ -240,6 +294,7 @@ void register_movement_ops(OpRegistry& r) {
          .symbol_params = {{"axis", SymbolParamKind::kAxis}},
          .symbol_inputs = 2,  // TASO's concat joins two tensors
          .split_axis = concat_split_axis,
+         .rule = {.to_attrs = concat_rule, .from_node = concat_params, .operand_shape = concat_operand_shape},
          .shape = concat_shape,
          .flops = zero_count,
          .bytes = io_if_copy,
@@ -254,6 +309,7 @@ void register_movement_ops(OpRegistry& r) {
                    {"sizes", AttrKind::kInts, std::nullopt, "size of each output along the axis"}},
          .symbol_params = {{"axis", SymbolParamKind::kAxis}},
          .symbol_outputs = 2,  // TASO's two-way split: split_0, split_1
+         .rule = {.to_attrs = split_rule, .from_node = split_params},
          .shape = split_shape,
          .flops = zero_count,
          .bytes = io_if_copy,
@@ -267,6 +323,10 @@ void register_movement_ops(OpRegistry& r) {
          .attrs = {{"perm", AttrKind::kInts, Ints{}, "output axis i is input axis perm[i] (empty: reverse)"},
                    {"shuffle", AttrKind::kInt, std::int64_t{1}, "1: data-moving, 0: layout-only"}},
          .linear_in = {0},
+         .rule = {.to_attrs = transpose_rule,
+                  .from_node = transpose_params,
+                  .operand_shape = transpose_operand_shape,
+                  .shape_follows = {0}},
          .shape = transpose_shape,
          .flops = zero_count,
          .bytes = transpose_bytes,

@@ -1,5 +1,6 @@
 // 2-D pooling over NCHW tensors (max and average; padding, ceil mode, count_include_pad) and gradients.
 #include "models/ops/common.h"
+#include "models/ops/rule_helpers.h"
 #include "models/train/grad_context.h"
 
 namespace strata::models::ops {
@@ -159,6 +160,30 @@ const std::vector<SymbolParam> kPoolSymbolParams{{"kh", SymbolParamKind::kKernel
                                                  {"sw", SymbolParamKind::kStride},
                                                  {"pad", SymbolParamKind::kPadding}};
 
+// Rule forms (TASO's poolmax and poolavg): kernel, strides, SAME or VALID padding. TASO's average pooling
+// equals a convolution with C_pool, whose zero padding counts in the divisor.
+template <bool kAvg>
+std::optional<Attrs> pool_rule(const RuleInstance& r) {
+  const auto& p = r.params;
+  if (r.inputs.size() != 1 || r.inputs[0].size() != 4 || p.size() != 5) return std::nullopt;
+  auto pads = rule_pads(p[4], r.inputs[0][2], r.inputs[0][3], p[0], p[1], p[2], p[3]);
+  if (!pads) return std::nullopt;
+  Attrs a{{"kernel", Ints{p[0], p[1]}}, {"strides", Ints{p[2], p[3]}}, {"pads", *pads}};
+  if (kAvg) a.set("count_include_pad", std::int64_t{1});
+  return a;
+}
+template <bool kAvg>
+std::optional<Ints> pool_params(std::span<const TensorType> in, const Attrs& a, std::size_t) {
+  if (in.size() != 1 || in[0].rank() != 4 || a.i("ceil_mode")) return std::nullopt;
+  const auto& k = a.ints("kernel");
+  const auto& s = a.ints("strides");
+  const auto& x = in[0].shape;
+  auto mode = rule_pad_mode(a.ints("pads"), x[2], x[3], k[0], k[1], s[0], s[1]);
+  if (!mode) return std::nullopt;
+  if (kAvg && a.i("count_include_pad") == 0 && a.ints("pads") != Ints{0, 0, 0, 0}) return std::nullopt;
+  return Ints{k[0], k[1], s[0], s[1], *mode};
+}
+
 }  // namespace
 
 void register_pooling_ops(OpRegistry& r) {
@@ -168,6 +193,7 @@ void register_pooling_ops(OpRegistry& r) {
          .kind = OpKind::kDataMovement,
          .attrs = pool_attrs(false, false),
          .symbol_params = kPoolSymbolParams,
+         .rule = {.to_attrs = pool_rule<false>, .from_node = pool_params<false>},
          .shape = pool_shape,
          .flops = pool_flops,
          .kernel = STRATA_KERNELS(maxpool_kernel),
@@ -180,6 +206,7 @@ void register_pooling_ops(OpRegistry& r) {
          .attrs = pool_attrs(true, false),
          .symbol_params = kPoolSymbolParams,
          .linear_in = {0},
+         .rule = {.to_attrs = pool_rule<true>, .from_node = pool_params<true>},
          .shape = pool_shape,
          .flops = pool_flops,
          .kernel = STRATA_KERNELS(avgpool_kernel),

@@ -31,29 +31,31 @@ struct IrOp {
   int output = 0;         // which IR output the rule operator denotes (split_1: 1)
 };
 
-// The IR operator for `inst` on inputs of the given shapes. `split_point` is the size of the first part for
-// split_0/split_1 (TASO's most recent concatenation boundary). Constants take the channel count from
-// `constant_channels` (Iconv, Cpool), the size from `constant_shape` (Iewmul, Imatmul). std::nullopt when the
-// instance cannot apply to these shapes (e.g. SAME padding with an even kernel).
+// The IR operator for `inst` on inputs of the given shapes, by the operator's rule form (OpDef::rule,
+// models/ir/rule_form.h). `split_point` is the size of the first part for split_0/split_1 (TASO's most
+// recent concatenation boundary). Constants are sized by `constant_shape` (RuleInstance::sizing; empty: no
+// sizing). std::nullopt when the instance cannot apply to these shapes (e.g. SAME padding with an even
+// kernel).
 std::optional<IrOp> to_ir(const OpInstance& inst, std::span<const models::Shape> input_shapes,
                           std::int64_t split_point = 0, const models::Shape& constant_shape = {});
 
-// The rule operator an IR node denotes, or nullopt when it has none (an IR op outside TASO's vocabulary, or
+// The rule operator an IR node denotes, or nullopt when it has none (an IR op without a rule form, or
 // attributes the vocabulary cannot express: dilation, bias, transposed matmul operands, asymmetric
 // padding...). Split nodes with two outputs map to split_0 (their first output) and split_1 is output 1.
 std::optional<OpInstance> from_ir(const models::Graph& g, const models::Node& n);
 
-// The shape of a constant (Iconv, Cpool, Imatmul, Iewmul) that is tensor argument `arg` of a `parent`
-// operator whose other argument has shape `sibling` (a rule's constants carry no shape of their own): an
-// Iconv/Cpool weight has one kernel per input channel, Imatmul is square on the contracted side, Iewmul takes
-// the sibling's shape. nullopt where the constant cannot stand in that position.
+// The shape tensor argument `arg` of `parent` must have, from the other argument's shape (nullptr: unknown)
+// and the shape wanted for the result (nullptr: unknown), as the parent's rule form declares it
+// (RuleForm::operand_shape); nullopt where they do not fix it. A rule's constants carry no shape of their
+// own and are sized by it.
+std::optional<models::Shape> operand_shape(Op parent, std::size_t arg, const models::Shape* other,
+                                           const models::Shape* wanted);
+// The sizing of a constant that is argument `arg` of `parent` whose other argument has shape `sibling`.
 std::optional<models::Shape> constant_shape_in(Op parent, std::size_t arg, const models::Shape& sibling);
 
-// Whether the optimizers may match or build an IR node with these attributes through rules. Grouped
-// convolutions are excluded: TASO's axioms over convolutions (conv_channel_concat, concat_conv_out_channels,
-// ...) hold for groups = 1 only (docs/subst.md), and the rules' conv2d derives its groups from the shapes, so
-// a rewritten weight would silently change the grouping. (to_ir itself builds them: the generator and the
-// verifier need conv2d with C_pool, a depth-wise convolution.) Declared once for both optimizers.
+// Whether the optimizers may match or build an IR node with these attributes through rules, as the
+// operator's rule form declares it (RuleForm::optimizers_may_use: conv2d excludes grouped convolutions).
+bool rules_may_use(const models::OpDef& def, const models::Attrs& attrs);
 bool rules_may_use(std::string_view ir_op, const models::Attrs& attrs);
 
 // One producer of a value (or one e-node of an e-class), as TASO's split-point search sees it.

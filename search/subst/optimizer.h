@@ -42,7 +42,7 @@ struct GraphUses {
 };
 struct MatchIndex : GraphUses {
   std::vector<std::optional<OpInstance>> instances;  // by node id
-  std::array<std::vector<models::NodeId>, kNumOps> by_op;
+  std::vector<std::vector<models::NodeId>> by_op = std::vector<std::vector<models::NodeId>>(all_ops().size());
   explicit MatchIndex(const models::Graph& g);
 };
 

@@ -30,22 +30,18 @@ SplitTreePtr concat_tree(const SplitTreePtr& a, std::int64_t a_size, const Split
   return node;
 }
 
-// A term whose shape depends on where it is used: a constant, possibly under operators that keep the shape of
-// their operand (smul(Iewmul, s), relu(Imatmul), transpose(Imatmul), ewadd(Iewmul, Iewmul)).
+// A term whose shape depends on where it is used: a constant, possibly under operators whose result's shape
+// follows from operands that themselves need context (RuleForm::shape_follows: smul(Iewmul, s),
+// relu(Imatmul), transpose(Imatmul), ewadd(Iewmul, Iewmul)).
 bool needs_context(const Term& t) {
   if (t.is_variable()) return false;
-  if (op_info(t.op()).tensor_args == 0) return true;
-  switch (t.op()) {
-    case Op::kSmul:
-    case Op::kRelu:
-    case Op::kTranspose:
-      return needs_context(t.args()[0]);
-    case Op::kEwadd:
-    case Op::kEwmul:
-      return needs_context(t.args()[0]) && needs_context(t.args()[1]);
-    default:
-      return false;
-  }
+  const OpInfo& info = op_info(t.op());
+  if (info.tensor_args == 0) return true;
+  const auto& follows = info.def->rule.shape_follows;
+  return !follows.empty() && std::all_of(follows.begin(), follows.end(), [&](int i) {
+    return static_cast<std::size_t>(i) < t.args().size() &&
+           needs_context(t.args()[static_cast<std::size_t>(i)]);
+  });
 }
 
 std::string shapes_str(const std::vector<Shape>& shapes) {
@@ -54,22 +50,10 @@ std::string shapes_str(const std::vector<Shape>& shapes) {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
-// The sizing argument of to_ir for a constant that should have shape `wanted` (nullopt: no context).
-Shape constant_sizing(Op op, const std::optional<Shape>& wanted, std::int64_t free_size) {
-  switch (op) {
-    case Op::kIconv:
-    case Op::kCpool:
-      if (wanted && wanted->size() == 4) return {(*wanted)[0]};
-      return {free_size};
-    case Op::kImatmul:
-      if (wanted && wanted->size() == 2) return *wanted;
-      return {free_size, free_size};
-    case Op::kIewmul:
-      if (wanted && !wanted->empty()) return *wanted;
-      return {free_size, free_size};
-    default:
-      return {};
-  }
+// The sizing of a constant: the shape wanted for it, or a free size when its context does not fix it.
+Shape constant_sizing(const std::optional<Shape>& wanted, std::int64_t free_size) {
+  if (wanted && !wanted->empty()) return *wanted;
+  return {free_size, free_size};
 }
 
 template <class T, bool kData>
@@ -94,39 +78,13 @@ class Evaluator {
 
  private:
   // The shape argument `i` of `t` (which needs context) must have, as far as the other operands and the shape
-  // wanted for `t` determine it.
+  // wanted for `t` determine it (the parent's RuleForm::operand_shape).
   std::optional<Shape> context_shape(const Term& t, std::size_t i, const std::vector<TermValue<T>>& in,
                                      const std::optional<Shape>& wanted) const {
     const auto& args = t.args();
-    auto other = [&](std::size_t j) -> const Shape* {
-      return j < args.size() && !needs_context(args[j]) ? &in[j].type.shape : nullptr;
-    };
-    switch (t.op()) {
-      case Op::kMatmul:
-        if (const Shape* o = other(1 - i); o && o->size() == 2) {
-          const auto n = i == 1 ? (*o)[1] : (*o)[0];
-          return Shape{n, n};
-        }
-        return std::nullopt;
-      case Op::kEwadd:
-      case Op::kEwmul:
-        if (const Shape* o = other(1 - i)) return *o;
-        return wanted;
-      case Op::kConcat:
-        if (const Shape* o = other(1 - i)) return *o;
-        return std::nullopt;
-      case Op::kSmul:
-      case Op::kRelu:
-        return wanted;
-      case Op::kTranspose:
-        if (wanted && wanted->size() == 2) return Shape{(*wanted)[1], (*wanted)[0]};
-        return std::nullopt;
-      case Op::kConv2d:
-        if (const Shape* x = other(0); i == 1 && x && x->size() == 4) return Shape{(*x)[1], (*x)[1], 1, 1};
-        return std::nullopt;
-      default:
-        return std::nullopt;
-    }
+    const std::size_t j = 1 - i;
+    const Shape* other = args.size() == 2 && !needs_context(args[j]) ? &in[j].type.shape : nullptr;
+    return operand_shape(t.op(), i, other, wanted ? &*wanted : nullptr);
   }
 
   TermValue<T> apply(const Term& t, std::vector<TermValue<T>>& in, const std::optional<Shape>& wanted) const {
@@ -153,7 +111,7 @@ class Evaluator {
     if (t.op() == Op::kSmul && shapes.size() == 2 && shapes[1].empty())
       ir = IrOp{"scalar_mul", {}};  // the IR's scalar_mul also takes a 0-D first operand
     else
-      ir = to_ir(inst, shapes, split_point, constant_sizing(t.op(), wanted, options_.free_constant_size));
+      ir = to_ir(inst, shapes, split_point, constant_sizing(wanted, options_.free_constant_size));
     if (!ir) throw fail("the operator does not apply");
 
     const models::OpDef& def = models::OpRegistry::instance().get(ir->name);
