@@ -63,8 +63,12 @@ struct SymbolParam {
 
 // Rule trait: how an output axis of the operator relates to its inputs' axes, for TASO's split point (a
 // rule's split_0/split_1 splits at the most recent concatenation boundary along its axis; docs/subst.md).
-// `boundary`: the operator itself concatenates along this axis, its first part this long. `carried`: (input,
-// axis) pairs whose index runs along the output axis unchanged, so an earlier boundary there is one here too.
+// `boundary`: the operator itself concatenates along this axis, its first part this long; `carried` then
+// names the two parts' own axes (whose earlier boundaries nest inside). Otherwise `carried`: (input, axis)
+// pairs whose index runs along the output axis unchanged, so an earlier boundary there is one here too (when
+// several inputs carry it, their histories must agree). The optimizers' split point, the rule evaluator's
+// split history and the generator's fingerprint metadata are all derived from this one declaration
+// (search/subst/split_history.h).
 struct SplitAxisTrace {
   std::optional<std::int64_t> boundary;
   std::vector<std::pair<int, std::int64_t>> carried;

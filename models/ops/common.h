@@ -41,6 +41,17 @@ inline SplitAxisTrace split_axis_same_shape(std::span<const TensorType> in, cons
   return t;
 }
 
+// SplitAxisFn part of windowed NCHW operators (convolution, pooling): spatial axis 2 or 3 runs through
+// unchanged where the stride along it is 1 and the size is kept (SAME padding).
+inline SplitAxisTrace spatial_split_axis(const TensorType& in, const TensorType& out, const Attrs& a,
+                                         std::int64_t axis) {
+  if ((axis != 2 && axis != 3) || in.rank() != 4 || out.rank() != 4) return {};
+  const auto& strides = a.ints("strides");
+  const auto i = static_cast<std::size_t>(axis);
+  if (strides.size() != 2 || strides[i - 2] != 1 || in.shape[i] != out.shape[i]) return {};
+  return {std::nullopt, {{0, axis}}};
+}
+
 // Axis in [-rank, rank) -> [0, rank).
 inline int norm_axis(std::int64_t axis, int rank, std::string_view what = "axis") {
   if (axis < -rank || axis >= rank)

@@ -412,13 +412,20 @@ SplitAxisTrace matmul_split_axis(std::span<const TensorType> in, const TensorTyp
   if (axis == 1) return {std::nullopt, {{1, a.i("trans_b") != 0 ? 0 : 1}}};
   return {};
 }
-// Batch from the input, output channels from the weight's first axis (any grouping).
-SplitAxisTrace conv_split_axis(std::span<const TensorType> in, const TensorType&, const Attrs&,
+// Batch from the input, output channels from the weight's first axis (any grouping); a spatial axis runs
+// through unchanged where the convolution keeps its size at stride 1 (SAME padding).
+SplitAxisTrace conv_split_axis(std::span<const TensorType> in, const TensorType& out, const Attrs& a,
                                std::int64_t axis) {
   if (in.size() < 2) return {};
   if (axis == 0) return {std::nullopt, {{0, 0}}};
   if (axis == 1) return {std::nullopt, {{1, 0}}};
-  return {};
+  return spatial_split_axis(in[0], out, a, axis);
+}
+// An enlarged kernel keeps its output and input channels.
+SplitAxisTrace enlarge_split_axis(std::span<const TensorType> in, const TensorType&, const Attrs&,
+                                  std::int64_t axis) {
+  if (in.empty() || (axis != 0 && axis != 1)) return {};
+  return {std::nullopt, {{0, axis}}};
 }
 
 // Rule forms (TASO's matmul, conv2d and enlarge). TASO's matmul is the plain 2-D product; its conv2d has no
@@ -577,6 +584,7 @@ void register_contraction_ops(OpRegistry& r) {
          .attrs = {{"kernel", AttrKind::kInts, std::nullopt, "[height, width]"}},
          .symbol_params = {{"kh", SymbolParamKind::kKernel}, {"kw", SymbolParamKind::kKernel}},
          .linear_in = {0},
+         .split_axis = enlarge_split_axis,
          .rule = {.to_attrs = enlarge_rule, .from_node = enlarge_params},
          .shape = enlarge_shape,
          .flops = zero_count,

@@ -218,14 +218,33 @@ double no_bytes(std::span<const TensorType>, std::span<const TensorType>, const 
   return 0;
 }
 
-// A two-way concatenation along the axis is a boundary there (TASO's split undoes it).
+// A two-way concatenation along the axis is a boundary there (TASO's split undoes it); the other axes run
+// through both parts.
 SplitAxisTrace concat_split_axis(std::span<const TensorType> in, const TensorType& out, const Attrs& a,
                                  std::int64_t axis) {
   if (in.size() != 2) return {};
   auto along = a.i("axis");
   if (along < 0) along += out.rank();
-  if (along != axis) return {};
-  return {in[0].shape[u(axis)], {}};
+  if (along != axis) return {std::nullopt, {{0, axis}, {1, axis}}};
+  return {in[0].shape[u(axis)], {{0, axis}, {1, axis}}};
+}
+// The pieces of a split keep the other axes; along the split axis each piece is a part of the input's most
+// recent boundary there, which the users of the split history resolve themselves (search/subst/
+// split_history.h).
+SplitAxisTrace split_split_axis(std::span<const TensorType> in, const TensorType&, const Attrs& a,
+                                std::int64_t axis) {
+  if (in.empty()) return {};
+  auto along = a.i("axis");
+  if (along < 0) along += in[0].rank();
+  if (along == axis) return {};
+  return {std::nullopt, {{0, axis}}};
+}
+// Output axis i is input axis perm[i].
+SplitAxisTrace transpose_split_axis(std::span<const TensorType> in, const TensorType&, const Attrs& a,
+                                    std::int64_t axis) {
+  if (in.empty() || axis < 0 || axis >= in[0].rank()) return {};
+  const auto perm = perm_of(a, in[0].rank());
+  return {std::nullopt, {{0, perm[u(axis)]}}};
 }
 
 // Rule forms (TASO's transpose, concat and split_0/split_1). TASO's transpose swaps the two axes of a matrix
@@ -309,6 +328,7 @@ void register_movement_ops(OpRegistry& r) {
                    {"sizes", AttrKind::kInts, std::nullopt, "size of each output along the axis"}},
          .symbol_params = {{"axis", SymbolParamKind::kAxis}},
          .symbol_outputs = 2,  // TASO's two-way split: split_0, split_1
+         .split_axis = split_split_axis,
          .rule = {.to_attrs = split_rule, .from_node = split_params},
          .shape = split_shape,
          .flops = zero_count,
@@ -323,6 +343,7 @@ void register_movement_ops(OpRegistry& r) {
          .attrs = {{"perm", AttrKind::kInts, Ints{}, "output axis i is input axis perm[i] (empty: reverse)"},
                    {"shuffle", AttrKind::kInt, std::int64_t{1}, "1: data-moving, 0: layout-only"}},
          .linear_in = {0},
+         .split_axis = transpose_split_axis,
          .rule = {.to_attrs = transpose_rule,
                   .from_node = transpose_params,
                   .operand_shape = transpose_operand_shape,

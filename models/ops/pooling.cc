@@ -160,6 +160,14 @@ const std::vector<SymbolParam> kPoolSymbolParams{{"kh", SymbolParamKind::kKernel
                                                  {"sw", SymbolParamKind::kStride},
                                                  {"pad", SymbolParamKind::kPadding}};
 
+// Pooling keeps batch and channels; spatial axes as for convolutions.
+SplitAxisTrace pool_split_axis(std::span<const TensorType> in, const TensorType& out, const Attrs& a,
+                               std::int64_t axis) {
+  if (in.empty()) return {};
+  if (axis == 0 || axis == 1) return {std::nullopt, {{0, axis}}};
+  return spatial_split_axis(in[0], out, a, axis);
+}
+
 // Rule forms (TASO's poolmax and poolavg): kernel, strides, SAME or VALID padding. TASO's average pooling
 // equals a convolution with C_pool, whose zero padding counts in the divisor.
 template <bool kAvg>
@@ -193,6 +201,7 @@ void register_pooling_ops(OpRegistry& r) {
          .kind = OpKind::kDataMovement,
          .attrs = pool_attrs(false, false),
          .symbol_params = kPoolSymbolParams,
+         .split_axis = pool_split_axis,
          .rule = {.to_attrs = pool_rule<false>, .from_node = pool_params<false>},
          .shape = pool_shape,
          .flops = pool_flops,
@@ -206,6 +215,7 @@ void register_pooling_ops(OpRegistry& r) {
          .attrs = pool_attrs(true, false),
          .symbol_params = kPoolSymbolParams,
          .linear_in = {0},
+         .split_axis = pool_split_axis,
          .rule = {.to_attrs = pool_rule<true>, .from_node = pool_params<true>},
          .shape = pool_shape,
          .flops = pool_flops,

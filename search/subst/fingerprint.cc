@@ -10,6 +10,7 @@
 #include "models/exec/executor.h"
 #include "models/ir/op_def.h"
 #include "search/subst/rule.h"
+#include "search/subst/split_history.h"
 
 namespace strata::search::subst {
 namespace {
@@ -19,20 +20,10 @@ using models::Shape;
 
 constexpr std::uint32_t kNoArg = 0xFFFFFFFu;  // 28 bits
 
-// Shapes of the constants of TASO's generator (src/generator/generator.cc): I_matmul 4x4, I_ewmul 2x4x5x5,
-// I_conv and C_pool with 4 channels (4x4x3x3 and the depth-wise 4x1x3x3).
-Shape constant_shape(Op op) {
-  switch (op) {
-    case Op::kImatmul:
-      return {4, 4};
-    case Op::kIewmul:
-      return {2, 4, 5, 5};
-    case Op::kIconv:
-    case Op::kCpool:
-      return {4};
-    default:
-      return {};
-  }
+// The sizing TASO's generator gives a constant (its OpDef's RuleForm::taso_generator_sizing); empty for
+// other operators.
+const Shape& constant_shape(Op op) {
+  return op_info(op).def->rule.taso_generator_sizing;
 }
 
 SplitTree merge(const SplitTree& a, int offset, const SplitTree& b, bool& ok) {
@@ -73,68 +64,45 @@ int split_point(const TensorMeta& m, std::size_t axis) {
   return t.n == 0 ? 0 : t.pos[static_cast<std::size_t>(t.n - 1)];
 }
 
-bool propagate_meta(const OpInstance& inst, std::span<const TensorMeta* const> args,
-                    std::span<const Shape* const> shapes, std::array<TensorMeta, 2>& out) {
+bool propagate_meta(const OpInstance& inst, std::span<const models::SplitAxisTrace> traces,
+                    std::span<const TensorMeta* const> args, std::span<const Shape* const> shapes,
+                    std::array<TensorMeta, 2>& out) {
   out = {};
   auto& o = out[0];
-  switch (inst.op) {
-    case Op::kEwadd:
-    case Op::kEwmul:
-      if (args[0]->transposed_layout != args[1]->transposed_layout) return false;  // TASO: equal strides
-      o.transposed_layout = args[0]->transposed_layout;
-      for (std::size_t d = 0; d < 4; ++d) o.split[d] = combine(args[0]->split[d], args[1]->split[d]);
-      return true;
-    case Op::kRelu:
-    case Op::kSmul:
-      o = *args[0];
-      return true;
-    case Op::kMatmul:
-      o.split[0] = args[0]->split[0];
-      o.split[1] = args[1]->split[1];
-      return true;
-    case Op::kConv2d:
-      o.split = {args[0]->split[0], args[1]->split[0], args[0]->split[2], args[0]->split[3]};
-      return true;
-    case Op::kPoolavg:
-    case Op::kPoolmax:
-      o.split = {args[0]->split[0], SplitTree{}, args[0]->split[2], args[0]->split[3]};
-      return true;
-    case Op::kTranspose:
-      o.split = {args[0]->split[1], args[0]->split[0], SplitTree{}, SplitTree{}};
-      o.transposed_layout = is_layout_only_transpose(inst) ? !args[0]->transposed_layout : false;
-      return true;
-    case Op::kConcat: {
-      const auto axis = static_cast<std::size_t>(inst.params[0]);
-      bool ok = true;
-      for (std::size_t d = 0; d < 4; ++d)
-        o.split[d] = d == axis
-                         ? merge(args[0]->split[d], static_cast<int>((*shapes[0])[d]), args[1]->split[d], ok)
-                         : combine(args[0]->split[d], args[1]->split[d]);
-      return ok;
-    }
-    case Op::kSplit0:
-    case Op::kSplit1: {
-      const auto axis = static_cast<std::size_t>(inst.params[0]);
-      if (args[0]->split[axis].n == 0) return false;
-      out[0].split = out[1].split = args[0]->split;
-      divide(args[0]->split[axis], out[0].split[axis], out[1].split[axis]);
-      return true;
-    }
-    case Op::kEnlarge:
-      o.split = {args[0]->split[0], args[0]->split[1], SplitTree{}, SplitTree{}};
-      return true;
-    case Op::kIconv:
-    case Op::kCpool:
-    case Op::kImatmul:
-    case Op::kIewmul:
-      return true;
+  const models::OpDef& def = *op_info(inst.op).def;
+  // TASO's stride metadata: element-wise operators need operands of one layout and keep it (a 0-D scalar
+  // operand has none); a layout-only transpose flips it; everything else writes a fresh layout.
+  if (def.elementwise) {
+    for (std::size_t i = 1; i < args.size(); ++i)
+      if (*shapes[i] == *shapes[0] && args[i]->transposed_layout != args[0]->transposed_layout) return false;
+    o.transposed_layout = args[0]->transposed_layout;
+  } else if (is_layout_only_transpose(inst)) {
+    o.transposed_layout = !args[0]->transposed_layout;
   }
-  return false;
+  bool ok = true;
+  auto from = [&](int arg, std::int64_t axis) {
+    return axis >= 0 && axis < 4 ? args[static_cast<std::size_t>(arg)]->split[static_cast<std::size_t>(axis)]
+                                 : SplitTree{};
+  };
+  auto join = [&](const SplitTree& a, std::int64_t boundary, const SplitTree& b) {
+    return merge(a, static_cast<int>(boundary), b, ok);
+  };
+  for (std::size_t d = 0; d < traces.size() && d < 4; ++d)
+    o.split[d] = axis_history<SplitTree>(traces[d], from, combine, join);
+  if (!ok) return false;
+  if (is_split(inst.op)) {
+    const auto axis = static_cast<std::size_t>(inst.params[0]);
+    if (axis >= 4 || args[0]->split[axis].n == 0) return false;
+    out[1] = out[0];
+    divide(args[0]->split[axis], out[0].split[axis], out[1].split[axis]);
+  }
+  return true;
 }
 
 struct ValueStore::Prepared {
   const models::OpDef* def = nullptr;
   models::Attrs attrs;
+  std::vector<models::SplitAxisTrace> traces;  // of output 0's axes (split_history.h)
   std::vector<Shape> out_shapes;
   std::array<int, 2> out_shape_ids{};
 };
@@ -229,10 +197,13 @@ const ValueStore::Prepared* ValueStore::prepare(int inst, std::span<const ValueI
       std::vector<models::TensorType> in;
       for (const auto& s : shapes) in.push_back({s, models::DType::kF32});
       bool fits = true;
-      for (const auto& t : p->def->shape(in, p->attrs)) {
+      const auto out_types = p->def->shape(in, p->attrs);
+      for (const auto& t : out_types) {
         fits = fits && t.numel() <= kMaxElements;
         p->out_shapes.push_back(t.shape);
       }
+      if (!out_types.empty())
+        p->traces = split_axis_traces(*p->def, in, out_types[0], p->attrs, out_types[0].shape.size());
       if (fits) {
         for (std::size_t o = 0; o < p->out_shapes.size() && o < 2; ++o)
           p->out_shape_ids[o] = intern_shape(p->out_shapes[o]);
@@ -299,6 +270,8 @@ ValueStore::Result ValueStore::apply(int inst, std::span<const ValueId> args, bo
   }
   // TASO's matmul rejects equal operands and a weight with BATCHSIZE (2) rows (src/generator/generator.cc).
   if (op.op == Op::kMatmul && (args[0] == args[1] || shape(args[1])[0] == 2)) return memo_[key] = r;
+  const Prepared* prep = prepare(inst, args, split_at);
+  if (!prep) return memo_[key] = r;
   std::array<TensorMeta, 2> metas;
   {
     std::array<const TensorMeta*, 2> am{};
@@ -307,11 +280,10 @@ ValueStore::Result ValueStore::apply(int inst, std::span<const ValueId> args, bo
       am[i] = &meta(args[i]);
       as[i] = &shape(args[i]);
     }
-    if (!propagate_meta(op, std::span(am.data(), args.size()), std::span(as.data(), args.size()), metas))
+    if (!propagate_meta(op, prep->traces, std::span(am.data(), args.size()),
+                        std::span(as.data(), args.size()), metas))
       return memo_[key] = r;
   }
-  const Prepared* prep = prepare(inst, args, split_at);
-  if (!prep) return memo_[key] = r;
   // Outputs into scratch: sample-major per output, like the arena.
   std::array<std::size_t, 2> offset{};
   std::size_t total = 0;

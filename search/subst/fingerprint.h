@@ -52,10 +52,13 @@ struct TensorMeta {
 bool is_layout_only_transpose(const OpInstance& inst);
 // The split point of a split along `axis` (0: the tensor has no concatenation boundary there).
 int split_point(const TensorMeta& m, std::size_t axis);
-// Metadata of the outputs of `inst` from its arguments' metadata and shapes (TASO's propagation rules);
-// false when the instance does not apply (element-wise operands with different layouts, split trees full).
-bool propagate_meta(const OpInstance& inst, std::span<const TensorMeta* const> args,
-                    std::span<const models::Shape* const> shapes, std::array<TensorMeta, 2>& out);
+// Metadata of the outputs of `inst` from its arguments' metadata and shapes (TASO's propagation rules):
+// split trees by the operator's split-axis traces (split_history.h, for this application), the layout by
+// TASO's stride rules; false when the instance does not apply (element-wise operands with different
+// layouts, split trees full, a split without a boundary to undo).
+bool propagate_meta(const OpInstance& inst, std::span<const models::SplitAxisTrace> traces,
+                    std::span<const TensorMeta* const> args, std::span<const models::Shape* const> shapes,
+                    std::array<TensorMeta, 2>& out);
 
 class ValueStore {
  public:

@@ -66,7 +66,10 @@ std::vector<OpInstance> parse_operator_set(std::string_view spec) {
       add(Op::kIewmul);
       add(Op::kIconv, {3, 3});
       add(Op::kCpool, {3, 3});
-    } else
+    } else if (auto op = find_op(n); op && op_info(*op).params.empty() && op_info(*op).tensor_args > 0 &&
+                                     static_cast<int>(*op) >= kNumNamedOps)
+      add(*op);  // any other parameterless symbol with a rule form (docs/subst.md)
+    else
       return false;
     return true;
   };
@@ -84,7 +87,7 @@ std::vector<OpInstance> parse_operator_set(std::string_view spec) {
                       "ewadd, ewmul, smul, "
                       "matmul, transpose, transpose_layout, relu, conv2d, conv2d_relu, poolavg, poolmax, "
                       "concat, split, enlarge, "
-                      "constants)",
+                      "constants, or a parameterless symbol of another operator with a rule form)",
                       name));
     }
     pos = comma + 1;

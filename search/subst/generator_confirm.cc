@@ -9,6 +9,7 @@
 #include "models/exec/executor.h"
 #include "models/ir/op_def.h"
 #include "search/subst/generator_internal.h"
+#include "search/subst/split_history.h"
 
 namespace strata::search::subst::generator_detail {
 namespace {
@@ -32,6 +33,13 @@ std::vector<RealTensor> replay_real(const Enc& g, const std::vector<OpInstance>&
     for (int a = 0; a < e.nin; ++a) shapes.push_back(ts[e.in[static_cast<std::size_t>(a)]].shape);
     std::int64_t split_at = 0;
     if (is_split(inst.op)) split_at = split_point(ts[e.in[0]].meta, static_cast<std::size_t>(inst.params[0]));
+    const auto ir = to_ir(inst, shapes, split_at, op_info(inst.op).def->rule.taso_generator_sizing);
+    if (!ir) throw std::logic_error("generator: real replay failed");
+    const auto& def = models::OpRegistry::instance().get(ir->name);
+    const auto attrs = models::complete_attrs(def, ir->attrs, "generator");
+    std::vector<models::TensorType> in;
+    for (const auto& s : shapes) in.push_back({s, models::DType::kF32});
+    const auto out_types = def.shape(in, attrs);
     std::array<const TensorMeta*, 2> am{};
     std::array<const Shape*, 2> as{};
     for (int a = 0; a < e.nin; ++a) {
@@ -39,19 +47,9 @@ std::vector<RealTensor> replay_real(const Enc& g, const std::vector<OpInstance>&
       as[static_cast<std::size_t>(a)] = &ts[e.in[static_cast<std::size_t>(a)]].shape;
     }
     std::array<TensorMeta, 2> metas;
-    if (!propagate_meta(inst, std::span(am.data(), e.nin), std::span(as.data(), e.nin), metas))
+    const auto traces = split_axis_traces(def, in, out_types.at(0), attrs, out_types.at(0).shape.size());
+    if (!propagate_meta(inst, traces, std::span(am.data(), e.nin), std::span(as.data(), e.nin), metas))
       throw std::logic_error("generator: real replay failed (metadata)");
-    Shape cshape;
-    if (inst.op == Op::kImatmul) cshape = {4, 4};
-    if (inst.op == Op::kIewmul) cshape = {2, 4, 5, 5};
-    if (inst.op == Op::kIconv || inst.op == Op::kCpool) cshape = {4};
-    const auto ir = to_ir(inst, shapes, split_at, cshape);
-    if (!ir) throw std::logic_error("generator: real replay failed");
-    const auto& def = models::OpRegistry::instance().get(ir->name);
-    const auto attrs = models::complete_attrs(def, ir->attrs, "generator");
-    std::vector<models::TensorType> in;
-    for (const auto& s : shapes) in.push_back({s, models::DType::kF32});
-    const auto out_types = def.shape(in, attrs);
     std::vector<RealTensor> outs(out_types.size());
     std::vector<models::In<double>> ins;
     std::vector<models::Out<double>> os;

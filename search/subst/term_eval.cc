@@ -10,6 +10,7 @@
 #include "models/ir/graph.h"
 #include "models/ir/op_def.h"
 #include "search/subst/ir_bridge.h"
+#include "search/subst/split_history.h"
 
 namespace strata::search::subst {
 namespace {
@@ -144,61 +145,34 @@ class Evaluator {
         def.kernel.modp(call);
       result.data = std::move(outs[static_cast<std::size_t>(ir->output)]);
     }
-    result.type.split = split_history(t, inst, in, split_tree, result.type.shape.size());
+    result.type.split = split_history(t, inst, in, split_tree, def, in_types,
+                                      out_types.at(static_cast<std::size_t>(ir->output)), attrs);
     return result;
   }
 
+  // The result's split history, axis by axis, as its operator declares it (OpDef::split_axis,
+  // split_history.h); a split's own axis takes the part of the operand's boundary it denotes.
   static std::vector<SplitTreePtr> split_history(const Term& t, const OpInstance& inst,
                                                  const std::vector<TermValue<T>>& in,
-                                                 const SplitTreePtr& split_tree, std::size_t rank) {
-    std::vector<SplitTreePtr> out(rank);
-    auto from = [&](std::size_t arg, std::size_t axis) -> SplitTreePtr {
-      const auto& s = in[arg].type.split;
-      return axis < s.size() ? s[axis] : nullptr;
+                                                 const SplitTreePtr& split_tree, const models::OpDef& def,
+                                                 std::span<const models::TensorType> in_types,
+                                                 const models::TensorType& out, const models::Attrs& attrs) {
+    const std::size_t rank = out.shape.size();
+    auto from = [&](int arg, std::int64_t axis) -> SplitTreePtr {
+      const auto& s = in[static_cast<std::size_t>(arg)].type.split;
+      return axis >= 0 && static_cast<std::size_t>(axis) < s.size() ? s[static_cast<std::size_t>(axis)]
+                                                                    : nullptr;
     };
-    auto merged = [&](std::size_t axis) -> SplitTreePtr {
-      auto a = from(0, axis), b = from(1, axis);
-      return same_tree(a, b) ? a : nullptr;
-    };
-    switch (t.op()) {
-      case Op::kRelu:
-      case Op::kSmul:
-        for (std::size_t d = 0; d < rank; ++d) out[d] = from(0, d);
-        break;
-      case Op::kEwadd:
-      case Op::kEwmul:
-        for (std::size_t d = 0; d < rank; ++d) out[d] = merged(d);
-        break;
-      case Op::kTranspose:
-        if (rank == 2) out = {from(0, 1), from(0, 0)};
-        break;
-      case Op::kMatmul:
-        if (rank == 2) out = {from(0, 0), from(1, 1)};
-        break;
-      case Op::kConv2d:
-        if (rank == 4) out[0] = from(0, 0), out[1] = from(1, 0);
-        break;
-      case Op::kPoolavg:
-      case Op::kPoolmax:
-        if (rank == 4) out[0] = from(0, 0), out[1] = from(0, 1);
-        break;
-      case Op::kConcat: {
-        const auto axis = static_cast<std::size_t>(inst.params[0]);
-        for (std::size_t d = 0; d < rank; ++d) out[d] = merged(d);
-        out[axis] = concat_tree(from(0, axis), in[0].type.shape[axis], from(1, axis));
-        break;
-      }
-      case Op::kSplit0:
-      case Op::kSplit1: {
-        const auto axis = static_cast<std::size_t>(inst.params[0]);
-        for (std::size_t d = 0; d < rank; ++d) out[d] = from(0, d);
-        out[axis] = t.op() == Op::kSplit0 ? split_tree->first : split_tree->second;
-        break;
-      }
-      default:
-        break;
+    auto agree = [](const SplitTreePtr& a, const SplitTreePtr& b) { return same_tree(a, b) ? a : nullptr; };
+    const auto traces = split_axis_traces(def, in_types, out, attrs, rank);
+    std::vector<SplitTreePtr> history(rank);
+    for (std::size_t d = 0; d < rank; ++d)
+      history[d] = axis_history<SplitTreePtr>(traces[d], from, agree, concat_tree);
+    if (is_split(t.op())) {
+      const auto axis = static_cast<std::size_t>(inst.params[0]);
+      if (axis < rank) history[axis] = t.op() == Op::kSplit0 ? split_tree->first : split_tree->second;
     }
-    return out;
+    return history;
   }
 
   const TermBindings<T>& vars_;

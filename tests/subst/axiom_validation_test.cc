@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "models/ir/modp.h"
@@ -60,6 +61,36 @@ TEST(TermEval, SplitUndoesTheMostRecentConcatenationThroughOtherOperators) {
   EXPECT_THROW(infer_type(parse("matmul(a,c)"), {{"a", {1, 2}}, {"c", {1, 3}}}), TermTypeError);
   EXPECT_EQ(infer_type(parse("conv2d(2,2,0,0,x,w)"), {{"x", {1, 4, 5, 5}}, {"w", {8, 4, 3, 3}}}).shape,
             (Shape{1, 8, 3, 3}));  // SAME, stride 2: ceil(5/2)
+}
+
+std::vector<double> ramp(std::size_t n, double start) {
+  std::vector<double> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = start + 0.37 * static_cast<double>(i * i % 11);
+  return v;
+}
+
+// The split history of each operator is its OpDef's split_axis declaration (split_history.h): pooling keeps
+// the channel axis (it is per channel), an enlarged kernel its output and input channels, a stride-1 SAME
+// convolution its spatial axes; a stride-2 convolution does not keep them.
+TEST(TermEval, SplitHistoryFollowsEachOperatorsSplitAxisDeclaration) {
+  const auto vars = bind({{"x", {{1, 2, 3, 3}, ramp(18, -2)}},
+                          {"y", {{1, 1, 3, 3}, ramp(9, 1)}},
+                          {"z", {{1, 2, 2, 3}, ramp(12, 0.5)}},
+                          {"w", {{4, 2, 3, 3}, ramp(72, -1)}},
+                          {"v", {{3, 2, 3, 3}, ramp(54, 2)}}});
+  // split_0 of a channel concatenation under pooling is the pooling of the first part: pooling is per
+  // channel.
+  for (std::string_view pool : {"poolmax", "poolavg"}) {
+    const auto lhs = fmt::format("split_0(1,{}(3,3,1,1,0,concat(1,x,y)))", pool);
+    const auto rhs = fmt::format("{}(3,3,1,1,0,x)", pool);
+    EXPECT_EQ(evaluate(parse(lhs), vars).data, evaluate(parse(rhs), vars).data) << pool;
+  }
+  EXPECT_EQ(evaluate(parse("split_1(0,enlarge(5,5,concat(0,w,v)))"), vars).data,
+            evaluate(parse("enlarge(5,5,v)"), vars).data);
+  // Along H the boundary of concat(2, x, z) is 3 rows; a stride-1 SAME convolution keeps it.
+  EXPECT_EQ(evaluate(parse("split_1(2,conv2d(1,1,0,0,concat(2,x,z),w))"), vars).type.shape,
+            (Shape{1, 4, 2, 3}));
+  EXPECT_THROW(evaluate(parse("split_1(2,conv2d(2,2,0,0,concat(2,x,z),w))"), vars), TermTypeError);
 }
 
 // The rule vocabulary is read from the OpDefs of models/: spellings (TASO's), parameter kinds and arity.
