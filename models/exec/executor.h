@@ -25,20 +25,36 @@ struct ExecOptions {
   bool randomize_missing = true;
   std::uint64_t seed = 0;
   std::int64_t random_index_bound = 2;
-  // false: a value's data is released after its last consumer runs (graph outputs are kept), so memory is the
-  // live set instead of every value; the returned vector then holds data for the graph outputs only.
+  // Sources (feeds, literal data, random values) are materialized when a node first reads them. false: a
+  // value's data is also released after the last node that reads it (graph outputs are kept), so memory is
+  // the live set at each node instead of every value (for a model, instead of all its weights at once); the
+  // returned vector then holds data for the graph outputs only.
   bool keep_intermediates = true;
 };
 
-// Returns the data of every value (indexed by ValueId). Throws GraphError for missing or mis-sized feeds and
-// std::out_of_range for bad indices.
+// What a run held: the largest total size, in bytes (sizeof(T) per element), of value data alive at once.
+// A node's inputs and outputs are alive together while it runs; a value dies after its last reader.
+struct ExecStats {
+  std::int64_t peak_live_bytes = 0;
+};
+
+// Returns the data of every value (indexed by ValueId), nodes run in graph order. Throws GraphError for
+// missing or mis-sized feeds (before any node runs) and std::out_of_range for bad indices.
 template <class T>
 std::vector<std::vector<T>> execute(const Graph& g, const Feeds<T>& feeds = {},
                                     const ExecOptions& options = {});
+// The same, also reporting what the run held.
+template <class T>
+std::vector<std::vector<T>> execute(const Graph& g, const Feeds<T>& feeds, const ExecOptions& options,
+                                    ExecStats& stats);
 
 extern template std::vector<std::vector<double>> execute(const Graph&, const Feeds<double>&,
                                                          const ExecOptions&);
 extern template std::vector<std::vector<ModP>> execute(const Graph&, const Feeds<ModP>&, const ExecOptions&);
+extern template std::vector<std::vector<double>> execute(const Graph&, const Feeds<double>&,
+                                                         const ExecOptions&, ExecStats&);
+extern template std::vector<std::vector<ModP>> execute(const Graph&, const Feeds<ModP>&, const ExecOptions&,
+                                                       ExecStats&);
 
 // Deterministic pseudo-random tensor contents for a named value.
 template <class T>

@@ -12,8 +12,9 @@ namespace strata::search::subst {
 
 std::string OutputCheck::verdict() const {
   if (pass())
-    return fmt::format("pass: max relative error {:.3g} <= tolerance {:.3g} (max |output| {:.3g})",
-                       max_rel_error, tolerance, max_output);
+    return fmt::format(
+        "pass: max relative error {:.3g} <= tolerance {:.3g} (max |output| {:.3g}; executor peak {:.1f} MiB)",
+        max_rel_error, tolerance, max_output, static_cast<double>(peak_live_bytes) / (1 << 20));
   return fmt::format("FAIL: {}; max relative error {:.3g}, tolerance {:.3g}", failure, max_rel_error,
                      tolerance);
 }
@@ -55,12 +56,15 @@ OutputCheck compare_outputs(std::span<const std::vector<double>> expected,
 
 namespace {
 
-// The graph's outputs in order; intermediate values are released as soon as they are dead.
-std::vector<std::vector<double>> run_outputs(const models::Graph& g, std::uint64_t seed) {
+// The graph's outputs in order; values are materialized at first use and released as soon as they are dead.
+std::vector<std::vector<double>> run_outputs(const models::Graph& g, std::uint64_t seed,
+                                             std::int64_t& peak_live_bytes) {
   models::ExecOptions eo;
   eo.seed = seed;
   eo.keep_intermediates = false;
-  auto values = models::execute<double>(g, {}, eo);
+  models::ExecStats stats;
+  auto values = models::execute<double>(g, {}, eo, stats);
+  peak_live_bytes = std::max(peak_live_bytes, stats.peak_live_bytes);
   std::vector<std::vector<double>> out;
   out.reserve(g.outputs().size());
   for (auto v : g.outputs()) out.push_back(values[static_cast<std::size_t>(v)]);  // an output may repeat
@@ -71,9 +75,12 @@ std::vector<std::vector<double>> run_outputs(const models::Graph& g, std::uint64
 
 OutputCheck check_same_function(const models::Graph& expected, const models::Graph& actual,
                                 const OutputCheckOptions& options) {
-  const auto x = run_outputs(expected, options.seed);
-  const auto y = run_outputs(actual, options.seed);
-  return compare_outputs(x, y, options.tolerance);
+  std::int64_t peak = 0;
+  const auto x = run_outputs(expected, options.seed, peak);
+  const auto y = run_outputs(actual, options.seed, peak);
+  auto c = compare_outputs(x, y, options.tolerance);
+  c.peak_live_bytes = peak;
+  return c;
 }
 
 }  // namespace strata::search::subst

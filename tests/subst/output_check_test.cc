@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -74,6 +75,36 @@ TEST(OutputCheck, RewriteThatOutputsNaNIsRejected) {
   const auto c = check_same_function(a, b, {.seed = 3});
   EXPECT_FALSE(c.pass()) << c.verdict();
   EXPECT_NE(c.failure.find("output 0 element 5"), std::string::npos) << c.failure;
+}
+
+// The check runs each graph holding only its live values (models/exec/executor.h): with twelve 96 x 96
+// weights (884,736 bytes in double), the peak is the largest live set of either schedule, derived by hand.
+TEST(OutputCheck, HoldsTheLargestLiveSetNotEveryWeight) {
+  constexpr std::int64_t n = 96;
+  constexpr int layers = 12;
+  // reassociate: the last two weights are multiplied first, h10 (W11 W12), after the chain to h10.
+  auto build = [&](bool reassociate) {
+    Graph g("chain");
+    auto h = g.add_input("x", TensorType{{1, n}});
+    std::vector<models::ValueId> w;
+    for (int i = 1; i <= layers; ++i) w.push_back(g.add_param("w" + std::to_string(i), TensorType{{n, n}}));
+    const int direct = reassociate ? layers - 2 : layers;
+    for (int i = 0; i < direct; ++i) h = g.add("matmul", {h, w[static_cast<std::size_t>(i)]});
+    if (reassociate) h = g.add("matmul", {h, g.add("matmul", {w[layers - 2], w[layers - 1]})});
+    g.mark_output(h);
+    return g;
+  };
+  const Graph chain = build(false), reassociated = build(true);
+  const auto same = check_same_function(chain, chain);
+  EXPECT_TRUE(same.pass()) << same.verdict();
+  // Each chain node holds h_{i-1}, W_i and h_i.
+  EXPECT_EQ(same.peak_live_bytes, 8 * (n * n + 2 * n));
+  EXPECT_NE(same.verdict().find("executor peak 0.1 MiB"), std::string::npos) << same.verdict();
+  const auto c = check_same_function(chain, reassociated);
+  EXPECT_TRUE(c.pass()) << c.verdict();
+  // W11 W12 runs while h10 is live: h10, W11, W12 and their product.
+  EXPECT_EQ(c.peak_live_bytes, 8 * (3 * n * n + n));
+  EXPECT_LT(c.peak_live_bytes, 8 * layers * n * n / 3);
 }
 
 }  // namespace
