@@ -75,7 +75,7 @@ struct VerifyCli {
 
 void run_verify(const VerifyCli& o) {
   const auto rules = load(o.path, o.file);
-  const auto axioms = ss::taso_axioms();
+  const auto axioms = ss::verification_axioms();
   ss::VerifyOptions vo;
   vo.timeout_ms = o.timeout_ms;
   vo.jobs = o.jobs;
@@ -235,7 +235,7 @@ struct AxiomsCli {
 };
 
 void run_axioms(const AxiomsCli& o) {
-  const auto axioms = ss::taso_axioms();
+  const auto axioms = ss::verification_axioms();
   if (!o.validate) {
     int i = 0;
     for (const auto& ax : axioms)

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "models/ir/attrs.h"
@@ -47,6 +48,16 @@ using RuleOperandShapeFn = std::optional<Shape> (*)(std::size_t arg, const Shape
 // Whether the optimizers may match or build a node with these attributes through rules.
 using RuleAllowsFn = bool (*)(const Attrs& attrs);
 
+// An axiom about the operator for the verifier (search/subst/axioms.h), written like TASO's axiom table: the
+// quantified variables (space separated; identifiers in parameter positions are parameter variables) and
+// "LHS == RHS" in rule-file term syntax. The verifier uses TASO's axioms plus those every operator declares.
+struct RuleAxiom {
+  std::string_view name;
+  std::string_view variables;
+  std::string_view equation;
+  std::string_view note;  // what it says
+};
+
 struct RuleForm {
   RuleAttrsFn to_attrs = nullptr;  // nullptr: the operator is not part of the rule vocabulary
   RuleParamsFn from_node = nullptr;
@@ -58,6 +69,8 @@ struct RuleForm {
   // Constants: the sizing TASO's public generator gives them (src/generator/generator.cc: I_matmul 4x4,
   // I_ewmul 2x4x5x5, I_conv and C_pool with 4 channels).
   Shape taso_generator_sizing{};
+  // Axioms of operators outside TASO's vocabulary (TASO's own are in search/subst/axioms.cc).
+  std::vector<RuleAxiom> axioms{};
 };
 
 }  // namespace strata::models

@@ -190,6 +190,14 @@ std::optional<Attrs> relu_rule(const RuleInstance& r) {
   if (r.inputs.size() != 1 || r.inputs[0].empty()) return std::nullopt;
   return Attrs{};
 }
+// The rule form of an element-wise activation of one tensor (relu's, with the operator's own axioms).
+RuleForm unary_rule_form(std::vector<RuleAxiom> axioms = {}) {
+  return {.to_attrs = relu_rule,
+          .from_node = rule_no_params,
+          .operand_shape = rule_wanted,
+          .shape_follows = {0},
+          .axioms = std::move(axioms)};
+}
 
 }  // namespace
 
@@ -256,14 +264,21 @@ void register_elementwise_ops(OpRegistry& r) {
          .grad = smul_grad,
          .onnx_op = "Mul"});
   add_unary<Relu>(r, "relu", kReluGrad, "relu", "max(x, 0)", "Relu", unary_grad<kReluGrad>,
-                  split_axis_same_shape,
-                  {.to_attrs = relu_rule,
-                   .from_node = rule_no_params,
-                   .operand_shape = rule_wanted,
-                   .shape_follows = {0}});
-  add_unary<Sigmoid>(r, "sigmoid", kSigmoidGrad, "sigmoid", "1 / (1 + exp(-x))", "Sigmoid",
-                     unary_grad<kSigmoidGrad>);
-  add_unary<Tanh>(r, "tanh", kTanhGrad, "tanh", "tanh(x)", "Tanh", unary_grad<kTanhGrad>);
+                  split_axis_same_shape, unary_rule_form());
+  add_unary<Sigmoid>(
+      r, "sigmoid", kSigmoidGrad, "sigmoid", "1 / (1 + exp(-x))", "Sigmoid", unary_grad<kSigmoidGrad>,
+      split_axis_same_shape,
+      unary_rule_form(
+          {{"sigmoid_concat", "ax x y", "sigmoid(concat(ax,x,y)) == concat(ax,sigmoid(x),sigmoid(y))",
+            "element-wise: σ([x|y]_a) = [σ x | σ y]_a"},
+           {"sigmoid_transpose", "x", "sigmoid(transpose(x)) == transpose(sigmoid(x))",
+            "element-wise: σ(xᵀ) = (σ x)ᵀ"}}));
+  add_unary<Tanh>(
+      r, "tanh", kTanhGrad, "tanh", "tanh(x)", "Tanh", unary_grad<kTanhGrad>, split_axis_same_shape,
+      unary_rule_form({{"tanh_concat", "ax x y", "tanh(concat(ax,x,y)) == concat(ax,tanh(x),tanh(y))",
+                        "element-wise: tanh([x|y]_a) = [tanh x | tanh y]_a"},
+                       {"tanh_transpose", "x", "tanh(transpose(x)) == transpose(tanh(x))",
+                        "element-wise: tanh(xᵀ) = (tanh x)ᵀ"}}));
   add_unary<Gelu>(r, "gelu", kGeluGrad, "gelu", "x * Phi(x) (exact erf form)", "Gelu", unary_grad<kGeluGrad>);
   add_unary<Silu>(r, "silu", kSiluGrad, "silu", "x * sigmoid(x) (swish)", "", unary_grad<kSiluGrad>);
   add_unary<Rsqrt>(r, "rsqrt", kRsqrtGrad, "rsqrt", "1 / sqrt(x)", "", unary_grad<kRsqrtGrad>);

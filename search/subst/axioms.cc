@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "hw/config_error.h"
+#include "models/ir/op_def.h"
 
 namespace strata::search::subst {
 namespace {
@@ -217,6 +218,14 @@ std::vector<Axiom> taso_axioms() {
   std::vector<Axiom> out;
   out.reserve(kTasoAxioms.size());
   for (const AxiomSpec& spec : kTasoAxioms) out.push_back(parse_axiom(spec));
+  return out;
+}
+
+std::vector<Axiom> verification_axioms() {
+  std::vector<Axiom> out = taso_axioms();
+  for (const models::OpDef& def : models::OpRegistry::instance().all())
+    for (const models::RuleAxiom& a : def.rule.axioms)
+      out.push_back(parse_axiom(AxiomSpec{a.name, AxiomKind::kAxiom, a.variables, a.equation, a.note}));
   return out;
 }
 

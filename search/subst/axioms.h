@@ -53,6 +53,9 @@ Axiom parse_axiom(const AxiomSpec& spec);
 // TASO's 44 axioms followed by its 3 lemmas, in TASO HEAD order.
 std::span<const AxiomSpec> taso_axiom_table();
 std::vector<Axiom> taso_axioms();
+// The axioms strata verifies under: TASO's (above), then the axioms each operator outside TASO's vocabulary
+// declares with its rule form (models/ir/rule_form.h: RuleForm::axioms), in the operator table's order.
+std::vector<Axiom> verification_axioms();
 
 // Properties TASO's authors wrote down and then rejected as wrong (kept in verify.py as comments): concat
 // associativity (conflicts with split semantics) and the general grouped-convolution concat rule. Adding one
