@@ -1,11 +1,13 @@
 // Malformed ONNX input (issue 11): every case used to crash (SIGFPE, heap overflow, protobuf CHECK abort,
 // std::out_of_range) or import an empty model; each must be an error naming the node, the attribute and
 // what was expected. The models are built here as ModelProtos.
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -213,6 +215,24 @@ TEST(OnnxMalformed, GatherWithConstantIndexOutsideTheTable) {
   m.output("y");
   m.node("Gather", "g", {"table", "idx"}, {"y"});
   expect_error(m, {"node 'g' (Gather)", "index 7 (input 1) is outside the table's 4 rows", "-4 to 3"});
+}
+
+// Issue 11: a Gemm with alpha = NaN was imported, every output became NaN and `strata optimize` then reported
+// its equality check failing as an internal error. Float attributes must be finite.
+TEST(OnnxMalformed, GemmWithNonFiniteAlphaOrBeta) {
+  for (const auto& [attribute, value] : {std::pair<std::string, float>{"alpha", std::nanf("")},
+                                         std::pair<std::string, float>{"beta", -INFINITY}}) {
+    ModelBuilder m;
+    m.input("a", {3, 5});
+    m.input("b", {5, 4});
+    m.input("c", {3, 4});
+    m.output("y");
+    auto* a = m.node("Gemm", "gemm", {"a", "b", "c"}, {"y"})->add_attribute();
+    a->set_name(attribute);
+    a->set_type(::onnx::AttributeProto_AttributeType_FLOAT);
+    a->set_f(value);
+    expect_error(m, {"node 'gemm' (Gemm)", "attribute '" + attribute + "' is", "expected a finite number"});
+  }
 }
 
 // Shape-like constants are read as integers; 1e30 used to be cast to int64 (undefined) instead of refused.
