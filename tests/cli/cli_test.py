@@ -925,6 +925,32 @@ class RunInterrupted(unittest.TestCase):
         self.assertEqual(os.listdir(self.out), [self.NAME])
 
 
+class OutputPathsRefusedFirst(unittest.TestCase):
+    """Issue 11 re-check: an output path that is a folder, or in a folder that does not exist, is refused with
+    the path named before any work is done (optimize, subst verify and subst generate used to run the whole
+    search or proof first and fail only when writing)."""
+
+    def check(self, args, bad):
+        r = strata(*args)
+        self.assertEqual(r.rc, 2, r)
+        self.assertTrue(r.err.startswith(f"strata: error: {bad}: cannot write: "), r)
+        self.assertEqual(r.out, "", r)  # nothing was computed or printed
+        self.assertEqual(r.err.count("\n"), 1, r)  # no progress lines either
+
+    def test_each_output_option(self):
+        hw = src("configs/hw/dgx-a100.yaml")
+        rules = src("configs/subst/taso_shipped_verified.rules")
+        with tempfile.TemporaryDirectory() as d:
+            missing = os.path.join(d, "no", "such.json")
+            for bad in (d, missing):
+                self.check(["optimize", "--model", "squeezenet", "--hw", hw, "--no-check", "-o", bad], bad)
+                self.check(["optimize", "--model", "squeezenet", "--hw", hw, "--no-check", "--listing", bad], bad)
+                self.check(["subst", "verify", rules, "--no-z3", "--json", bad], bad)
+                self.check(["subst", "verify", rules, "--no-z3", "-o", bad], bad)
+                self.check(["subst", "generate", "--ops", "relu", "--max-ops", "1", "-o", bad], bad)
+            self.assertEqual(os.listdir(d), [])  # no stray <path>.tmp
+
+
 # --- after the fixes of other issue-10 changes -------------------------------------------------------------------
 
 class SizesAfterFix(unittest.TestCase):
