@@ -70,7 +70,7 @@ Graph import_model(const ::onnx::ModelProto& model, const std::string& source,
     try {
       im.values[in.name()] = im.g.add_source(in.name(), {shape, *dt}, kind);
     } catch (const GraphError& e) {  // a negative dimension, or --dim values whose product is past 2^63
-      throw OnnxError(fmt::format("{}: {}", where, e.what()));
+      throw OnnxError(fmt::format("{}: {}", source, e.what()));  // "<file>: value 'x': ..."
     }
   }
   for (int ni = 0; ni < graph.node_size(); ++ni) {

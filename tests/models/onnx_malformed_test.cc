@@ -272,7 +272,7 @@ TEST(OnnxMalformed, ElementCountOverflowIsAnError) {
   m.input("x", {std::int64_t{1} << 40, std::int64_t{1} << 40});
   m.output("x");
   // The message names the file and the input (issue 11 re-check: it began with "value 'x'", no file).
-  expect_error(m, {"case.onnx: graph input 'x': ", "more than 2^63 - 1 elements"});
+  expect_error(m, {"case.onnx: value 'x': ", "more than 2^63 - 1 elements"});
   // The same through symbolic dimensions given on the command line (--dim N=1048576).
   ModelBuilder s;
   auto* dims = s.graph->add_input();
@@ -285,12 +285,12 @@ TEST(OnnxMalformed, ElementCountOverflowIsAnError) {
     import_onnx_bytes(s.bytes(), "case.onnx", {.dims = {{"N", 1 << 20}}});
     ADD_FAILURE() << "a 2^80-element input imported";
   } catch (const OnnxError& e) {
-    EXPECT_EQ(std::string(e.what()).rfind("case.onnx: graph input 'x': ", 0), 0u) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind("case.onnx: value 'x': ", 0), 0u) << e.what();
   }
   ModelBuilder negative;
   negative.input("x", {2, -3});
   negative.output("x");
-  expect_error(negative, {"case.onnx: graph input 'x': ", "negative dimension"});
+  expect_error(negative, {"case.onnx: value 'x': ", "negative dimension"});
 }
 
 // numel wrapped around for shapes over 2^63 elements; pooling's plane count and padded extent did too.
