@@ -87,6 +87,7 @@ void handle_interrupts() {
     if (sigaction(signal, nullptr, &current) == 0 && current.sa_handler == SIG_IGN) continue;
     sigaddset(&set, signal);
   }
+  if (sigisemptyset(&set)) return;  // both ignored: nothing to wait for
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   std::thread([set] {
     int signal = 0;
