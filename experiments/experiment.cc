@@ -55,8 +55,8 @@ int open_locked_folder(const fs::path& folder, LockWait wait, bool* unlockable =
 
 // Whether `path` still names the folder open as `fd` (same device and inode).
 bool names_open_folder(const fs::path& path, int fd) {
-  struct stat open_folder {
-  }, named{};
+  struct stat open_folder = {};
+  struct stat named = {};
   return ::fstat(fd, &open_folder) == 0 && ::lstat(path.c_str(), &named) == 0 &&
          open_folder.st_dev == named.st_dev && open_folder.st_ino == named.st_ino;
 }
@@ -226,7 +226,7 @@ fs::path ResultsDir::commit() {
     throw ConfigError(fmt::format("--output: cannot put the results in place at '{}': {}",
                                   destination_.string(), e.code().message()));
   }
-  // Killed here, the previous set is left under a `.<name>.partial-*` name nobody holds; the next run removes
+  // Killed here, the previous set stays under a `.<name>.partial-*` name nobody holds: the next run removes
   // it.
   if (!previous.empty()) fs::remove_all(previous, ec);
   removed_on_interrupt_.reset();
