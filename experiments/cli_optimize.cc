@@ -45,6 +45,7 @@ struct GenerateCli {
 };
 
 void run_generate(const GenerateCli& o) {
+  util::check_output_path(o.output);  // refused before the enumeration runs, not after
   ss::GeneratorOptions go;
   go.ops = ss::parse_operator_set(o.ops);
   go.max_ops = o.max_ops;
@@ -87,6 +88,8 @@ struct OptimizeCli {
 };
 
 void run_optimize(const OptimizeCli& o) {
+  for (const auto& path : {o.output, o.listing})  // a bad output path is refused before the search runs
+    if (!path.empty()) util::check_output_path(path);
   const auto topo = hw::load_system(o.hw);
   models::Graph g = o.model.ends_with(".onnx")
                         ? models::import_onnx(o.model)

@@ -6,6 +6,7 @@
 
 #include "experiments/cli.h"
 #include "experiments/experiment.h"
+#include "util/interrupt.h"
 
 namespace strata::cli {
 
@@ -22,7 +23,9 @@ void add_run_command(CLI::App& app) {
   run->footer(
       "Experiment kinds (the file's `kind:`):" + kinds +
       "\nPaths inside the file (hw:, rules:) are relative to the file's own directory. The results set "
-      "is written to a staging folder and moved into place when complete.");
+      "is written to a staging folder and moved into place when complete; Ctrl-C (exit status 130) or "
+      "SIGTERM "
+      "(143) removes it and leaves the previous results as they were.");
   run->add_option("experiment", o->file, "Experiment YAML, e.g. configs/experiments/quickstart.yaml")
       ->required();
   run->add_option("--output", o->output, "Root folder for results")->capture_default_str();
@@ -36,6 +39,8 @@ void add_run_command(CLI::App& app) {
       std::cout << fmt::format("{}: valid {} experiment '{}'\n", o->file, file.kind(), file.name());
       return;
     }
+    // Ctrl-C or SIGTERM: the unfinished set is removed, the previous results stay, exit status 130 / 143.
+    util::handle_interrupts();
     const auto dir = experiments::run_experiment(o->file, experiments::RunOptions{o->output, !o->no_plots});
     std::cout << fmt::format("results written to {}/\n", dir);
   });

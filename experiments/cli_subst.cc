@@ -74,6 +74,8 @@ struct VerifyCli {
 };
 
 void run_verify(const VerifyCli& o) {
+  for (const auto& path : {o.output, o.json})  // a bad output path is refused before the proofs run
+    if (!path.empty()) util::check_output_path(path);
   const auto rules = load(o.path, o.file);
   const auto axioms = ss::verification_axioms();
   ss::VerifyOptions vo;

@@ -1,10 +1,11 @@
 #include "experiments/experiment.h"
 
+#include <fcntl.h>
 #include <spawn.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <fcntl.h>
 
 #include <cerrno>
 #include <csignal>
@@ -18,6 +19,7 @@
 #include "hw/system_loader.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/interrupt.h"
 #include "util/path.h"
 
 extern char** environ;
@@ -29,6 +31,58 @@ namespace {
 std::string random_suffix() {
   std::random_device rd;
   return fmt::format("{:08x}", rd());
+}
+
+enum class LockWait : bool { kNo, kYes };
+
+// Opens `folder` (not following a link) and takes an exclusive flock(2) on it: the descriptor, or -1 when
+// the folder cannot be opened or (without waiting) another process holds the lock. `unlockable` is set when
+// the file system does not support flock at all (the folder is then open but unlocked).
+int open_locked_folder(const fs::path& folder, LockWait wait, bool* unlockable = nullptr) {
+  const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return -1;
+  int rc = 0;
+  while ((rc = ::flock(fd, LOCK_EX | (wait == LockWait::kYes ? 0 : LOCK_NB))) != 0 && errno == EINTR) {
+  }
+  if (rc == 0) return fd;
+  if (unlockable && errno != EWOULDBLOCK) {
+    *unlockable = true;
+    return fd;
+  }
+  ::close(fd);
+  return -1;
+}
+
+// Whether `path` still names the folder open as `fd` (same device and inode).
+bool names_open_folder(const fs::path& path, int fd) {
+  struct stat open_folder = {};
+  struct stat named = {};
+  return ::fstat(fd, &open_folder) == 0 && ::lstat(path.c_str(), &named) == 0 &&
+         open_folder.st_dev == named.st_dev && open_folder.st_ino == named.st_ino;
+}
+
+// Removes the `.<name>.partial-*` folders in `parent` that no process holds locked: staging folders of runs
+// that were killed (SIGKILL cannot be handled) or the previous set of a run killed while removing it. A
+// folder a live run holds is left alone.
+void remove_stale_staging(const fs::path& parent, const std::string& name) {
+  const std::string prefix = fmt::format(".{}.partial-", name);
+  std::error_code ec;
+  std::vector<fs::path> candidates;
+  for (auto it = fs::directory_iterator(parent, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
+    if (it->path().filename().string().starts_with(prefix)) candidates.push_back(it->path());
+  for (const auto& folder : candidates) {
+    const int fd = open_locked_folder(folder, LockWait::kNo);
+    if (fd < 0) continue;
+    if (names_open_folder(folder, fd)) {
+      fs::remove_all(folder, ec);
+      if (ec)
+        std::cerr << fmt::format("warning: cannot remove '{}', left by an interrupted run: {}\n",
+                                 folder.string(), ec.message());
+      else
+        std::cerr << fmt::format("note: removed '{}', left by an interrupted run\n", folder.string());
+    }
+    ::close(fd);
+  }
 }
 
 }  // namespace
@@ -101,20 +155,45 @@ hw::Topology ExperimentFile::load_system(const YamlReader& field, std::optional<
 
 ResultsDir::ResultsDir(fs::path destination) : destination_(std::move(destination)) {
   const fs::path parent = destination_.parent_path().empty() ? fs::path(".") : destination_.parent_path();
-  try {
-    fs::create_directories(parent);
-    staging_ = parent / fmt::format(".{}.partial-{}", destination_.filename().string(), random_suffix());
-    fs::create_directory(staging_);
-  } catch (const fs::filesystem_error& e) {
-    throw ConfigError(fmt::format("--output: cannot create the results folder under '{}': {}",
-                                  parent.string(), e.code().message()));
+  const std::string name = destination_.filename().string();
+  const auto cannot_create = [&](const std::error_code& ec) {
+    return ConfigError(fmt::format("--output: cannot create the results folder under '{}': {}",
+                                   parent.string(), ec.message()));
+  };
+  std::error_code ec;
+  fs::create_directories(parent, ec);
+  if (ec) throw cannot_create(ec);
+  remove_stale_staging(parent, name);
+  // Another run cleaning up could take a folder made here for stale between mkdir and flock (it gets the
+  // lock first and removes the folder); the folder is then gone once the lock is ours, and a new one is made.
+  for (int attempt = 0; staging_lock_ < 0; ++attempt) {
+    if (attempt == 100) throw cannot_create(std::make_error_code(std::errc::resource_unavailable_try_again));
+    staging_ = parent / fmt::format(".{}.partial-{}", name, random_suffix());
+    if (!fs::create_directory(staging_, ec)) {
+      if (ec) throw cannot_create(ec);
+      continue;  // the name is taken
+    }
+    bool unlockable = false;
+    staging_lock_ = open_locked_folder(staging_, LockWait::kYes, &unlockable);
+    if (staging_lock_ >= 0 && !names_open_folder(staging_, staging_lock_)) {
+      ::close(staging_lock_);
+      staging_lock_ = -1;
+    } else if (staging_lock_ < 0) {
+      const std::error_code why(errno, std::generic_category());
+      fs::remove_all(staging_, ec);
+      throw cannot_create(why);
+    }
+    // On a file system without flock the folder stays unlocked, and no run can lock it to remove it either.
   }
+  removed_on_interrupt_.emplace(staging_, fmt::format("'{}' was left as it was", destination_.string()));
 }
 
 ResultsDir::~ResultsDir() {
-  if (committed_) return;
   std::error_code ec;
-  fs::remove_all(staging_, ec);  // best effort: an interrupted run leaves the previous results in place
+  // An exception left the set unfinished: drop it, the previous results stay in place.
+  if (!committed_) fs::remove_all(staging_, ec);
+  removed_on_interrupt_.reset();
+  if (staging_lock_ >= 0) ::close(staging_lock_);
 }
 
 void ResultsDir::write(std::string_view file, std::string_view text) const {
@@ -123,26 +202,36 @@ void ResultsDir::write(std::string_view file, std::string_view text) const {
 
 fs::path ResultsDir::commit() {
   std::error_code ec;
+  fs::path previous;  // the previous set, removed once the new one is in place
   try {
+    // An interrupt waits until the set is in place: between the two renames of the fallback below the
+    // destination is missing, and removing the staging path during an exchange could hit either set.
+    const auto hold = util::hold_interrupts();
     if (!fs::exists(destination_, ec)) {
       fs::rename(staging_, destination_);
     } else if (!fs::is_directory(destination_, ec)) {
       throw ConfigError(fmt::format("--output: '{}' exists and is not a folder", destination_.string()));
     } else if (renameat2(AT_FDCWD, staging_.c_str(), AT_FDCWD, destination_.c_str(), RENAME_EXCHANGE) == 0) {
-      // The complete new set swapped with the old one in one step (Linux renameat2); drop the old one.
-      fs::remove_all(staging_, ec);
+      // The complete new set swapped with the old one in one step (Linux renameat2); the old one is now at
+      // the staging path, which an interrupt still removes.
+      previous = staging_;
     } else {
       // The file system cannot exchange: move the old set aside first.
-      const fs::path old = staging_.string() + ".old";
-      fs::rename(destination_, old);
+      previous = staging_.string() + ".old";
+      fs::rename(destination_, previous);
       fs::rename(staging_, destination_);
-      fs::remove_all(old, ec);
     }
+    committed_ = true;
   } catch (const fs::filesystem_error& e) {
     throw ConfigError(fmt::format("--output: cannot put the results in place at '{}': {}",
                                   destination_.string(), e.code().message()));
   }
-  committed_ = true;
+  // Killed here, the previous set stays under a `.<name>.partial-*` name nobody holds: the next run removes
+  // it.
+  if (!previous.empty()) fs::remove_all(previous, ec);
+  removed_on_interrupt_.reset();
+  ::close(staging_lock_);
+  staging_lock_ = -1;
   return destination_;
 }
 
@@ -167,19 +256,29 @@ bool run_plot_script(const std::string& script, const std::vector<std::string>& 
   std::vector<char*> argv;
   for (auto& a : argv_text) argv.push_back(a.data());
   argv.push_back(nullptr);
+  // The child starts with no signal blocked (strata blocks SIGINT and SIGTERM for its interrupt thread,
+  // util/interrupt.h, and a spawned process inherits the mask).
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attributes, &none);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
   pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, python.c_str(), nullptr, nullptr, argv.data(), environ);
+  const int spawned = posix_spawn(&pid, python.c_str(), nullptr, &attributes, argv.data(), environ);
+  posix_spawnattr_destroy(&attributes);
   int status = 0;
   if (spawned == 0) {
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    {
+      const util::ForwardInterruptTo forward(pid);
+      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
     // Ctrl-C or kill while plotting stops strata too (with the signal's exit status), instead of being
-    // reported as a missing matplotlib; the staging folder is left and the previous results stay in place.
-    if (WIFSIGNALED(status) && (WTERMSIG(status) == SIGINT || WTERMSIG(status) == SIGTERM)) {
-      std::signal(WTERMSIG(status), SIG_DFL);
-      std::raise(WTERMSIG(status));
-    }
+    // reported as a missing matplotlib; the staging folder is removed and the previous results stay in place.
+    if (WIFSIGNALED(status) && (WTERMSIG(status) == SIGINT || WTERMSIG(status) == SIGTERM))
+      util::exit_interrupted(WTERMSIG(status));
   }
   std::cerr << "warning: plotting failed (needs /usr/bin/python3 with matplotlib); CSV and summary are "
                "written\n";

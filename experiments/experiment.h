@@ -22,6 +22,7 @@
 
 #include "hw/topology.h"
 #include "hw/yaml_reader.h"
+#include "util/interrupt.h"
 
 namespace strata::experiments {
 
@@ -64,7 +65,10 @@ class ExperimentFile {
 
 // The folder one run writes. Files go to a staging folder beside the destination (<output>/.<name>.partial-*)
 // and commit() swaps it into place, so <output>/<name>/ always holds one complete result set: the previous
-// one until the new one is complete. An uncommitted staging folder is removed by the destructor.
+// one until the new one is complete. An uncommitted staging folder is removed by the destructor, and by an
+// interrupt (SIGINT, SIGTERM: util/interrupt.h). The run holds an exclusive flock(2) on its staging folder
+// for its whole life, so a staging folder nobody holds was left by a run that is gone (killed with SIGKILL,
+// power loss): the constructor removes such stale `.<name>.partial-*` folders and never one a live run holds.
 class ResultsDir {
  public:
   explicit ResultsDir(std::filesystem::path destination);
@@ -82,6 +86,8 @@ class ResultsDir {
 
  private:
   std::filesystem::path destination_, staging_;
+  int staging_lock_ = -1;  // open descriptor of staging_ holding the flock; closed by the destructor
+  std::optional<util::RemovedOnInterrupt> removed_on_interrupt_;
   bool committed_ = false;
 };
 

@@ -76,6 +76,39 @@ TEST_F(ResultsDirTest, AnAbandonedRunLeavesThePreviousSetAndNoStagingFolder) {
   EXPECT_EQ(entries(root_), (std::vector<std::string>{"exp"}));
 }
 
+// SIGKILL cannot be handled: a killed run's staging folder stays, and the next run of the same experiment
+// removes it, because no process holds its lock (tests/cli/cli_test.py RunInterrupted kills real runs).
+TEST_F(ResultsDirTest, AStagingFolderNoRunHoldsIsRemovedByTheNextRun) {
+  const fs::path dest = root_ / "exp";
+  fs::create_directories(root_ / ".exp.partial-0badf00d" / "sub");
+  std::ofstream(root_ / ".exp.partial-0badf00d" / "sub" / "a.csv") << "x";
+  fs::create_directories(root_ / ".exp.partial-12345678.old");  // a previous set a killed commit left
+  fs::create_directories(root_ / ".other.partial-0badf00d");    // another experiment's: not this run's
+  {
+    ResultsDir out(dest);
+    EXPECT_EQ(entries(root_).size(), 2u);  // the other experiment's folder and this run's staging folder
+    out.write("summary.md", "x\n");
+    out.commit();
+  }
+  EXPECT_EQ(entries(root_), (std::vector<std::string>{".other.partial-0badf00d", "exp"}));
+}
+
+TEST_F(ResultsDirTest, AStagingFolderALiveRunHoldsIsKept) {
+  const fs::path dest = root_ / "exp";
+  ResultsDir first(dest);  // a run still going on
+  first.write("summary.md", "first\n");
+  {
+    ResultsDir second(dest);  // a second run of the same experiment starts and finishes meanwhile
+    second.write("summary.md", "second\n");
+    second.commit();
+  }
+  EXPECT_TRUE(fs::exists(first.staged("summary.md")));
+  EXPECT_EQ(read(dest / "summary.md"), "second\n");
+  first.commit();
+  EXPECT_EQ(read(dest / "summary.md"), "first\n");
+  EXPECT_EQ(entries(root_), (std::vector<std::string>{"exp"}));
+}
+
 TEST_F(ResultsDirTest, OutputProblemsAreConfigErrors) {
   std::ofstream(root_ / "file") << "x";
   EXPECT_THROW(ResultsDir(root_ / "file" / "exp"), strata::ConfigError);  // parent is a file

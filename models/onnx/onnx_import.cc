@@ -67,7 +67,11 @@ Graph import_model(const ::onnx::ModelProto& model, const std::string& source,
     const auto kind = params_without_data.contains(in.name()) ? ValueKind::kParam
                       : opt_state.contains(in.name())         ? ValueKind::kOptState
                                                               : ValueKind::kInput;
-    im.values[in.name()] = im.g.add_source(in.name(), {shape, *dt}, kind);
+    try {
+      im.values[in.name()] = im.g.add_source(in.name(), {shape, *dt}, kind);
+    } catch (const GraphError& e) {  // a negative dimension, or --dim values whose product is past 2^63
+      throw OnnxError(fmt::format("{}: {}", source, e.what()));  // "<file>: value 'x': ..."
+    }
   }
   for (int ni = 0; ni < graph.node_size(); ++ni) {
     const auto& node = graph.node(ni);

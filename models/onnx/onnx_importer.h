@@ -88,8 +88,12 @@ struct Importer {
     const auto* a = attr(name);
     return a ? a->i() : def;
   }
+  // A float attribute (Gemm's alpha and beta, normalization epsilons): NaN or infinity is malformed (a NaN
+  // alpha made every output NaN, and the equality check of `strata optimize` then compared NaN with NaN).
   double attr_f(std::string_view name, double def) const {
     const auto* a = attr(name);
+    if (a && !std::isfinite(a->f()))
+      malformed(fmt::format("attribute '{}' is {}; expected a finite number", name, a->f()));
     return a ? a->f() : def;
   }
   std::string attr_s(std::string_view name, std::string def) const {

@@ -5,6 +5,7 @@
 #include <map>
 #include <numeric>
 #include <stdexcept>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -12,12 +13,14 @@
 namespace strata::search::reduce {
 namespace {
 
-// Product of positive sizes; sizes typed by users (--axes 1048576,1048576,...) can overflow 64 bits.
-long long product(std::span<const int> v) {
+// Product of positive sizes; sizes typed by users (--axes 1048576,1048576,...) can overflow 64 bits. The
+// error starts with `option` when the sizes came from one.
+long long product(std::span<const int> v, std::string_view option = {}) {
   long long p = 1;
   for (int x : v)
     if (__builtin_mul_overflow(p, static_cast<long long>(x), &p))
-      throw std::invalid_argument(fmt::format("the sizes {} multiply to more than 2^63", fmt::join(v, ",")));
+      throw std::invalid_argument(fmt::format("{}{}the sizes {} multiply to more than 2^63", option,
+                                              option.empty() ? "" : ": ", fmt::join(v, ",")));
   return p;
 }
 
@@ -202,7 +205,7 @@ void check_axes(std::span<const hw::Level> levels, std::span<const int> axes,
   if (axes.empty()) throw std::invalid_argument("--axes: at least one parallelism axis is needed");
   for (int a : axes)
     if (a < 1) throw std::invalid_argument(fmt::format("--axes: axis size {} is not positive", a));
-  if (product(axes) != devices)
+  if (product(axes, "--axes") != devices)
     throw std::invalid_argument(fmt::format("--axes: the sizes {} multiply to {}, but the system has {} GPUs",
                                             fmt::join(axes, ","), product(axes), devices));
   if (reduce_axes.empty())

@@ -19,9 +19,11 @@ import json
 import math
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 from functools import lru_cache
 
@@ -707,6 +709,7 @@ systems:
     nodes: 2
     label: two nodes
 """
+LONG_SIZES = "sizes: 1KiB:1GiB:1.02"
 
 
 class RunExperiment(unittest.TestCase):
@@ -813,6 +816,142 @@ class RunExperiment(unittest.TestCase):
         self.check_error(good.replace(hw, "broken.yaml"),
                          r":8:9: systems\[0\]\.hw: in the hardware description it names: .*broken\.yaml:\d+:\d+: ",
                          files={"broken.yaml": "name: x\nnode:\n  gpus: 8\n"})
+
+
+class RunInterrupted(unittest.TestCase):
+    """Issue 11: a killed `strata run` leaves the previous result set as it was and no staging folder behind.
+    SIGINT and SIGTERM remove the staging folder at once (exit status 130 / 143, one line on stderr); SIGKILL
+    cannot be handled, so the next run of the same experiment removes the folder, but never one that a live
+    run holds. A long run (a sweep over many sizes) is killed once its staging folder exists."""
+
+    NAME = "killed"
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.d = self.tmp.name
+        self.out = os.path.join(self.d, "out")
+        hw = src("configs/hw/dgx-h100.yaml")
+        self.short = write_text(os.path.join(self.d, "short.yaml"), SMALL_SWEEP.format(name=self.NAME, hw=hw))
+        # The same experiment name, thousands of sizes on 2 and 16 nodes: runs for many seconds.
+        long_text = SMALL_SWEEP.format(name=self.NAME, hw=hw).replace("sizes: 1MiB:16MiB:4", LONG_SIZES)
+        self.long = write_text(os.path.join(self.d, "long.yaml"), long_text.replace("nodes: 2", "nodes: 16"))
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def complete_run(self):
+        r = strata("run", self.short, "--output", self.out, "--no-plots")
+        self.assertEqual(r.rc, 0, r)
+        return r
+
+    def result_set(self):
+        folder = os.path.join(self.out, self.NAME)
+        return {f: read_text(os.path.join(folder, f)) for f in sorted(os.listdir(folder))}
+
+    def staging_folders(self):
+        return [f for f in os.listdir(self.out) if f.startswith(f".{self.NAME}.partial-")]
+
+    def start_long_run(self):
+        """Starts the long run (SIGINT not ignored, whatever ctest's parent did) and returns once its staging
+        folder exists; returns the process and the folder's name."""
+        proc = subprocess.Popen([STRATA, "run", self.long, "--output", self.out, "--no-plots"], cwd=self.d,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        deadline = time.monotonic() + 120
+        before = set(self.staging_folders()) if os.path.isdir(self.out) else set()
+        while time.monotonic() < deadline:
+            new = set(self.staging_folders()) - before if os.path.isdir(self.out) else set()
+            if new:
+                return proc, new.pop()
+            if proc.poll() is not None:
+                self.fail(f"the long run ended (rc {proc.returncode}) before its staging folder was seen: "
+                          f"{proc.communicate()}")
+            time.sleep(0.01)
+        proc.kill()
+        self.fail("no staging folder within 120 s")
+
+    def check_handled_signal(self, sig, status):
+        self.complete_run()
+        before = self.result_set()
+        proc, _ = self.start_long_run()
+        time.sleep(0.2)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
+        self.assertEqual(proc.returncode, status, err)
+        dest = os.path.join(self.out, self.NAME)
+        # Progress lines ("[1/4] ...") may come first; the interrupt is one line, the last.
+        self.assertTrue(err.endswith("\n"), err)
+        self.assertEqual(err.splitlines()[-1], f"strata: interrupted by {sig.name}; '{dest}' was left as it was")
+        self.assertEqual([line for line in err.splitlines() if not re.match(r"\[\d+/\d+\] ", line)],
+                         [err.splitlines()[-1]])
+        self.assertEqual(out, "")
+        self.assertEqual(os.listdir(self.out), [self.NAME])  # no staging folder left
+        self.assertEqual(self.result_set(), before)
+
+    def test_sigint(self):
+        self.check_handled_signal(signal.SIGINT, 130)
+
+    def test_sigterm(self):
+        self.check_handled_signal(signal.SIGTERM, 143)
+
+    def test_sigint_before_any_result_leaves_nothing(self):
+        os.makedirs(self.out)
+        proc, _ = self.start_long_run()
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+        self.assertEqual(proc.returncode, 130)
+        self.assertEqual(os.listdir(self.out), [])
+
+    def test_sigkill_then_the_next_run_cleans_up(self):
+        self.complete_run()
+        before = self.result_set()
+        proc, staging = self.start_long_run()
+        proc.kill()
+        proc.communicate(timeout=60)
+        self.assertEqual(proc.returncode, -signal.SIGKILL)
+        self.assertEqual(sorted(os.listdir(self.out)), sorted([self.NAME, staging]))  # SIGKILL cannot be handled
+        self.assertEqual(self.result_set(), before)
+        r = self.complete_run()
+        self.assertIn(f"note: removed '{os.path.join(self.out, staging)}', left by an interrupted run", r.err)
+        self.assertEqual(os.listdir(self.out), [self.NAME])
+
+    def test_a_live_runs_staging_folder_is_kept(self):
+        proc, staging = self.start_long_run()
+        try:
+            self.complete_run()  # a second run of the same experiment while the long one is going on
+            self.assertEqual(sorted(os.listdir(self.out)), sorted([self.NAME, staging]))
+            self.assertIsNone(proc.poll())
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.communicate(timeout=60)
+        self.assertEqual(proc.returncode, 143)
+        self.assertEqual(os.listdir(self.out), [self.NAME])
+
+
+class OutputPathsRefusedFirst(unittest.TestCase):
+    """Issue 11 re-check: an output path that is a folder, or in a folder that does not exist, is refused with
+    the path named before any work is done (optimize, subst verify and subst generate used to run the whole
+    search or proof first and fail only when writing)."""
+
+    def check(self, args, bad):
+        r = strata(*args)
+        self.assertEqual(r.rc, 2, r)
+        self.assertTrue(r.err.startswith(f"strata: error: {bad}: cannot write: "), r)
+        self.assertEqual(r.out, "", r)  # nothing was computed or printed
+        self.assertEqual(r.err.count("\n"), 1, r)  # no progress lines either
+
+    def test_each_output_option(self):
+        hw = src("configs/hw/dgx-a100.yaml")
+        rules = src("configs/subst/taso_shipped_verified.rules")
+        with tempfile.TemporaryDirectory() as d:
+            missing = os.path.join(d, "no", "such.json")
+            for bad in (d, missing):
+                self.check(["optimize", "--model", "squeezenet", "--hw", hw, "--no-check", "-o", bad], bad)
+                self.check(["optimize", "--model", "squeezenet", "--hw", hw, "--no-check", "--listing", bad], bad)
+                self.check(["subst", "verify", rules, "--no-z3", "--json", bad], bad)
+                self.check(["subst", "verify", rules, "--no-z3", "-o", bad], bad)
+                self.check(["subst", "generate", "--ops", "relu", "--max-ops", "1", "-o", bad], bad)
+            self.assertEqual(os.listdir(d), [])  # no stray <path>.tmp
 
 
 # --- after the fixes of other issue-10 changes -------------------------------------------------------------------

@@ -160,7 +160,10 @@ TEST(ReducePlacement, OverflowingAxisProductsAreRejected) {
     rd::check_axes(levels, huge, std::vector<int>{0});
     FAIL() << "no error";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("multiply to more than 2^63"), std::string::npos) << e.what();
+    // Named after the option (issue 11 re-check: the message did not say which option).
+    const std::string expected =
+        "--axes: the sizes 1048576,1048576,1048576,1048576 multiply to more than 2^63";
+    EXPECT_TRUE(std::string(e.what()).starts_with(expected)) << e.what();
   }
   EXPECT_THROW(rd::enumerate_matrices(std::vector<int>{4, 16}, huge), std::invalid_argument);
 }
