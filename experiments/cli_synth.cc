@@ -128,73 +128,35 @@ void run_joint(const SynthOptions& o, const hw::Topology& topo, const std::vecto
   }
 }
 
-void run_synth(const SynthOptions& o) {
-  const auto topo =
-      hw::load_system(o.hw, hw::LoadOptions{o.nodes > 0 ? std::optional<int>(o.nodes) : std::nullopt});
-  if (o.axes.empty()) throw ConfigError("--axes: required, e.g. --axes 4,16");
-  const auto axes = parse_axis_list(o.axes, {1, kMaxAxis}, "--axes");
-  if (o.format != "table" && o.format != "json")
-    throw ConfigError(fmt::format("--format: expected table or json, got '{}'", o.format));
-  rd::SynthesisOptions so;
-  so.max_size = o.max_size;
-  auto canon = rd::parse_canonicalization(o.canonical);
-  if (!canon)
-    throw ConfigError(
-        fmt::format("--canonical: expected one of {}, got '{}'", rd::kCanonicalizationNames, o.canonical));
-  so.canonicalization = *canon;
-  if (!o.joint.empty()) {
-    run_joint(o, topo, axes, so);
-    return;
-  }
-  rd::EvalConfig cfg;
-  cfg.axes = axes;
-  cfg.reduce_axes = parse_axis_list(o.reduce, {0, static_cast<std::int64_t>(axes.size()) - 1}, "--reduce");
-  cfg.bytes_per_device = static_cast<double>(util::parse_size(o.bytes, "--bytes"));
-  if (o.algo == "both")
-    cfg.algorithms = {"ring", "tree"};
-  else if (sim::AlgorithmRegistry::instance().find(o.algo))
-    cfg.algorithms = {o.algo};
-  else
-    throw ConfigError(fmt::format("--algo: expected both or one of: {}; got '{}'",
-                                  sim::AlgorithmRegistry::instance().names(), o.algo));
-  cfg.synthesis = so;
-  cfg.split_non_switched = o.split_levels;
-  cfg.keep_all_programs = o.all;
-  const auto ph = rd::placement_hierarchy(topo, o.split_levels);
-  rd::check_axes(ph.levels, cfg.axes, cfg.reduce_axes);
-  rd::EvalStats stats;
-  auto results = rd::evaluate(topo, cfg, &stats);
-  // Fastest placement first (ties: matrix order, then algorithm order).
-  std::stable_sort(
-      results.begin(), results.end(),
-      [](const rd::PlacementEval& a, const rd::PlacementEval& b) { return a.best.seconds < b.best.seconds; });
-  const std::size_t shown =
-      o.top > 0 ? std::min<std::size_t>(results.size(), static_cast<std::size_t>(o.top)) : results.size();
-
-  if (o.format == "json") {
-    nlohmann::json out = nlohmann::json::array();
-    for (std::size_t i = 0; i < shown; ++i) {
-      const auto& e = results[i];
-      const rd::Placement pl(ph.levels, cfg.axes, e.matrix);
-      nlohmann::json rec{{"matrix", matrix_json(e.matrix)},
-                         {"algorithm", e.algorithm},
-                         {"allreduce_seconds", e.baseline_seconds},
-                         {"best_program", e.best.text},
-                         {"best_seconds", e.best.seconds},
-                         {"speedup", e.speedup()},
-                         {"programs_synthesized", e.num_programs},
-                         {"synthesis_hierarchy", e.hierarchy},
-                         {"reduction_groups", pl.groups(cfg.reduce_axes)}};
-      if (o.all) {
-        rec["programs"] = nlohmann::json::array();
-        for (const auto& p : e.ranked)
-          rec["programs"].push_back({{"program", p.text}, {"seconds", p.seconds}});
-      }
-      out.push_back(rec);
+// --format json: one record per shown placement.
+void print_synth_json(const SynthOptions& o, const rd::PlacementHierarchy& ph, const rd::EvalConfig& cfg,
+                      const std::vector<rd::PlacementEval>& results, std::size_t shown) {
+  nlohmann::json out = nlohmann::json::array();
+  for (std::size_t i = 0; i < shown; ++i) {
+    const auto& e = results[i];
+    const rd::Placement pl(ph.levels, cfg.axes, e.matrix);
+    nlohmann::json rec{{"matrix", matrix_json(e.matrix)},
+                       {"algorithm", e.algorithm},
+                       {"allreduce_seconds", e.baseline_seconds},
+                       {"best_program", e.best.text},
+                       {"best_seconds", e.best.seconds},
+                       {"speedup", e.speedup()},
+                       {"programs_synthesized", e.num_programs},
+                       {"synthesis_hierarchy", e.hierarchy},
+                       {"reduction_groups", pl.groups(cfg.reduce_axes)}};
+    if (o.all) {
+      rec["programs"] = nlohmann::json::array();
+      for (const auto& p : e.ranked) rec["programs"].push_back({{"program", p.text}, {"seconds", p.seconds}});
     }
-    std::cout << out.dump(2) << "\n";
-    return;
+    out.push_back(rec);
   }
+  std::cout << out.dump(2) << "\n";
+}
+
+// --format table: ranked placements, their groups, and optionally lowered and all programs.
+void print_synth_table(const SynthOptions& o, const hw::Topology& topo, const rd::PlacementHierarchy& ph,
+                       const rd::EvalConfig& cfg, const std::vector<rd::PlacementEval>& results,
+                       std::size_t shown, const rd::EvalStats& stats) {
   std::cout << fmt::format(
       "# strata synth: {} ({} GPUs, levels{}), axes [{}], reduce axes [{}], {} per GPU, NCCL {}\n",
       topo.name(), topo.num_gpus(),
@@ -263,6 +225,55 @@ void run_synth(const SynthOptions& o) {
   }
 }
 
+void run_synth(const SynthOptions& o) {
+  const auto topo =
+      hw::load_system(o.hw, hw::LoadOptions{o.nodes > 0 ? std::optional<int>(o.nodes) : std::nullopt});
+  if (o.axes.empty()) throw ConfigError("--axes: required, e.g. --axes 4,16");
+  const auto axes = parse_axis_list(o.axes, {1, kMaxAxis}, "--axes");
+  if (o.format != "table" && o.format != "json")
+    throw ConfigError(fmt::format("--format: expected table or json, got '{}'", o.format));
+  rd::SynthesisOptions so;
+  so.max_size = o.max_size;
+  auto canon = rd::parse_canonicalization(o.canonical);
+  if (!canon)
+    throw ConfigError(
+        fmt::format("--canonical: expected one of {}, got '{}'", rd::kCanonicalizationNames, o.canonical));
+  so.canonicalization = *canon;
+  if (!o.joint.empty()) {
+    run_joint(o, topo, axes, so);
+    return;
+  }
+  rd::EvalConfig cfg;
+  cfg.axes = axes;
+  cfg.reduce_axes = parse_axis_list(o.reduce, {0, static_cast<std::int64_t>(axes.size()) - 1}, "--reduce");
+  cfg.bytes_per_device = static_cast<double>(util::parse_size(o.bytes, "--bytes"));
+  if (o.algo == "both")
+    cfg.algorithms = {"ring", "tree"};
+  else if (sim::AlgorithmRegistry::instance().find(o.algo))
+    cfg.algorithms = {o.algo};
+  else
+    throw ConfigError(fmt::format("--algo: expected both or one of: {}; got '{}'",
+                                  sim::AlgorithmRegistry::instance().names(), o.algo));
+  cfg.synthesis = so;
+  cfg.split_non_switched = o.split_levels;
+  cfg.keep_all_programs = o.all;
+  const auto ph = rd::placement_hierarchy(topo, o.split_levels);
+  rd::check_axes(ph.levels, cfg.axes, cfg.reduce_axes);
+  rd::EvalStats stats;
+  auto results = rd::evaluate(topo, cfg, &stats);
+  // Fastest placement first (ties: matrix order, then algorithm order).
+  std::stable_sort(
+      results.begin(), results.end(),
+      [](const rd::PlacementEval& a, const rd::PlacementEval& b) { return a.best.seconds < b.best.seconds; });
+  const std::size_t shown =
+      o.top > 0 ? std::min<std::size_t>(results.size(), static_cast<std::size_t>(o.top)) : results.size();
+
+  if (o.format == "json")
+    print_synth_json(o, ph, cfg, results, shown);
+  else
+    print_synth_table(o, topo, ph, cfg, results, shown, stats);
+}
+
 }  // namespace
 
 void add_synth_command(CLI::App& app) {
@@ -271,8 +282,8 @@ void add_synth_command(CLI::App& app) {
                                  "Enumerate placements of parallelism axes and synthesize reduction programs "
                                  "(P2), ranked on the simulator");
   cmd->add_option("--hw", o->hw, "System YAML file, e.g. configs/hw/gcp-a100x16.yaml")->required();
-  add_int_option(*cmd, "--nodes", o->nodes, {1, hw::limits::kMaxNodes}, "Number of nodes (overrides the file)",
-                 false);
+  add_int_option(*cmd, "--nodes", o->nodes, {1, hw::limits::kMaxNodes},
+                 "Number of nodes (overrides the file)", false);
   cmd->add_option("--axes", o->axes, "Parallelism axis sizes, multiplying to the GPU count, e.g. 4,16")
       ->required();
   cmd->add_option("--reduce", o->reduce,
