@@ -56,7 +56,7 @@ ValueId Graph::add_constant(std::string name, TensorType type, std::vector<doubl
                     std::make_shared<const std::vector<double>>(std::move(data)));
 }
 
-Attrs complete_attrs(const OpDef& def, Attrs attrs, std::string_view where) {
+TryResult<Attrs> try_complete_attrs(const OpDef& def, Attrs attrs, std::string_view where) {
   for (const auto& [k, v] : attrs.items()) {
     const AttrSpec* spec = nullptr;
     for (const auto& s : def.attrs)
@@ -64,8 +64,8 @@ Attrs complete_attrs(const OpDef& def, Attrs attrs, std::string_view where) {
     if (!spec) {
       std::string known;
       for (const auto& s : def.attrs) known += (known.empty() ? "" : ", ") + std::string(s.name);
-      throw GraphError(fmt::format("{}: operator '{}' has no attribute '{}' (attributes: {})", where,
-                                   def.name, k, known.empty() ? "none" : known));
+      return TryResult<Attrs>::failure(fmt::format("{}: operator '{}' has no attribute '{}' (attributes: {})",
+                                                   where, def.name, k, known.empty() ? "none" : known));
     }
     if (kind_of(v) != spec->kind) {
       // Integers are accepted where floats are expected.
@@ -73,30 +73,38 @@ Attrs complete_attrs(const OpDef& def, Attrs attrs, std::string_view where) {
         attrs.set(k, static_cast<double>(std::get<std::int64_t>(v)));
         continue;
       }
-      throw GraphError(fmt::format("{}: attribute '{}' of '{}' must be {}, got {}", where, k, def.name,
-                                   attr_kind_name(spec->kind), attr_kind_name(kind_of(v))));
+      return TryResult<Attrs>::failure(fmt::format("{}: attribute '{}' of '{}' must be {}, got {}", where, k,
+                                                   def.name, attr_kind_name(spec->kind),
+                                                   attr_kind_name(kind_of(v))));
     }
   }
   for (const auto& s : def.attrs) {
     if (attrs.has(s.name)) continue;
     if (!s.default_value)
-      throw GraphError(
+      return TryResult<Attrs>::failure(
           fmt::format("{}: operator '{}' requires attribute '{}' ({})", where, def.name, s.name, s.doc));
     attrs.set(s.name, *s.default_value);
   }
   return attrs;
 }
 
-std::string Graph::unique_name(std::string base) {
+Attrs complete_attrs(const OpDef& def, Attrs attrs, std::string_view where) {
+  auto r = try_complete_attrs(def, std::move(attrs), where);
+  if (!r) throw GraphError(r.diagnostic());
+  return std::move(r).value();
+}
+
+std::string Graph::unique_name(std::string base) const {
   return base + std::to_string(nodes_.size());
 }
 
-std::vector<ValueId> Graph::add_node(std::string_view op, std::vector<ValueId> inputs, Attrs attrs,
-                                     std::string name, ValueKind output_kind) {
+TryResult<Graph::CheckedNode> Graph::check_node(std::string_view op, std::vector<ValueId> inputs, Attrs attrs,
+                                                std::string name) const {
+  using Result = TryResult<CheckedNode>;
   const auto* def = OpRegistry::instance().find(op);
   if (!def)
-    throw GraphError(fmt::format("node '{}': unknown operator '{}' (known: {})", name, op,
-                                 OpRegistry::instance().names()));
+    return Result::failure(fmt::format("node '{}': unknown operator '{}' (known: {})", name, op,
+                                       OpRegistry::instance().names()));
   if (name.empty()) name = unique_name(std::string(op));
   const std::string where = fmt::format("node '{}' ({})", name, op);
   const int n = static_cast<int>(inputs.size());
@@ -105,39 +113,50 @@ std::vector<ValueId> Graph::add_node(std::string_view op, std::vector<ValueId> i
                              : def->min_inputs == def->max_inputs
                                  ? std::to_string(def->min_inputs)
                                  : fmt::format("{} to {}", def->min_inputs, def->max_inputs);
-    throw GraphError(fmt::format("{}: {} inputs given, expected {}", where, n, want));
+    return Result::failure(fmt::format("{}: {} inputs given, expected {}", where, n, want));
   }
   std::vector<TensorType> in_types;
   for (auto v : inputs) {
     if (v < 0 || idx(v) >= values_.size())
-      throw GraphError(fmt::format("{}: input value id {} does not exist", where, v));
+      return Result::failure(fmt::format("{}: input value id {} does not exist", where, v));
     in_types.push_back(values_[idx(v)].type);
   }
-  attrs = complete_attrs(*def, std::move(attrs), where);
-  std::vector<TensorType> out_types;
-  const auto shape_error = [&](const char* what) {
+  auto completed = try_complete_attrs(*def, std::move(attrs), where);
+  if (!completed) return Result::failure(completed.diagnostic());
+  CheckedNode c;
+  c.node.attrs = std::move(completed).value();
+  // Shape rules report a rejection by throwing ShapeError (models/ops/common.h shape_fail), and an output too
+  // large for int64 elements throws ShapeOverflow; this is the single place either becomes a diagnostic, so
+  // that search loops trying many candidate nodes need no try/catch of their own.
+  std::string rejected;
+  try {
+    c.output_types = def->shape(in_types, c.node.attrs);
+    for (const auto& t : c.output_types) (void)t.numel();  // every output's size fits in int64
+  } catch (const ShapeError& e) {
+    rejected = e.what();
+  } catch (const ShapeOverflow& e) {
+    rejected = e.what();
+  }
+  if (!rejected.empty()) {
     std::string types;
     for (const auto& t : in_types) types += (types.empty() ? "" : ", ") + type_str(t);
-    return GraphError(fmt::format("{}: {} (inputs: {}; attributes: {})", where, what, types, attrs.str()));
-  };
-  try {
-    out_types = def->shape(in_types, attrs);
-    for (const auto& t : out_types) (void)t.numel();  // every output's size fits in int64
-  } catch (const ShapeError& e) {
-    throw shape_error(e.what());
-  } catch (const ShapeOverflow& e) {
-    throw shape_error(e.what());
+    return Result::failure(
+        fmt::format("{}: {} (inputs: {}; attributes: {})", where, rejected, types, c.node.attrs.str()));
   }
-  Node node;
-  node.op = def;
-  node.name = name;
-  node.inputs = std::move(inputs);
-  node.attrs = std::move(attrs);
+  c.node.op = def;
+  c.node.name = std::move(name);
+  c.node.inputs = std::move(inputs);
+  return c;
+}
+
+std::vector<ValueId> Graph::insert(CheckedNode c, ValueKind output_kind) {
+  Node node = std::move(c.node);
   const auto id = static_cast<NodeId>(nodes_.size());
-  for (std::size_t i = 0; i < out_types.size(); ++i) {
+  auto& types = c.output_types;
+  for (std::size_t i = 0; i < types.size(); ++i) {
     Value v;
-    v.name = out_types.size() == 1 ? name : fmt::format("{}:{}", name, i);
-    v.type = std::move(out_types[i]);
+    v.name = types.size() == 1 ? node.name : fmt::format("{}:{}", node.name, i);
+    v.type = std::move(types[i]);
     v.kind = output_kind;
     v.producer = id;
     v.producer_output = static_cast<int>(i);
@@ -148,10 +167,33 @@ std::vector<ValueId> Graph::add_node(std::string_view op, std::vector<ValueId> i
   return nodes_.back().outputs;
 }
 
+TryResult<std::vector<ValueId>> Graph::try_add_node(std::string_view op, std::vector<ValueId> inputs,
+                                                    Attrs attrs, std::string name, ValueKind output_kind) {
+  auto c = check_node(op, std::move(inputs), std::move(attrs), std::move(name));
+  if (!c) return TryResult<std::vector<ValueId>>::failure(c.diagnostic());
+  return insert(std::move(c).value(), output_kind);
+}
+
+TryResult<ValueId> Graph::try_add(std::string_view op, std::vector<ValueId> inputs, Attrs attrs,
+                                  std::string name) {
+  auto c = check_node(op, std::move(inputs), std::move(attrs), std::move(name));
+  if (!c) return TryResult<ValueId>::failure(c.diagnostic());
+  if (const auto n = c.value().output_types.size(); n != 1)
+    return TryResult<ValueId>::failure(fmt::format("operator '{}' has {} outputs, not 1", op, n));
+  return insert(std::move(c).value(), ValueKind::kActivation)[0];
+}
+
+std::vector<ValueId> Graph::add_node(std::string_view op, std::vector<ValueId> inputs, Attrs attrs,
+                                     std::string name, ValueKind output_kind) {
+  auto r = try_add_node(op, std::move(inputs), std::move(attrs), std::move(name), output_kind);
+  if (!r) throw GraphError(r.diagnostic());
+  return std::move(r).value();
+}
+
 ValueId Graph::add(std::string_view op, std::vector<ValueId> inputs, Attrs attrs, std::string name) {
-  auto outs = add_node(op, std::move(inputs), std::move(attrs), std::move(name));
-  if (outs.size() != 1) throw GraphError(fmt::format("operator '{}' has {} outputs, not 1", op, outs.size()));
-  return outs[0];
+  auto r = try_add(op, std::move(inputs), std::move(attrs), std::move(name));
+  if (!r) throw GraphError(r.diagnostic());
+  return r.value();
 }
 
 void Graph::mark_output(ValueId v) {

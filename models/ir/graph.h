@@ -8,6 +8,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "models/ir/attrs.h"
@@ -55,6 +57,32 @@ class GraphError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+// The outcome of a try_ operation (Graph::try_add_node, try_complete_attrs): the result, or a diagnostic that
+// names the node, the operator and what was rejected -- the text the throwing form puts in its GraphError.
+// Search loops (search/subst) build many candidate nodes and drop the rejected ones; this lets them do so
+// without exceptions as control flow.
+template <class T>
+class [[nodiscard]] TryResult {
+ public:
+  TryResult(T value) : state_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit on success
+  static TryResult failure(std::string diagnostic) {
+    return TryResult(std::in_place_index<1>, std::move(diagnostic));
+  }
+
+  bool ok() const { return state_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+  // Only when ok().
+  const T& value() const& { return std::get<0>(state_); }
+  T&& value() && { return std::get<0>(std::move(state_)); }
+  // Only when !ok().
+  const std::string& diagnostic() const { return std::get<1>(state_); }
+
+ private:
+  template <std::size_t I, class U>
+  TryResult(std::in_place_index_t<I> i, U&& u) : state_(i, std::forward<U>(u)) {}
+  std::variant<T, std::string> state_;
+};
+
 class Graph {
  public:
   explicit Graph(std::string name = "graph") : name_(std::move(name)) {}
@@ -69,11 +97,22 @@ class Graph {
   ValueId add_source(std::string name, TensorType type, ValueKind kind,
                      std::shared_ptr<const std::vector<double>> data = {});
 
-  // Validates arity and attributes (unknown names, wrong kinds, missing required ones; defaults filled in),
-  // runs the shape rule and creates the outputs. `name` empty: "<op><index>". Throws GraphError.
+  // Validates arity, inputs and attributes (unknown names, wrong kinds, missing required ones; defaults
+  // filled in), runs the shape rule and creates the outputs. `name` empty: "<op><index>". A rejected node
+  // leaves the graph unchanged and gives a diagnostic naming the node, the operator and the reason (for a
+  // shape rule's rejection also the input types and attributes). Shape rules (models/ops) report a rejection
+  // by throwing ShapeError; this is the one place that turns it into a diagnostic, so callers need no
+  // try/catch.
+  TryResult<std::vector<ValueId>> try_add_node(std::string_view op, std::vector<ValueId> inputs,
+                                               Attrs attrs = {}, std::string name = {},
+                                               ValueKind output_kind = ValueKind::kActivation);
+  // try_add_node for an operator with one output (a diagnostic when it has another count).
+  TryResult<ValueId> try_add(std::string_view op, std::vector<ValueId> inputs, Attrs attrs = {},
+                             std::string name = {});
+  // The same, throwing GraphError with the diagnostic as its message: for building graphs that must be valid
+  // (model zoo, importers, copies of existing graphs), where a rejection is an error to report.
   std::vector<ValueId> add_node(std::string_view op, std::vector<ValueId> inputs, Attrs attrs = {},
                                 std::string name = {}, ValueKind output_kind = ValueKind::kActivation);
-  // Single-output convenience.
   ValueId add(std::string_view op, std::vector<ValueId> inputs, Attrs attrs = {}, std::string name = {});
 
   void mark_output(ValueId v);
@@ -98,7 +137,16 @@ class Graph {
 
  private:
   static std::size_t idx(std::int32_t i) { return static_cast<std::size_t>(i); }
-  std::string unique_name(std::string base);
+  std::string unique_name(std::string base) const;
+
+  // A node that passed every check of try_add_node, not yet in the graph (its outputs empty).
+  struct CheckedNode {
+    Node node;
+    std::vector<TensorType> output_types;
+  };
+  TryResult<CheckedNode> check_node(std::string_view op, std::vector<ValueId> inputs, Attrs attrs,
+                                    std::string name) const;
+  std::vector<ValueId> insert(CheckedNode c, ValueKind output_kind);
 
   std::string name_;
   std::vector<Value> values_;
@@ -107,7 +155,8 @@ class Graph {
 };
 
 // Attribute validation shared by add_node and the ONNX importer: fills defaults, rejects unknown names and
-// wrong kinds. Throws GraphError mentioning `where`.
+// wrong kinds. The diagnostic starts with `where`; complete_attrs throws it as a GraphError.
+TryResult<Attrs> try_complete_attrs(const OpDef& def, Attrs attrs, std::string_view where);
 Attrs complete_attrs(const OpDef& def, Attrs attrs, std::string_view where);
 
 // Input and output types of a node, for shape/cost functions.
