@@ -98,13 +98,12 @@ std::string Graph::unique_name(std::string base) const {
   return base + std::to_string(nodes_.size());
 }
 
-TryResult<Graph::CheckedNode> Graph::check_node(std::string_view op, std::vector<ValueId> inputs, Attrs attrs,
-                                                std::string name) const {
-  using Result = TryResult<CheckedNode>;
+std::optional<std::string> Graph::check_node(std::string_view op, std::vector<ValueId> inputs, Attrs attrs,
+                                             std::string name, CheckedNode& c) const {
   const auto* def = OpRegistry::instance().find(op);
   if (!def)
-    return Result::failure(fmt::format("node '{}': unknown operator '{}' (known: {})", name, op,
-                                       OpRegistry::instance().names()));
+    return fmt::format("node '{}': unknown operator '{}' (known: {})", name, op,
+                       OpRegistry::instance().names());
   if (name.empty()) name = unique_name(std::string(op));
   const std::string where = fmt::format("node '{}' ({})", name, op);
   const int n = static_cast<int>(inputs.size());
@@ -113,17 +112,17 @@ TryResult<Graph::CheckedNode> Graph::check_node(std::string_view op, std::vector
                              : def->min_inputs == def->max_inputs
                                  ? std::to_string(def->min_inputs)
                                  : fmt::format("{} to {}", def->min_inputs, def->max_inputs);
-    return Result::failure(fmt::format("{}: {} inputs given, expected {}", where, n, want));
+    return fmt::format("{}: {} inputs given, expected {}", where, n, want);
   }
   std::vector<TensorType> in_types;
+  in_types.reserve(inputs.size());
   for (auto v : inputs) {
     if (v < 0 || idx(v) >= values_.size())
-      return Result::failure(fmt::format("{}: input value id {} does not exist", where, v));
+      return fmt::format("{}: input value id {} does not exist", where, v);
     in_types.push_back(values_[idx(v)].type);
   }
   auto completed = try_complete_attrs(*def, std::move(attrs), where);
-  if (!completed) return Result::failure(completed.diagnostic());
-  CheckedNode c;
+  if (!completed) return completed.diagnostic();
   c.node.attrs = std::move(completed).value();
   // Shape rules report a rejection by throwing ShapeError (models/ops/common.h shape_fail), and an output too
   // large for int64 elements throws ShapeOverflow; this is the single place either becomes a diagnostic, so
@@ -140,18 +139,18 @@ TryResult<Graph::CheckedNode> Graph::check_node(std::string_view op, std::vector
   if (!rejected.empty()) {
     std::string types;
     for (const auto& t : in_types) types += (types.empty() ? "" : ", ") + type_str(t);
-    return Result::failure(
-        fmt::format("{}: {} (inputs: {}; attributes: {})", where, rejected, types, c.node.attrs.str()));
+    return fmt::format("{}: {} (inputs: {}; attributes: {})", where, rejected, types, c.node.attrs.str());
   }
   c.node.op = def;
   c.node.name = std::move(name);
   c.node.inputs = std::move(inputs);
-  return c;
+  return std::nullopt;
 }
 
-std::vector<ValueId> Graph::insert(CheckedNode c, ValueKind output_kind) {
-  Node node = std::move(c.node);
+std::vector<ValueId> Graph::insert(CheckedNode&& c, ValueKind output_kind) {
   const auto id = static_cast<NodeId>(nodes_.size());
+  nodes_.push_back(std::move(c.node));
+  Node& node = nodes_.back();
   auto& types = c.output_types;
   for (std::size_t i = 0; i < types.size(); ++i) {
     Value v;
@@ -163,24 +162,25 @@ std::vector<ValueId> Graph::insert(CheckedNode c, ValueKind output_kind) {
     values_.push_back(std::move(v));
     node.outputs.push_back(static_cast<ValueId>(values_.size() - 1));
   }
-  nodes_.push_back(std::move(node));
-  return nodes_.back().outputs;
+  return node.outputs;
 }
 
 TryResult<std::vector<ValueId>> Graph::try_add_node(std::string_view op, std::vector<ValueId> inputs,
                                                     Attrs attrs, std::string name, ValueKind output_kind) {
-  auto c = check_node(op, std::move(inputs), std::move(attrs), std::move(name));
-  if (!c) return TryResult<std::vector<ValueId>>::failure(c.diagnostic());
-  return insert(std::move(c).value(), output_kind);
+  CheckedNode c;
+  if (auto rejected = check_node(op, std::move(inputs), std::move(attrs), std::move(name), c))
+    return TryResult<std::vector<ValueId>>::failure(std::move(*rejected));
+  return insert(std::move(c), output_kind);
 }
 
 TryResult<ValueId> Graph::try_add(std::string_view op, std::vector<ValueId> inputs, Attrs attrs,
                                   std::string name) {
-  auto c = check_node(op, std::move(inputs), std::move(attrs), std::move(name));
-  if (!c) return TryResult<ValueId>::failure(c.diagnostic());
-  if (const auto n = c.value().output_types.size(); n != 1)
+  CheckedNode c;
+  if (auto rejected = check_node(op, std::move(inputs), std::move(attrs), std::move(name), c))
+    return TryResult<ValueId>::failure(std::move(*rejected));
+  if (const auto n = c.output_types.size(); n != 1)
     return TryResult<ValueId>::failure(fmt::format("operator '{}' has {} outputs, not 1", op, n));
-  return insert(std::move(c).value(), ValueKind::kActivation)[0];
+  return insert(std::move(c), ValueKind::kActivation)[0];
 }
 
 std::vector<ValueId> Graph::add_node(std::string_view op, std::vector<ValueId> inputs, Attrs attrs,

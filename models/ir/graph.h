@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -64,7 +65,9 @@ class GraphError : public std::invalid_argument {
 template <class T>
 class [[nodiscard]] TryResult {
  public:
-  TryResult(T value) : state_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit on success
+  // Implicit on success, so `return value;` works in a function returning TryResult<T>.
+  TryResult(const T& value) : state_(std::in_place_index<0>, value) {}
+  TryResult(T&& value) : state_(std::in_place_index<0>, std::move(value)) {}
   static TryResult failure(std::string diagnostic) {
     return TryResult(std::in_place_index<1>, std::move(diagnostic));
   }
@@ -144,9 +147,11 @@ class Graph {
     Node node;
     std::vector<TensorType> output_types;
   };
-  TryResult<CheckedNode> check_node(std::string_view op, std::vector<ValueId> inputs, Attrs attrs,
-                                    std::string name) const;
-  std::vector<ValueId> insert(CheckedNode c, ValueKind output_kind);
+  // Fills `c` and returns nullopt, or returns the diagnostic (filled in place rather than returned in a
+  // TryResult: one less move of the node on the path every graph rebuild of the search takes).
+  std::optional<std::string> check_node(std::string_view op, std::vector<ValueId> inputs, Attrs attrs,
+                                        std::string name, CheckedNode& c) const;
+  std::vector<ValueId> insert(CheckedNode&& c, ValueKind output_kind);
 
   std::string name_;
   std::vector<Value> values_;
