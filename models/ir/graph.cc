@@ -94,6 +94,28 @@ Attrs complete_attrs(const OpDef& def, Attrs attrs, std::string_view where) {
   return std::move(r).value();
 }
 
+TryResult<std::vector<TensorType>> try_infer_types(const OpDef& def, std::span<const TensorType> inputs,
+                                                   const Attrs& attrs, std::string_view where) {
+  // Shape rules report a rejection by throwing ShapeError (models/ops/common.h shape_fail), and an output too
+  // large for int64 elements throws ShapeOverflow; this is the single place either becomes a diagnostic, so
+  // that search loops trying many candidate nodes (through Graph::try_add_node or directly) need no try/catch
+  // of their own.
+  std::string rejected;
+  try {
+    auto out = def.shape(inputs, attrs);
+    for (const auto& t : out) (void)t.numel();  // every output's size fits in int64
+    return out;
+  } catch (const ShapeError& e) {
+    rejected = e.what();
+  } catch (const ShapeOverflow& e) {
+    rejected = e.what();
+  }
+  std::string types;
+  for (const auto& t : inputs) types += (types.empty() ? "" : ", ") + type_str(t);
+  return TryResult<std::vector<TensorType>>::failure(
+      fmt::format("{}: {} (inputs: {}; attributes: {})", where, rejected, types, attrs.str()));
+}
+
 std::string Graph::unique_name(std::string base) const {
   return base + std::to_string(nodes_.size());
 }
@@ -124,23 +146,9 @@ std::optional<std::string> Graph::check_node(std::string_view op, std::vector<Va
   auto completed = try_complete_attrs(*def, std::move(attrs), where);
   if (!completed) return completed.diagnostic();
   c.node.attrs = std::move(completed).value();
-  // Shape rules report a rejection by throwing ShapeError (models/ops/common.h shape_fail), and an output too
-  // large for int64 elements throws ShapeOverflow; this is the single place either becomes a diagnostic, so
-  // that search loops trying many candidate nodes need no try/catch of their own.
-  std::string rejected;
-  try {
-    c.output_types = def->shape(in_types, c.node.attrs);
-    for (const auto& t : c.output_types) (void)t.numel();  // every output's size fits in int64
-  } catch (const ShapeError& e) {
-    rejected = e.what();
-  } catch (const ShapeOverflow& e) {
-    rejected = e.what();
-  }
-  if (!rejected.empty()) {
-    std::string types;
-    for (const auto& t : in_types) types += (types.empty() ? "" : ", ") + type_str(t);
-    return fmt::format("{}: {} (inputs: {}; attributes: {})", where, rejected, types, c.node.attrs.str());
-  }
+  auto out_types = try_infer_types(*def, in_types, c.node.attrs, where);
+  if (!out_types) return out_types.diagnostic();
+  c.output_types = std::move(out_types).value();
   c.node.op = def;
   c.node.name = std::move(name);
   c.node.inputs = std::move(inputs);

@@ -104,7 +104,7 @@ class Graph {
   // filled in), runs the shape rule and creates the outputs. `name` empty: "<op><index>". A rejected node
   // leaves the graph unchanged and gives a diagnostic naming the node, the operator and the reason (for a
   // shape rule's rejection also the input types and attributes). Shape rules (models/ops) report a rejection
-  // by throwing ShapeError; this is the one place that turns it into a diagnostic, so callers need no
+  // by throwing ShapeError; try_infer_types (below) turns it into the diagnostic, so callers need no
   // try/catch.
   TryResult<std::vector<ValueId>> try_add_node(std::string_view op, std::vector<ValueId> inputs,
                                                Attrs attrs = {}, std::string name = {},
@@ -163,6 +163,13 @@ class Graph {
 // wrong kinds. The diagnostic starts with `where`; complete_attrs throws it as a GraphError.
 TryResult<Attrs> try_complete_attrs(const OpDef& def, Attrs attrs, std::string_view where);
 Attrs complete_attrs(const OpDef& def, Attrs attrs, std::string_view where);
+
+// The output types of operator `def` on inputs of these types (attributes already completed), or the
+// diagnostic "<where>: <reason> (inputs: <types>; attributes: <attrs>)" when its shape rule rejects them or
+// an output has more than 2^63 - 1 elements. The one place a shape rule's ShapeError (and ShapeOverflow)
+// becomes a value; Graph::try_add_node uses it, and so can code that needs types without a graph.
+TryResult<std::vector<TensorType>> try_infer_types(const OpDef& def, std::span<const TensorType> inputs,
+                                                   const Attrs& attrs, std::string_view where);
 
 // Input and output types of a node, for shape/cost functions.
 std::vector<TensorType> input_types(const Graph& g, const Node& n);

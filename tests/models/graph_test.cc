@@ -170,5 +170,22 @@ TEST(TryCompleteAttrs, FillsDefaultsWidensIntsAndDiagnosesTheRest) {
   EXPECT_THROW(complete_attrs(bn, Attrs{{"epsilon", std::string("small")}}, "here"), GraphError);
 }
 
+TEST(TryInferTypes, OutputTypesOrTheShapeRulesReasonWithoutAGraph) {
+  const OpDef& mm = *OpRegistry::instance().find("matmul");
+  const Attrs attrs = complete_attrs(mm, {}, "here");
+  // 2x3 times 3x5 is 2x5.
+  const std::vector<TensorType> fits = {TensorType{{2, 3}}, TensorType{{3, 5}}};
+  const auto ok = try_infer_types(mm, fits, attrs, "here");
+  ASSERT_TRUE(ok.ok()) << ok.diagnostic();
+  ASSERT_EQ(ok.value().size(), 1u);
+  EXPECT_EQ(ok.value()[0], (TensorType{{2, 5}}));
+  const std::vector<TensorType> mismatch = {TensorType{{2, 3}}, TensorType{{4, 5}}};
+  TryResult<std::vector<TensorType>> r({});
+  EXPECT_NO_THROW(r = try_infer_types(mm, mismatch, attrs, "here"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.diagnostic().starts_with("here: contraction dimensions differ: 3 vs 4")) << r.diagnostic();
+  EXPECT_TRUE(contains(r.diagnostic(), "(inputs: f32[2,3], f32[4,5]; attributes: ")) << r.diagnostic();
+}
+
 }  // namespace
 }  // namespace strata::models
