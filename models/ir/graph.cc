@@ -56,7 +56,7 @@ ValueId Graph::add_constant(std::string name, TensorType type, std::vector<doubl
                     std::make_shared<const std::vector<double>>(std::move(data)));
 }
 
-Attrs complete_attrs(const OpDef& def, Attrs attrs, std::string_view where) {
+TryResult<Attrs> try_complete_attrs(const OpDef& def, Attrs attrs, std::string_view where) {
   for (const auto& [k, v] : attrs.items()) {
     const AttrSpec* spec = nullptr;
     for (const auto& s : def.attrs)
@@ -64,8 +64,8 @@ Attrs complete_attrs(const OpDef& def, Attrs attrs, std::string_view where) {
     if (!spec) {
       std::string known;
       for (const auto& s : def.attrs) known += (known.empty() ? "" : ", ") + std::string(s.name);
-      throw GraphError(fmt::format("{}: operator '{}' has no attribute '{}' (attributes: {})", where,
-                                   def.name, k, known.empty() ? "none" : known));
+      return TryResult<Attrs>::failure(fmt::format("{}: operator '{}' has no attribute '{}' (attributes: {})",
+                                                   where, def.name, k, known.empty() ? "none" : known));
     }
     if (kind_of(v) != spec->kind) {
       // Integers are accepted where floats are expected.
@@ -73,30 +73,59 @@ Attrs complete_attrs(const OpDef& def, Attrs attrs, std::string_view where) {
         attrs.set(k, static_cast<double>(std::get<std::int64_t>(v)));
         continue;
       }
-      throw GraphError(fmt::format("{}: attribute '{}' of '{}' must be {}, got {}", where, k, def.name,
-                                   attr_kind_name(spec->kind), attr_kind_name(kind_of(v))));
+      return TryResult<Attrs>::failure(fmt::format("{}: attribute '{}' of '{}' must be {}, got {}", where, k,
+                                                   def.name, attr_kind_name(spec->kind),
+                                                   attr_kind_name(kind_of(v))));
     }
   }
   for (const auto& s : def.attrs) {
     if (attrs.has(s.name)) continue;
     if (!s.default_value)
-      throw GraphError(
+      return TryResult<Attrs>::failure(
           fmt::format("{}: operator '{}' requires attribute '{}' ({})", where, def.name, s.name, s.doc));
     attrs.set(s.name, *s.default_value);
   }
   return attrs;
 }
 
-std::string Graph::unique_name(std::string base) {
+Attrs complete_attrs(const OpDef& def, Attrs attrs, std::string_view where) {
+  auto r = try_complete_attrs(def, std::move(attrs), where);
+  if (!r) throw GraphError(r.diagnostic());
+  return std::move(r).value();
+}
+
+TryResult<std::vector<TensorType>> try_infer_types(const OpDef& def, std::span<const TensorType> inputs,
+                                                   const Attrs& attrs, std::string_view where) {
+  // Shape rules report a rejection by throwing ShapeError (models/ops/common.h shape_fail), and an output too
+  // large for int64 elements throws ShapeOverflow; this is the single place either becomes a diagnostic, so
+  // that search loops trying many candidate nodes (through Graph::try_add_node or directly) need no try/catch
+  // of their own.
+  std::string rejected;
+  try {
+    auto out = def.shape(inputs, attrs);
+    for (const auto& t : out) (void)t.numel();  // every output's size fits in int64
+    return out;
+  } catch (const ShapeError& e) {
+    rejected = e.what();
+  } catch (const ShapeOverflow& e) {
+    rejected = e.what();
+  }
+  std::string types;
+  for (const auto& t : inputs) types += (types.empty() ? "" : ", ") + type_str(t);
+  return TryResult<std::vector<TensorType>>::failure(
+      fmt::format("{}: {} (inputs: {}; attributes: {})", where, rejected, types, attrs.str()));
+}
+
+std::string Graph::unique_name(std::string base) const {
   return base + std::to_string(nodes_.size());
 }
 
-std::vector<ValueId> Graph::add_node(std::string_view op, std::vector<ValueId> inputs, Attrs attrs,
-                                     std::string name, ValueKind output_kind) {
+std::optional<std::string> Graph::check_node(std::string_view op, std::vector<ValueId> inputs, Attrs attrs,
+                                             std::string name, CheckedNode& c) const {
   const auto* def = OpRegistry::instance().find(op);
   if (!def)
-    throw GraphError(fmt::format("node '{}': unknown operator '{}' (known: {})", name, op,
-                                 OpRegistry::instance().names()));
+    return fmt::format("node '{}': unknown operator '{}' (known: {})", name, op,
+                       OpRegistry::instance().names());
   if (name.empty()) name = unique_name(std::string(op));
   const std::string where = fmt::format("node '{}' ({})", name, op);
   const int n = static_cast<int>(inputs.size());
@@ -105,53 +134,74 @@ std::vector<ValueId> Graph::add_node(std::string_view op, std::vector<ValueId> i
                              : def->min_inputs == def->max_inputs
                                  ? std::to_string(def->min_inputs)
                                  : fmt::format("{} to {}", def->min_inputs, def->max_inputs);
-    throw GraphError(fmt::format("{}: {} inputs given, expected {}", where, n, want));
+    return fmt::format("{}: {} inputs given, expected {}", where, n, want);
   }
   std::vector<TensorType> in_types;
+  in_types.reserve(inputs.size());
   for (auto v : inputs) {
     if (v < 0 || idx(v) >= values_.size())
-      throw GraphError(fmt::format("{}: input value id {} does not exist", where, v));
+      return fmt::format("{}: input value id {} does not exist", where, v);
     in_types.push_back(values_[idx(v)].type);
   }
-  attrs = complete_attrs(*def, std::move(attrs), where);
-  std::vector<TensorType> out_types;
-  const auto shape_error = [&](const char* what) {
-    std::string types;
-    for (const auto& t : in_types) types += (types.empty() ? "" : ", ") + type_str(t);
-    return GraphError(fmt::format("{}: {} (inputs: {}; attributes: {})", where, what, types, attrs.str()));
-  };
-  try {
-    out_types = def->shape(in_types, attrs);
-    for (const auto& t : out_types) (void)t.numel();  // every output's size fits in int64
-  } catch (const ShapeError& e) {
-    throw shape_error(e.what());
-  } catch (const ShapeOverflow& e) {
-    throw shape_error(e.what());
-  }
-  Node node;
-  node.op = def;
-  node.name = name;
-  node.inputs = std::move(inputs);
-  node.attrs = std::move(attrs);
+  auto completed = try_complete_attrs(*def, std::move(attrs), where);
+  if (!completed) return completed.diagnostic();
+  c.node.attrs = std::move(completed).value();
+  auto out_types = try_infer_types(*def, in_types, c.node.attrs, where);
+  if (!out_types) return out_types.diagnostic();
+  c.output_types = std::move(out_types).value();
+  c.node.op = def;
+  c.node.name = std::move(name);
+  c.node.inputs = std::move(inputs);
+  return std::nullopt;
+}
+
+std::vector<ValueId> Graph::insert(CheckedNode&& c, ValueKind output_kind) {
   const auto id = static_cast<NodeId>(nodes_.size());
-  for (std::size_t i = 0; i < out_types.size(); ++i) {
+  nodes_.push_back(std::move(c.node));
+  Node& node = nodes_.back();
+  auto& types = c.output_types;
+  for (std::size_t i = 0; i < types.size(); ++i) {
     Value v;
-    v.name = out_types.size() == 1 ? name : fmt::format("{}:{}", name, i);
-    v.type = std::move(out_types[i]);
+    v.name = types.size() == 1 ? node.name : fmt::format("{}:{}", node.name, i);
+    v.type = std::move(types[i]);
     v.kind = output_kind;
     v.producer = id;
     v.producer_output = static_cast<int>(i);
     values_.push_back(std::move(v));
     node.outputs.push_back(static_cast<ValueId>(values_.size() - 1));
   }
-  nodes_.push_back(std::move(node));
-  return nodes_.back().outputs;
+  return node.outputs;
+}
+
+TryResult<std::vector<ValueId>> Graph::try_add_node(std::string_view op, std::vector<ValueId> inputs,
+                                                    Attrs attrs, std::string name, ValueKind output_kind) {
+  CheckedNode c;
+  if (auto rejected = check_node(op, std::move(inputs), std::move(attrs), std::move(name), c))
+    return TryResult<std::vector<ValueId>>::failure(std::move(*rejected));
+  return insert(std::move(c), output_kind);
+}
+
+TryResult<ValueId> Graph::try_add(std::string_view op, std::vector<ValueId> inputs, Attrs attrs,
+                                  std::string name) {
+  CheckedNode c;
+  if (auto rejected = check_node(op, std::move(inputs), std::move(attrs), std::move(name), c))
+    return TryResult<ValueId>::failure(std::move(*rejected));
+  if (const auto n = c.output_types.size(); n != 1)
+    return TryResult<ValueId>::failure(fmt::format("operator '{}' has {} outputs, not 1", op, n));
+  return insert(std::move(c), ValueKind::kActivation)[0];
+}
+
+std::vector<ValueId> Graph::add_node(std::string_view op, std::vector<ValueId> inputs, Attrs attrs,
+                                     std::string name, ValueKind output_kind) {
+  auto r = try_add_node(op, std::move(inputs), std::move(attrs), std::move(name), output_kind);
+  if (!r) throw GraphError(r.diagnostic());
+  return std::move(r).value();
 }
 
 ValueId Graph::add(std::string_view op, std::vector<ValueId> inputs, Attrs attrs, std::string name) {
-  auto outs = add_node(op, std::move(inputs), std::move(attrs), std::move(name));
-  if (outs.size() != 1) throw GraphError(fmt::format("operator '{}' has {} outputs, not 1", op, outs.size()));
-  return outs[0];
+  auto r = try_add(op, std::move(inputs), std::move(attrs), std::move(name));
+  if (!r) throw GraphError(r.diagnostic());
+  return r.value();
 }
 
 void Graph::mark_output(ValueId v) {

@@ -14,6 +14,22 @@ bool weight_kind(models::ValueKind k) {
   return k == models::ValueKind::kParam || k == models::ValueKind::kConstant;
 }
 
+// signature_graph, or the diagnostic of Graph::try_add_node when the operator rejects these inputs.
+models::TryResult<models::Graph> try_signature_graph(const Signature& sig) {
+  models::Graph g("signature");
+  if (!sig.op) {
+    g.add_source(sig.source_name, sig.outputs.at(0), sig.source_kind, sig.source_data);
+    return g;
+  }
+  std::vector<models::ValueId> ins;
+  for (std::size_t i = 0; i < sig.inputs.size(); ++i)
+    ins.push_back(g.add_input(fmt::format("in{}", i), sig.inputs[i]));
+  const auto outs = g.try_add_node(sig.op->name, std::move(ins), sig.attrs, "op");
+  if (!outs) return models::TryResult<models::Graph>::failure(outs.diagnostic());
+  for (auto v : outs.value()) g.mark_output(v);
+  return g;
+}
+
 }  // namespace
 
 std::size_t ENodeHash::operator()(const ENode& n) const {
@@ -24,16 +40,9 @@ std::size_t ENodeHash::operator()(const ENode& n) const {
 }
 
 models::Graph signature_graph(const Signature& sig) {
-  models::Graph g("signature");
-  if (!sig.op) {
-    g.add_source(sig.source_name, sig.outputs.at(0), sig.source_kind, sig.source_data);
-    return g;
-  }
-  std::vector<models::ValueId> ins;
-  for (std::size_t i = 0; i < sig.inputs.size(); ++i)
-    ins.push_back(g.add_input(fmt::format("in{}", i), sig.inputs[i]));
-  for (auto v : g.add_node(sig.op->name, std::move(ins), sig.attrs, "op")) g.mark_output(v);
-  return g;
+  auto g = try_signature_graph(sig);
+  if (!g) throw models::GraphError(g.diagnostic());
+  return std::move(g).value();
 }
 
 SignatureId EGraph::intern(Signature sig) {
@@ -48,23 +57,19 @@ std::optional<SignatureId> EGraph::op_signature(std::string_view op, const model
   if (!def) return std::nullopt;
   Signature sig;
   sig.op = def;
-  try {
-    sig.attrs = models::complete_attrs(*def, attrs, "e-node");
-  } catch (const models::GraphError&) {
-    return std::nullopt;
-  }
+  auto completed = models::try_complete_attrs(*def, attrs, "e-node");
+  if (!completed) return std::nullopt;
+  sig.attrs = std::move(completed).value();
   sig.inputs.assign(inputs.begin(), inputs.end());
   sig.key = fmt::format("{}|{}|", def->name, sig.attrs.str());
   for (const auto& t : inputs) sig.key += models::type_str(t) + ";";
   if (auto it = sig_index_.find(sig.key); it != sig_index_.end()) return it->second;
-  try {
-    const models::Graph probe = signature_graph(sig);
-    sig.outputs.clear();
-    for (auto v : probe.outputs()) sig.outputs.push_back(probe.type(v));
-    sig.rule_op = from_ir(probe, probe.node(0));
-  } catch (const models::GraphError&) {
-    return std::nullopt;  // arity, attributes or shapes rejected
-  }
+  const auto probe = try_signature_graph(sig);
+  if (!probe) return std::nullopt;  // arity or shapes rejected
+  const models::Graph& g = probe.value();
+  sig.outputs.clear();
+  for (auto v : g.outputs()) sig.outputs.push_back(g.type(v));
+  sig.rule_op = from_ir(g, g.node(0));
   return intern(std::move(sig));
 }
 

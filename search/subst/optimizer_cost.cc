@@ -30,7 +30,9 @@ double graph_cost(const Graph& g, const models::CostModel& cost) {
 
 namespace optimizer_detail {
 
-// the real graph cheaper. `unknown` when a split point lies outside the target graph.
+// The predicted time of the graph with a rule's target graph in place of the match (optimizer_internal.h):
+// the target costed alone on stand-ins for the bound values. `unknown` when a split point lies outside the
+// target graph; `rejected` when the target cannot be built on these shapes.
 std::pair<Estimate, double> target_cost(const Graph& g, const NodeCosts& costs, const Rule& rule,
                                         const Match& match, const models::CostModel& cost,
                                         std::size_t& new_nodes) {
@@ -53,22 +55,18 @@ std::pair<Estimate, double> target_cost(const Graph& g, const NodeCosts& costs, 
     return static_cast<std::size_t>(r.output) < o.size() ? o[static_cast<std::size_t>(r.output)]
                                                          : models::kNoValue;
   };
-  try {
-    for (std::size_t k = 0; k < fresh.size(); ++k) {
-      const auto& nn = fresh[k];
-      std::vector<ValueId> ins;
-      for (const Ref& r : nn.args) ins.push_back(value_of(r));
-      const bool split = nn.term->op() == Op::kSplit0 || nn.term->op() == Op::kSplit1;
-      if (split && !ins.empty() && ins[0] != models::kNoValue &&
-          !concat_boundary(scratch, ins[0], nn.term->params()[0].value, 8))
-        return {Estimate::kUnknown, 0};
-      const ValueId sibling = nn.context ? value_of(nn.context->sibling) : models::kNoValue;
-      auto o = emit_new_node(scratch, nn, std::move(ins), sibling, "t");
-      if (!o) return {Estimate::kRejected, 0};
-      outs[k] = std::move(*o);
-    }
-  } catch (const models::GraphError&) {
-    return {Estimate::kRejected, 0};
+  for (std::size_t k = 0; k < fresh.size(); ++k) {
+    const auto& nn = fresh[k];
+    std::vector<ValueId> ins;
+    for (const Ref& r : nn.args) ins.push_back(value_of(r));
+    const bool split = nn.term->op() == Op::kSplit0 || nn.term->op() == Op::kSplit1;
+    if (split && !ins.empty() && ins[0] != models::kNoValue &&
+        !concat_boundary(scratch, ins[0], nn.term->params()[0].value, 8))
+      return {Estimate::kUnknown, 0};
+    const ValueId sibling = nn.context ? value_of(nn.context->sibling) : models::kNoValue;
+    auto o = emit_new_node(scratch, nn, std::move(ins), sibling, "t");
+    if (!o) return {Estimate::kRejected, 0};  // not expressible, or shape inference rejects it
+    outs[k] = std::move(*o);
   }
   double removed = 0;
   for (NodeId n : match.nodes) removed += costs.node[static_cast<std::size_t>(n)];

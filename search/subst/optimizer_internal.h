@@ -94,7 +94,7 @@ class TargetBuilder {
 };
 
 // Emits one node of a rule's target graph into `out` (inputs already there); nullopt when the rule operator
-// cannot be expressed on these shapes. Throws GraphError when shape inference rejects it.
+// cannot be expressed on these shapes or shape inference rejects it (Graph::try_add_node; nothing is added).
 std::optional<std::vector<ValueId>> emit_new_node(Graph& out, const NewNode& nn, std::vector<ValueId> ins,
                                                   ValueId sibling, const std::string& name_prefix);
 

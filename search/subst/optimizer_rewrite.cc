@@ -42,7 +42,7 @@ std::optional<Ref> TargetBuilder::build(const Term& t, std::optional<ConstantCon
 }
 
 // Emits one node of a rule's target graph into `out` (inputs already there); nullopt when the rule operator
-// cannot be expressed on these shapes. Throws GraphError when shape inference rejects it.
+// cannot be expressed on these shapes or shape inference rejects it (Graph::try_add_node).
 std::optional<std::vector<ValueId>> emit_new_node(Graph& out, const NewNode& nn, std::vector<ValueId> ins,
                                                   ValueId sibling, const std::string& name_prefix) {
   std::vector<models::Shape> shapes;
@@ -71,7 +71,9 @@ std::optional<std::vector<ValueId>> emit_new_node(Graph& out, const NewNode& nn,
   auto ir = to_ir(inst, shapes, split_point, cshape);
   if (!ir) return std::nullopt;
   if (!rules_may_use(ir->name, ir->attrs)) return std::nullopt;
-  return out.add_node(ir->name, std::move(ins), ir->attrs, name_prefix + std::string(ir->name));
+  auto outs = out.try_add_node(ir->name, std::move(ins), ir->attrs, name_prefix + std::string(ir->name));
+  if (!outs) return std::nullopt;
+  return std::move(outs).value();
 }
 
 }  // namespace optimizer_detail
@@ -171,24 +173,20 @@ class Rewrite {
   std::optional<Graph> build(std::string_view name_prefix) {
     out_ = copy_sources(g_, old_to_new_);
     fresh_outputs_.assign(static_cast<std::size_t>(n_new_), {});
-    try {
-      for (int i : order_) {
-        if (!reaches_output_[static_cast<std::size_t>(i)]) continue;
-        if (i < n_old_) {
-          copy_old_node(i);
-          continue;
-        }
-        const int k = i - n_old_;
-        const auto& nn = fresh_[static_cast<std::size_t>(k)];
-        std::vector<ValueId> ins;
-        for (const Ref& r : nn.args) ins.push_back(value_of(r));
-        const ValueId sibling = nn.context ? value_of(nn.context->sibling) : models::kNoValue;
-        auto outs = emit_new_node(out_, nn, std::move(ins), sibling, fmt::format("{}{}_", name_prefix, k));
-        if (!outs) return std::nullopt;
-        fresh_outputs_[static_cast<std::size_t>(k)] = std::move(*outs);
+    for (int i : order_) {
+      if (!reaches_output_[static_cast<std::size_t>(i)]) continue;
+      if (i < n_old_) {
+        if (!copy_old_node(i)) return std::nullopt;
+        continue;
       }
-    } catch (const models::GraphError&) {
-      return std::nullopt;
+      const int k = i - n_old_;
+      const auto& nn = fresh_[static_cast<std::size_t>(k)];
+      std::vector<ValueId> ins;
+      for (const Ref& r : nn.args) ins.push_back(value_of(r));
+      const ValueId sibling = nn.context ? value_of(nn.context->sibling) : models::kNoValue;
+      auto outs = emit_new_node(out_, nn, std::move(ins), sibling, fmt::format("{}{}_", name_prefix, k));
+      if (!outs) return std::nullopt;
+      fresh_outputs_[static_cast<std::size_t>(k)] = std::move(*outs);
     }
     for (ValueId v : g_.outputs()) {
       const ValueId nv = value_of(resolve(v));
@@ -243,16 +241,19 @@ class Rewrite {
           if (d >= 0) reaches_output_[static_cast<std::size_t>(d)] = 1;
   }
 
-  void copy_old_node(int i) {
+  // A kept node copied onto its (possibly rewired) inputs; false when shape inference rejects it there.
+  bool copy_old_node(int i) {
     const Node& n = g_.node(i);
     std::vector<ValueId> ins;
     for (ValueId v : n.inputs) ins.push_back(value_of(resolve(v)));
     const auto kind = n.outputs.empty() ? models::ValueKind::kActivation : g_.value(n.outputs[0]).kind;
-    const auto outs = out_.add_node(n.op->name, std::move(ins), n.attrs, n.name, kind);
-    for (std::size_t k = 0; k < outs.size() && k < n.outputs.size(); ++k) {
-      old_to_new_[static_cast<std::size_t>(n.outputs[k])] = outs[k];
-      out_.set_value_name(outs[k], g_.value(n.outputs[k]).name);
+    const auto outs = out_.try_add_node(n.op->name, std::move(ins), n.attrs, n.name, kind);
+    if (!outs) return false;
+    for (std::size_t k = 0; k < outs.value().size() && k < n.outputs.size(); ++k) {
+      old_to_new_[static_cast<std::size_t>(n.outputs[k])] = outs.value()[k];
+      out_.set_value_name(outs.value()[k], g_.value(n.outputs[k]).name);
     }
+    return true;
   }
 
   const Graph& g_;

@@ -15,58 +15,101 @@ using models::Node;
 using models::NodeId;
 using models::ValueId;
 
+// The graph a replacement is emitted into. Nodes are added through Graph::try_add_node; the first rejection
+// is kept and every later add is skipped (returning kNoValue), so an emit function reads as straight-line
+// code and its caller checks ok() once, with no exception as control flow.
+class Emitter {
+ public:
+  explicit Emitter(Graph& g) : g_(g) {}
+
+  ValueId add(std::string_view op, std::vector<ValueId> inputs, models::Attrs attrs, std::string name) {
+    if (!ok()) return models::kNoValue;
+    auto r = g_.try_add(op, std::move(inputs), std::move(attrs), std::move(name));
+    if (!r) {
+      diagnostic_ = r.diagnostic();
+      return models::kNoValue;
+    }
+    return r.value();
+  }
+  // Empty after a rejection.
+  std::vector<ValueId> add_node(std::string_view op, std::vector<ValueId> inputs, models::Attrs attrs,
+                                std::string name) {
+    if (!ok()) return {};
+    auto r = g_.try_add_node(op, std::move(inputs), std::move(attrs), std::move(name));
+    if (!r) {
+      diagnostic_ = r.diagnostic();
+      return {};
+    }
+    return std::move(r).value();
+  }
+  // A scalar or small constant of a valid type: cannot be rejected.
+  ValueId add_constant(std::string name, models::TensorType type, std::vector<double> data) {
+    return g_.add_constant(std::move(name), std::move(type), std::move(data));
+  }
+  // Only for values the emit function was given (in(v)) or got from an add while ok().
+  const models::TensorType& type(ValueId v) const { return g_.type(v); }
+
+  bool ok() const { return diagnostic_.empty(); }
+
+ private:
+  Graph& g_;
+  std::string diagnostic_;
+};
+
 // Adds the replacement nodes to `out`; `in` maps a value of the original graph to `out`. Returns, for each
-// value of the replaced nodes still needed, the value that takes its place.
+// value of the replaced nodes still needed, the value that takes its place (meaningful only while out.ok()).
 // `g` is the graph the site was found in (the same content as when it was found; the object may differ).
 using Emit = std::function<std::vector<std::pair<ValueId, ValueId>>(
-    const Graph& g, Graph& out, const std::function<ValueId(ValueId)>& in)>;
+    const Graph& g, Emitter& out, const std::function<ValueId(ValueId)>& in)>;
 
 // g with `replaced` taken out and the nodes of `emit` in their place; nodes that no longer reach an output
 // are dropped. nullopt when a value of a replaced node is still used but not provided, or shape inference
-// rejects the replacement.
+// rejects the replacement or a kept node on its new inputs.
 std::optional<Graph> rewrite(const Graph& g, std::vector<NodeId> replaced, const Emit& emit) {
   std::sort(replaced.begin(), replaced.end());
   // The replacement goes after the first replaced node and after every value it reads (a dry run on
   // stand-ins finds them): a batchnorm's statistics may be computed between the conv and the batchnorm.
   NodeId at = replaced.front();
+  std::vector<ValueId> reads;
   {
     Graph dry;
-    try {
-      emit(g, dry, [&](ValueId v) {
-        at = std::max(at, g.value(v).producer + 1);
-        return dry.add_source(fmt::format("r{}", v), g.type(v), g.value(v).kind);
-      });
-    } catch (const models::GraphError&) {
-      return std::nullopt;
-    }
+    Emitter dry_out(dry);
+    emit(g, dry_out, [&](ValueId v) {
+      at = std::max(at, g.value(v).producer + 1);
+      reads.push_back(v);
+      return dry.add_source(fmt::format("r{}", v), g.type(v), g.value(v).kind);
+    });
+    if (!dry_out.ok()) return std::nullopt;
   }
   std::vector<ValueId> map;
   Graph out = copy_sources(g, map);
+  Emitter emitter(out);
   auto in = [&](ValueId v) { return map[static_cast<std::size_t>(v)]; };
   std::vector<std::pair<ValueId, ValueId>> provided;
-  try {
-    for (NodeId n = 0; n <= static_cast<NodeId>(g.nodes().size()); ++n) {
-      if (n == at) {
-        provided = emit(g, out, in);
-        for (auto [old_v, new_v] : provided) map[static_cast<std::size_t>(old_v)] = new_v;
-      }
-      if (n == static_cast<NodeId>(g.nodes().size())) break;
-      if (std::binary_search(replaced.begin(), replaced.end(), n)) continue;
-      const Node& node = g.node(n);
-      std::vector<ValueId> ins;
-      for (ValueId v : node.inputs) {
-        ins.push_back(in(v));
-        if (ins.back() == models::kNoValue) return std::nullopt;
-      }
-      const auto kind = node.outputs.empty() ? models::ValueKind::kActivation : g.value(node.outputs[0]).kind;
-      const auto outs = out.add_node(node.op->name, std::move(ins), node.attrs, node.name, kind);
-      for (std::size_t k = 0; k < outs.size() && k < node.outputs.size(); ++k) {
-        map[static_cast<std::size_t>(node.outputs[k])] = outs[k];
-        out.set_value_name(outs[k], g.value(node.outputs[k]).name);
-      }
+  for (NodeId n = 0; n <= static_cast<NodeId>(g.nodes().size()); ++n) {
+    if (n == at) {
+      // A value the replacement reads that came from a replaced node has no copy: nothing to emit onto.
+      for (ValueId v : reads)
+        if (in(v) == models::kNoValue) return std::nullopt;
+      provided = emit(g, emitter, in);
+      if (!emitter.ok()) return std::nullopt;
+      for (auto [old_v, new_v] : provided) map[static_cast<std::size_t>(old_v)] = new_v;
     }
-  } catch (const models::GraphError&) {
-    return std::nullopt;
+    if (n == static_cast<NodeId>(g.nodes().size())) break;
+    if (std::binary_search(replaced.begin(), replaced.end(), n)) continue;
+    const Node& node = g.node(n);
+    std::vector<ValueId> ins;
+    for (ValueId v : node.inputs) {
+      ins.push_back(in(v));
+      if (ins.back() == models::kNoValue) return std::nullopt;
+    }
+    const auto kind = node.outputs.empty() ? models::ValueKind::kActivation : g.value(node.outputs[0]).kind;
+    const auto outs = out.try_add_node(node.op->name, std::move(ins), node.attrs, node.name, kind);
+    if (!outs) return std::nullopt;
+    for (std::size_t k = 0; k < outs.value().size() && k < node.outputs.size(); ++k) {
+      map[static_cast<std::size_t>(node.outputs[k])] = outs.value()[k];
+      out.set_value_name(outs.value()[k], g.value(node.outputs[k]).name);
+    }
   }
   for (ValueId v : g.outputs()) {
     const ValueId nv = in(v);
@@ -92,11 +135,9 @@ std::optional<double> delta_of(const Graph& g, const NodeCosts& costs, const mod
     }
     return it->second;
   };
-  try {
-    emit(g, scratch, in);
-  } catch (const models::GraphError&) {
-    return std::nullopt;
-  }
+  Emitter out(scratch);
+  emit(g, out, in);
+  if (!out.ok()) return std::nullopt;
   double removed = 0;
   for (NodeId n : replaced) removed += costs.node[static_cast<std::size_t>(n)];
   return graph_cost(scratch, cost) - removed;
@@ -137,7 +178,7 @@ std::vector<XferSite> fuse_conv_relu(const Graph& g, const NodeCosts& costs, con
     if (!next || g.node(*next).op->name != "relu") continue;
     const NodeId relu = *next;
     const ValueId r = g.node(relu).outputs[0];
-    Emit emit = [n, r](const Graph& src, Graph& out, const std::function<ValueId(ValueId)>& in) {
+    Emit emit = [n, r](const Graph& src, Emitter& out, const std::function<ValueId(ValueId)>& in) {
       const Node& c = src.node(n);
       std::vector<ValueId> ins;
       for (ValueId v : c.inputs) ins.push_back(in(v));
@@ -168,7 +209,7 @@ std::vector<XferSite> fuse_conv_batchnorm(const Graph& g, const NodeCosts& costs
     const Node& bn = g.node(bn_id);
     if (bn.op->name != "batchnorm" || bn.inputs[0] != g.node(n).outputs[0]) continue;
     const ValueId z = bn.outputs[0];
-    Emit emit = [n, bn_id, z](const Graph& src, Graph& out, const std::function<ValueId(ValueId)>& in) {
+    Emit emit = [n, bn_id, z](const Graph& src, Emitter& out, const std::function<ValueId(ValueId)>& in) {
       const Node& c = src.node(n);
       const Node& b = src.node(bn_id);
       const auto w = in(c.inputs[1]);
@@ -265,7 +306,7 @@ std::vector<XferSite> merge_convs(const Graph& g, const NodeCosts& costs, const 
         const ValueId out_a = first.outputs[0], out_b = second.outputs[0];
         const ValueId concat_out = concat >= 0 ? g.node(concat).outputs[0] : models::kNoValue;
         Emit emit = [a, b, pads, kernel, out_a, out_b, concat_out](
-                        const Graph& src, Graph& out, const std::function<ValueId(ValueId)>& in) {
+                        const Graph& src, Emitter& out, const std::function<ValueId(ValueId)>& in) {
           const Node& p = src.node(a);
           const Node& q = src.node(b);
           auto weight = [&](const Node& c) {
@@ -289,6 +330,8 @@ std::vector<XferSite> merge_convs(const Graph& g, const NodeCosts& costs, const 
           const auto oa = out.type(in(p.inputs[1])).shape[0], ob = out.type(in(q.inputs[1])).shape[0];
           const auto parts = out.add_node("split", {y}, {{"axis", std::int64_t{1}}, {"sizes", Ints{oa, ob}}},
                                           name + ".split");
+          if (parts.size() != 2)
+            return std::vector<std::pair<ValueId, ValueId>>{};  // rejected: out.ok() false
           return std::vector<std::pair<ValueId, ValueId>>{{out_a, parts[0]}, {out_b, parts[1]}};
         };
         std::vector<NodeId> replaced = {a, b};
@@ -312,7 +355,7 @@ std::vector<XferSite> merge_gconv(const Graph& g, const NodeCosts& costs, const 
     for (std::int64_t count = 2; count <= groups; ++count) {
       if (groups % count != 0) continue;
       const ValueId y = conv.outputs[0];
-      Emit emit = [n, groups, count, y](const Graph& src, Graph& out,
+      Emit emit = [n, groups, count, y](const Graph& src, Emitter& out,
                                         const std::function<ValueId(ValueId)>& in) {
         const Node& c = src.node(n);
         std::vector<ValueId> ins;
@@ -356,7 +399,7 @@ std::vector<XferSite> matmul_operand_layout(const Graph& g, const NodeCosts& cos
       const NodeId t = g.value(v).producer;
       if (t < 0 || !swaps_last_two(g.node(t), g.type(g.node(t).inputs[0]).shape.size())) continue;
       const ValueId y = mm.outputs[0];
-      Emit emit = [n, t, operand, y](const Graph& src, Graph& out,
+      Emit emit = [n, t, operand, y](const Graph& src, Emitter& out,
                                      const std::function<ValueId(ValueId)>& in) {
         const Node& m = src.node(n);
         std::vector<ValueId> ins = {in(m.inputs[0]), in(m.inputs[1])};
