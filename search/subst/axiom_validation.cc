@@ -163,11 +163,7 @@ class InstanceSearch {
   bool closed_ok(std::size_t level) {
     for (const Term& t : closed_at_[level]) {
       ++trials_;
-      try {
-        (void)infer_type(t, shapes_, eval_options_);
-      } catch (const TermTypeError&) {
-        return false;
-      }
+      if (!try_infer_type(t, shapes_, eval_options_)) return false;
     }
     return true;
   }
@@ -188,27 +184,36 @@ class InstanceSearch {
     return true;
   }
 
+  // Why the two sides differ on this instance; "" when they differ in shape or split history and only values
+  // count (values_only_); nullopt when they agree.
+  std::optional<std::string> instance_difference(const std::vector<std::pair<std::string, Shape>>& shapes,
+                                                 std::uint64_t seed) const {
+    const auto mvars = random_bindings<ModP>(shapes, seed);
+    auto ml = try_evaluate(lhs_, mvars, eval_options_);
+    if (!ml) return fmt::format("evaluation failed: {}", ml.diagnostic());
+    auto mr = try_evaluate(rhs_, mvars, eval_options_);
+    if (!mr) return fmt::format("evaluation failed: {}", mr.diagnostic());
+    const auto& l = ml.value().type;
+    const auto& r = mr.value().type;
+    if (values_only_ && (l.shape != r.shape || !same_split_history(l, r))) return std::string();
+    if (auto why = value_difference(ml.value(), mr.value())) return why;
+    if (!same_split_history(l, r))
+      return "split histories differ (split_0/split_1 would undo different concatenations)";
+    const auto dvars = random_bindings<double>(shapes, seed);
+    auto dl = try_evaluate(lhs_, dvars, eval_options_);
+    if (!dl) return fmt::format("evaluation failed: {}", dl.diagnostic());
+    auto dr = try_evaluate(rhs_, dvars, eval_options_);
+    if (!dr) return fmt::format("evaluation failed: {}", dr.diagnostic());
+    return value_difference(dl.value(), dr.value(), options_.tolerance);
+  }
+
   void check_instance() {
     std::vector<std::pair<std::string, Shape>> shapes;
     for (const auto& v : axiom_.tensor_variables) shapes.emplace_back(v, shapes_.at(v));
     const std::uint64_t seed = seed_ + result_.instances;
     ++result_.instances;
-    std::optional<std::string> why;
-    try {
-      const auto mvars = random_bindings<ModP>(shapes, seed);
-      const auto ml = evaluate(lhs_, mvars, eval_options_), mr = evaluate(rhs_, mvars, eval_options_);
-      if (values_only_ && (ml.type.shape != mr.type.shape || !same_split_history(ml.type, mr.type))) return;
-      why = value_difference(ml, mr);
-      if (!why && !same_split_history(ml.type, mr.type))
-        why = "split histories differ (split_0/split_1 would undo different concatenations)";
-      if (!why) {
-        const auto dvars = random_bindings<double>(shapes, seed);
-        why = value_difference(evaluate(lhs_, dvars, eval_options_), evaluate(rhs_, dvars, eval_options_),
-                               options_.tolerance);
-      }
-    } catch (const TermTypeError& e) {
-      why = fmt::format("evaluation failed: {}", e.what());
-    }
+    const auto why = instance_difference(shapes, seed);
+    if (why && why->empty()) return;  // values only: shapes or split histories differ, not counted
     if (!why) return;
     ++result_.failures;
     if (!result_.counter_example)

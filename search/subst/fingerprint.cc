@@ -190,27 +190,25 @@ const ValueStore::Prepared* ValueStore::prepare(int inst, std::span<const ValueI
   std::vector<Shape> shapes;
   for (auto a : args) shapes.push_back(shape(a));
   if (auto ir = to_ir(op, shapes, split_point, constant_shape(op.op))) {
-    try {
+    // nullopt: the IR's shape rule rejects the combination
+    if (auto applied = apply_ir(*ir, shapes, "generator")) {
       auto p = std::make_unique<Prepared>();
-      p->def = &models::OpRegistry::instance().get(ir->name);
-      p->attrs = models::complete_attrs(*p->def, ir->attrs, "generator");
-      std::vector<models::TensorType> in;
-      for (const auto& s : shapes) in.push_back({s, models::DType::kF32});
+      p->def = applied.value().def;
+      p->attrs = applied.value().attrs;
+      const auto& out_types = applied.value().outputs;
       bool fits = true;
-      const auto out_types = p->def->shape(in, p->attrs);
       for (const auto& t : out_types) {
         fits = fits && t.numel() <= kMaxElements;
         p->out_shapes.push_back(t.shape);
       }
       if (!out_types.empty())
-        p->traces = split_axis_traces(*p->def, in, out_types[0], p->attrs, out_types[0].shape.size());
+        p->traces = split_axis_traces(*p->def, applied.value().inputs, out_types[0], p->attrs,
+                                      out_types[0].shape.size());
       if (fits) {
         for (std::size_t o = 0; o < p->out_shapes.size() && o < 2; ++o)
           p->out_shape_ids[o] = intern_shape(p->out_shapes[o]);
         prep = std::move(p);
       }
-    } catch (const std::invalid_argument&) {
-      // the IR's shape rule rejects the combination
     }
   }
   auto [pos, _] = prepared_.emplace(key, std::move(prep));
@@ -232,15 +230,9 @@ bool ValueStore::shape_applies(int inst, int shape_a, int shape_b) {
     const auto axis = static_cast<std::size_t>(op.params[0]);
     ok = axis < shapes[0].size() && shapes[0][axis] >= 2;
   } else if (auto ir = to_ir(op, shapes, 0, constant_shape(op.op))) {
-    try {
-      const auto& def = models::OpRegistry::instance().get(ir->name);
-      const auto attrs = models::complete_attrs(def, ir->attrs, "generator");
-      std::vector<models::TensorType> in;
-      for (const auto& s : shapes) in.push_back({s, models::DType::kF32});
+    if (auto applied = apply_ir(*ir, shapes, "generator")) {
       ok = true;
-      for (const auto& t : def.shape(in, attrs)) ok = ok && t.numel() <= kMaxElements;
-    } catch (const std::invalid_argument&) {
-      ok = false;
+      for (const auto& t : applied.value().outputs) ok = ok && t.numel() <= kMaxElements;
     }
   }
   applies_.emplace(idx, ok);

@@ -16,6 +16,21 @@ std::optional<IrOp> to_ir(const OpInstance& inst, std::span<const models::Shape>
   return IrOp{info.ir_op, std::move(*attrs), info.ir_output};
 }
 
+models::TryResult<IrApplication> apply_ir(const IrOp& ir, std::span<const models::Shape> input_shapes,
+                                          std::string_view where) {
+  IrApplication a;
+  a.def = &models::OpRegistry::instance().get(ir.name);
+  auto attrs = models::try_complete_attrs(*a.def, ir.attrs, where);
+  if (!attrs) return models::TryResult<IrApplication>::failure(attrs.diagnostic());
+  a.attrs = std::move(attrs).value();
+  a.inputs.reserve(input_shapes.size());
+  for (const auto& s : input_shapes) a.inputs.push_back({s, models::DType::kF32});
+  auto out = models::try_infer_types(*a.def, a.inputs, a.attrs, where);
+  if (!out) return models::TryResult<IrApplication>::failure(out.diagnostic());
+  a.outputs = std::move(out).value();
+  return a;
+}
+
 std::optional<OpInstance> from_ir(const models::Graph& g, const models::Node& n) {
   if (!n.op->rule.from_node) return std::nullopt;
   const auto op = find_op(*n.op);

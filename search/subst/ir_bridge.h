@@ -39,6 +39,18 @@ struct IrOp {
 std::optional<IrOp> to_ir(const OpInstance& inst, std::span<const models::Shape> input_shapes,
                           std::int64_t split_point = 0, const models::Shape& constant_shape = {});
 
+// An IR operator applied to operands of given shapes (element type f32): the OpDef, the completed
+// attributes and the input and output types.
+struct IrApplication {
+  const models::OpDef* def = nullptr;
+  models::Attrs attrs;
+  std::vector<models::TensorType> inputs, outputs;
+};
+// `ir` on inputs of these shapes, or the diagnostic of its attribute check or shape rule
+// (models::try_complete_attrs, models::try_infer_types): no exception for a combination that does not apply.
+models::TryResult<IrApplication> apply_ir(const IrOp& ir, std::span<const models::Shape> input_shapes,
+                                          std::string_view where);
+
 // The rule operator an IR node denotes, or nullopt when it has none (an IR op without a rule form, or
 // attributes the vocabulary cannot express: dilation, bias, transposed matmul operands, asymmetric
 // padding...). Split nodes with two outputs map to split_0 (their first output) and split_1 is output 1.

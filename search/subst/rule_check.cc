@@ -69,12 +69,11 @@ std::optional<std::string> rule_shape_error(const Rule& rule) {
     TermType types[2];
     const Term* sides[2] = {&eq.lhs, &eq.rhs};
     for (int s = 0; s < 2; ++s) {
-      try {
-        types[s] = infer_type(*sides[s], by_name);
-      } catch (const TermTypeError& e) {
+      auto type = try_infer_type(*sides[s], by_name);
+      if (!type)
         return fmt::format("{}{} does not type-check: {}", output_label(rule, i),
-                           s == 0 ? "source" : "target", e.what());
-      }
+                           s == 0 ? "source" : "target", type.diagnostic());
+      types[s] = std::move(type).value();
     }
     if (types[0].shape != types[1].shape)
       return fmt::format("{}source has shape {} but target has shape {}", output_label(rule, i),
@@ -103,12 +102,10 @@ std::optional<Refutation> refute_by_evaluation(const Rule& rule, const RefuteOpt
           shapes, options.seed + 7919 * static_cast<std::uint64_t>(sample) + 104729 * t);
       for (std::size_t i = 0; i < rule.outputs.size(); ++i) {
         std::optional<std::string> why;
-        try {
-          why = value_difference(evaluate(rule.outputs[i].lhs, vars, eval),
-                                 evaluate(rule.outputs[i].rhs, vars, eval));
-        } catch (const TermTypeError&) {
-          break;  // not well-typed at these shapes: try the next ones
-        }
+        auto lhs = try_evaluate(rule.outputs[i].lhs, vars, eval);
+        auto rhs = lhs ? try_evaluate(rule.outputs[i].rhs, vars, eval) : lhs;
+        if (!lhs || !rhs) break;  // not well-typed at these shapes: try the next ones
+        why = value_difference(lhs.value(), rhs.value());
         if (why && why->starts_with("shapes differ")) break;  // ill-typed for the rewrite at these sizes
         if (why) {
           const bool real = differs_in_double_precision(rule.outputs[i], shapes, eval, options.seed);

@@ -57,23 +57,31 @@ Shape constant_sizing(const std::optional<Shape>& wanted, std::int64_t free_size
   return {free_size, free_size};
 }
 
+template <class V>
+using Try = models::TryResult<V>;
+
 template <class T, bool kData>
 class Evaluator {
  public:
   Evaluator(const TermBindings<T>& vars, const TermEvalOptions& options) : vars_(vars), options_(options) {}
 
-  TermValue<T> eval(const Term& t, const std::optional<Shape>& wanted = std::nullopt) const {
+  // The value of `t`, or why it does not type-check (no exceptions: axiom validation and rule refutation try
+  // many shapes that do not fit).
+  Try<TermValue<T>> eval(const Term& t, const std::optional<Shape>& wanted = std::nullopt) const {
     if (t.is_variable()) {
       auto it = vars_.find(t.name());
-      if (it == vars_.end()) throw TermTypeError(fmt::format("'{}' has no value", t.name()));
+      if (it == vars_.end()) return Try<TermValue<T>>::failure(fmt::format("'{}' has no value", t.name()));
       return it->second;
     }
     const auto& args = t.args();
     std::vector<TermValue<T>> in(args.size());
-    for (std::size_t i = 0; i < args.size(); ++i)
-      if (!needs_context(args[i])) in[i] = eval(args[i]);
-    for (std::size_t i = 0; i < args.size(); ++i)
-      if (needs_context(args[i])) in[i] = eval(args[i], context_shape(t, i, in, wanted));
+    for (int pass = 0; pass < 2; ++pass)
+      for (std::size_t i = 0; i < args.size(); ++i) {
+        if (needs_context(args[i]) != (pass == 1)) continue;
+        auto v = pass == 0 ? eval(args[i]) : eval(args[i], context_shape(t, i, in, wanted));
+        if (!v) return v;
+        in[i] = std::move(v).value();
+      }
     return apply(t, in, wanted);
   }
 
@@ -88,13 +96,14 @@ class Evaluator {
     return operand_shape(t.op(), i, other, wanted ? &*wanted : nullptr);
   }
 
-  TermValue<T> apply(const Term& t, std::vector<TermValue<T>>& in, const std::optional<Shape>& wanted) const {
+  Try<TermValue<T>> apply(const Term& t, std::vector<TermValue<T>>& in,
+                          const std::optional<Shape>& wanted) const {
     OpInstance inst{t.op(), {}};
     for (const Param& p : t.params()) inst.params.push_back(p.value);
     std::vector<Shape> shapes;
     for (const auto& v : in) shapes.push_back(v.type.shape);
     auto fail = [&](std::string_view why) {
-      return TermTypeError(
+      return Try<TermValue<T>>::failure(
           fmt::format("{} on operands of shape ({}): {}", to_string(t), shapes_str(shapes), why));
     };
 
@@ -103,9 +112,9 @@ class Evaluator {
     SplitTreePtr split_tree;
     if (split) {
       const auto axis = static_cast<std::size_t>(inst.params[0]);
-      if (inst.params[0] < 0 || axis >= in[0].type.split.size()) throw fail("axis out of range");
+      if (inst.params[0] < 0 || axis >= in[0].type.split.size()) return fail("axis out of range");
       split_tree = in[0].type.split[axis];
-      if (!split_tree) throw fail("no concatenation to undo along this axis");
+      if (!split_tree) return fail("no concatenation to undo along this axis");
       split_point = split_tree->first_size;
     }
     std::optional<IrOp> ir;
@@ -113,18 +122,14 @@ class Evaluator {
       ir = IrOp{"scalar_mul", {}};  // the IR's scalar_mul also takes a 0-D first operand
     else
       ir = to_ir(inst, shapes, split_point, constant_sizing(wanted, options_.free_constant_size));
-    if (!ir) throw fail("the operator does not apply");
+    if (!ir) return fail("the operator does not apply");
 
-    const models::OpDef& def = models::OpRegistry::instance().get(ir->name);
-    models::Attrs attrs;
-    std::vector<models::TensorType> in_types, out_types;
-    try {
-      attrs = models::complete_attrs(def, ir->attrs, "term");
-      for (const auto& s : shapes) in_types.push_back({s, models::DType::kF32});
-      out_types = def.shape(in_types, attrs);
-    } catch (const std::invalid_argument& e) {
-      throw fail(e.what());
-    }
+    auto applied = apply_ir(*ir, shapes, "term");
+    if (!applied) return fail(applied.diagnostic());
+    const models::OpDef& def = *applied.value().def;
+    const models::Attrs& attrs = applied.value().attrs;
+    const auto& in_types = applied.value().inputs;
+    const auto& out_types = applied.value().outputs;
 
     TermValue<T> result;
     result.type.shape = out_types.at(static_cast<std::size_t>(ir->output)).shape;
@@ -181,12 +186,22 @@ class Evaluator {
 
 }  // namespace
 
-TermType infer_type(const Term& term, const std::map<std::string, Shape, std::less<>>& shapes,
-                    const TermEvalOptions& options) {
+models::TryResult<TermType> try_infer_type(const Term& term,
+                                           const std::map<std::string, Shape, std::less<>>& shapes,
+                                           const TermEvalOptions& options) {
   TermBindings<ModP> vars;
   for (const auto& [name, shape] : shapes)
     vars[name].type = TermType{shape, std::vector<SplitTreePtr>(shape.size())};
-  return Evaluator<ModP, false>(vars, options).eval(term).type;
+  auto v = Evaluator<ModP, false>(vars, options).eval(term);
+  if (!v) return models::TryResult<TermType>::failure(v.diagnostic());
+  return std::move(v).value().type;
+}
+
+TermType infer_type(const Term& term, const std::map<std::string, Shape, std::less<>>& shapes,
+                    const TermEvalOptions& options) {
+  auto t = try_infer_type(term, shapes, options);
+  if (!t) throw TermTypeError(t.diagnostic());
+  return std::move(t).value();
 }
 
 template <class T>
@@ -238,10 +253,22 @@ bool same_split_history(const TermType& a, const TermType& b) {
 }
 
 template <class T>
-TermValue<T> evaluate(const Term& term, const TermBindings<T>& vars, const TermEvalOptions& options) {
+models::TryResult<TermValue<T>> try_evaluate(const Term& term, const TermBindings<T>& vars,
+                                             const TermEvalOptions& options) {
   return Evaluator<T, true>(vars, options).eval(term);
 }
 
+template <class T>
+TermValue<T> evaluate(const Term& term, const TermBindings<T>& vars, const TermEvalOptions& options) {
+  auto v = try_evaluate(term, vars, options);
+  if (!v) throw TermTypeError(v.diagnostic());
+  return std::move(v).value();
+}
+
+template models::TryResult<TermValue<double>> try_evaluate(const Term&, const TermBindings<double>&,
+                                                           const TermEvalOptions&);
+template models::TryResult<TermValue<ModP>> try_evaluate(const Term&, const TermBindings<ModP>&,
+                                                         const TermEvalOptions&);
 template TermValue<double> evaluate(const Term&, const TermBindings<double>&, const TermEvalOptions&);
 template TermValue<ModP> evaluate(const Term&, const TermBindings<ModP>&, const TermEvalOptions&);
 

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "models/ir/graph.h"
 #include "models/ir/modp.h"
 #include "search/subst/rule.h"
 #include "search/subst/term.h"
@@ -63,11 +64,18 @@ struct TermEvalOptions {
 template <class T>
 using TermBindings = std::map<std::string, TermValue<T>, std::less<>>;
 
-// Shape of `term` when its variables have the given shapes. Throws TermTypeError.
+// Shape of `term` when its variables have the given shapes, or why it does not type-check. The try_ forms
+// are for loops over many candidate shapes (axiom validation, refutation); the others throw TermTypeError.
+models::TryResult<TermType> try_infer_type(const Term& term,
+                                           const std::map<std::string, Shape, std::less<>>& shapes,
+                                           const TermEvalOptions& options = {});
 TermType infer_type(const Term& term, const std::map<std::string, Shape, std::less<>>& shapes,
                     const TermEvalOptions& options = {});
 
-// Value of `term` on the given variable values. Throws TermTypeError.
+// Value of `term` on the given variable values, or why it does not type-check.
+template <class T>
+models::TryResult<TermValue<T>> try_evaluate(const Term& term, const TermBindings<T>& vars,
+                                             const TermEvalOptions& options = {});
 template <class T>
 TermValue<T> evaluate(const Term& term, const TermBindings<T>& vars, const TermEvalOptions& options = {});
 
@@ -85,6 +93,11 @@ std::optional<std::string> value_difference(const TermValue<double>& a, const Te
 // Whether two values have the same concatenation history on every axis (split_0/split_1 behave alike).
 bool same_split_history(const TermType& a, const TermType& b);
 
+extern template models::TryResult<TermValue<double>> try_evaluate(const Term&, const TermBindings<double>&,
+                                                                  const TermEvalOptions&);
+extern template models::TryResult<TermValue<models::ModP>> try_evaluate(const Term&,
+                                                                        const TermBindings<models::ModP>&,
+                                                                        const TermEvalOptions&);
 extern template TermValue<double> evaluate(const Term&, const TermBindings<double>&, const TermEvalOptions&);
 extern template TermValue<models::ModP> evaluate(const Term&, const TermBindings<models::ModP>&,
                                                  const TermEvalOptions&);
