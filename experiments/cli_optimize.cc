@@ -152,9 +152,11 @@ void add_optimize_commands(CLI::App& app) {
       "generate",
       "enumerate graphs of up to N operators, pair equal fingerprints, confirm in double "
       "precision, prune, write rules (progress on stderr)");
-  g->add_option("--ops", o->ops,
-                "operator set: taso, or a comma-separated list (ewadd,ewmul,smul,matmul,transpose,"
-                "transpose_layout,relu,conv2d,conv2d_relu,poolavg,poolmax,concat,split,enlarge,constants)")
+  g->add_option(
+       "--ops", o->ops,
+       "operator set: taso, or a comma-separated list (ewadd,ewmul,smul,matmul,transpose,"
+       "transpose_layout,relu,conv2d,conv2d_relu,poolavg,poolmax,concat,split,enlarge,constants, or a "
+       "parameterless symbol of another operator with a rule form: sigmoid, tanh)")
       ->capture_default_str();
   add_int_option(*g, "--max-ops", o->max_ops, {1, 4}, "largest graph size in operators");
   add_int_option(*g, "--max-outputs", o->max_outputs, {1, 8}, "largest number of mapped outputs of a rule");
