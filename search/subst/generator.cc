@@ -24,6 +24,20 @@ std::size_t peak_rss_kib() {
 
 }  // namespace generator_detail
 
+namespace {
+bool enumerable_by_name(Op op) {
+  const OpInfo& info = op_info(op);
+  return static_cast<int>(op) >= kNumNamedOps && info.params.empty() && info.tensor_args > 0;
+}
+}  // namespace
+
+std::string extra_operator_names() {
+  std::string out;
+  for (const OpInfo& info : all_ops())
+    if (enumerable_by_name(info.op)) out += fmt::format("{}{}", out.empty() ? "" : ", ", info.name);
+  return out;
+}
+
 std::vector<OpInstance> parse_operator_set(std::string_view spec) {
   std::vector<OpInstance> out;
   auto add = [&](Op op, std::vector<std::int64_t> p = {}) {
@@ -66,8 +80,7 @@ std::vector<OpInstance> parse_operator_set(std::string_view spec) {
       add(Op::kIewmul);
       add(Op::kIconv, {3, 3});
       add(Op::kCpool, {3, 3});
-    } else if (auto op = find_op(n); op && op_info(*op).params.empty() && op_info(*op).tensor_args > 0 &&
-                                     static_cast<int>(*op) >= kNumNamedOps)
+    } else if (auto op = find_op(n); op && enumerable_by_name(*op))
       add(*op);  // any other parameterless symbol with a rule form (docs/subst.md)
     else
       return false;
@@ -87,8 +100,8 @@ std::vector<OpInstance> parse_operator_set(std::string_view spec) {
                       "ewadd, ewmul, smul, "
                       "matmul, transpose, transpose_layout, relu, conv2d, conv2d_relu, poolavg, poolmax, "
                       "concat, split, enlarge, "
-                      "constants, or a parameterless symbol of another operator with a rule form)",
-                      name));
+                      "constants, {})",
+                      name, extra_operator_names()));
     }
     pos = comma + 1;
   }

@@ -26,6 +26,9 @@ namespace strata::search::subst {
 // 3x3), and "taso" for all of them (the instances of TASO's artifact generator, src/generator/generator.cc
 // of jiazhihao/sosp19ae@6946461). Throws std::invalid_argument naming a bad entry.
 std::vector<OpInstance> parse_operator_set(std::string_view spec);
+// The symbols outside TASO's vocabulary that parse_operator_set accepts by name (parameterless symbols of
+// operators declaring a rule form), comma-separated: "sigmoid, tanh".
+std::string extra_operator_names();
 
 struct GeneratorOptions {
   std::vector<OpInstance> ops;
