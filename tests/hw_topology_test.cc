@@ -181,6 +181,23 @@ TEST(Topology, LargeClustersBuildAndRoute) {
   bool via_rail = false;
   for (LinkId l : r) via_rail = via_rail || t.vertices()[t.link(l).dst].name == "n0.nic5";
   EXPECT_TRUE(via_rail);
+  // Every GPU to its counterpart on the next node (a ring's inter-node hops): leaves through its own NIC, the
+  // rail switch and enters the peer's NIC; rail r to rail r never climbs to the spine (4 network links
+  // would). Routing these took a network-wide search per pair (minutes here) before routes shared per-switch
+  // trees.
+  int wrong = 0;
+  for (Rank g = 0; g < t.num_gpus(); ++g) {
+    const Rank peer = (g + 8) % t.num_gpus();
+    int net_hops = 0;
+    bool out = false, in = false;
+    for (LinkId l : t.route(g, peer)) {
+      net_hops += t.link(l).transport == Transport::kNet;
+      out = out || t.link(l).dst == *t.nic_of(g);
+      in = in || t.link(l).src == *t.nic_of(peer);
+    }
+    wrong += !(out && in && net_hops == 2);
+  }
+  EXPECT_EQ(wrong, 0);
 }
 
 }  // namespace strata::hw
