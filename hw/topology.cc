@@ -1,8 +1,10 @@
 #include "hw/topology.h"
 
 #include <algorithm>
+#include <bit>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <queue>
 #include <shared_mutex>
@@ -32,9 +34,19 @@ std::string_view vertex_kind_name(VertexKind k) {
   return "?";
 }
 
+// One shortest-path tree over the network switches, grown from `root` reached at distance `root_dist`:
+// per switch (by switch index) its distance and the link it is entered by (-1 for the root).
+struct Topology::SwitchTree {
+  std::vector<double> dist;
+  std::vector<LinkId> via;
+};
+
 struct Topology::RouteCache {
   std::shared_mutex mutex;
   std::unordered_map<std::uint64_t, std::vector<LinkId>> routes;
+  std::shared_mutex tree_mutex;
+  // Keyed by root switch and the bit pattern of its distance (see network_path).
+  std::map<std::pair<VertexId, std::uint64_t>, std::shared_ptr<const Topology::SwitchTree>> trees;
 };
 
 Topology::Topology(std::string name, GpuSpec gpu, int nodes, int gpus_per_node, std::vector<Level> levels)
@@ -135,6 +147,13 @@ bool is_network(VertexKind k) {
   return k == VertexKind::kNic || k == VertexKind::kNetSwitch;
 }
 
+// Route cost of a link entered at distance d: latency + (1 MiB / bandwidth), prefers fast links, then short
+// paths. One expression for every search, so that searches which must agree round alike.
+double cost_after(double d, const Link& l) {
+  constexpr double kRefBytes = 1024.0 * 1024.0;
+  return d + l.latency + kRefBytes / l.bandwidth;
+}
+
 }  // namespace
 
 void Topology::finalize() {
@@ -215,14 +234,39 @@ void Topology::finalize() {
     }
   }
   nvls_capable_ = nvls_capable_ && any_nvswitch;
+  index_network();
   finalized_ = true;
+}
+
+void Topology::index_network() {
+  const auto nv = vertices_.size();
+  switch_index_.assign(nv, -1);
+  nic_uplink_.assign(nv, -1);
+  nic_downlink_.assign(nv, -1);
+  num_switches_ = 0;
+  for (std::size_t v = 0; v < nv; ++v)
+    if (vertices_[v].kind == VertexKind::kNetSwitch) switch_index_[v] = num_switches_++;
+  nics_are_network_leaves_ = true;
+  const auto kind = [&](VertexId v) { return vertices_[static_cast<std::size_t>(v)].kind; };
+  for (std::size_t i = 0; i < links_.size(); ++i) {
+    const Link& l = links_[i];
+    if (kind(l.src) != VertexKind::kNic && kind(l.dst) != VertexKind::kNic) continue;
+    if (!is_network(kind(l.src)) || !is_network(kind(l.dst))) continue;  // a NIC's PCIe side
+    if (kind(l.src) == VertexKind::kNic && kind(l.dst) == VertexKind::kNic) {
+      nics_are_network_leaves_ = false;  // NIC-to-NIC cable: a NIC could forward
+      continue;
+    }
+    auto& slot = kind(l.src) == VertexKind::kNic ? nic_uplink_[static_cast<std::size_t>(l.src)]
+                                                 : nic_downlink_[static_cast<std::size_t>(l.dst)];
+    if (slot >= 0) nics_are_network_leaves_ = false;  // multi-homed NIC: it could forward
+    slot = static_cast<LinkId>(i);
+  }
 }
 
 std::vector<LinkId> Topology::shortest_path(VertexId from, VertexId to, bool network_only,
                                             bool nvlink_only) const {
-  // Dijkstra with cost = latency + (1 MiB / bandwidth): prefers fast links, then short paths. Ties break on
-  // the smaller vertex id so routes never depend on container order.
-  constexpr double kRefBytes = 1024.0 * 1024.0;
+  // Dijkstra with cost = latency + (1 MiB / bandwidth) (cost_after). Among equally short ways into a vertex
+  // the one entering by the smaller link id wins, so routes never depend on container or heap order.
   const auto n = vertices_.size();
   const VertexId from_node = vertices_[static_cast<std::size_t>(from)].node;
   // Per-thread scratch sized to the largest graph seen, reset only where this search wrote: a route costs
@@ -269,7 +313,7 @@ std::vector<LinkId> Topology::shortest_path(VertexId from, VertexId to, bool net
       if (network_only && w.kind != VertexKind::kNic && w.kind != VertexKind::kNetSwitch) continue;
       if (!network_only && w.node != from_node) continue;
       if (nvlink_only && lk.transport != Transport::kNvlink) continue;
-      const double nd = d + lk.latency + kRefBytes / lk.bandwidth;
+      const double nd = cost_after(d, lk);
       auto& cur = dist[static_cast<std::size_t>(lk.dst)];
       if (nd < cur || (nd == cur && via[static_cast<std::size_t>(lk.dst)] > l)) {
         if (cur == std::numeric_limits<double>::infinity()) scratch.touched.push_back(lk.dst);
@@ -291,6 +335,78 @@ std::vector<LinkId> Topology::shortest_path(VertexId from, VertexId to, bool net
   return path;
 }
 
+// Why network_path equals shortest_path(nic_a, nic_b, true) when every NIC is a network leaf (one link out
+// to a switch, one in from a switch; otherwise it simply calls shortest_path):
+//  - Popping nic_a leaves exactly one label: its switch s at d0 = cost_after(0, uplink), entered by the
+//    uplink. Every later path from nic_a starts that way, so the rest of the search is a search from s
+//    seeded with d0; the tree below is that search with the same floating-point sums, so its distances
+//    and tie-breaks (smaller entering link id, which does not depend on pop order) are the same.
+//  - Other NICs change nothing when popped: a leaf's only way out is back to its switch, at a cost
+//    strictly above that switch's distance. So the tree is searched over switches alone.
+//  - nic_b is entered only by its downlink from switch u, so its route is the tree's path to u plus the
+//    downlink; every switch on that path is closer than nic_b, hence final when the old search stopped.
+// One tree per (switch, d0) serves every NIC on that switch with that uplink cost, so a cluster's network
+// routes cost a few searches over its switches instead of one search over all its NICs per GPU pair.
+std::vector<LinkId> Topology::network_path(VertexId nic_a, VertexId nic_b) const {
+  if (!finalized_ || !nics_are_network_leaves_) return shortest_path(nic_a, nic_b, true);
+  const LinkId up = nic_uplink_[static_cast<std::size_t>(nic_a)];
+  const LinkId down = nic_downlink_[static_cast<std::size_t>(nic_b)];
+  if (nic_a == nic_b || up < 0 || down < 0) return {};
+  const Link& up_link = links_[static_cast<std::size_t>(up)];
+  const auto tree = switch_tree(up_link.dst, cost_after(0.0, up_link));
+  const auto index = [&](VertexId v) {
+    return static_cast<std::size_t>(switch_index_[static_cast<std::size_t>(v)]);
+  };
+  VertexId v = links_[static_cast<std::size_t>(down)].src;
+  if (tree->dist[index(v)] == std::numeric_limits<double>::infinity()) return {};
+  std::vector<LinkId> path{down};
+  for (LinkId l = tree->via[index(v)]; l >= 0; l = tree->via[index(v)]) {
+    path.push_back(l);
+    v = links_[static_cast<std::size_t>(l)].src;
+  }
+  path.push_back(up);
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
+std::shared_ptr<const Topology::SwitchTree> Topology::switch_tree(VertexId root, double root_dist) const {
+  const std::pair<VertexId, std::uint64_t> key{root, std::bit_cast<std::uint64_t>(root_dist)};
+  {
+    std::shared_lock lock(cache_->tree_mutex);
+    if (auto it = cache_->trees.find(key); it != cache_->trees.end()) return it->second;
+  }
+  auto tree = std::make_shared<SwitchTree>();
+  const auto ns = static_cast<std::size_t>(num_switches_);
+  tree->dist.assign(ns, std::numeric_limits<double>::infinity());
+  tree->via.assign(ns, -1);
+  const auto index = [&](VertexId v) {
+    return static_cast<std::size_t>(switch_index_[static_cast<std::size_t>(v)]);
+  };
+  using Item = std::tuple<double, VertexId>;
+  std::priority_queue<Item, std::vector<Item>, std::greater<>> heap;
+  tree->dist[index(root)] = root_dist;
+  heap.emplace(root_dist, root);
+  while (!heap.empty()) {
+    const auto [d, v] = heap.top();
+    heap.pop();
+    if (d > tree->dist[index(v)]) continue;
+    for (LinkId l : out_links_[static_cast<std::size_t>(v)]) {
+      const Link& lk = links_[static_cast<std::size_t>(l)];
+      if (vertices_[static_cast<std::size_t>(lk.dst)].kind != VertexKind::kNetSwitch) continue;
+      const double nd = cost_after(d, lk);
+      auto& cur = tree->dist[index(lk.dst)];
+      auto& via = tree->via[index(lk.dst)];
+      if (lk.dst != root && (nd < cur || (nd == cur && via > l))) {
+        cur = nd;
+        via = l;
+        heap.emplace(nd, lk.dst);
+      }
+    }
+  }
+  std::unique_lock lock(cache_->tree_mutex);
+  return cache_->trees.try_emplace(key, std::move(tree)).first->second;
+}
+
 std::vector<LinkId> Topology::compute_route(Rank a, Rank b) const {
   if (a == b) return {};
   if (node_of(a) == node_of(b)) {
@@ -303,7 +419,7 @@ std::vector<LinkId> Topology::compute_route(Rank a, Rank b) const {
   const auto nic_a = nic_of(a), nic_b = nic_of(b);
   if (!nic_a || !nic_b) return {};
   auto out = shortest_path(gpu_vertex(a), *nic_a, false);
-  auto net = shortest_path(*nic_a, *nic_b, true);
+  auto net = network_path(*nic_a, *nic_b);
   auto in = shortest_path(*nic_b, gpu_vertex(b), false);
   if (out.empty() || net.empty() || in.empty()) return {};
   out.insert(out.end(), net.begin(), net.end());

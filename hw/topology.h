@@ -105,9 +105,15 @@ class Topology {
 
  private:
   struct RouteCache;
+  struct SwitchTree;
   std::vector<LinkId> compute_route(Rank a, Rank b) const;
   std::vector<LinkId> shortest_path(VertexId from, VertexId to, bool network_only,
                                     bool nvlink_only = false) const;
+  // The route shortest_path(nic_a, nic_b, true) finds, built from a cached shortest-path tree over the
+  // network switches (see topology.cc for why the two agree).
+  std::vector<LinkId> network_path(VertexId nic_a, VertexId nic_b) const;
+  std::shared_ptr<const SwitchTree> switch_tree(VertexId root, double root_dist) const;
+  void index_network();
 
   std::string name_;
   GpuSpec gpu_;
@@ -122,6 +128,12 @@ class Topology {
   bool finalized_ = false;
   int nics_per_node_ = 0;
   bool nvls_capable_ = false;
+  // Network index built by finalize(): when every NIC is a leaf of the network (at most one network link
+  // out, to a switch, and at most one in, from a switch), network routes use cached per-switch trees.
+  bool nics_are_network_leaves_ = false;
+  std::vector<int> switch_index_;  // per vertex: index among network switches, -1 for other vertices
+  int num_switches_ = 0;
+  std::vector<LinkId> nic_uplink_, nic_downlink_;  // per vertex: a NIC's network link out / in, or -1
   std::shared_ptr<RouteCache> cache_;
 };
 

@@ -1,6 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <limits>
+#include <queue>
+#include <tuple>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "hw/system_loader.h"
 #include "test_systems.h"
@@ -174,6 +181,183 @@ TEST(Topology, LargeClustersBuildAndRoute) {
   bool via_rail = false;
   for (LinkId l : r) via_rail = via_rail || t.vertices()[t.link(l).dst].name == "n0.nic5";
   EXPECT_TRUE(via_rail);
+  // Every GPU to its counterpart on the next node (a ring's inter-node hops): leaves through its own NIC, the
+  // rail switch and enters the peer's NIC; rail r to rail r never climbs to the spine (4 network links
+  // would). Routing these took a network-wide search per pair (minutes here) before routes shared per-switch
+  // trees.
+  int wrong = 0;
+  for (Rank g = 0; g < t.num_gpus(); ++g) {
+    const Rank peer = (g + 8) % t.num_gpus();
+    int net_hops = 0;
+    bool out = false, in = false;
+    for (LinkId l : t.route(g, peer)) {
+      net_hops += t.link(l).transport == Transport::kNet;
+      out = out || t.link(l).dst == *t.nic_of(g);
+      in = in || t.link(l).src == *t.nic_of(peer);
+    }
+    wrong += !(out && in && net_hops == 2);
+  }
+  EXPECT_EQ(wrong, 0);
+}
+
+}  // namespace strata::hw
+
+namespace strata::hw {
+namespace {
+
+// The network routing strata used before per-switch trees were cached (one Dijkstra per GPU pair over the
+// whole network, NICs allowed to forward), kept as an oracle: same cost (latency + 1 MiB / bandwidth), ties
+// to the smaller entering link id, the same forwarding rules and the same GPU -> NIC -> NIC -> GPU split.
+std::vector<LinkId> reference_path(const Topology& t, const std::vector<std::vector<LinkId>>& out,
+                                   VertexId from, VertexId to, bool network_only, bool nvlink_only) {
+  const auto& vs = t.vertices();
+  const auto n = vs.size();
+  std::vector<double> dist(n, std::numeric_limits<double>::infinity());
+  std::vector<LinkId> via(n, -1);
+  using Item = std::tuple<double, VertexId>;
+  std::priority_queue<Item, std::vector<Item>, std::greater<>> heap;
+  dist[static_cast<std::size_t>(from)] = 0;
+  heap.emplace(0.0, from);
+  while (!heap.empty()) {
+    auto [d, v] = heap.top();
+    heap.pop();
+    if (d > dist[static_cast<std::size_t>(v)]) continue;
+    if (v == to) break;
+    const Vertex& vx = vs[static_cast<std::size_t>(v)];
+    if (v != from && vx.kind == VertexKind::kGpu) continue;
+    if (!network_only && v != from && vx.kind == VertexKind::kNic) continue;
+    for (LinkId l : out[static_cast<std::size_t>(v)]) {
+      const Link& lk = t.link(l);
+      const Vertex& w = vs[static_cast<std::size_t>(lk.dst)];
+      if (network_only && w.kind != VertexKind::kNic && w.kind != VertexKind::kNetSwitch) continue;
+      if (!network_only && w.node != vs[static_cast<std::size_t>(from)].node) continue;
+      if (nvlink_only && lk.transport != Transport::kNvlink) continue;
+      const double nd = d + lk.latency + 1024.0 * 1024.0 / lk.bandwidth;
+      auto& cur = dist[static_cast<std::size_t>(lk.dst)];
+      if (nd < cur || (nd == cur && via[static_cast<std::size_t>(lk.dst)] > l)) {
+        cur = nd;
+        via[static_cast<std::size_t>(lk.dst)] = l;
+        heap.emplace(nd, lk.dst);
+      }
+    }
+  }
+  std::vector<LinkId> path;
+  if (from == to || via[static_cast<std::size_t>(to)] < 0) return path;
+  for (VertexId v = to; v != from; v = t.link(path.back()).src)
+    path.push_back(via[static_cast<std::size_t>(v)]);
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
+std::vector<LinkId> reference_route(const Topology& t, const std::vector<std::vector<LinkId>>& out, Rank a,
+                                    Rank b) {
+  if (a == b) return {};
+  const VertexId ga = t.gpu_vertex(a), gb = t.gpu_vertex(b);
+  if (t.node_of(a) == t.node_of(b)) {
+    auto nvlink = reference_path(t, out, ga, gb, false, true);
+    return nvlink.empty() ? reference_path(t, out, ga, gb, false, false) : nvlink;
+  }
+  const auto nic_a = t.nic_of(a), nic_b = t.nic_of(b);
+  if (!nic_a || !nic_b) return {};
+  auto route = reference_path(t, out, ga, *nic_a, false, false);
+  const auto net = reference_path(t, out, *nic_a, *nic_b, true, false);
+  const auto in = reference_path(t, out, *nic_b, gb, false, false);
+  if (route.empty() || net.empty() || in.empty()) return {};
+  route.insert(route.end(), net.begin(), net.end());
+  route.insert(route.end(), in.begin(), in.end());
+  return route;
+}
+
+// Counts the pairs whose route differs from the oracle's (and reports the first few).
+int routes_differing_from_reference(const Topology& t) {
+  std::vector<std::vector<LinkId>> out(t.vertices().size());
+  for (LinkId l = 0; l < static_cast<LinkId>(t.links().size()); ++l)
+    out[static_cast<std::size_t>(t.link(l).src)].push_back(l);
+  int differing = 0;
+  for (Rank a = 0; a < t.num_gpus(); ++a)
+    for (Rank b = 0; b < t.num_gpus(); ++b) {
+      const auto got = t.route(a, b);
+      const auto want = reference_route(t, out, a, b);
+      if (std::vector<LinkId>(got.begin(), got.end()) != want && ++differing <= 3)
+        ADD_FAILURE() << t.name() << ": route " << a << " -> " << b << " differs from the reference";
+    }
+  return differing;
+}
+
+// A three-level folded Clos (fat tree): `pods` pods of 2 leaf and 2 aggregation switches, 4 core switches,
+// 2 nodes per pod with 2 GPUs and 2 NICs each (NIC i on leaf i of its pod). Many equal-cost paths, so the
+// tie-breaking decides routes; latencies and one slow core link make sums round differently by order.
+// With `dual_homed`, node 0's NIC 0 is also cabled to leaf 1 (a NIC that could forward).
+Topology clos(int pods, bool dual_homed) {
+  const int nodes = 2 * pods;
+  Topology t("clos", *find_gpu("h100-sxm"), nodes, 2, {{"node", nodes}, {"gpu", 2}});
+  const LinkKind& ib = *find_link_kind("ib-ndr");
+  const LinkKind& pcie = *find_link_kind("pcie5");
+  std::vector<VertexId> core;
+  for (int c = 0; c < 4; ++c)
+    core.push_back(t.add_vertex({VertexKind::kNetSwitch, fmt::format("core{}", c)}));
+  std::vector<std::vector<VertexId>> leaf(static_cast<std::size_t>(pods));
+  for (int p = 0; p < pods; ++p) {
+    std::vector<VertexId> agg;
+    for (int i = 0; i < 2; ++i) {
+      agg.push_back(t.add_vertex({VertexKind::kNetSwitch, fmt::format("p{}.agg{}", p, i)}));
+      leaf[static_cast<std::size_t>(p)].push_back(
+          t.add_vertex({VertexKind::kNetSwitch, fmt::format("p{}.leaf{}", p, i)}));
+    }
+    for (int i = 1; i >= 0; --i)  // agg i -> cores 2i, 2i+1; core 3 of pod 0 on a slower link
+      for (int c = 2 * i; c < 2 * i + 2; ++c)
+        t.add_duplex(agg[static_cast<std::size_t>(i)], core[static_cast<std::size_t>(c)], ib, ib.bandwidth,
+                     p == 0 && c == 3 ? 0.5 : 0.9, 0.7e-6, 1);
+    for (int l = 0; l < 2; ++l)
+      for (int i = 0; i < 2; ++i)
+        t.add_duplex(leaf[static_cast<std::size_t>(p)][static_cast<std::size_t>(l)],
+                     agg[static_cast<std::size_t>(i)], ib, ib.bandwidth, 0.9, 0.3e-6, 1);
+  }
+  for (int n = 0; n < nodes; ++n) {
+    const VertexId sw = t.add_vertex({VertexKind::kPcieSwitch, fmt::format("n{}.pcie0", n), n, 0});
+    for (int g = 0; g < 2; ++g) {
+      const VertexId gpu = t.add_vertex({VertexKind::kGpu, fmt::format("n{}.gpu{}", n, g), n, g});
+      const VertexId nic = t.add_vertex({VertexKind::kNic, fmt::format("n{}.nic{}", n, g), n, g});
+      t.add_duplex(gpu, sw, pcie, pcie.bandwidth, 0.8, 1e-6, 1);
+      t.add_duplex(nic, sw, pcie, pcie.bandwidth, 0.8, 1e-6, 1);
+      t.add_duplex(nic, leaf[static_cast<std::size_t>(n / 2)][static_cast<std::size_t>(g)], ib, ib.bandwidth,
+                   0.9, 0.3e-6, 1);
+      if (dual_homed && n == 0 && g == 0) t.add_duplex(nic, leaf[0][1], ib, ib.bandwidth, 0.9, 0.3e-6, 1);
+      t.set_gpu_vertex(n * 2 + g, gpu);
+      t.set_nic_of_gpu(n * 2 + g, nic);
+    }
+  }
+  t.finalize();
+  return t;
+}
+
+}  // namespace
+
+// Network routes come from cached per-switch trees (hw/topology.cc, network_path); they must be exactly the
+// routes of the full per-pair search they replaced, for every GPU pair of every preset.
+TEST(Routes, PresetRoutesEqualTheFullSearch) {
+  int count = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(STRATA_SOURCE_DIR) + "/configs/hw")) {
+    if (entry.path().extension() != ".yaml") continue;
+    ++count;
+    for (int nodes : {2, 3, 4}) {
+      SCOPED_TRACE(entry.path().string() + " x " + std::to_string(nodes));
+      EXPECT_EQ(routes_differing_from_reference(load_system(entry.path().string(), LoadOptions{nodes})), 0);
+    }
+  }
+  EXPECT_EQ(count, 6);
+}
+
+TEST(Routes, FatTreeRoutesEqualTheFullSearch) {
+  const Topology t = clos(3, false);
+  EXPECT_EQ(routes_differing_from_reference(t), 0);
+  // Node 0 GPU 0 to node 2 GPU 0 crosses leaf, aggregation, core, aggregation, leaf: 6 network links.
+  int net_links = 0;
+  for (LinkId l : t.route(0, 4)) net_links += t.link(l).transport == Transport::kNet;
+  EXPECT_EQ(net_links, 6);
+  // A NIC on two leaves could forward between them: routing falls back to the full search, same routes.
+  EXPECT_EQ(routes_differing_from_reference(clos(3, true)), 0);
 }
 
 }  // namespace strata::hw

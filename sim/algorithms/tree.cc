@@ -6,6 +6,7 @@
 // instead of the ring's 2(n-1) steps; at large sizes each NIC carries about 2S/C each way, like the ring.
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
 
 #include "sim/algorithms/algorithms.h"
 
@@ -77,9 +78,13 @@ std::vector<std::vector<hw::Rank>> node_chains(const BuildContext& ctx,
                                                const std::vector<std::vector<hw::Rank>>& nodes,
                                                std::span<const hw::Rank> ring) {
   std::vector<std::vector<hw::Rank>> chains(nodes.size());
+  // Each node appears once in `nodes` (members_by_node), so a lookup replaces a scan per ring member, which
+  // cost ring length x nodes (quadratic in cluster size).
+  std::unordered_map<int, std::size_t> chain_of_node;
+  for (std::size_t i = 0; i < nodes.size(); ++i) chain_of_node.emplace(ctx.topo.node_of(nodes[i].front()), i);
   for (hw::Rank r : ring)
-    for (std::size_t i = 0; i < nodes.size(); ++i)
-      if (ctx.topo.node_of(r) == ctx.topo.node_of(nodes[i].front())) chains[i].push_back(r);
+    if (auto it = chain_of_node.find(ctx.topo.node_of(r)); it != chain_of_node.end())
+      chains[it->second].push_back(r);
   return chains;
 }
 
