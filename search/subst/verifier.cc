@@ -220,6 +220,35 @@ std::optional<RuleResult> check_by_evaluation(const Rule& rule, const VerifyOpti
   return std::nullopt;
 }
 
+// Operators outside TASO's named vocabulary that occur in `t`.
+void collect_extra_ops(const Term& t, std::vector<Op>& out) {
+  if (t.is_variable()) return;
+  if (static_cast<int>(t.op()) >= kNumNamedOps && std::find(out.begin(), out.end(), t.op()) == out.end())
+    out.push_back(t.op());
+  for (const Term& a : t.args()) collect_extra_ops(a, out);
+}
+
+// The axioms given to Z3 for `rule`: an axiom about an operator outside TASO's vocabulary (declared by its
+// OpDef) only when the rule uses that operator. Leaving assumptions out can only prove less, never something
+// false; and it keeps Z3's search over TASO's rules what it was before such operators existed.
+std::vector<Axiom> axioms_for(const Rule& rule, std::span<const Axiom> axioms) {
+  std::vector<Op> in_rule;
+  for (const Equation& eq : rule.outputs) {
+    collect_extra_ops(eq.lhs, in_rule);
+    collect_extra_ops(eq.rhs, in_rule);
+  }
+  std::vector<Axiom> out;
+  for (const Axiom& ax : axioms) {
+    std::vector<Op> in_axiom;
+    collect_extra_ops(ax.lhs, in_axiom);
+    collect_extra_ops(ax.rhs, in_axiom);
+    if (std::all_of(in_axiom.begin(), in_axiom.end(),
+                    [&](Op op) { return std::find(in_rule.begin(), in_rule.end(), op) != in_rule.end(); }))
+      out.push_back(ax);
+  }
+  return out;
+}
+
 RuleResult verify_one(const Rule& rule, std::span<const Axiom> axioms, const VerifyOptions& options) {
   if (auto rejected = check_by_evaluation(rule, options)) return *std::move(rejected);
   if (!options.run_z3) {
@@ -227,7 +256,7 @@ RuleResult verify_one(const Rule& rule, std::span<const Axiom> axioms, const Ver
     r.reason = "not refuted by evaluation (Z3 not run)";
     return r;
   }
-  return Prover(axioms, options).verify(rule);
+  return Prover(axioms_for(rule, axioms), options).verify(rule);
 }
 
 }  // namespace
