@@ -18,7 +18,7 @@ int variable_index(const std::vector<std::string>& vars, const std::string& name
 
 // A grouped convolution is neither matched nor built (ir_bridge.h: rules_may_use).
 bool ungroupable(const Signature& sig) {
-  return sig.op && !rules_may_use(sig.op->name, sig.attrs);
+  return sig.op && !rules_may_use(*sig.op, sig.attrs);
 }
 
 // Whether e-node n is an instance of the application at the top of pattern t.
@@ -140,7 +140,7 @@ std::optional<ClassId> build_target(EGraph& eg, const Term& t, const Bindings& b
     cshape = *s;
   }
   auto ir = to_ir(inst, shapes, split_point, cshape);
-  if (!ir || !rules_may_use(ir->name, ir->attrs)) return std::nullopt;
+  if (!ir || !rules_may_use(*ir->def, ir->attrs)) return std::nullopt;
   return eg.add_op(ir->name, ir->attrs, kids, ir->output);
 }
 

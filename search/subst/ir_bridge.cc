@@ -13,13 +13,13 @@ std::optional<IrOp> to_ir(const OpInstance& inst, std::span<const models::Shape>
                                   .sizing = constant_shape.empty() ? nullptr : &constant_shape};
   auto attrs = info.def->rule.to_attrs(rule);
   if (!attrs) return std::nullopt;
-  return IrOp{info.ir_op, std::move(*attrs), info.ir_output};
+  return IrOp{info.ir_op, info.def, std::move(*attrs), info.ir_output};
 }
 
 models::TryResult<IrApplication> apply_ir(const IrOp& ir, std::span<const models::Shape> input_shapes,
                                           std::string_view where) {
   IrApplication a;
-  a.def = &models::OpRegistry::instance().get(ir.name);
+  a.def = ir.def ? ir.def : &models::OpRegistry::instance().get(ir.name);
   auto attrs = models::try_complete_attrs(*a.def, ir.attrs, where);
   if (!attrs) return models::TryResult<IrApplication>::failure(attrs.diagnostic());
   a.attrs = std::move(attrs).value();
@@ -35,9 +35,11 @@ std::optional<OpInstance> from_ir(const models::Graph& g, const models::Node& n)
   if (!n.op->rule.from_node) return std::nullopt;
   const auto op = find_op(*n.op);
   if (!op) return std::nullopt;
-  std::vector<models::TensorType> in;
-  in.reserve(n.inputs.size());
-  for (models::ValueId v : n.inputs) in.push_back(g.type(v));
+  // Called for every value the optimizers look at: the input types are copied into a per-thread buffer whose
+  // shapes keep their capacity, so a call allocates nothing once warm.
+  thread_local std::vector<models::TensorType> in;
+  in.resize(n.inputs.size());
+  for (std::size_t i = 0; i < n.inputs.size(); ++i) in[i] = g.type(n.inputs[i]);
   auto params = n.op->rule.from_node(in, n.attrs, n.outputs.size());
   if (!params) return std::nullopt;
   return OpInstance{*op, std::move(*params)};
@@ -45,10 +47,6 @@ std::optional<OpInstance> from_ir(const models::Graph& g, const models::Node& n)
 
 bool rules_may_use(const models::OpDef& def, const models::Attrs& attrs) {
   return !def.rule.optimizers_may_use || def.rule.optimizers_may_use(attrs);
-}
-bool rules_may_use(std::string_view ir_op, const models::Attrs& attrs) {
-  const models::OpDef* def = models::OpRegistry::instance().find(ir_op);
-  return def && rules_may_use(*def, attrs);
 }
 
 std::optional<models::Shape> operand_shape(Op parent, std::size_t arg, const models::Shape* other,

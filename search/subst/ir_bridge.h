@@ -26,9 +26,10 @@ struct OpInstance {
 };
 
 struct IrOp {
-  std::string_view name;  // IR operator name
-  models::Attrs attrs;    // complete for the IR op except defaults
-  int output = 0;         // which IR output the rule operator denotes (split_1: 1)
+  std::string_view name;               // IR operator name
+  const models::OpDef* def = nullptr;  // its OpDef (set by to_ir)
+  models::Attrs attrs;                 // complete for the IR op except defaults
+  int output = 0;                      // which IR output the rule operator denotes (split_1: 1)
 };
 
 // The IR operator for `inst` on inputs of the given shapes, by the operator's rule form (OpDef::rule,
@@ -68,7 +69,6 @@ std::optional<models::Shape> constant_shape_in(Op parent, std::size_t arg, const
 // Whether the optimizers may match or build an IR node with these attributes through rules, as the
 // operator's rule form declares it (RuleForm::optimizers_may_use: conv2d excludes grouped convolutions).
 bool rules_may_use(const models::OpDef& def, const models::Attrs& attrs);
-bool rules_may_use(std::string_view ir_op, const models::Attrs& attrs);
 
 // One producer of a value (or one e-node of an e-class), as TASO's split-point search sees it.
 struct SplitTraceStep {

@@ -40,7 +40,7 @@ bool Matcher::match(const Term& t, ValueId v, MatchState& st) const {
   if (!index_) {
     computed = from_ir(g_, g_.node(val.producer));
     const Node& n = g_.node(val.producer);
-    if (computed && !rules_may_use(n.op->name, n.attrs)) computed.reset();
+    if (computed && !rules_may_use(*n.op, n.attrs)) computed.reset();
   }
   const auto& inst = index_ ? index_->instances[static_cast<std::size_t>(val.producer)] : computed;
   if (!inst) return false;
@@ -175,7 +175,7 @@ MatchIndex::MatchIndex(const Graph& g) : GraphUses(g), instances(g.nodes().size(
   for (NodeId n = 0; n < static_cast<NodeId>(g.nodes().size()); ++n) {
     const Node& node = g.node(n);
     auto inst = from_ir(g, node);
-    if (!inst || !rules_may_use(node.op->name, node.attrs)) continue;
+    if (!inst || !rules_may_use(*node.op, node.attrs)) continue;
     by_op[static_cast<std::size_t>(inst->op)].push_back(n);
     instances[static_cast<std::size_t>(n)] = std::move(inst);
   }

@@ -119,7 +119,8 @@ class Evaluator {
     }
     std::optional<IrOp> ir;
     if (t.op() == Op::kSmul && shapes.size() == 2 && shapes[1].empty())
-      ir = IrOp{"scalar_mul", {}};  // the IR's scalar_mul also takes a 0-D first operand
+      ir = IrOp{
+          "scalar_mul", op_info(Op::kSmul).def, {}, 0};  // the IR's scalar_mul also takes a 0-D first operand
     else
       ir = to_ir(inst, shapes, split_point, constant_sizing(wanted, options_.free_constant_size));
     if (!ir) return fail("the operator does not apply");
