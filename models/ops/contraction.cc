@@ -3,6 +3,9 @@
 // enlarge (zero-pads a conv kernel to a larger size, centred) with its gradient.
 #include <algorithm>
 
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
 #include "models/ops/activations.h"
 #include "models/ops/common.h"
 #include "models/ops/rule_helpers.h"
@@ -62,33 +65,53 @@ double matmul_flops(std::span<const TensorType> in, std::span<const TensorType> 
   return 2.0 * static_cast<double>(out[0].numel()) * static_cast<double>(d.k);
 }
 
+// Runs body(begin, end) over [0, n) rows, split across TBB workers when the kernel is big enough to pay for
+// it. Each output element is still computed by one worker with its terms added in the same order, so the
+// result is identical to the bit whatever the thread count (the reference executor's determinism).
+template <class Body>
+void for_rows(std::int64_t n, double flops, Body&& body) {
+  constexpr double kParallelFlops = 4e6;  // below this a kernel is shorter than spreading it over workers
+  if (flops < kParallelFlops || n < 2) {
+    body(std::int64_t{0}, n);
+    return;
+  }
+  tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, n),
+                    [&](const tbb::blocked_range<std::int64_t>& r) { body(r.begin(), r.end()); });
+}
+
 template <class T>
 void gemm(const T* a, const T* b, T* o, MatDims d, bool ta, bool tb) {
   const std::int64_t a_si = ta ? 1 : d.k, a_sk = ta ? d.m : 1;
   const std::int64_t b_sk = tb ? 1 : d.n, b_sj = tb ? d.k : 1;
+  const double flops = 2.0 * static_cast<double>(d.m) * static_cast<double>(d.n) * static_cast<double>(d.k);
   if (tb && !ta) {  // rows of a against rows of b: contiguous dot products
-    for (std::int64_t i = 0; i < d.m; ++i)
-      for (std::int64_t j = 0; j < d.n; ++j) {
-        const T* arow = a + i * d.k;
-        const T* brow = b + j * d.k;
-        T acc{};
-        for (std::int64_t k = 0; k < d.k; ++k) acc += arow[k] * brow[k];
-        o[i * d.n + j] = acc;
-      }
+    for_rows(d.m, flops, [&](std::int64_t i0, std::int64_t i1) {
+      for (std::int64_t i = i0; i < i1; ++i)
+        for (std::int64_t j = 0; j < d.n; ++j) {
+          const T* arow = a + i * d.k;
+          const T* brow = b + j * d.k;
+          T acc{};
+          for (std::int64_t k = 0; k < d.k; ++k) acc += arow[k] * brow[k];
+          o[i * d.n + j] = acc;
+        }
+    });
     return;
   }
-  for (std::int64_t i = 0; i < d.m * d.n; ++i) o[i] = T{};
-  for (std::int64_t i = 0; i < d.m; ++i)
-    for (std::int64_t k = 0; k < d.k; ++k) {
-      const T av = a[i * a_si + k * a_sk];
-      const T* brow = b + k * b_sk;
+  for_rows(d.m, flops, [&](std::int64_t i0, std::int64_t i1) {
+    for (std::int64_t i = i0; i < i1; ++i) {
       T* orow = o + i * d.n;
-      if (b_sj == 1) {
-        for (std::int64_t j = 0; j < d.n; ++j) orow[j] += av * brow[j];
-      } else {
-        for (std::int64_t j = 0; j < d.n; ++j) orow[j] += av * brow[j * b_sj];
+      for (std::int64_t j = 0; j < d.n; ++j) orow[j] = T{};
+      for (std::int64_t k = 0; k < d.k; ++k) {
+        const T av = a[i * a_si + k * a_sk];
+        const T* brow = b + k * b_sk;
+        if (b_sj == 1) {
+          for (std::int64_t j = 0; j < d.n; ++j) orow[j] += av * brow[j];
+        } else {
+          for (std::int64_t j = 0; j < d.n; ++j) orow[j] += av * brow[j * b_sj];
+        }
       }
     }
+  });
 }
 
 template <class T>
@@ -195,8 +218,11 @@ void conv_kernel(const KernelCall<T>& c) {
   // conv_loop's sums, with the output pixels innermost (contiguous, bounds hoisted): each output element
   // still adds its terms in (ic, ky, kx) order, so results are the same to the bit, several times faster.
   const std::int64_t cg = g.c / g.g, og = g.o / g.g;
-  for (std::int64_t n = 0; n < g.n; ++n)
-    for (std::int64_t oc = 0; oc < g.o; ++oc) {
+  const double flops = 2.0 * static_cast<double>(c.out[0].numel) * static_cast<double>(cg * g.kh * g.kw);
+  // One output plane (image n, channel oc) per row of the parallel loop: planes are independent.
+  for_rows(g.n * g.o, flops, [&](std::int64_t p0, std::int64_t p1) {
+    for (std::int64_t plane = p0; plane < p1; ++plane) {
+      const std::int64_t n = plane / g.o, oc = plane % g.o;
       T* out = o + (n * g.o + oc) * g.oh * g.ow;
       for (std::int64_t ic = 0; ic < cg; ++ic) {
         const T* xin = x + (n * g.c + (oc / og) * cg + ic) * g.h * g.w;
@@ -217,6 +243,7 @@ void conv_kernel(const KernelCall<T>& c) {
           }
       }
     }
+  });
   if (c.in.size() == 3) {
     const std::int64_t hw = g.oh * g.ow;
     for (std::int64_t i = 0; i < c.out[0].numel; ++i) o[i] += c.in[2][(i / hw) % g.o];

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <tbb/task_arena.h>
 
 #include "models/exec/executor.h"
 #include "models/ir/graph.h"
@@ -49,6 +50,34 @@ Graph matmul_chain(int layers) {
     h = g.add("matmul", {h, g.add_param("w" + std::to_string(i), TensorType{{kN, kN}})});
   g.mark_output(h);
   return g;
+}
+
+// The reference GEMM and convolution split large kernels across TBB workers by output rows / planes; each
+// element is still summed by one worker in one order, so the results equal a one-thread run to the bit.
+TEST(ReferenceKernels, ParallelGemmAndConvEqualOneThreadBitForBit) {
+  Graph g("big");
+  const ValueId a = g.add_input("a", TensorType{{96, 160}});
+  const ValueId b = g.add_param("b", TensorType{{160, 128}});
+  const ValueId bt = g.add_param("bt", TensorType{{128, 160}});
+  g.mark_output(g.add("matmul", {a, b}));  // 2*96*128*160 = 3.9 MFLOP: below the parallel threshold
+  g.mark_output(g.add("matmul", {a, bt}, {{"trans_b", std::int64_t{1}}}));
+  const ValueId a2 = g.add_input("a2", TensorType{{256, 160}});
+  g.mark_output(g.add("matmul", {a2, b}));  // 10.5 MFLOP: parallel
+  g.mark_output(g.add("matmul", {a2, bt}, {{"trans_b", std::int64_t{1}}}));
+  const ValueId x = g.add_input("x", TensorType{{2, 16, 20, 20}});
+  const ValueId w = g.add_param("w", TensorType{{32, 16, 3, 3}});
+  g.mark_output(g.add("conv2d", {x, w}, {{"pads", Ints{1, 1, 1, 1}}}));  // 7.4 MFLOP: parallel
+  ExecOptions opt;
+  opt.seed = 3;
+  std::vector<std::vector<double>> one, many;
+  tbb::task_arena(1).execute([&] { one = execute<double>(g, {}, opt); });
+  tbb::task_arena(4).execute([&] { many = execute<double>(g, {}, opt); });
+  ASSERT_EQ(one.size(), many.size());
+  for (ValueId v : g.outputs()) {
+    const auto i = static_cast<std::size_t>(v);
+    ASSERT_FALSE(one[i].empty());
+    EXPECT_EQ(one[i], many[i]) << g.values()[i].name;  // exact equality, not a tolerance
+  }
 }
 
 TEST(ExecutorMemory, ChainHoldsOneWeightAtATimeNotAllOfThem) {
