@@ -141,7 +141,7 @@ std::optional<ClassId> build_target(EGraph& eg, const Term& t, const Bindings& b
   }
   auto ir = to_ir(inst, shapes, split_point, cshape);
   if (!ir || !rules_may_use(*ir->def, ir->attrs)) return std::nullopt;
-  return eg.add_op(ir->name, ir->attrs, kids, ir->output);
+  return eg.add_op(ir->name(), ir->attrs, kids, ir->output);
 }
 
 }  // namespace

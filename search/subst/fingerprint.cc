@@ -20,12 +20,6 @@ using models::Shape;
 
 constexpr std::uint32_t kNoArg = 0xFFFFFFFu;  // 28 bits
 
-// The sizing TASO's generator gives a constant (its OpDef's RuleForm::taso_generator_sizing); empty for
-// other operators.
-const Shape& constant_shape(Op op) {
-  return op_info(op).def->rule.taso_generator_sizing;
-}
-
 SplitTree merge(const SplitTree& a, int offset, const SplitTree& b, bool& ok) {
   SplitTree r = a;
   if (a.n + b.n + 1 > static_cast<int>(r.pos.size())) {
@@ -189,7 +183,7 @@ const ValueStore::Prepared* ValueStore::prepare(int inst, std::span<const ValueI
   const auto& op = ops_[static_cast<std::size_t>(inst)];
   std::vector<Shape> shapes;
   for (auto a : args) shapes.push_back(shape(a));
-  if (auto ir = to_ir(op, shapes, split_point, constant_shape(op.op))) {
+  if (auto ir = to_ir(op, shapes, split_point, taso_generator_sizing(op.op))) {
     // nullopt: the IR's shape rule rejects the combination
     if (auto applied = apply_ir(*ir, shapes, "generator")) {
       auto p = std::make_unique<Prepared>();
@@ -229,7 +223,7 @@ bool ValueStore::shape_applies(int inst, int shape_a, int shape_b) {
   if (is_split(op.op)) {
     const auto axis = static_cast<std::size_t>(op.params[0]);
     ok = axis < shapes[0].size() && shapes[0][axis] >= 2;
-  } else if (auto ir = to_ir(op, shapes, 0, constant_shape(op.op))) {
+  } else if (auto ir = to_ir(op, shapes, 0, taso_generator_sizing(op.op))) {
     if (auto applied = apply_ir(*ir, shapes, "generator")) {
       ok = true;
       for (const auto& t : applied.value().outputs) ok = ok && t.numel() <= kMaxElements;

@@ -33,13 +33,14 @@ std::vector<RealTensor> replay_real(const Enc& g, const std::vector<OpInstance>&
     for (int a = 0; a < e.nin; ++a) shapes.push_back(ts[e.in[static_cast<std::size_t>(a)]].shape);
     std::int64_t split_at = 0;
     if (is_split(inst.op)) split_at = split_point(ts[e.in[0]].meta, static_cast<std::size_t>(inst.params[0]));
-    const auto ir = to_ir(inst, shapes, split_at, op_info(inst.op).def->rule.taso_generator_sizing);
+    const auto ir = to_ir(inst, shapes, split_at, taso_generator_sizing(inst.op));
     if (!ir) throw std::logic_error("generator: real replay failed");
-    const auto& def = models::OpRegistry::instance().get(ir->name);
-    const auto attrs = models::complete_attrs(def, ir->attrs, "generator");
-    std::vector<models::TensorType> in;
-    for (const auto& s : shapes) in.push_back({s, models::DType::kF32});
-    const auto out_types = def.shape(in, attrs);
+    auto applied = apply_ir(*ir, shapes, "generator");
+    if (!applied) throw std::logic_error("generator: real replay failed: " + applied.diagnostic());
+    const models::OpDef& def = *applied.value().def;
+    const models::Attrs& attrs = applied.value().attrs;
+    const auto& in = applied.value().inputs;
+    const auto& out_types = applied.value().outputs;
     std::array<const TensorMeta*, 2> am{};
     std::array<const Shape*, 2> as{};
     for (int a = 0; a < e.nin; ++a) {

@@ -13,13 +13,13 @@ std::optional<IrOp> to_ir(const OpInstance& inst, std::span<const models::Shape>
                                   .sizing = constant_shape.empty() ? nullptr : &constant_shape};
   auto attrs = info.def->rule.to_attrs(rule);
   if (!attrs) return std::nullopt;
-  return IrOp{info.ir_op, info.def, std::move(*attrs), info.ir_output};
+  return IrOp{info.def, std::move(*attrs), info.ir_output};
 }
 
 models::TryResult<IrApplication> apply_ir(const IrOp& ir, std::span<const models::Shape> input_shapes,
                                           std::string_view where) {
   IrApplication a;
-  a.def = ir.def ? ir.def : &models::OpRegistry::instance().get(ir.name);
+  a.def = ir.def;
   auto attrs = models::try_complete_attrs(*a.def, ir.attrs, where);
   if (!attrs) return models::TryResult<IrApplication>::failure(attrs.diagnostic());
   a.attrs = std::move(attrs).value();

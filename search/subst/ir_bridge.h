@@ -26,10 +26,10 @@ struct OpInstance {
 };
 
 struct IrOp {
-  std::string_view name;               // IR operator name
-  const models::OpDef* def = nullptr;  // its OpDef (set by to_ir)
+  const models::OpDef* def = nullptr;  // the IR operator
   models::Attrs attrs;                 // complete for the IR op except defaults
   int output = 0;                      // which IR output the rule operator denotes (split_1: 1)
+  [[nodiscard]] std::string_view name() const { return def->name; }
 };
 
 // The IR operator for `inst` on inputs of the given shapes, by the operator's rule form (OpDef::rule,

@@ -63,6 +63,11 @@ struct OpInfo {
 };
 
 const OpInfo& op_info(Op op);
+// The sizing TASO's generator gives a constant symbol (its OpDef's RuleForm::taso_generator_sizing); empty
+// for other symbols.
+inline const models::Shape& taso_generator_sizing(Op op) {
+  return op_info(op).def->rule.taso_generator_sizing;
+}
 // The symbol denoting output `output` of an IR operator, if it has a rule form.
 std::optional<Op> find_op(const models::OpDef& def, int output = 0);
 // split_0 and split_1 are the two outputs of one split.

@@ -71,7 +71,7 @@ std::optional<std::vector<ValueId>> emit_new_node(Graph& out, const NewNode& nn,
   auto ir = to_ir(inst, shapes, split_point, cshape);
   if (!ir) return std::nullopt;
   if (!rules_may_use(*ir->def, ir->attrs)) return std::nullopt;
-  auto outs = out.try_add_node(ir->name, std::move(ins), ir->attrs, name_prefix + std::string(ir->name));
+  auto outs = out.try_add_node(ir->name(), std::move(ins), ir->attrs, name_prefix + std::string(ir->name()));
   if (!outs) return std::nullopt;
   return std::move(outs).value();
 }

@@ -107,7 +107,7 @@ class Evaluator {
           fmt::format("{} on operands of shape ({}): {}", to_string(t), shapes_str(shapes), why));
     };
 
-    const bool split = t.op() == Op::kSplit0 || t.op() == Op::kSplit1;
+    const bool split = is_split(t.op());
     std::int64_t split_point = 0;
     SplitTreePtr split_tree;
     if (split) {
@@ -119,8 +119,7 @@ class Evaluator {
     }
     std::optional<IrOp> ir;
     if (t.op() == Op::kSmul && shapes.size() == 2 && shapes[1].empty())
-      ir = IrOp{
-          "scalar_mul", op_info(Op::kSmul).def, {}, 0};  // the IR's scalar_mul also takes a 0-D first operand
+      ir = IrOp{op_info(Op::kSmul).def, {}, 0};  // the IR's scalar_mul also takes a 0-D first operand
     else
       ir = to_ir(inst, shapes, split_point, constant_sizing(wanted, options_.free_constant_size));
     if (!ir) return fail("the operator does not apply");

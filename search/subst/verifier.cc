@@ -228,35 +228,43 @@ void collect_extra_ops(const Term& t, std::vector<Op>& out) {
   for (const Term& a : t.args()) collect_extra_ops(a, out);
 }
 
+// The operators outside TASO's vocabulary each axiom mentions, computed once for all rules.
+std::vector<std::vector<Op>> extra_ops_of(std::span<const Axiom> axioms) {
+  std::vector<std::vector<Op>> out(axioms.size());
+  for (std::size_t i = 0; i < axioms.size(); ++i) {
+    collect_extra_ops(axioms[i].lhs, out[i]);
+    collect_extra_ops(axioms[i].rhs, out[i]);
+  }
+  return out;
+}
+
 // The axioms given to Z3 for `rule`: an axiom about an operator outside TASO's vocabulary (declared by its
 // OpDef) only when the rule uses that operator. Leaving assumptions out can only prove less, never something
 // false; and it keeps Z3's search over TASO's rules what it was before such operators existed.
-std::vector<Axiom> axioms_for(const Rule& rule, std::span<const Axiom> axioms) {
+std::vector<Axiom> axioms_for(const Rule& rule, std::span<const Axiom> axioms,
+                              std::span<const std::vector<Op>> axiom_ops) {
   std::vector<Op> in_rule;
   for (const Equation& eq : rule.outputs) {
     collect_extra_ops(eq.lhs, in_rule);
     collect_extra_ops(eq.rhs, in_rule);
   }
   std::vector<Axiom> out;
-  for (const Axiom& ax : axioms) {
-    std::vector<Op> in_axiom;
-    collect_extra_ops(ax.lhs, in_axiom);
-    collect_extra_ops(ax.rhs, in_axiom);
-    if (std::all_of(in_axiom.begin(), in_axiom.end(),
+  for (std::size_t i = 0; i < axioms.size(); ++i)
+    if (std::all_of(axiom_ops[i].begin(), axiom_ops[i].end(),
                     [&](Op op) { return std::find(in_rule.begin(), in_rule.end(), op) != in_rule.end(); }))
-      out.push_back(ax);
-  }
+      out.push_back(axioms[i]);
   return out;
 }
 
-RuleResult verify_one(const Rule& rule, std::span<const Axiom> axioms, const VerifyOptions& options) {
+RuleResult verify_one(const Rule& rule, std::span<const Axiom> axioms,
+                      std::span<const std::vector<Op>> axiom_ops, const VerifyOptions& options) {
   if (auto rejected = check_by_evaluation(rule, options)) return *std::move(rejected);
   if (!options.run_z3) {
     RuleResult r;
     r.reason = "not refuted by evaluation (Z3 not run)";
     return r;
   }
-  return Prover(axioms_for(rule, axioms), options).verify(rule);
+  return Prover(axioms_for(rule, axioms, axiom_ops), options).verify(rule);
 }
 
 }  // namespace
@@ -270,13 +278,14 @@ std::vector<RuleResult> verify_rules(std::span<const Rule> rules, std::span<cons
   std::vector<RuleResult> results(rules.size());
   std::mutex progress_mutex;
   std::size_t done = 0;
+  const auto axiom_ops = extra_ops_of(axioms);
   const int jobs = options.jobs > 0 ? options.jobs : tbb::this_task_arena::max_concurrency();
   tbb::task_arena arena(jobs);
   arena.execute([&] {
     tbb::parallel_for(tbb::blocked_range<std::size_t>(0, rules.size(), 1),
                       [&](const tbb::blocked_range<std::size_t>& range) {
                         for (std::size_t i = range.begin(); i != range.end(); ++i) {
-                          results[i] = verify_one(rules[i], axioms, options);
+                          results[i] = verify_one(rules[i], axioms, axiom_ops, options);
                           if (progress) {
                             const std::lock_guard lock(progress_mutex);
                             progress(++done, rules.size(), i, results[i]);

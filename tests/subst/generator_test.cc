@@ -255,7 +255,8 @@ TEST(GeneratorCoverage, RediscoversTasoRulesOverMatrixOperators) {
   const auto c = subset_coverage("ewadd,ewmul,matmul,transpose,transpose_layout,concat,split,smul",
                                  {Op::kEwadd, Op::kEwmul, Op::kMatmul, Op::kTranspose, Op::kConcat,
                                   Op::kSplit0, Op::kSplit1, Op::kSmul});
-  EXPECT_EQ(c.considered, 257u);  // tests/subst/data/taso-rules/count_subset_rules.py counts them independently
+  EXPECT_EQ(c.considered,
+            257u);  // tests/subst/data/taso-rules/count_subset_rules.py counts them independently
   EXPECT_TRUE(c.missing.empty()) << ::testing::PrintToString(c.missing);
   // Known members: matmul associativity (#0), the merged matmul with split outputs (#592).
   std::set<std::string> forms;

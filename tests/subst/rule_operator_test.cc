@@ -50,7 +50,7 @@ TEST(RuleOperator, IrBridgeRoundTripsASigmoidNode) {
   const std::vector<models::Shape> shapes{{2, 3}};
   const auto ir = to_ir(*inst, shapes);
   ASSERT_TRUE(ir.has_value());
-  EXPECT_EQ(ir->name, "sigmoid");
+  EXPECT_EQ(ir->name(), "sigmoid");
   EXPECT_FALSE(to_ir(*inst, std::vector<models::Shape>{{}}).has_value());  // TASO's activations take tensors
 }
 
