@@ -34,10 +34,18 @@ std::optional<E> parse_of(const std::array<std::pair<E, std::string_view>, N>& t
 
 }  // namespace
 
-std::string_view schedule_name(PipelineSchedule s) { return name_of(kSchedules, s); }
-std::optional<PipelineSchedule> parse_schedule(std::string_view name) { return parse_of(kSchedules, name); }
-std::string_view recompute_name(Recompute r) { return name_of(kRecomputes, r); }
-std::optional<Recompute> parse_recompute(std::string_view name) { return parse_of(kRecomputes, name); }
+std::string_view schedule_name(PipelineSchedule s) {
+  return name_of(kSchedules, s);
+}
+std::optional<PipelineSchedule> parse_schedule(std::string_view name) {
+  return parse_of(kSchedules, name);
+}
+std::string_view recompute_name(Recompute r) {
+  return name_of(kRecomputes, r);
+}
+std::optional<Recompute> parse_recompute(std::string_view name) {
+  return parse_of(kRecomputes, name);
+}
 
 std::string LlmStrategy::describe() const {
   return fmt::format("tp{} pp{} dp{} cp{} ep{}{} mb{} gb{} {} v{} recompute={} zero{}", tp, pp, dp, cp, ep,

@@ -26,11 +26,11 @@ std::string_view recompute_name(Recompute r);
 std::optional<Recompute> parse_recompute(std::string_view name);
 
 struct LlmStrategy {
-  int tp = 1;  // tensor-parallel size (Megatron column/row splits)
-  int pp = 1;  // pipeline stages
-  int dp = 1;  // data-parallel size
-  int cp = 1;  // context-parallel size (sequence split across ranks, ring attention)
-  int ep = 1;  // expert-parallel size for MoE layers; carved out of dp (ep divides dp)
+  int tp = 1;                      // tensor-parallel size (Megatron column/row splits)
+  int pp = 1;                      // pipeline stages
+  int dp = 1;                      // data-parallel size
+  int cp = 1;                      // context-parallel size (sequence split across ranks, ring attention)
+  int ep = 1;                      // expert-parallel size for MoE layers; carved out of dp (ep divides dp)
   bool sequence_parallel = false;  // Korthikanti et al.: norms/dropout on s/t, all-reduce -> RS + AG
   int micro_batch = 1;             // sequences per micro-batch
   std::int64_t global_batch = 1;   // sequences per optimizer step

@@ -1,0 +1,87 @@
+// Communication of a parallel training step, simulated with symmetry but without dropping contention.
+//
+// A step simulates one representative GPU per pipeline stage; every communication it performs is replicated
+// over symmetric instances (the same collective on the TP group of every data-parallel replica, the DP
+// reduction of every tensor-parallel rank, the pipeline send of every TP rank and replica). Two exact
+// reductions keep large clusters fast:
+//  - an *isolated* class of communication (no link used by two of its instances, and no link shared with any
+//    other class; its operations never overlap each other on one instance) takes exactly the time it takes
+//    alone on its links: that time is simulated once per distinct operation and reused as a fixed duration;
+//  - any other operation runs as real flows in the step's network simulation, all instances at once: the
+//    corresponding transfers of the instances' expansions are merged into one flow bundle whose route is the
+//    union of theirs (sim::CustomRoute weights), so every link carries every instance's bytes. Symmetric
+//    instances progress at one common rate; where the real system would let them drift apart this is the
+//    rate of the slowest, which the docs (docs/parallel.md) call out.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "hw/topology.h"
+#include "sim/collective.h"
+#include "sim/task_graph.h"
+
+namespace strata::search::parallel {
+
+enum class CommClass : std::uint8_t { kTensor, kContext, kExpert, kPipeline, kData, kEmbedding };
+inline constexpr int kNumCommClasses = 6;
+std::string_view comm_class_name(CommClass c);
+
+struct CommOp {
+  CommClass cls = CommClass::kTensor;
+  bool p2p = false;  // a point-to-point send: every instance is {source, destination}
+  sim::CollectiveOp op = sim::CollectiveOp::kAllReduce;
+  double bytes = 0;  // nccl-tests convention for collectives (sim::CollectiveSpec::bytes); p2p: the message
+  std::vector<std::vector<hw::Rank>> instances;  // instance 0 belongs to the representative
+  std::string label;
+};
+
+class CommEmitter {
+ public:
+  CommEmitter(const hw::Topology& topo, sim::TaskGraph& graph) : topo_(topo), graph_(graph) {}
+
+  // Declares an operation the step will emit (each distinct one once), for the isolation analysis.
+  void declare(const CommOp& op);
+  // Decides which classes are isolated; call after every declare() and before emit().
+  void finalize();
+  bool isolated(CommClass c) const { return isolated_[static_cast<std::size_t>(c)]; }
+
+  // Adds `op` after `deps`; returns the task done when every instance is. Isolated classes: one fixed-length
+  // task on `rep`'s stream `stream`; others: the merged flow expansion.
+  sim::TaskId emit(const CommOp& op, hw::Rank rep, int stream, std::span<const sim::Dep> deps);
+  // Seconds `op` takes alone on instance 0's links (memoized).
+  double alone_seconds(const CommOp& op);
+
+ private:
+  struct Expansion {  // a merged expansion, instantiated once per emission
+    struct Item {
+      sim::Task task;
+      std::int32_t route = -1;     // index into routes
+      std::vector<sim::Dep> deps;  // within the expansion
+    };
+    std::vector<Item> items;  // item 0: the start (a zero delay); deps added at emission
+    std::vector<sim::CustomRoute> routes;
+    std::vector<std::string> labels;
+    sim::TaskId done = 0;
+  };
+  using Key = std::tuple<int, bool, int, double, std::vector<std::vector<hw::Rank>>>;
+  static Key key_of(const CommOp& op);
+  std::vector<hw::LinkId> instance_links(const CommOp& op, std::size_t instance);
+  sim::CollectiveSpec spec_of(const CommOp& op, std::size_t instance) const;
+  const Expansion& expansion(const CommOp& op);
+
+  const hw::Topology& topo_;
+  sim::TaskGraph& graph_;
+  std::vector<CommOp> declared_;
+  bool isolated_[kNumCommClasses] = {};
+  bool finalized_ = false;
+  std::map<Key, double> alone_;
+  std::map<Key, Expansion> expansions_;
+  std::map<std::tuple<int, int, double>, std::pair<std::string, sim::Protocol>> choice_;  // (op, n, bytes)
+  std::map<std::string, std::int32_t> label_ids_;
+};
+
+}  // namespace strata::search::parallel

@@ -1,0 +1,91 @@
+// A pipelined training step as a task graph on sim/. The step is described per virtual stage (a model chunk
+// on a pipeline stage) by its forward and backward pass: a chain of segments on the representative GPU of the
+// stage — compute kernels, blocking collectives (tensor parallelism), asynchronous communication that later
+// compute waits for (context-parallel ring steps, ZeRO-3 gathers) — plus pipeline sends between virtual
+// stages, gradient reductions triggered during the last micro-batch's backward, parameter gathers before the
+// first forward, and the optimizer. build_step_graph orders every stage's passes by the pipeline schedule and
+// wires the dependencies; the simulator does the rest (docs/parallel.md, "Step simulation").
+#pragma once
+#include <array>
+#include <string>
+#include <vector>
+
+#include "hw/topology.h"
+#include "search/parallel/comm.h"
+#include "search/parallel/schedule.h"
+#include "sim/simulator.h"
+#include "sim/task_graph.h"
+
+namespace strata::search::parallel {
+
+// What a segment's time counts as in the step breakdown.
+enum class TimeKind : std::uint8_t { kCompute, kRecompute, kTensorComm, kContextComm, kExpertComm, kOther };
+
+struct Segment {
+  enum class Kind : std::uint8_t { kCompute, kComm, kAsync };
+  Kind kind = Kind::kCompute;
+  double seconds = 0;  // kCompute
+  int comm = -1;       // kComm / kAsync: index into StepDescription::comms
+  std::string label;   // kCompute: trace name
+  TimeKind time = TimeKind::kCompute;
+  std::vector<int> waits;  // earlier kAsync segments of the same pass this one waits for
+  int grad_trigger = -1;   // backward: index into the stage's grad_sync ops that may start after it
+};
+
+struct PassDescription {
+  std::vector<Segment> segments;
+};
+
+struct StageSync {
+  // Gradient reductions (or reduce-scatters), in launch order; each starts once the segment naming it in
+  // the last micro-batch's backward is done (or, with overlap off, after the stage's last backward).
+  std::vector<int> grad_sync;
+  // Parameter gathers before the first forward of each chunk (ZeRO / distributed optimizer, steady state):
+  // param_gather[c] lists the ops chunk c's first forward waits for.
+  std::vector<std::vector<int>> param_gather;
+  double optimizer_seconds = 0;
+};
+
+struct StepDescription {
+  int p = 1, m = 1, v = 1;
+  PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
+  std::vector<hw::Rank> rep;              // per stage: the GPU whose compute is simulated
+  std::vector<PassDescription> fwd, bwd;  // per virtual stage vs = chunk * p + stage
+  std::vector<CommOp> comms;
+  // Per boundary vs -> vs + 1 (size p v - 1): comm indices, or -1 when the next pass may start at once.
+  std::vector<int> send_fwd, send_bwd;
+  std::vector<StageSync> stages;  // per stage
+  bool overlap_grad_reduce = true;
+};
+
+// Streams on a representative GPU (trace rows).
+inline constexpr int kComputeStream = 0, kAsyncStream = 1, kDataStream = 2;
+
+struct StepGraph {
+  sim::TaskGraph graph;
+  // Per stage: the chain's tasks with their time kinds (for the breakdown), and the last task of the stage.
+  struct Timed {
+    sim::TaskId task;
+    TimeKind kind;
+  };
+  std::vector<std::vector<Timed>> chain;
+  std::vector<sim::TaskId> last_backward, optimizer;
+  std::array<bool, kNumCommClasses> isolated{};
+};
+
+// Throws std::invalid_argument for an inconsistent description.
+StepGraph build_step_graph(const hw::Topology& topo, const StepDescription& d);
+
+struct StepBreakdown {
+  double step = 0;
+  double compute = 0, recompute = 0;             // on the critical stage's chain
+  double tp_comm = 0, cp_comm = 0, ep_comm = 0;  // exposed: on the chain
+  double dp_exposed = 0;                         // from the stage's last backward to its optimizer start
+  double optimizer = 0;
+  double bubble = 0;  // the rest: idle time of the stage
+  int stage = 0;      // the stage the breakdown is taken on (the first)
+};
+
+StepBreakdown breakdown(const StepGraph& g, const sim::SimResult& result, int stage = 0);
+
+}  // namespace strata::search::parallel
