@@ -170,6 +170,7 @@ class OpRegistry {
 namespace ops {
 void register_elementwise_ops(OpRegistry& r);
 void register_contraction_ops(OpRegistry& r);
+void register_attention_ops(OpRegistry& r);
 void register_movement_ops(OpRegistry& r);
 void register_pooling_ops(OpRegistry& r);
 void register_normalization_ops(OpRegistry& r);

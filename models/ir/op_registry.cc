@@ -31,6 +31,7 @@ const OpRegistry& OpRegistry::instance() {
     OpRegistry r;
     ops::register_elementwise_ops(r);
     ops::register_contraction_ops(r);
+    ops::register_attention_ops(r);
     ops::register_movement_ops(r);
     ops::register_pooling_ops(r);
     ops::register_normalization_ops(r);
