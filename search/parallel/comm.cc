@@ -101,21 +101,26 @@ void CommEmitter::finalize() {
   finalized_ = true;
 }
 
-double CommEmitter::alone_seconds(const CommOp& op) {
-  const auto key = key_of(op);
-  if (auto it = alone_.find(key); it != alone_.end()) return it->second;
-  double seconds = 0;
+double simulate_alone(const hw::Topology& topo, const CommOp& op) {
   const auto& group = op.instances.front();
   if (op.p2p) {
     sim::TaskGraph g;
-    g.add_transfer(group.at(0), group.at(1), op.bytes, topo_.route_latency(group[0], group[1]),
+    g.add_transfer(group.at(0), group.at(1), op.bytes, topo.route_latency(group[0], group[1]),
                    g.intern("p2p"));
-    seconds = sim::simulate(topo_, g).seconds();
-  } else if (group.size() > 1) {
-    sim::CollectiveRequest request;
-    request.spec = spec_of(op, 0);
-    seconds = sim::run_collective(topo_, request).seconds;
+    return sim::simulate(topo, g).seconds();
   }
+  if (group.size() < 2) return 0;
+  sim::CollectiveRequest request;
+  request.spec.op = op.op;
+  request.spec.group = group;
+  request.spec.bytes = op.bytes;
+  return sim::run_collective(topo, request).seconds;
+}
+
+double CommEmitter::alone_seconds(const CommOp& op) {
+  const auto key = key_of(op);
+  if (auto it = alone_.find(key); it != alone_.end()) return it->second;
+  const double seconds = simulate_alone(topo_, op);
   alone_.emplace(key, seconds);
   return seconds;
 }

@@ -39,6 +39,10 @@ struct CommOp {
   std::string label;
 };
 
+// Seconds instance 0 of `op` takes alone on the topology (the collective as `strata sim collective --algo
+// auto` runs it; a send as one transfer).
+double simulate_alone(const hw::Topology& topo, const CommOp& op);
+
 class CommEmitter {
  public:
   CommEmitter(const hw::Topology& topo, sim::TaskGraph& graph) : topo_(topo), graph_(graph) {}

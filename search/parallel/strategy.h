@@ -41,7 +41,7 @@ struct LlmStrategy {
   hw::DType dtype = hw::DType::kBf16;
   // Gradient reduction in buckets of this many bytes, each launched as soon as its layers' backward is done
   // on the last micro-batch (PyTorch DDP's default bucket is 25 MB), overlapping the backward pass.
-  double bucket_bytes = 25e6;
+  double bucket_bytes = 0;  // 0: Megatron-core's default, max(40M, 1M x dp) parameters (llm_step.h)
   bool overlap_grad_reduce = true;
 
   int gpus() const { return tp * pp * dp * cp; }

@@ -1,0 +1,312 @@
+#include "search/parallel/llm_search.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <tuple>
+
+#include <tbb/parallel_for.h>
+
+#include "util/timer.h"
+
+namespace strata::search::parallel {
+namespace {
+
+using models::zoo::TransformerSpec;
+
+std::vector<int> divisors(int n) {
+  std::vector<int> d;
+  for (int i = 1; i <= n; ++i)
+    if (n % i == 0) d.push_back(i);
+  return d;
+}
+
+using CostKey = std::tuple<int, int, int, int, bool>;  // micro-batch, tp, cp, ep, sp
+CostKey cost_key(const LlmStrategy& s) {
+  return {s.micro_batch, s.tp, s.cp, s.ep, s.sequence_parallel};
+}
+
+// Thread-safe memo of communication times alone (the lower bound's only simulation).
+class AloneTimes {
+ public:
+  explicit AloneTimes(const hw::Topology& topo) : topo_(topo) {}
+  double operator()(const CommOp& op) {
+    const auto key = std::make_tuple(op.p2p, static_cast<int>(op.op), op.bytes, op.instances.front());
+    {
+      std::lock_guard lock(mutex_);
+      if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    }
+    const double s = simulate_alone(topo_, op);
+    std::lock_guard lock(mutex_);
+    memo_.emplace(key, s);
+    return s;
+  }
+
+ private:
+  const hw::Topology& topo_;
+  std::mutex mutex_;
+  std::map<std::tuple<bool, int, double, std::vector<hw::Rank>>, double> memo_;
+};
+
+// A lower bound on the simulated step: for every stage j, the chain of its passes (compute and blocking
+// communication, each at least its time alone) cannot start before micro-batch 0's forward has crossed the
+// virtual stages before it, nor end before the last backward has crossed them back; stage 0 then waits for
+// its last gradient bucket and runs the optimizer; every stage first waits for its parameter gathers.
+double lower_bound(const StepDescription& d, AloneTimes& alone) {
+  const int V = d.p * d.v;
+  auto chain = [&](const PassDescription& pass) {
+    double t = 0;
+    for (const auto& seg : pass.segments) {
+      if (seg.kind == Segment::Kind::kCompute) t += seg.seconds;
+      if (seg.kind == Segment::Kind::kComm) t += alone(d.comms[static_cast<std::size_t>(seg.comm)]);
+    }
+    return t;
+  };
+  std::vector<double> f(static_cast<std::size_t>(V)), b(f.size());
+  for (int vs = 0; vs < V; ++vs) {
+    f[static_cast<std::size_t>(vs)] = chain(d.fwd[static_cast<std::size_t>(vs)]);
+    b[static_cast<std::size_t>(vs)] = chain(d.bwd[static_cast<std::size_t>(vs)]);
+  }
+  auto send = [&](const std::vector<int>& sends, int i) {
+    const int op = sends[static_cast<std::size_t>(i)];
+    return op < 0 ? 0.0 : alone(d.comms[static_cast<std::size_t>(op)]);
+  };
+  double best = 0;
+  for (int s = 0; s < d.p; ++s) {
+    double busy = 0;
+    for (int c = 0; c < d.v; ++c)
+      busy += d.m * (f[static_cast<std::size_t>(c * d.p + s)] + b[static_cast<std::size_t>(c * d.p + s)]);
+    double head = 0, tail = 0;
+    for (int vs = 0; vs < s; ++vs) {
+      head += f[static_cast<std::size_t>(vs)] + send(d.send_fwd, vs);
+      tail += b[static_cast<std::size_t>(vs)] + send(d.send_bwd, vs);
+    }
+    const auto& sync = d.stages[static_cast<std::size_t>(s)];
+    double gathers = 0;
+    for (const auto& chunk : sync.param_gather)
+      for (int op : chunk) gathers += alone(d.comms[static_cast<std::size_t>(op)]);
+    double end = sync.optimizer_seconds;
+    if (s == 0 && !sync.grad_sync.empty())
+      end += alone(d.comms[static_cast<std::size_t>(sync.grad_sync.back())]);
+    best = std::max(best, gathers + head + busy + tail + (s == 0 ? end : sync.optimizer_seconds));
+  }
+  return best;
+}
+
+bool result_less(const LlmStepResult& a, const LlmStepResult& b) {
+  if (a.step_seconds != b.step_seconds) return a.step_seconds < b.step_seconds;
+  const auto da = a.strategy.describe(), db = b.strategy.describe();
+  if (da != db) return da < db;
+  return a.placement_text < b.placement_text;
+}
+
+struct Candidate {
+  LlmStrategy st;
+  reduce::Matrix placement;
+  double bound = 0;
+  std::string text;
+};
+
+// Enumerates the strategies of the space that pass the model's divisibility rules; counts the rest.
+std::vector<LlmStrategy> enumerate(const TransformerSpec& spec, const hw::Topology& topo,
+                                   const LlmSearchOptions& o, LlmSearchCounts& counts) {
+  const int n = topo.num_gpus();
+  std::vector<LlmStrategy> out;
+  for (int tp : divisors(n))
+    for (int pp : divisors(n / tp))
+      for (int cp : o.space.context_parallel ? divisors(n / tp / pp) : std::vector<int>{1}) {
+        const int dp = n / tp / pp / cp;
+        for (int ep : spec.moe() ? divisors(dp) : std::vector<int>{1})
+          for (int mb : o.space.micro_batches) {
+            LlmStrategy s;
+            s.tp = tp, s.pp = pp, s.cp = cp, s.dp = dp, s.ep = ep, s.micro_batch = mb;
+            s.global_batch = o.global_batch;
+            s.dtype = o.space.dtype;
+            std::vector<std::pair<PipelineSchedule, int>> schedules = {{PipelineSchedule::kOneFOneB, 1}};
+            for (int v = 2; v <= o.space.max_virtual_stages && pp > 1; ++v)
+              schedules.push_back({PipelineSchedule::kInterleaved, v});
+            for (const auto& [schedule, v] : schedules)
+              for (bool sp : o.space.sequence_parallel) {
+                if (sp && tp == 1) continue;
+                s.schedule = schedule, s.virtual_stages = v, s.sequence_parallel = sp;
+                ++counts.enumerated;
+                if (!strategy_problems(spec, s, topo).empty()) {
+                  ++counts.invalid;
+                  continue;
+                }
+                out.push_back(s);
+              }
+          }
+      }
+  return out;
+}
+
+}  // namespace
+
+std::optional<LlmStrategy> megatron_expert_strategy(const TransformerSpec& spec, const hw::Topology& topo,
+                                                    const models::CostModel& cost, std::int64_t global_batch,
+                                                    hw::DType dtype) {
+  const int n = topo.num_gpus();
+  int tp = 1;
+  for (int t : divisors(topo.gpus_per_node()))
+    if (spec.heads % t == 0 && spec.ffn % t == 0 && n % t == 0) tp = t;
+  for (int pp : divisors(n / tp)) {
+    LlmStrategy s;
+    s.tp = tp, s.pp = pp, s.dp = n / tp / pp, s.micro_batch = 1, s.global_batch = global_batch;
+    s.sequence_parallel = tp > 1;
+    s.recompute = Recompute::kSelective;
+    s.zero = s.dp > 1 ? 1 : 0;
+    s.dtype = dtype;
+    if (!strategy_problems(spec, s, topo).empty()) continue;
+    const auto costs = llm_costs(spec, s, cost);
+    if (llm_memory(spec, s, costs.layer, costs.edge).total() <= topo.gpu().hbm_capacity) return s;
+  }
+  return std::nullopt;
+}
+
+LlmSearchResult search_llm(const TransformerSpec& spec, const hw::Topology& topo,
+                           const models::CostModel& cost, const LlmSearchOptions& o) {
+  if (o.global_batch < 1) throw std::invalid_argument("--global-batch must be at least 1");
+  if (o.top < 1) throw std::invalid_argument("--top must be at least 1");
+  if (o.space.micro_batches.empty() || o.space.recompute.empty() || o.space.zero.empty() ||
+      o.space.sequence_parallel.empty())
+    throw std::invalid_argument("the search space has an empty dimension");
+  util::Stopwatch clock;
+  LlmSearchResult result;
+  auto strategies = enumerate(spec, topo, o, result.counts);
+  // Per-GPU costs, once per distinct shard, in parallel.
+  std::map<CostKey, LlmCosts> costs;
+  for (const auto& s : strategies) costs.try_emplace(cost_key(s));
+  {
+    std::vector<std::pair<const CostKey, LlmCosts>*> todo;
+    for (auto& kv : costs) todo.push_back(&kv);
+    const auto& any = strategies;
+    tbb::parallel_for(std::size_t{0}, todo.size(), [&](std::size_t i) {
+      const auto& [mb, tp, cp, ep, sp] = todo[i]->first;
+      LlmStrategy s;
+      s.micro_batch = mb, s.tp = tp, s.cp = cp, s.ep = ep, s.sequence_parallel = sp, s.dtype = o.space.dtype;
+      todo[i]->second = llm_costs(spec, s, cost);
+    });
+    (void)any;
+  }
+  // Memory and dominance: for each strategy, the lowest recomputation level and then the lowest ZeRO stage
+  // that fit (each only adds work in strata's model; ZeRO-2 is ZeRO-1's time with less memory, so it is
+  // kept only where ZeRO-1 does not fit).
+  std::vector<Candidate> candidates;
+  const double capacity = topo.gpu().hbm_capacity;
+  for (auto s : strategies) {
+    const auto& c = costs.at(cost_key(s));
+    bool placed = false;
+    for (Recompute rc : o.space.recompute) {
+      for (int z : o.space.zero) {
+        s.recompute = rc, s.zero = z;
+        if (z > 0 && s.dp * s.cp == 1) continue;  // nothing to shard
+        if (llm_memory(spec, s, c.layer, c.edge).total() > capacity) continue;
+        candidates.push_back({s, megatron_placement(topo, s), 0, s.describe()});
+        placed = true;
+        break;
+      }
+      if (placed) break;
+    }
+    if (!placed) ++result.counts.out_of_memory;
+  }
+  // Lower bounds (representative-only descriptions), in parallel.
+  AloneTimes alone(topo);
+  const std::vector<hw::Level> levels(topo.levels().begin(), topo.levels().end());
+  tbb::parallel_for(std::size_t{0}, candidates.size(), [&](std::size_t i) {
+    auto& cand = candidates[i];
+    const std::vector<int> axes = {cand.st.pp, cand.st.dp, cand.st.cp, cand.st.tp};
+    const reduce::Placement placement(levels, axes, cand.placement);
+    const auto d = describe_llm_step(spec, cand.st, topo, cost, costs.at(cost_key(cand.st)), placement, true);
+    cand.bound = lower_bound(d, alone);
+  });
+  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+    return a.bound != b.bound ? a.bound < b.bound : a.text < b.text;
+  });
+  // Branch and bound: simulate in lower-bound order, fixed batches, until the next bound cannot beat the
+  // k-th best.
+  constexpr std::size_t kBatch = 4;
+  std::vector<LlmStepResult> best;
+  auto kth = [&] {
+    return best.size() < static_cast<std::size_t>(o.top)
+               ? std::numeric_limits<double>::infinity()
+               : best[static_cast<std::size_t>(o.top) - 1].step_seconds;
+  };
+  LlmStepOptions so;
+  so.simulate_when_oom = false;
+  std::size_t next = 0;
+  while (next < candidates.size() && candidates[next].bound < kth()) {
+    const std::size_t end = std::min(candidates.size(), next + kBatch);
+    std::vector<LlmStepResult> batch(end - next);
+    tbb::parallel_for(next, end, [&](std::size_t i) {
+      auto opts = so;
+      opts.placement = candidates[i].placement;
+      batch[i - next] =
+          simulate_llm_step(spec, candidates[i].st, topo, cost, costs.at(cost_key(candidates[i].st)), opts);
+    });
+    result.counts.simulated += batch.size();
+    for (auto& r : batch) {
+      r.graph = {};
+      r.sim = {};
+      best.push_back(std::move(r));
+    }
+    std::sort(best.begin(), best.end(), result_less);
+    if (best.size() > static_cast<std::size_t>(o.top)) best.resize(static_cast<std::size_t>(o.top));
+    next = end;
+    if (o.progress) o.progress(result.counts.simulated, best.front().step_seconds);
+  }
+  result.counts.pruned = candidates.size() - next;
+  // Placements of the best strategies: every parallelism matrix of the axes over the machine levels.
+  if (o.space.all_placements) {
+    std::vector<LlmStepResult> alternatives;
+    std::vector<int> counts_per_level;
+    for (const auto& l : levels) counts_per_level.push_back(l.count);
+    for (const auto& r : best) {
+      const std::vector<int> axes = {r.strategy.pp, r.strategy.dp, r.strategy.cp, r.strategy.tp};
+      const auto matrices = reduce::enumerate_matrices(counts_per_level, axes);
+      std::vector<LlmStepResult> sims(matrices.size());
+      tbb::parallel_for(std::size_t{0}, matrices.size(), [&](std::size_t i) {
+        if (matrices[i] == r.placement) return;
+        auto opts = so;
+        opts.placement = matrices[i];
+        sims[i] = simulate_llm_step(spec, r.strategy, topo, cost, costs.at(cost_key(r.strategy)), opts);
+        sims[i].graph = {};
+        sims[i].sim = {};
+      });
+      for (std::size_t i = 0; i < matrices.size(); ++i)
+        if (sims[i].simulated) {
+          ++result.counts.simulated;
+          ++result.counts.enumerated;
+          alternatives.push_back(std::move(sims[i]));
+        }
+    }
+    for (auto& a : alternatives) best.push_back(std::move(a));
+    std::sort(best.begin(), best.end(), result_less);
+    if (best.size() > static_cast<std::size_t>(o.top)) best.resize(static_cast<std::size_t>(o.top));
+  }
+  result.top = std::move(best);
+  // Baselines.
+  if (auto expert = megatron_expert_strategy(spec, topo, cost, o.global_batch, o.space.dtype))
+    result.expert = simulate_llm_step(spec, *expert, topo, cost);
+  std::optional<LlmStepResult> dp;
+  for (const auto& cand : candidates)
+    if (cand.st.tp == 1 && cand.st.pp == 1 && cand.st.cp == 1) {
+      auto r = simulate_llm_step(spec, cand.st, topo, cost, costs.at(cost_key(cand.st)));
+      ++result.counts.simulated;
+      if (!dp || result_less(r, *dp)) dp = std::move(r);
+    }
+  if (dp) {
+    dp->graph = {};
+    dp->sim = {};
+  }
+  result.data_parallel = std::move(dp);
+  if (result.expert) {
+    result.expert->graph = {};
+    result.expert->sim = {};
+  }
+  result.seconds = clock.seconds();
+  return result;
+}
+
+}  // namespace strata::search::parallel
