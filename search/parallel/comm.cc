@@ -69,7 +69,7 @@ std::vector<hw::LinkId> CommEmitter::instance_links(const CommOp& op, std::size_
   return links;
 }
 
-void CommEmitter::finalize() {
+void CommEmitter::finalize(bool allow_isolation) {
   // Per link: the first (class, instance group) seen, and whether a different one shares it.
   struct Owner {
     int cls = -1;
@@ -97,7 +97,7 @@ void CommEmitter::finalize() {
       }
     }
   }
-  for (int c = 0; c < kNumCommClasses; ++c) isolated_[c] = used[c] && !clash[c];
+  for (int c = 0; c < kNumCommClasses; ++c) isolated_[c] = allow_isolation && used[c] && !clash[c];
   finalized_ = true;
 }
 

@@ -49,8 +49,9 @@ class CommEmitter {
 
   // Declares an operation the step will emit (each distinct one once), for the isolation analysis.
   void declare(const CommOp& op);
-  // Decides which classes are isolated; call after every declare() and before emit().
-  void finalize();
+  // Decides which classes are isolated (none when `allow_isolation` is false); call after every declare()
+  // and before emit().
+  void finalize(bool allow_isolation = true);
   bool isolated(CommClass c) const { return isolated_[static_cast<std::size_t>(c)]; }
 
   // Adds `op` after `deps`; returns the task done when every instance is. Isolated classes: one fixed-length

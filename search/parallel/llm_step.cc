@@ -478,29 +478,10 @@ double model_flops_per_step(const TransformerSpec& spec, std::int64_t global_bat
   return 3 * fwd;
 }
 
-LlmCosts llm_costs(const TransformerSpec& spec, const LlmStrategy& st, const models::CostModel& cost) {
-  models::zoo::LayerShard shard;
-  shard.micro_batch = st.micro_batch;
-  shard.seq = spec.seq / st.cp;
-  shard.tp = st.tp;
-  shard.cp = st.cp;
-  shard.ep = st.ep;
-  shard.sequence_parallel = st.sequence_parallel;
-  return {models::zoo::layer_cost(spec, shard, st.dtype, cost),
-          models::zoo::edge_cost(spec, shard, st.dtype, cost)};
-}
-
 StepDescription describe_llm_step(const TransformerSpec& spec, const LlmStrategy& st, const hw::Topology&,
                                   const models::CostModel& cost, const LlmCosts& costs,
                                   const reduce::Placement& placement, bool representative_only) {
   return StepLowering(spec, st, cost, costs, placement, representative_only).run();
-}
-
-LlmStepResult simulate_llm_step(const TransformerSpec& spec, const LlmStrategy& st, const hw::Topology& topo,
-                                const models::CostModel& cost, const LlmStepOptions& options) {
-  if (auto problems = strategy_problems(spec, st, topo); !problems.empty())
-    throw std::invalid_argument(problems);
-  return simulate_llm_step(spec, st, topo, cost, llm_costs(spec, st, cost), options);
 }
 
 LlmStepResult simulate_llm_step(const TransformerSpec& spec, const LlmStrategy& st, const hw::Topology& topo,
@@ -521,7 +502,7 @@ LlmStepResult simulate_llm_step(const TransformerSpec& spec, const LlmStrategy& 
   r.model_flops = model_flops_per_step(spec, st.global_batch);
   if (!r.fits && !options.simulate_when_oom) return r;
   const auto description = describe_llm_step(spec, st, topo, cost, costs, placement, false);
-  r.graph = build_step_graph(topo, description);
+  r.graph = build_step_graph(topo, description, options.use_isolation);
   r.isolated = r.graph.isolated;
   r.tasks = r.graph.graph.size();
   sim::SimOptions so;

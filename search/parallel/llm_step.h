@@ -40,6 +40,7 @@ struct LlmStepOptions {
   std::optional<reduce::Matrix> placement;  // nullopt: megatron_placement
   bool record_timeline = false;             // needed for the breakdown and traces
   bool simulate_when_oom = true;            // false: report an out-of-memory plan without simulating it
+  bool use_isolation = true;                // false: all communication as flows (tests of the shortcut)
 };
 
 struct LlmStepResult {

@@ -11,13 +11,13 @@ namespace {
 
 class Builder {
  public:
-  Builder(const hw::Topology& topo, const StepDescription& d, StepGraph& out)
-      : d_(d), out_(out), emitter_(topo, out.graph) {}
+  Builder(const hw::Topology& topo, const StepDescription& d, StepGraph& out, bool use_isolation)
+      : d_(d), out_(out), emitter_(topo, out.graph), use_isolation_(use_isolation) {}
 
   void run() {
     check();
     for (const auto& c : d_.comms) emitter_.declare(c);
-    emitter_.finalize();
+    emitter_.finalize(use_isolation_);
     for (int c = 0; c < kNumCommClasses; ++c)
       out_.isolated[static_cast<std::size_t>(c)] = emitter_.isolated(CommClass(c));
     const int V = d_.p * d_.v;
@@ -200,6 +200,7 @@ class Builder {
   const StepDescription& d_;
   StepGraph& out_;
   CommEmitter emitter_;
+  const bool use_isolation_;
   std::vector<std::vector<PipelineOp>> orders_;
   std::vector<std::vector<sim::TaskId>> fwd_done_, bwd_done_;
   std::vector<std::vector<std::vector<sim::TaskId>>> gathers_;
@@ -210,9 +211,9 @@ class Builder {
 
 }  // namespace
 
-StepGraph build_step_graph(const hw::Topology& topo, const StepDescription& d) {
+StepGraph build_step_graph(const hw::Topology& topo, const StepDescription& d, bool use_isolation) {
   StepGraph out;
-  Builder(topo, d, out).run();
+  Builder(topo, d, out, use_isolation).run();
   return out;
 }
 

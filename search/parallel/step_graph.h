@@ -73,8 +73,9 @@ struct StepGraph {
   std::array<bool, kNumCommClasses> isolated{};
 };
 
-// Throws std::invalid_argument for an inconsistent description.
-StepGraph build_step_graph(const hw::Topology& topo, const StepDescription& d);
+// Throws std::invalid_argument for an inconsistent description. `use_isolation` false: every communication
+// runs as flows (the reference the isolated-class shortcut is tested against).
+StepGraph build_step_graph(const hw::Topology& topo, const StepDescription& d, bool use_isolation = true);
 
 struct StepBreakdown {
   double step = 0;
