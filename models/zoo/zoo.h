@@ -1,6 +1,6 @@
 // The model zoo: CNNs (ResNet-50, ResNeXt-50, Inception-v3, SqueezeNet, NasNet-A), recurrent (NasRNN) and
-// transformer models (BERT-base, GPT-3 and LLaMA-style decoders), each parameterized by batch size,
-// sequence length and element type.
+// transformer models (BERT-base; GPT-3, LLaMA, Llama 2 and Mixtral-style decoders from a TransformerSpec),
+// each parameterized by batch size, sequence length and element type.
 #pragma once
 
 #include <functional>
@@ -9,6 +9,7 @@
 #include <string>
 
 #include "models/ir/graph.h"
+#include "models/zoo/transformer_spec.h"
 
 namespace strata::models::zoo {
 
@@ -25,6 +26,8 @@ struct ZooEntry {
   std::int64_t default_batch = 1;
   std::int64_t default_seq = 0;  // 0: not a sequence model
   std::function<Graph(const ZooOptions&)> build;
+  std::optional<TransformerSpec> transformer =
+      std::nullopt;  // decoder-only transformers: the spec the graph is built from
 };
 
 std::span<const ZooEntry> zoo_models();
@@ -33,17 +36,6 @@ std::string zoo_names();
 // Builds a zoo model; throws std::invalid_argument for unknown names (listing the known ones).
 Graph build_model(std::string_view name, ZooOptions options = {});
 
-// A GPT/LLaMA-style decoder-only transformer.
-struct DecoderConfig {
-  std::int64_t layers = 12, hidden = 768, heads = 12, ffn = 3072, vocab = 50257, max_seq = 2048;
-  bool rmsnorm = false;  // false: LayerNorm
-  bool swiglu = false;   // false: GELU MLP
-  bool rope = false;     // false: learned absolute positions
-  bool bias = true;      // biases in linear layers
-  bool tied_embeddings = true;
-  double norm_eps = 1e-5;
-};
-Graph build_decoder(const std::string& name, const DecoderConfig& cfg, const ZooOptions& options);
 Graph build_bert(const ZooOptions& options, std::int64_t layers = 12, std::int64_t hidden = 768,
                  std::int64_t heads = 12, std::int64_t ffn = 3072);
 

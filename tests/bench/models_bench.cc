@@ -23,14 +23,9 @@ BENCHMARK(BM_FingerprintTasoGraph);
 
 // A two-layer decoder (hidden 256, 4 heads, sequence 64, vocabulary 512) in double precision.
 void BM_ExecuteSmallDecoder(benchmark::State& state) {
-  zoo::DecoderConfig c;
-  c.layers = 2;
-  c.hidden = 256;
-  c.heads = 4;
-  c.ffn = 1024;
-  c.vocab = 512;
-  c.max_seq = 64;
-  const auto g = zoo::build_decoder("small", c, {});
+  const auto c = zoo::parse_transformer_spec(
+      "transformer:layers=2,hidden=256,heads=4,ffn=1024,vocab=512,seq=64,attention=naive");
+  const auto g = zoo::build_transformer(c, {});
   for (auto _ : state) benchmark::DoNotOptimize(execute<double>(g));
   state.counters["GFLOP/s"] = benchmark::Counter(
       g.total_flops() * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
