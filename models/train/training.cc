@@ -43,7 +43,7 @@ void append_updates(TrainingGraph& tg, const Graph& forward, const TrainOptions&
 }  // namespace
 
 TrainingGraph derive_training_graph(const Graph& forward, const TrainOptions& options) {
-  TrainingGraph tg{forward, {}, {}, {}, {}, {}, 0, 0};
+  TrainingGraph tg{forward, {}, {}, {}, {}, {}, 0, 0, {}};
   Graph& g = tg.graph;
   g.set_name(forward.name() + ".train");
   tg.num_forward_nodes = static_cast<int>(forward.nodes().size());
@@ -85,6 +85,7 @@ TrainingGraph derive_training_graph(const Graph& forward, const TrainOptions& op
     if (needs_grad[static_cast<std::size_t>(out)]) accumulate(out, seed);
   }
 
+  tg.backward_of.assign(g.nodes().size(), -1);  // forward nodes and accumulations into seeded outputs
   for (int ni = static_cast<int>(forward.nodes().size()) - 1; ni >= 0; --ni) {
     const Node node = forward.node(ni);
     GradContext ctx{g, node, {}, {}, {}};
@@ -107,6 +108,7 @@ TrainingGraph derive_training_graph(const Graph& forward, const TrainOptions& op
     node.op->grad(ctx);
     for (std::size_t i = 0; i < node.inputs.size(); ++i)
       if (ctx.dx[i] != kNoValue && ctx.needs[i]) accumulate(node.inputs[i], ctx.dx[i]);
+    tg.backward_of.resize(g.nodes().size(), ni);
   }
 
   // Mark parameter gradients. A gradient value shared with another parameter or a seed gets its own view.
@@ -138,7 +140,9 @@ TrainingGraph derive_training_graph(const Graph& forward, const TrainOptions& op
     }
   }
 
+  tg.backward_of.resize(g.nodes().size(), -1);
   append_updates(tg, forward, options);
+  tg.backward_of.resize(g.nodes().size(), -1);
   return tg;
 }
 

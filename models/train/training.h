@@ -31,6 +31,11 @@ struct TrainingGraph {
   std::vector<ValueId> input_grads;   // ... and their gradients (kNoValue where none)
   int num_forward_nodes = 0;          // nodes [0, n) are the forward pass
   int first_update_node = 0;          // nodes [first_update_node, end) are optimizer updates
+  // Per node of `graph`: for a backward node, the forward node whose gradient rule emitted it (incl. the
+  // accumulation of that rule's gradients into values used several times); -1 for forward nodes, optimizer
+  // updates and the views that give parameter gradients their own names. Phase costs sum by it
+  // (models/zoo/transformer_layer.h).
+  std::vector<NodeId> backward_of;
 };
 
 // Throws GraphError when a node that needs a gradient has no gradient rule (naming the node and operator).
