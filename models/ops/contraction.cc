@@ -8,6 +8,7 @@
 
 #include "models/ops/activations.h"
 #include "models/ops/common.h"
+#include "models/ops/parallel_dims.h"
 #include "models/ops/rule_helpers.h"
 #include "models/train/grad_context.h"
 
@@ -527,6 +528,41 @@ std::optional<Ints> enlarge_params(std::span<const TensorType>, const Attrs& a, 
   return Ints{k[0], k[1]};
 }
 
+
+// Parallelization traits (OpDef::parallel_dims). matmul a[M,K] @ b[K,N]: rows of a (sample), columns of b
+// (parameter), the contracted K (reduction).
+std::vector<ParallelDim> matmul_parallel_dims(std::span<const TensorType> in, std::span<const TensorType> out,
+                                              const Attrs& a) {
+  const int ra = in[0].rank(), rb = in[1].rank(), ro = out[0].rank();
+  const bool ta = a.i("trans_a") != 0, tb = a.i("trans_b") != 0;
+  const auto d = mat_dims(in[0], in[1], a);
+  std::vector<ParallelDim> dims;
+  if (ro > 2) {  // batch_matmul: the leading batch axis where both operands carry it unbroadcast
+    dims.push_back(aligned_dim(in, out[0], 0, "batch", ParallelDimKind::kSample));
+  }
+  dims.push_back({ro > 2 ? "rows" : "batch", ro > 2 ? ParallelDimKind::kAttribute : ParallelDimKind::kSample,
+                  d.m, ro - 2, {{0, ta ? ra - 1 : ra - 2}}});
+  dims.push_back({"columns", ParallelDimKind::kParameter, d.n, ro - 1, {{1, tb ? rb - 2 : rb - 1}}});
+  dims.push_back({"inner", ParallelDimKind::kReduction, d.k, -1, {{0, ta ? ra - 2 : ra - 1}, {1, tb ? rb - 1 : rb - 2}}});
+  return dims;
+}
+
+// conv2d x[N,C,H,W] * w[O,C/g,kh,kw] (+ bias[O]): batch, output rows (attribute; input rows follow
+// proportionally, halo ignored), output channels (parameter) and input channels (reduction); the channel
+// dimensions only without groups.
+std::vector<ParallelDim> conv_parallel_dims(std::span<const TensorType> in, std::span<const TensorType> out,
+                                            const Attrs& a) {
+  std::vector<ParallelDim> dims{{"batch", ParallelDimKind::kSample, out[0].shape[0], 0, {{0, 0}}},
+                                {"rows", ParallelDimKind::kAttribute, out[0].shape[2], 2, {{0, 2}}}};
+  if (a.i("groups") == 1) {
+    ParallelDim oc{"out_channels", ParallelDimKind::kParameter, out[0].shape[1], 1, {{1, 0}}};
+    if (in.size() == 3) oc.input_axes.emplace_back(2, 0);
+    dims.push_back(std::move(oc));
+    dims.push_back({"in_channels", ParallelDimKind::kReduction, in[0].shape[1], -1, {{0, 1}, {1, 1}}});
+  }
+  return dims;
+}
+
 }  // namespace
 
 void register_contraction_ops(OpRegistry& r) {
@@ -545,7 +581,8 @@ void register_contraction_ops(OpRegistry& r) {
          .flops = matmul_flops,
          .kernel = STRATA_KERNELS(bmm_kernel),
          .grad = matmul_grad,
-         .onnx_op = "MatMul"});
+         .onnx_op = "MatMul",
+         .parallel_dims = matmul_parallel_dims});
   r.add({.name = "batch_matmul",
          .symbol = "batch_matmul",
          .summary = "batched matrix product over the last two dims; batch dims broadcast",
@@ -558,7 +595,8 @@ void register_contraction_ops(OpRegistry& r) {
          .flops = matmul_flops,
          .kernel = STRATA_KERNELS(bmm_kernel),
          .grad = matmul_grad,
-         .onnx_op = "MatMul"});
+         .onnx_op = "MatMul",
+         .parallel_dims = matmul_parallel_dims});
   r.add({.name = "conv2d",
          .symbol = "conv2d",
          .summary = "2-D convolution, NCHW input, OIHW weight, optional bias [O], fused relu",
@@ -581,7 +619,8 @@ void register_contraction_ops(OpRegistry& r) {
          .flops = conv_flops,
          .kernel = STRATA_KERNELS(conv_kernel),
          .grad = conv_grad,
-         .onnx_op = "Conv"});
+         .onnx_op = "Conv",
+         .parallel_dims = conv_parallel_dims});
   r.add({.name = "conv2d_grad_input",
          .symbol = "conv2d_grad_input",
          .summary = "input gradient of conv2d (transposed convolution of dy with w)",

@@ -5,6 +5,7 @@
 
 #include "models/ops/activations.h"
 #include "models/ops/common.h"
+#include "models/ops/parallel_dims.h"
 #include "models/ops/rule_helpers.h"
 #include "models/train/grad_context.h"
 
@@ -144,7 +145,8 @@ void add_unary(OpRegistry& r, std::string_view name, std::string_view grad_name,
          .flops = &Unary<F>::flops,
          .kernel = {&Unary<F>::template fwd<double>, &Unary<F>::template fwd<ModP>},
          .grad = grad,
-         .onnx_op = onnx});
+         .onnx_op = onnx,
+         .parallel_dims = elementwise_parallel_dims});
   r.add({.name = grad_name,
          .symbol = grad_name,
          .summary = "gradient of the activation: dy * f'(x)",
@@ -217,7 +219,8 @@ void register_elementwise_ops(OpRegistry& r) {
          .flops = one_per_out,
          .kernel = STRATA_KERNELS(add_kernel),
          .grad = add_grad,
-         .onnx_op = "Add"});
+         .onnx_op = "Add",
+         .parallel_dims = elementwise_parallel_dims});
   r.add({.name = "ewsub",
          .symbol = "ewsub",
          .summary = "element-wise a - b (numpy broadcasting)",
@@ -229,7 +232,8 @@ void register_elementwise_ops(OpRegistry& r) {
          .flops = one_per_out,
          .kernel = STRATA_KERNELS(sub_kernel),
          .grad = sub_grad,
-         .onnx_op = "Sub"});
+         .onnx_op = "Sub",
+         .parallel_dims = elementwise_parallel_dims});
   r.add({.name = "ewmul",
          .symbol = "ewmul",
          .summary = "element-wise a * b (numpy broadcasting)",
@@ -245,7 +249,8 @@ void register_elementwise_ops(OpRegistry& r) {
          .flops = one_per_out,
          .kernel = STRATA_KERNELS(mul_kernel),
          .grad = mul_grad,
-         .onnx_op = "Mul"});
+         .onnx_op = "Mul",
+         .parallel_dims = elementwise_parallel_dims});
   r.add({.name = "scalar_mul",
          .symbol = "smul",
          .summary = "x * s for a 0-D tensor s",
@@ -262,7 +267,8 @@ void register_elementwise_ops(OpRegistry& r) {
          .flops = one_per_out,
          .kernel = STRATA_KERNELS(smul_kernel),
          .grad = smul_grad,
-         .onnx_op = "Mul"});
+         .onnx_op = "Mul",
+         .parallel_dims = elementwise_parallel_dims});
   add_unary<Relu>(r, "relu", kReluGrad, "relu", "max(x, 0)", "Relu", unary_grad<kReluGrad>,
                   split_axis_same_shape, unary_rule_form());
   add_unary<Sigmoid>(

@@ -2,6 +2,7 @@
 #include <stdexcept>
 
 #include "models/ops/common.h"
+#include "models/ops/parallel_dims.h"
 #include "models/train/grad_context.h"
 
 namespace strata::models::ops {
@@ -53,6 +54,19 @@ void emb_grad(GradContext& c) {
   if (c.need(0)) c.set_dx(0, c.emit("embedding_grad", {c.x(1), c.dout()}, {{"vocab", c.shape(c.x(0))[0]}}));
 }
 
+
+// Parallelization trait: the lookups' batch, the feature columns of the table (parameter) and its vocabulary
+// rows (reduction: a part holding some rows produces the rows it owns and zeros elsewhere; the parts' outputs
+// are summed, as in Megatron-LM's vocabulary-parallel embedding).
+std::vector<ParallelDim> emb_parallel_dims(std::span<const TensorType> in, std::span<const TensorType> out,
+                                           const Attrs&) {
+  std::vector<ParallelDim> d;
+  if (in[1].rank() >= 1) d.push_back({"batch", ParallelDimKind::kSample, in[1].shape[0], 0, {{1, 0}}});
+  d.push_back({"features", ParallelDimKind::kParameter, in[0].shape[1], out[0].rank() - 1, {{0, 1}}});
+  d.push_back({"vocab", ParallelDimKind::kReduction, in[0].shape[0], -1, {{0, 0}}});
+  return d;
+}
+
 }  // namespace
 
 void register_embedding_ops(OpRegistry& r) {
@@ -68,7 +82,8 @@ void register_embedding_ops(OpRegistry& r) {
          .bytes = emb_bytes,
          .kernel = STRATA_KERNELS(emb_kernel),
          .grad = emb_grad,
-         .onnx_op = "Gather"});
+         .onnx_op = "Gather",
+         .parallel_dims = emb_parallel_dims});
   r.add({.name = "embedding_grad",
          .symbol = "embedding_grad",
          .summary = "(indices, dy) -> table gradient",

@@ -1,6 +1,7 @@
 // Normalizations and softmax: batchnorm (inference form: given running statistics), layernorm (over the
 // trailing dims from `axis`), rmsnorm (over the last dim), softmax (optionally causal), and their gradients.
 #include "models/ops/common.h"
+#include "models/ops/parallel_dims.h"
 #include "models/train/grad_context.h"
 
 namespace strata::models::ops {
@@ -288,6 +289,40 @@ void softmax_grad(GradContext& c) {
 const AttrSpec kEps{"epsilon", AttrKind::kFloat, 1e-5, "added to the variance"};
 const AttrSpec kLnAxis{"axis", AttrKind::kInt, std::int64_t{-1}, "first normalized dimension"};
 
+
+// Parallelization traits (OpDef::parallel_dims): the axes a normalization or softmax does not reduce over;
+// axis 0 is the batch.
+std::vector<ParallelDim> axes_except(const TensorType& x, int first_reduced, int last_reduced) {
+  static constexpr std::string_view kNames[] = {"batch", "axis1", "axis2", "axis3",
+                                                "axis4", "axis5", "axis6", "axis7"};
+  std::vector<ParallelDim> d;
+  for (int a = 0; a < x.rank() && a < 8; ++a) {
+    if (a >= first_reduced && a <= last_reduced) continue;
+    d.push_back({kNames[a], a == 0 ? ParallelDimKind::kSample : ParallelDimKind::kAttribute,
+                 x.shape[static_cast<std::size_t>(a)], a, {{0, a}}});
+  }
+  return d;
+}
+// batchnorm (given statistics): the batch, and the channels, which split scale, bias, mean and var too.
+std::vector<ParallelDim> bn_parallel_dims(std::span<const TensorType> in, std::span<const TensorType>,
+                                          const Attrs&) {
+  return {{"batch", ParallelDimKind::kSample, in[0].shape[0], 0, {{0, 0}}},
+          {"channels", ParallelDimKind::kParameter, in[0].shape[1], 1, {{0, 1}, {1, 0}, {2, 0}, {3, 0}, {4, 0}}}};
+}
+std::vector<ParallelDim> ln_parallel_dims(std::span<const TensorType> in, std::span<const TensorType>,
+                                          const Attrs& a) {
+  return axes_except(in[0], norm_axis(a.i("axis"), in[0].rank()), in[0].rank() - 1);
+}
+std::vector<ParallelDim> rms_parallel_dims(std::span<const TensorType> in, std::span<const TensorType>,
+                                           const Attrs&) {
+  return axes_except(in[0], in[0].rank() - 1, in[0].rank() - 1);
+}
+std::vector<ParallelDim> softmax_parallel_dims(std::span<const TensorType> in, std::span<const TensorType>,
+                                               const Attrs& a) {
+  const int axis = norm_axis(a.i("axis"), in[0].rank());
+  return axes_except(in[0], axis, axis);
+}
+
 }  // namespace
 
 void register_normalization_ops(OpRegistry& r) {
@@ -302,7 +337,8 @@ void register_normalization_ops(OpRegistry& r) {
          .flops = bn_flops,
          .kernel = STRATA_KERNELS(bn_kernel),
          .grad = bn_grad,
-         .onnx_op = "BatchNormalization"});
+         .onnx_op = "BatchNormalization",
+         .parallel_dims = bn_parallel_dims});
   r.add({.name = "batchnorm_grad",
          .symbol = "batchnorm_grad",
          .summary = "(x, dy, scale, mean, var) -> dx, dscale, dbias",
@@ -325,7 +361,8 @@ void register_normalization_ops(OpRegistry& r) {
          .flops = norm_flops,
          .kernel = STRATA_KERNELS(ln_kernel),
          .grad = ln_grad,
-         .onnx_op = "LayerNormalization"});
+         .onnx_op = "LayerNormalization",
+         .parallel_dims = ln_parallel_dims});
   r.add({.name = "layernorm_grad",
          .symbol = "layernorm_grad",
          .summary = "(x, dy, gamma) -> dx, dgamma, dbeta",
@@ -347,7 +384,8 @@ void register_normalization_ops(OpRegistry& r) {
          .shape = rms_shape,
          .flops = norm_flops,
          .kernel = STRATA_KERNELS(rms_kernel),
-         .grad = rms_grad});
+         .grad = rms_grad,
+         .parallel_dims = rms_parallel_dims});
   r.add({.name = "rmsnorm_grad",
          .symbol = "rmsnorm_grad",
          .summary = "(x, dy, gamma) -> dx, dgamma",
@@ -369,7 +407,8 @@ void register_normalization_ops(OpRegistry& r) {
          .flops = softmax_flops,
          .kernel = STRATA_KERNELS(softmax_kernel),
          .grad = softmax_grad,
-         .onnx_op = "Softmax"});
+         .onnx_op = "Softmax",
+         .parallel_dims = softmax_parallel_dims});
   r.add({.name = "softmax_grad",
          .symbol = "softmax_grad",
          .summary = "(y, dy) -> y * (dy - sum(dy * y))",

@@ -1,5 +1,6 @@
 // 2-D pooling over NCHW tensors (max and average; padding, ceil mode, count_include_pad) and gradients.
 #include "models/ops/common.h"
+#include "models/ops/parallel_dims.h"
 #include "models/ops/rule_helpers.h"
 #include "models/train/grad_context.h"
 
@@ -192,6 +193,15 @@ std::optional<Ints> pool_params(std::span<const TensorType> in, const Attrs& a, 
   return Ints{k[0], k[1], s[0], s[1], *mode};
 }
 
+
+// Parallelization trait: batch, channels and output rows (input rows follow proportionally, halo ignored).
+std::vector<ParallelDim> pool_parallel_dims(std::span<const TensorType>, std::span<const TensorType> out,
+                                            const Attrs&) {
+  return {{"batch", ParallelDimKind::kSample, out[0].shape[0], 0, {{0, 0}}},
+          {"channels", ParallelDimKind::kAttribute, out[0].shape[1], 1, {{0, 1}}},
+          {"rows", ParallelDimKind::kAttribute, out[0].shape[2], 2, {{0, 2}}}};
+}
+
 }  // namespace
 
 void register_pooling_ops(OpRegistry& r) {
@@ -207,7 +217,8 @@ void register_pooling_ops(OpRegistry& r) {
          .flops = pool_flops,
          .kernel = STRATA_KERNELS(maxpool_kernel),
          .grad = maxpool_grad,
-         .onnx_op = "MaxPool"});
+         .onnx_op = "MaxPool",
+         .parallel_dims = pool_parallel_dims});
   r.add({.name = "avgpool2d",
          .symbol = "poolavg",
          .summary = "2-D average pooling (NCHW)",
@@ -221,7 +232,8 @@ void register_pooling_ops(OpRegistry& r) {
          .flops = pool_flops,
          .kernel = STRATA_KERNELS(avgpool_kernel),
          .grad = avgpool_grad,
-         .onnx_op = "AveragePool"});
+         .onnx_op = "AveragePool",
+         .parallel_dims = pool_parallel_dims});
   r.add({.name = "maxpool2d_grad",
          .symbol = "poolmax_grad",
          .summary = "gradient of max pooling (to the argmax)",

@@ -1,0 +1,160 @@
+#include <algorithm>
+#include <cmath>
+
+#include <tbb/parallel_for.h>
+
+#include "search/parallel/op_search.h"
+#include "search/parallel/op_sim.h"
+#include "util/hash.h"
+#include "util/timer.h"
+
+namespace strata::search::parallel {
+
+namespace {
+
+std::size_t u(std::int64_t i) {
+  return static_cast<std::size_t>(i);
+}
+
+// splitmix64 stream (util/hash.h).
+class Rng {
+ public:
+  explicit Rng(std::uint64_t seed) : state_(seed) {}
+  std::uint64_t next() {
+    state_ += util::kGoldenGamma;
+    return util::stafford_mix13(state_);
+  }
+  // Uniform in [0, n) (the modulo bias is below 2^-40 for the sizes drawn here).
+  std::uint64_t below(std::uint64_t n) { return next() % n; }
+  double unit() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+
+ private:
+  std::uint64_t state_;
+};
+
+// Energy of a plan: its time, inflated by the memory overflow when it does not fit.
+double energy(const OpSimulator& s, double capacity) {
+  const double t = s.seconds();
+  const double peak = static_cast<double>(s.peak_memory());
+  return peak <= capacity ? t : t * (2 + (peak - capacity) / capacity);
+}
+
+struct ChainResult {
+  OpPlan best;
+  double best_seconds = 0;
+  bool found = false;
+  double least_energy = 0;  // for the no-feasible-plan case
+  std::vector<McmcProgress> history;
+  std::int64_t proposals = 0, accepted = 0;
+};
+
+ChainResult run_chain(const OpLowering& lowering, const hw::Topology& topo, const OpPlan& start, int chain,
+                      const McmcOptions& o) {
+  const auto& space = lowering.space();
+  OpSimulator s(lowering, topo, start, o.checkpoint_every);
+  const double capacity = topo.gpu().hbm_capacity;
+  Rng rng(util::mix64(util::hash_combine(o.seed, static_cast<std::uint64_t>(chain))));
+  std::vector<int> movable;
+  for (int i = 0; i < space.size(); ++i)
+    if (space.configs(i).size() > 1) movable.push_back(i);
+  ChainResult r;
+  r.best = start;
+  double cur = energy(s, capacity);
+  const double cost0 = cur > 0 ? cur : 1;
+  r.least_energy = cur;
+  if (s.fits()) {
+    r.found = true;
+    r.best_seconds = s.seconds();
+  }
+  util::Stopwatch clock;
+  r.history.push_back({chain, 0, 0, r.found ? r.best_seconds : 0});
+  const std::int64_t limit = o.proposals > 0 ? o.proposals : INT64_MAX;
+  while (!movable.empty() && r.proposals < limit) {
+    if (o.seconds > 0 && (r.proposals & 63) == 0 && clock.seconds() >= o.seconds) break;
+    ++r.proposals;
+    const int i = movable[u(static_cast<std::int64_t>(rng.below(movable.size())))];
+    const auto n = static_cast<std::uint64_t>(space.configs(i).size());
+    auto choice = static_cast<int>(rng.below(n - 1));
+    if (choice >= s.plan().choice[u(i)]) ++choice;  // uniform over the other configurations
+    s.propose(i, choice);
+    if (!o.delta) s.simulate_full();
+    const double next = energy(s, capacity);
+    const bool accept = next <= cur || rng.unit() < std::exp(-o.beta * (next - cur) / cost0);
+    if (!accept) {
+      s.rollback();
+      continue;
+    }
+    s.commit();
+    ++r.accepted;
+    cur = next;
+    r.least_energy = std::min(r.least_energy, cur);
+    if (s.fits() && (!r.found || s.seconds() < r.best_seconds)) {
+      r.found = true;
+      r.best_seconds = s.seconds();
+      r.best = s.plan();
+      r.history.push_back({chain, r.proposals, clock.seconds(), r.best_seconds});
+    } else if (!r.found && cur <= r.least_energy) {
+      r.best = s.plan();
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+PlanReport evaluate_plan(const OpLowering& lowering, const hw::Topology& topo, const OpPlan& plan,
+                         bool full_simulation) {
+  OpSimulator s(lowering, topo, plan);
+  PlanReport r;
+  r.plan = plan;
+  r.fast_seconds = s.seconds();
+  r.full_seconds = full_simulation ? simulate_full_step(s, topo) : 0;
+  r.peak_memory_bytes = s.peak_memory();
+  r.fits = s.fits();
+  r.listing = describe_plan(lowering.space(), plan);
+  return r;
+}
+
+McmcResult run_mcmc(const OpLowering& lowering, const hw::Topology& topo, const McmcOptions& o) {
+  const auto& space = lowering.space();
+  util::Stopwatch clock;
+  const OpPlan dp = data_parallel_plan(space), ex = expert_plan(space);
+  const int per = std::max(1, o.chains_per_start);
+  const int chains = 2 * per;
+  std::vector<ChainResult> results(u(chains));
+  tbb::parallel_for(0, chains,
+                    [&](int c) { results[u(c)] = run_chain(lowering, topo, c < per ? dp : ex, c, o); });
+  McmcResult r;
+  r.chains = chains;
+  r.nodes = space.size();
+  r.gpus = space.gpus();
+  r.scaled_costs = lowering.costs().scaled_count();
+  int best = -1;
+  for (int c = 0; c < chains; ++c) {
+    const auto& cr = results[u(c)];
+    r.proposals += cr.proposals;
+    r.accepted += cr.accepted;
+    r.history.insert(r.history.end(), cr.history.begin(), cr.history.end());
+    if (cr.found && (best < 0 || !results[u(best)].found || cr.best_seconds < results[u(best)].best_seconds))
+      best = c;
+    else if (!cr.found &&
+             (best < 0 || (!results[u(best)].found && cr.least_energy < results[u(best)].least_energy)))
+      best = c;
+  }
+  r.found = best >= 0 && results[u(best)].found;
+  r.best = evaluate_plan(lowering, topo, best >= 0 ? results[u(best)].best : dp, o.full_simulation);
+  r.data_parallel = evaluate_plan(lowering, topo, dp, o.full_simulation);
+  r.expert = evaluate_plan(lowering, topo, ex, o.full_simulation);
+  r.wall_seconds = clock.seconds();
+  return r;
+}
+
+McmcResult run_mcmc(const models::Graph& forward, const hw::Topology& topo, const models::CostModel& cost,
+                    const McmcOptions& o) {
+  const PlanSpace space(forward, topo.num_gpus());
+  const ShardCosts costs(space, cost);
+  const OpLowering lowering(space, costs, {.adam = o.adam});
+  return run_mcmc(lowering, topo, o);
+}
+
+}  // namespace strata::search::parallel

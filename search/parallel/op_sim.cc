@@ -1,0 +1,445 @@
+#include "search/parallel/op_sim.h"
+
+#include <algorithm>
+#include <queue>
+#include <stdexcept>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "sim/collective.h"
+
+namespace strata::search::parallel {
+
+namespace {
+
+std::size_t u(std::int64_t i) {
+  return static_cast<std::size_t>(i);
+}
+
+constexpr OpBlock kFirstBlocks[] = {OpBlock::kFwdIn, OpBlock::kRed, OpBlock::kBwdIn, OpBlock::kSync};
+
+std::string_view block_name(OpBlock b) {
+  switch (b) {
+    case OpBlock::kFwdIn:
+      return "xfer";
+    case OpBlock::kFwd:
+      return "fwd";
+    case OpBlock::kRed:
+      return "reduce";
+    case OpBlock::kBwdIn:
+      return "gxfer";
+    case OpBlock::kBwd:
+      return "bwd";
+    case OpBlock::kSync:
+      return "gradsync";
+  }
+  return "?";
+}
+
+}  // namespace
+
+OpSimulator::OpSimulator(const OpLowering& lowering, const hw::Topology& topo, OpPlan plan,
+                         int checkpoint_every)
+    : lowering_(lowering),
+      topo_(topo),
+      comm_(topo),
+      plan_(std::move(plan)),
+      checkpoint_every_(std::max(1, checkpoint_every)),
+      resources_(comm_.resources()) {
+  const auto& space = lowering.space();
+  if (plan_.choice.size() != u(space.size()))
+    throw std::invalid_argument(
+        fmt::format("plan has {} configurations for {} nodes", plan_.choice.size(), space.size()));
+  if (topo.num_gpus() != space.gpus())
+    throw std::invalid_argument(
+        fmt::format("plan space is for {} GPUs, topology has {}", space.gpus(), topo.num_gpus()));
+  tables_.resize(u(space.size()) * kOpBlocks);
+  memory_.assign(u(space.gpus()), 0);
+  std::vector<LoweredTask> a, b;
+  for (int i = 0; i < space.size(); ++i)
+    for (OpBlock first : kFirstBlocks) {
+      lowering_.lower(i, first, plan_, comm_, a, b);
+      install_block(i, first, a);
+      if (first == OpBlock::kFwdIn) install_block(i, OpBlock::kFwd, b);
+      if (first == OpBlock::kBwdIn) install_block(i, OpBlock::kBwd, b);
+    }
+  std::vector<std::int32_t> all;
+  for (std::size_t s = 0; s < slots_.size(); ++s) {
+    link(static_cast<std::int32_t>(s));
+    all.push_back(static_cast<std::int32_t>(s));
+  }
+  for (int i = 0; i < space.size(); ++i) lowering_.add_memory(i, plan_, +1, memory_);
+  checkpoints_.assign(u(resources_), 0);
+  checkpoint_max_.assign(1, 0);
+  run(0, all);
+}
+
+std::int64_t OpSimulator::peak_memory() const {
+  return memory_.empty() ? 0 : *std::max_element(memory_.begin(), memory_.end());
+}
+
+bool OpSimulator::fits() const {
+  return static_cast<double>(peak_memory()) <= topo_.gpu().hbm_capacity;
+}
+
+std::size_t OpSimulator::task_count() const {
+  std::size_t n = 0;
+  for (const auto& s : slots_) n += s.active ? 1 : 0;
+  return n;
+}
+
+std::int32_t OpSimulator::allocate() {
+  std::int32_t s;
+  if (!free_.empty()) {
+    s = free_.back();
+    free_.pop_back();
+    slots_[u(s)] = Slot{};
+  } else {
+    s = static_cast<std::int32_t>(slots_.size());
+    slots_.emplace_back();
+  }
+  if (undo_.open) undo_.added.push_back(s);
+  return s;
+}
+
+void OpSimulator::install_block(int node, OpBlock b, std::vector<LoweredTask>& tasks) {
+  Table& t = table(node, b);
+  t.clear();
+  for (auto& task : tasks) {
+    const std::int32_t s = allocate();
+    Slot& slot = slots_[u(s)];
+    slot.kind = task.kind;
+    slot.active = true;
+    slot.key = lowering_.key(node, b, task.local);
+    slot.node = node;
+    slot.block = b;
+    switch (task.kind) {
+      case OpTaskKind::kCompute:
+        slot.gpu = task.gpu;
+        slot.duration = sim::seconds_to_time(task.seconds);
+        break;
+      case OpTaskKind::kTransfer:
+        slot.res = &comm_.route_resources(task.gpu, task.peer);
+        slot.duration = comm_.transfer_time(task.gpu, task.peer, task.bytes);
+        break;
+      case OpTaskKind::kAllReduce:
+        slot.res = &comm_.group_resources(task.group);
+        slot.duration = comm_.allreduce(task.group, task.bytes).time;
+        break;
+    }
+    t.emplace_back(task.local, s);
+    slot.task = std::move(task);
+  }
+  std::sort(t.begin(), t.end());
+}
+
+std::int32_t OpSimulator::resolve(const TaskRef& r) const {
+  const Table& t = tables_[u(r.node) * kOpBlocks + u(static_cast<int>(r.block))];
+  auto it = std::lower_bound(t.begin(), t.end(), std::make_pair(r.local, std::int32_t{-1}));
+  if (it == t.end() || it->first != r.local)
+    throw std::logic_error(fmt::format("op lowering: dangling dependency on node {} block {} task {}", r.node,
+                                       block_name(r.block), r.local));
+  return it->second;
+}
+
+void OpSimulator::link(std::int32_t s) {
+  Slot& slot = slots_[u(s)];
+  slot.deps.clear();
+  for (const auto& r : slot.task.deps) slot.deps.push_back(resolve(r));
+  std::sort(slot.deps.begin(), slot.deps.end());
+  slot.deps.erase(std::unique(slot.deps.begin(), slot.deps.end()), slot.deps.end());
+  for (auto d : slot.deps) slots_[u(d)].succ.push_back(s);
+}
+
+void OpSimulator::unlink(std::int32_t s) {
+  for (auto d : slots_[u(s)].deps) {
+    auto& succ = slots_[u(d)].succ;
+    auto it = std::find(succ.begin(), succ.end(), s);
+    if (it != succ.end()) {
+      *it = succ.back();
+      succ.pop_back();
+    }
+  }
+}
+
+void OpSimulator::run(std::int32_t from, const std::vector<std::int32_t>& seeds) {
+  const auto C = static_cast<std::size_t>(checkpoint_every_);
+  const std::size_t k = u(from) / C;
+  pops_.resize(u(from));
+  checkpoints_.resize((k + 1) * u(resources_));
+  checkpoint_max_.resize(k + 1);
+  std::vector<sim::SimTime> free(checkpoints_.begin() + static_cast<std::ptrdiff_t>(k * u(resources_)),
+                                 checkpoints_.end());
+  sim::SimTime latest = checkpoint_max_[k];
+  pending_.resize(slots_.size());
+  using Entry = std::tuple<sim::SimTime, std::uint64_t, std::int32_t>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
+  for (auto s : seeds)
+    if (slots_[u(s)].active) slots_[u(s)].pop = kUnpopped;
+  std::size_t expected = 0;
+  for (auto s : seeds) {
+    Slot& slot = slots_[u(s)];
+    if (!slot.active) continue;
+    ++expected;
+    std::int32_t waiting = 0;
+    sim::SimTime r = 0;
+    for (auto d : slot.deps) {
+      const Slot& dep = slots_[u(d)];
+      if (dep.pop == kUnpopped)
+        ++waiting;
+      else
+        r = std::max(r, dep.end);
+    }
+    pending_[u(s)] = waiting;
+    if (waiting == 0) ready.emplace(r, slot.key, s);
+  }
+  const std::size_t first = pops_.size();
+  while (!ready.empty()) {
+    const auto [r, key, s] = ready.top();
+    ready.pop();
+    Slot& slot = slots_[u(s)];
+    sim::SimTime start = r;
+    if (slot.gpu >= 0)
+      start = std::max(start, free[u(slot.gpu)]);
+    else
+      for (auto res : *slot.res) start = std::max(start, free[u(res)]);
+    const sim::SimTime end = sim::checked_add(start, slot.duration);
+    if (slot.gpu >= 0)
+      free[u(slot.gpu)] = end;
+    else
+      for (auto res : *slot.res) free[u(res)] = end;
+    slot.ready = r, slot.start = start, slot.end = end;
+    slot.pop = static_cast<std::int32_t>(pops_.size());
+    pops_.push_back(s);
+    latest = std::max(latest, end);
+    if (pops_.size() % C == 0) {
+      checkpoints_.insert(checkpoints_.end(), free.begin(), free.end());
+      checkpoint_max_.push_back(latest);
+    }
+    for (auto t : slot.succ)
+      if (--pending_[u(t)] == 0) {
+        sim::SimTime rt = 0;
+        for (auto d : slots_[u(t)].deps) rt = std::max(rt, slots_[u(d)].end);
+        ready.emplace(rt, slots_[u(t)].key, t);
+      }
+  }
+  if (pops_.size() - first != expected)
+    throw std::logic_error("op simulator: the task graph has a cycle or a missing dependency");
+  makespan_ = latest;
+  last_replayed_ = pops_.size() - first;
+}
+
+sim::SimTime OpSimulator::simulate_full() {
+  std::vector<std::int32_t> all;
+  for (std::size_t s = 0; s < slots_.size(); ++s)
+    if (slots_[s].active) all.push_back(static_cast<std::int32_t>(s));
+  run(0, all);
+  return makespan_;
+}
+
+void OpSimulator::memory_of_neighbourhood(int i, int sign) {
+  lowering_.add_memory(i, plan_, sign, memory_);
+  for (int c : lowering_.consumers(i)) lowering_.add_memory(c, plan_, sign, memory_);
+}
+
+sim::SimTime OpSimulator::propose(int i, int choice) {
+  if (undo_.open)
+    throw std::logic_error("OpSimulator::propose: previous proposal neither committed nor rolled back");
+  undo_ = Undo{};
+  undo_.open = true;
+  undo_.node = i;
+  undo_.old_choice = plan_.choice[u(i)];
+  undo_.old_memory = memory_;
+  memory_of_neighbourhood(i, -1);
+  plan_.choice[u(i)] = choice;
+  memory_of_neighbourhood(i, +1);
+
+  // The earliest (ready time, key) at which the schedule can change.
+  std::pair<sim::SimTime, std::uint64_t> bound{sim::kNever, ~std::uint64_t{0}};
+  const auto note = [&](const Slot& s) { bound = std::min(bound, std::make_pair(s.ready, s.key)); };
+
+  const auto replace = [&](int node, OpBlock b, std::vector<LoweredTask>& tasks) {
+    const std::size_t ti = u(node) * kOpBlocks + u(static_cast<int>(b));
+    undo_.old_tables.emplace_back(ti, tables_[ti]);
+    for (const auto& [local, s] : tables_[ti]) {
+      note(slots_[u(s)]);
+      unlink(s);
+      slots_[u(s)].active = false;
+      undo_.removed.push_back(s);
+    }
+    install_block(node, b, tasks);
+  };
+  const auto in_place = [&](int node, OpBlock b, std::vector<LoweredTask>& tasks) {
+    const Table& t = table(node, b);
+    if (t.size() != tasks.size()) throw std::logic_error("op simulator: in-place block changed size");
+    for (std::size_t k = 0; k < t.size(); ++k) {
+      const auto s = t[k].second;
+      Slot& slot = slots_[u(s)];
+      note(slot);
+      unlink(s);
+      undo_.modified.emplace_back(s, slot.deps);
+      undo_.modified_refs.emplace_back(s, std::move(slot.task.deps));
+      slot.task.deps = std::move(tasks[k].deps);
+    }
+  };
+
+  std::vector<LoweredTask> a, b;
+  for (OpBlock first : kFirstBlocks) {
+    lowering_.lower(i, first, plan_, comm_, a, b);
+    replace(i, first, a);
+    if (first == OpBlock::kFwdIn) replace(i, OpBlock::kFwd, b);
+    if (first == OpBlock::kBwdIn) replace(i, OpBlock::kBwd, b);
+  }
+  for (int c : lowering_.consumers(i)) {
+    lowering_.lower(c, OpBlock::kFwdIn, plan_, comm_, a, b);
+    replace(c, OpBlock::kFwdIn, a);
+    in_place(c, OpBlock::kFwd, b);
+  }
+  for (int p : lowering_.producers(i)) {
+    lowering_.lower(p, OpBlock::kBwdIn, plan_, comm_, a, b);
+    replace(p, OpBlock::kBwdIn, a);
+    in_place(p, OpBlock::kBwd, b);
+  }
+
+  // Link the new and changed tasks; bound their first possible start by the old schedule where all their
+  // dependencies are old tasks (otherwise a dependency's own bound is earlier).
+  for (const auto& [s, old] : undo_.modified) slots_[u(s)].pop = kUnpopped;
+  for (auto s : undo_.added) link(s);
+  for (const auto& [s, old] : undo_.modified) link(s);
+  const auto bound_new = [&](std::int32_t s) {
+    const Slot& slot = slots_[u(s)];
+    sim::SimTime r = 0;
+    for (auto d : slot.deps) {
+      if (slots_[u(d)].pop == kUnpopped) return;
+      r = std::max(r, slots_[u(d)].end);
+    }
+    bound = std::min(bound, std::make_pair(r, slot.key));
+  };
+  for (auto s : undo_.added) bound_new(s);
+  for (const auto& [s, old] : undo_.modified) bound_new(s);
+
+  // Restart at the last checkpoint before the first old start at or after the bound (starts are sorted by
+  // (ready, key): a task becomes ready no earlier than the task that released it started).
+  const auto cut = std::partition_point(pops_.begin(), pops_.end(), [&](std::int32_t s) {
+    return std::make_pair(slots_[u(s)].ready, slots_[u(s)].key) < bound;
+  });
+  const auto c = static_cast<std::size_t>(cut - pops_.begin());
+  const auto from = static_cast<std::int32_t>(c - c % u(checkpoint_every_));
+  undo_.from = from;
+  undo_.old_pops.assign(pops_.begin() + from, pops_.end());
+  for (auto s : undo_.old_pops) {
+    const Slot& slot = slots_[u(s)];
+    undo_.old_times.push_back({slot.ready, slot.start, slot.end, slot.pop});
+  }
+  const std::size_t k = u(from) / u(checkpoint_every_);
+  undo_.old_checkpoints.assign(checkpoints_.begin() + static_cast<std::ptrdiff_t>((k + 1) * u(resources_)),
+                               checkpoints_.end());
+  undo_.old_checkpoint_max.assign(checkpoint_max_.begin() + static_cast<std::ptrdiff_t>(k + 1),
+                                  checkpoint_max_.end());
+  undo_.old_makespan = makespan_;
+  std::vector<std::int32_t> seeds;
+  seeds.reserve(undo_.old_pops.size() + undo_.added.size());
+  for (auto s : undo_.old_pops)
+    if (slots_[u(s)].active) seeds.push_back(s);
+  seeds.insert(seeds.end(), undo_.added.begin(), undo_.added.end());
+  run(from, seeds);
+  return makespan_;
+}
+
+void OpSimulator::commit() {
+  if (!undo_.open) throw std::logic_error("OpSimulator::commit without a proposal");
+  for (auto s : undo_.removed) {
+    Slot& slot = slots_[u(s)];
+    slot.deps.clear(), slot.succ.clear(), slot.task.deps.clear();
+    free_.push_back(s);
+  }
+  undo_ = Undo{};
+}
+
+void OpSimulator::rollback() {
+  if (!undo_.open) throw std::logic_error("OpSimulator::rollback without a proposal");
+  for (auto s : undo_.added) {
+    unlink(s);
+    Slot& slot = slots_[u(s)];
+    slot.active = false;
+    slot.deps.clear(), slot.succ.clear(), slot.task.deps.clear();
+  }
+  // Free in reverse allocation order, so the free list is as before the proposal.
+  for (auto it = undo_.added.rbegin(); it != undo_.added.rend(); ++it) free_.push_back(*it);
+  for (auto& [s, old] : undo_.modified) unlink(s);
+  for (auto& [ti, t] : undo_.old_tables) tables_[ti] = std::move(t);
+  for (std::size_t m = 0; m < undo_.modified.size(); ++m) {
+    Slot& slot = slots_[u(undo_.modified[m].first)];
+    slot.task.deps = std::move(undo_.modified_refs[m].second);
+  }
+  for (auto s : undo_.removed) slots_[u(s)].active = true;
+  for (auto s : undo_.removed) link(s);
+  for (auto& [s, old] : undo_.modified) link(s);
+  plan_.choice[u(undo_.node)] = undo_.old_choice;
+  memory_ = std::move(undo_.old_memory);
+  // Schedule as before.
+  pops_.resize(u(undo_.from));
+  for (std::size_t k = 0; k < undo_.old_pops.size(); ++k) {
+    const auto s = undo_.old_pops[k];
+    Slot& slot = slots_[u(s)];
+    const auto& t = undo_.old_times[k];
+    slot.ready = t.ready, slot.start = t.start, slot.end = t.end, slot.pop = t.pop;
+    pops_.push_back(s);
+  }
+  const std::size_t k = u(undo_.from) / u(checkpoint_every_);
+  checkpoints_.resize((k + 1) * u(resources_));
+  checkpoints_.insert(checkpoints_.end(), undo_.old_checkpoints.begin(), undo_.old_checkpoints.end());
+  checkpoint_max_.resize(k + 1);
+  checkpoint_max_.insert(checkpoint_max_.end(), undo_.old_checkpoint_max.begin(),
+                         undo_.old_checkpoint_max.end());
+  makespan_ = undo_.old_makespan;
+  undo_ = Undo{};
+}
+
+sim::TaskGraph OpSimulator::to_task_graph() const {
+  std::vector<std::int32_t> order;
+  for (std::size_t s = 0; s < slots_.size(); ++s)
+    if (slots_[s].active) order.push_back(static_cast<std::int32_t>(s));
+  std::sort(order.begin(), order.end(),
+            [&](std::int32_t a, std::int32_t b) { return slots_[u(a)].key < slots_[u(b)].key; });
+  std::vector<sim::TaskId> id(slots_.size(), -1);
+  sim::TaskGraph tg;
+  const auto& g = lowering_.space().graph();
+  std::vector<sim::Dep> deps;
+  for (auto s : order) {
+    const Slot& slot = slots_[u(s)];
+    deps.clear();
+    for (auto d : slot.deps) deps.push_back({id[u(d)], sim::DepKind::kDone});
+    const auto& name = g.node(lowering_.space().nodes()[u(slot.node)]).name;
+    const auto label = tg.intern(fmt::format("{} {} #{}", block_name(slot.block), name, slot.task.local));
+    switch (slot.kind) {
+      case OpTaskKind::kCompute:
+        id[u(s)] = tg.add_compute_fixed(slot.task.gpu, 0, slot.task.seconds, label, deps);
+        break;
+      case OpTaskKind::kTransfer:
+        id[u(s)] = tg.add_transfer(slot.task.gpu, slot.task.peer, slot.task.bytes,
+                                   topo_.route_latency(slot.task.gpu, slot.task.peer), label, deps);
+        break;
+      case OpTaskKind::kAllReduce: {
+        const auto& choice = comm_.allreduce(slot.task.group, slot.task.bytes);
+        sim::CollectiveSpec spec;
+        spec.op = sim::CollectiveOp::kAllReduce;
+        spec.group = comm_.ranks(slot.task.group);
+        spec.bytes = slot.task.bytes;
+        spec.protocol = choice.protocol;
+        spec.label = fmt::format("{} {}", block_name(slot.block), name);
+        id[u(s)] = sim::add_collective(topo_, tg, spec, choice.algorithm, deps);
+        break;
+      }
+    }
+  }
+  return tg;
+}
+
+double simulate_full_step(const OpSimulator& fast, const hw::Topology& topo) {
+  const auto tg = fast.to_task_graph();
+  return sim::simulate(topo, tg).seconds();
+}
+
+}  // namespace strata::search::parallel
