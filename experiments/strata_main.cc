@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "strata 0.1.0");
   cli::add_hw_commands(app);
   cli::add_sim_commands(app);
+  cli::add_parallel_commands(app);
   cli::add_run_command(app);
   cli::add_model_commands(app);
   cli::add_synth_command(app);

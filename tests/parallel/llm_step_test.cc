@@ -68,7 +68,9 @@ TEST(LlmStep, TensorParallelCollectivesPerLayer) {
   EXPECT_EQ(count_class(d, d.fwd[0], CommClass::kTensor, CollectiveOp::kAllReduce), 2 * 4 + 2);
   EXPECT_EQ(count_class(d, d.bwd[0], CommClass::kTensor, CollectiveOp::kAllReduce), 2 * 4 + 1);
   for (const auto& c : d.comms)
-    if (c.label == "tp allreduce") EXPECT_DOUBLE_EQ(c.bytes, 1.0 * 1024 * 1024 * 2);  // b s h x 2 B
+    if (c.label == "tp allreduce") {
+      EXPECT_DOUBLE_EQ(c.bytes, 1.0 * 1024 * 1024 * 2);  // b s h x 2 B
+    }
   // Sequence parallelism: each all-reduce becomes an all-gather before and a reduce-scatter after.
   st.sequence_parallel = true;
   d = describe(topo, spec, st, costs);

@@ -1,0 +1,409 @@
+// strata sim step | strata parallelize: one simulated training step of a transformer under an LLM strategy,
+// and the search over strategies (search/parallel, docs/parallel.md).
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "experiments/cli.h"
+#include "experiments/cli_options.h"
+#include "experiments/cli_parallel.h"
+#include "hw/config_error.h"
+#include "hw/system_loader.h"
+#include "hw/units.h"
+#include "models/zoo/zoo.h"
+#include "search/parallel/llm_search.h"
+#include "sim/trace.h"
+#include "util/atomic_file.h"
+
+namespace strata::cli {
+namespace {
+
+namespace par = search::parallel;
+
+struct StepOptions {
+  std::string model, hw, recompute = "none", dtype = "bf16", format = "text", trace, schedule, placement;
+  int nodes = 0, tp = 1, pp = 1, dp = 1, cp = 1, ep = 1, micro_batch = 1, virtual_stages = 1, zero = 0;
+  std::int64_t global_batch = 0, seq = 0;
+  bool sequence_parallel = false, no_overlap = false;
+  double bucket_mb = 0;
+};
+
+hw::DType parse_dtype_option(const std::string& text) {
+  const auto dt = hw::parse_dtype(text);
+  if (!dt || (*dt != hw::DType::kBf16 && *dt != hw::DType::kFp16 && *dt != hw::DType::kFp8))
+    throw ConfigError(fmt::format("--dtype: expected bf16, fp16 or fp8, got '{}'", text));
+  return *dt;
+}
+
+// "[[1,8],[16,1],[1,1],[8,1]]": one row per axis (pp, dp, cp, tp), one column per machine level.
+search::reduce::Matrix parse_placement(const std::string& text) {
+  try {
+    const auto j = nlohmann::json::parse(text);
+    search::reduce::Matrix m;
+    for (const auto& row : j) {
+      m.emplace_back();
+      for (const auto& x : row) m.back().push_back(x.get<int>());
+    }
+    if (m.size() != 4) throw std::invalid_argument("need 4 rows");
+    return m;
+  } catch (const std::exception&) {
+    throw ConfigError(
+        fmt::format("--placement: expected a JSON matrix with one row per axis (pp, dp, cp, tp) and one "
+                    "column per machine "
+                    "level, e.g. [[1,8],[16,1],[1,1],[1,8]]; got '{}'",
+                    text));
+  }
+}
+
+std::string indent_lines(std::string text) {
+  for (std::size_t i = text.find('\n'); i != std::string::npos; i = text.find('\n', i + 3))
+    text.insert(i + 1, "  ");
+  return text;
+}
+
+std::string format_seconds(double s) {
+  return s >= 1 ? fmt::format("{:.3f} s", s) : fmt::format("{:.3f} ms", s * 1e3);
+}
+
+nlohmann::json result_json(const par::LlmStepResult& r) {
+  const auto& b = r.breakdown;
+  const auto& m = r.memory;
+  nlohmann::json j = {
+      {"strategy", r.strategy.describe()},
+      {"tp", r.strategy.tp},
+      {"pp", r.strategy.pp},
+      {"dp", r.strategy.dp},
+      {"cp", r.strategy.cp},
+      {"ep", r.strategy.ep},
+      {"sequence_parallel", r.strategy.sequence_parallel},
+      {"micro_batch", r.strategy.micro_batch},
+      {"global_batch", r.strategy.global_batch},
+      {"micro_batches", r.strategy.micro_batches()},
+      {"schedule", std::string(par::schedule_name(r.strategy.schedule))},
+      {"virtual_stages", r.strategy.virtual_stages},
+      {"recompute", std::string(par::recompute_name(r.strategy.recompute))},
+      {"zero", r.strategy.zero},
+      {"placement", r.placement_text},
+      {"simulated", r.simulated},
+      {"fits", r.fits},
+      {"peak_memory_bytes", m.total()},
+      {"memory_capacity_bytes", r.capacity},
+      {"memory",
+       {{"stage", m.stage},
+        {"weights_bytes", m.weights},
+        {"gradients_bytes", m.gradients},
+        {"optimizer_bytes", m.optimizer},
+        {"activations_bytes", m.activations},
+        {"comm_buffers_bytes", m.comm_buffers},
+        {"reserve_bytes", m.reserve}}},
+      {"model_flops_per_step", r.model_flops},
+  };
+  if (r.simulated) {
+    j["step_seconds"] = r.step_seconds;
+    j["mfu"] = r.mfu;
+    j["tokens_per_second"] = r.tokens_per_second;
+    j["tasks"] = r.tasks;
+    j["breakdown_seconds"] = {{"stage", b.stage},
+                              {"compute", b.compute},
+                              {"recompute", b.recompute},
+                              {"tp_comm", b.tp_comm},
+                              {"cp_comm", b.cp_comm},
+                              {"ep_comm", b.ep_comm},
+                              {"pipeline_bubble", b.bubble},
+                              {"dp_exposed", b.dp_exposed},
+                              {"optimizer", b.optimizer}};
+    nlohmann::json iso = nlohmann::json::object();
+    for (int c = 0; c < par::kNumCommClasses; ++c)
+      iso[std::string(par::comm_class_name(par::CommClass(c)))] = r.isolated[static_cast<std::size_t>(c)];
+    j["isolated_comm_classes"] = iso;
+  }
+  return j;
+}
+
+void print_result_text(const par::LlmStepResult& r) {
+  const auto& m = r.memory;
+  std::cout << fmt::format("strategy    {}\nplacement   {} (rows pp, dp, cp, tp; columns: machine levels)\n",
+                           r.strategy.describe(), r.placement_text);
+  std::cout << fmt::format(
+      "memory      {} of {} per GPU on stage {} ({}): weights {}, gradients {}, optimizer {}, activations "
+      "{}, "
+      "comm buffers {}, reserve {}\n",
+      units::format_bytes(m.total()), units::format_bytes(r.capacity), m.stage,
+      r.fits ? "fits" : "OUT OF MEMORY", units::format_bytes(m.weights), units::format_bytes(m.gradients),
+      units::format_bytes(m.optimizer), units::format_bytes(m.activations),
+      units::format_bytes(m.comm_buffers), units::format_bytes(m.reserve));
+  if (!r.simulated) return;
+  const auto& b = r.breakdown;
+  std::cout << fmt::format("step        {}   MFU {:.1f}%   {:.0f} tokens/s   {:.1f} TFLOP/s per GPU\n",
+                           format_seconds(r.step_seconds), r.mfu * 100, r.tokens_per_second,
+                           r.model_flops / r.step_seconds / r.strategy.gpus() / 1e12);
+  std::cout << fmt::format(
+      "breakdown   (stage {}) compute {}, recompute {}, exposed TP {}, CP {}, EP {}, pipeline bubble {}, "
+      "exposed "
+      "DP {}, optimizer {}\n",
+      b.stage, format_seconds(b.compute), format_seconds(b.recompute), format_seconds(b.tp_comm),
+      format_seconds(b.cp_comm), format_seconds(b.ep_comm), format_seconds(b.bubble),
+      format_seconds(b.dp_exposed), format_seconds(b.optimizer));
+  std::string iso;
+  for (int c = 0; c < par::kNumCommClasses; ++c)
+    if (r.isolated[static_cast<std::size_t>(c)])
+      iso += (iso.empty() ? "" : ", ") + std::string(par::comm_class_name(par::CommClass(c)));
+  std::cout << fmt::format("simulated   {} tasks; communication simulated alone (links of its own): {}\n",
+                           r.tasks, iso.empty() ? "none" : iso);
+}
+
+void run_step_command(const StepOptions& o) {
+  if (!o.trace.empty()) util::check_output_path(o.trace);
+  if (o.format != "text" && o.format != "json")
+    throw ConfigError(fmt::format("--format: expected text or json, got '{}'", o.format));
+  const auto topo =
+      hw::load_system(o.hw, hw::LoadOptions{o.nodes > 0 ? std::optional<int>(o.nodes) : std::nullopt});
+  const auto spec = resolve_transformer(o.model, o.seq);
+  par::LlmStrategy st;
+  st.tp = o.tp, st.pp = o.pp, st.dp = o.dp, st.cp = o.cp, st.ep = o.ep;
+  st.micro_batch = o.micro_batch;
+  st.global_batch = o.global_batch;
+  st.sequence_parallel = o.sequence_parallel;
+  st.virtual_stages = o.virtual_stages;
+  st.schedule = o.virtual_stages > 1 ? par::PipelineSchedule::kInterleaved : par::PipelineSchedule::kOneFOneB;
+  if (!o.schedule.empty()) {
+    const auto s = par::parse_schedule(o.schedule);
+    if (!s)
+      throw ConfigError(fmt::format("--schedule: expected gpipe, 1f1b or interleaved, got '{}'", o.schedule));
+    st.schedule = *s;
+  }
+  const auto rc = par::parse_recompute(o.recompute);
+  if (!rc)
+    throw ConfigError(fmt::format("--recompute: expected none, selective or full, got '{}'", o.recompute));
+  st.recompute = *rc;
+  st.zero = o.zero;
+  st.dtype = parse_dtype_option(o.dtype);
+  st.bucket_bytes = o.bucket_mb * 1e6;
+  st.overlap_grad_reduce = !o.no_overlap;
+  if (auto problems = par::strategy_problems(spec, st, topo); !problems.empty())
+    throw ConfigError("the strategy does not fit the model or the system:\n  " + indent_lines(problems));
+  const models::CostModel cost(topo.gpu());
+  par::LlmStepOptions so;
+  so.record_timeline = !o.trace.empty();
+  if (!o.placement.empty()) {
+    so.placement = parse_placement(o.placement);
+    try {
+      const std::vector<int> axes = {st.pp, st.dp, st.cp, st.tp};
+      const std::vector<hw::Level> levels(topo.levels().begin(), topo.levels().end());
+      search::reduce::Placement check(levels, axes, *so.placement);
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError(fmt::format("--placement: {}", e.what()));
+    }
+  }
+  const auto r = par::simulate_llm_step(spec, st, topo, cost, so);
+  if (o.format == "json") {
+    auto j = result_json(r);
+    j["model"] = spec.name;
+    j["system"] = topo.name();
+    j["gpus"] = topo.num_gpus();
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << fmt::format("model       {} ({}) on {} x {} ({} GPUs, {})\n", spec.name,
+                             models::zoo::format_transformer_spec(spec), topo.nodes(), topo.gpus_per_node(),
+                             topo.num_gpus(), topo.gpu().name);
+    print_result_text(r);
+  }
+  if (o.trace.empty()) return;
+  util::write_file_atomically(o.trace, sim::chrome_trace_json(topo, r.graph.graph, r.sim));
+  if (o.format == "text")
+    std::cout << fmt::format("trace       {} (open in https://ui.perfetto.dev)\n", o.trace);
+}
+
+void add_strategy_options(CLI::App& cmd, StepOptions& o) {
+  add_int_option(cmd, "--tp", o.tp, {1, 1 << 16}, "Tensor-parallel size");
+  add_int_option(cmd, "--pp", o.pp, {1, 1 << 16}, "Pipeline stages");
+  add_int_option(cmd, "--dp", o.dp, {1, 1 << 20}, "Data-parallel size");
+  add_int_option(cmd, "--cp", o.cp, {1, 1 << 16}, "Context-parallel size");
+  add_int_option(cmd, "--ep", o.ep, {1, 1 << 16}, "Expert-parallel size (MoE models; divides --dp)");
+  add_int_option(cmd, "--micro-batch", o.micro_batch, {1, 1 << 16}, "Sequences per micro-batch");
+  add_int_option(cmd, "--virtual-stages", o.virtual_stages, {1, 1 << 10},
+                 "Model chunks per GPU (> 1 selects the interleaved 1F1B schedule)");
+  cmd.add_option("--schedule", o.schedule,
+                 "Pipeline schedule: gpipe, 1f1b, interleaved (default: 1f1b, or "
+                 "interleaved with --virtual-stages > 1)");
+  cmd.add_option("--recompute", o.recompute, "Activation recomputation: none, selective, full")
+      ->capture_default_str();
+  cmd.add_flag("--sequence-parallel", o.sequence_parallel,
+               "Sequence parallelism (norms on seq/tp; all-reduce -> reduce-scatter + all-gather)");
+  add_int_option(cmd, "--zero", o.zero, {0, 3},
+                 "ZeRO stage: 0 plain DP, 1 optimizer state, 2 + gradients, 3 + "
+                 "parameters (FSDP)");
+  add_real_option(cmd, "--bucket-mb", o.bucket_mb, 0, 1e6,
+                  "Gradient bucket in MB (10^6 B); 0 = Megatron-core's max(40M, 1M x dp) parameters");
+  cmd.add_flag("--no-overlap", o.no_overlap,
+               "Reduce gradients after the backward pass instead of overlapping it");
+  cmd.add_option(
+      "--placement", o.placement,
+      "Axis placement as a JSON matrix, rows pp, dp, cp, tp, columns machine levels outermost first "
+      "(default: Megatron's order, tp innermost)");
+}
+
+struct SearchCliOptions {
+  std::string model, hw, search = "exhaustive", format = "text", dtype = "bf16";
+  int nodes = 0, top = 10;
+  std::int64_t global_batch = 0, seq = 0;
+  bool megatron_placement_only = false;
+};
+
+void print_search_text(const par::LlmSearchResult& s) {
+  const auto& c = s.counts;
+  std::cout << fmt::format(
+      "searched    {} plans in {:.2f} s: {} invalid for the model, {} out of memory, {} pruned by the lower "
+      "bound, {} simulated\n",
+      c.enumerated, s.seconds, c.invalid, c.out_of_memory, c.pruned, c.simulated);
+  std::cout << fmt::format("{:>4} {:>11} {:>6} {:>10} {:>10} {:>5}  {}\n", "rank", "step", "MFU", "tokens/s",
+                           "memory", "fits", "strategy / placement");
+  int rank = 1;
+  auto row = [](const std::string& name, const par::LlmStepResult& r) {
+    std::cout << fmt::format("{:>4} {:>11} {:>5.1f}% {:>10.0f} {:>10} {:>5}  {} / {}\n", name,
+                             format_seconds(r.step_seconds), r.mfu * 100, r.tokens_per_second,
+                             units::format_bytes(r.memory.total()), r.fits ? "yes" : "no",
+                             r.strategy.describe(), r.placement_text);
+  };
+  for (const auto& r : s.top) row(std::to_string(rank++), r);
+  if (s.expert)
+    row("exp", *s.expert);
+  else
+    std::cout << "  exp  (no Megatron-style expert plan fits in memory)\n";
+  if (s.data_parallel)
+    row("dp", *s.data_parallel);
+  else
+    std::cout << "   dp  (pure data parallelism does not fit in memory)\n";
+}
+
+void run_search_command(const SearchCliOptions& o) {
+  if (o.format != "text" && o.format != "json")
+    throw ConfigError(fmt::format("--format: expected text or json, got '{}'", o.format));
+  const auto topo =
+      hw::load_system(o.hw, hw::LoadOptions{o.nodes > 0 ? std::optional<int>(o.nodes) : std::nullopt});
+  if (o.search == "mcmc") {
+    run_mcmc_search(o.model, topo, o.global_batch, o.seq, o.top, o.format);
+    return;
+  }
+  if (o.search != "exhaustive")
+    throw ConfigError(fmt::format("--search: expected exhaustive or mcmc, got '{}'", o.search));
+  const auto spec = resolve_transformer(o.model, o.seq);
+  const models::CostModel cost(topo.gpu());
+  par::LlmSearchOptions so;
+  so.global_batch = o.global_batch;
+  so.top = o.top;
+  so.space.dtype = parse_dtype_option(o.dtype);
+  so.space.all_placements = !o.megatron_placement_only;
+  if (o.format == "text")
+    so.progress = [](std::size_t n, double best) {
+      std::cerr << fmt::format("\r  simulated {} plans, best step {}   ", n, format_seconds(best))
+                << std::flush;
+    };
+  const auto s = par::search_llm(spec, topo, cost, so);
+  if (o.format == "text") std::cerr << "\n";
+  if (o.format == "json") {
+    nlohmann::json j = {{"model", spec.name},
+                        {"system", topo.name()},
+                        {"gpus", topo.num_gpus()},
+                        {"search_seconds", s.seconds},
+                        {"counts",
+                         {{"enumerated", s.counts.enumerated},
+                          {"invalid", s.counts.invalid},
+                          {"out_of_memory", s.counts.out_of_memory},
+                          {"pruned", s.counts.pruned},
+                          {"simulated", s.counts.simulated}}}};
+    j["plans"] = nlohmann::json::array();
+    for (const auto& r : s.top) j["plans"].push_back(result_json(r));
+    j["expert"] = s.expert ? result_json(*s.expert) : nlohmann::json();
+    j["data_parallel"] = s.data_parallel ? result_json(*s.data_parallel) : nlohmann::json();
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  std::cout << fmt::format("model       {} on {} x {} ({} GPUs, {}), global batch {}\n", spec.name,
+                           topo.nodes(), topo.gpus_per_node(), topo.num_gpus(), topo.gpu().name,
+                           o.global_batch);
+  print_search_text(s);
+}
+
+}  // namespace
+
+models::zoo::TransformerSpec resolve_transformer(const std::string& model, std::int64_t seq) {
+  namespace zoo = models::zoo;
+  zoo::TransformerSpec spec;
+  if (model.starts_with(zoo::kTransformerPrefix)) {
+    try {
+      spec = zoo::parse_transformer_spec(model);
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError(fmt::format("--model: {}", e.what()));
+    }
+  } else if (model.ends_with(".yaml") || model.ends_with(".yml")) {
+    spec = zoo::load_transformer_spec(model);
+  } else if (const auto* entry = zoo::find_model(model); entry && entry->transformer) {
+    spec = *entry->transformer;
+    spec.attention = zoo::AttentionImpl::kFlash;  // as Megatron-LM trains them (docs/parallel.md)
+  } else {
+    throw ConfigError(fmt::format(
+        "--model: '{}' is not a transformer: expected a decoder of the zoo (strata model list), "
+        "transformer:layers=..,hidden=..,heads=..,vocab=..,seq=.. or a model YAML (configs/models/)",
+        model));
+  }
+  if (seq > 0) {
+    spec.seq = seq;
+    if (auto problem = zoo::check_spec(spec))
+      throw ConfigError(fmt::format("--seq: {} ({})", problem->message, problem->key));
+  }
+  return spec;
+}
+
+void add_parallel_commands(CLI::App& app) {
+  auto* sim_cmd = app.get_subcommand("sim");
+  auto o = std::make_shared<StepOptions>();
+  auto* step = sim_cmd->add_subcommand(
+      "step",
+      "Simulate one training step of a transformer under a parallel strategy: step time, MFU, tokens/s, "
+      "per-GPU peak memory and whether it fits, and a breakdown");
+  step->add_option("--model", o->model, kModelHelp)->required();
+  step->add_option("--hw", o->hw, "System YAML file")->required();
+  add_int_option(*step, "--nodes", o->nodes, {1, hw::limits::kMaxNodes},
+                 "Number of nodes (overrides the file)", false);
+  add_int_option(*step, "--global-batch", o->global_batch, {1, std::int64_t{1} << 30},
+                 "Sequences per optimizer step", false)
+      ->required();
+  add_int_option(*step, "--seq", o->seq, {1, kMaxModelDim}, "Sequence length (default: the model's)", false);
+  add_strategy_options(*step, *o);
+  step->add_option("--dtype", o->dtype, "Compute type: bf16, fp16, fp8")->capture_default_str();
+  step->add_option("--format", o->format, "Output: text or json")->capture_default_str();
+  step->add_option("--trace", o->trace, "Write a Chrome/Perfetto trace of the step to this JSON file");
+  step->callback([o] { run_step_command(*o); });
+
+  auto so = std::make_shared<SearchCliOptions>();
+  auto* par_cmd = app.add_subcommand(
+      "parallelize", "Search parallelization strategies for a model on a cluster and print the ranked plans");
+  par_cmd->add_option("--model", so->model, kModelHelp)->required();
+  par_cmd->add_option("--hw", so->hw, "System YAML file")->required();
+  add_int_option(*par_cmd, "--nodes", so->nodes, {1, hw::limits::kMaxNodes},
+                 "Number of nodes (overrides the file)", false);
+  add_int_option(*par_cmd, "--global-batch", so->global_batch, {1, std::int64_t{1} << 30},
+                 "Sequences (samples for non-transformer models) per optimizer step", false)
+      ->required();
+  add_int_option(*par_cmd, "--seq", so->seq, {1, kMaxModelDim}, "Sequence length (default: the model's)",
+                 false);
+  par_cmd
+      ->add_option("--search", so->search,
+                   "exhaustive: every LLM strategy (transformers); mcmc: FlexFlow-style per-operator plans "
+                   "(any model)")
+      ->capture_default_str();
+  add_int_option(*par_cmd, "--top", so->top, {1, 1000}, "Plans to print");
+  par_cmd->add_option("--dtype", so->dtype, "Compute type: bf16, fp16, fp8")->capture_default_str();
+  par_cmd->add_flag(
+      "--megatron-placement", so->megatron_placement_only,
+      "Only Megatron's axis order (tp innermost); default: also every other placement of the best "
+      "strategies");
+  par_cmd->add_option("--format", so->format, "Output: text or json")->capture_default_str();
+  par_cmd->callback([so] { run_search_command(*so); });
+}
+
+}  // namespace strata::cli

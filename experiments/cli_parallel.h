@@ -1,0 +1,26 @@
+// Shared by the parallelization commands (cli_parallel.cc: sim step, parallelize --search exhaustive;
+// cli_parallel_mcmc.cc: parallelize --search mcmc).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "hw/topology.h"
+#include "models/zoo/transformer_spec.h"
+
+namespace strata::cli {
+
+inline constexpr const char* kModelHelp =
+    "Model: a zoo name (strata model list), transformer:layers=L,hidden=H,heads=A,vocab=V,seq=S[,ffn=..,"
+    "kv_heads=..,experts=..,top_k=..,act=gelu|swiglu,norm=layernorm|rmsnorm], a model YAML "
+    "(configs/models/), "
+    "or an .onnx file (--search mcmc only)";
+
+// The transformer `model` names (zoo name, transformer:..., model YAML), with its sequence length replaced by
+// `seq` when > 0. Throws ConfigError for anything else (naming what was expected).
+models::zoo::TransformerSpec resolve_transformer(const std::string& model, std::int64_t seq);
+
+// strata parallelize --search mcmc.
+void run_mcmc_search(const std::string& model, const hw::Topology& topo, std::int64_t global_batch,
+                     std::int64_t seq, int top, const std::string& format);
+
+}  // namespace strata::cli
