@@ -6,6 +6,9 @@
 #include "models/zoo/decoder_layer.h"
 
 #include <cmath>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -195,18 +198,38 @@ ValueId moe_block(NetBuilder& b, ValueId h, const TransformerSpec& spec, const L
 }  // namespace
 
 RopeTables rope_tables(Graph& g, std::int64_t seq, std::int64_t dh, DType dtype) {
-  const std::int64_t half = dh / 2;
-  std::vector<double> cs(static_cast<std::size_t>(seq * dh)), sn(cs.size());
-  for (std::int64_t p = 0; p < seq; ++p)
-    for (std::int64_t i = 0; i < dh; ++i) {
-      const double theta = static_cast<double>(p) *
-                           std::pow(10000.0, -2.0 * static_cast<double>(i % half) / static_cast<double>(dh));
-      cs[static_cast<std::size_t>(p * dh + i)] = std::cos(theta);
-      sn[static_cast<std::size_t>(p * dh + i)] = std::sin(theta);
+  // The tables depend on (seq, head_dim) only and take seq x head_dim sin/cos evaluations (tens of ms at 4096
+  // tokens), while layer_cost builds a layer graph per call: computed once per shape and shared read-only.
+  using Tables =
+      std::pair<std::shared_ptr<const std::vector<double>>, std::shared_ptr<const std::vector<double>>>;
+  static std::mutex mutex;
+  static std::map<std::pair<std::int64_t, std::int64_t>, Tables> cache;
+  Tables tables;
+  {
+    const std::lock_guard lock(mutex);
+    auto it = cache.find({seq, dh});
+    if (it == cache.end()) {
+      const std::int64_t half = dh / 2;
+      std::vector<double> cs(static_cast<std::size_t>(seq * dh)), sn(cs.size());
+      for (std::int64_t p = 0; p < seq; ++p)
+        for (std::int64_t i = 0; i < dh; ++i) {
+          const double theta =
+              static_cast<double>(p) *
+              std::pow(10000.0, -2.0 * static_cast<double>(i % half) / static_cast<double>(dh));
+          cs[static_cast<std::size_t>(p * dh + i)] = std::cos(theta);
+          sn[static_cast<std::size_t>(p * dh + i)] = std::sin(theta);
+        }
+      it =
+          cache
+              .emplace(std::pair{seq, dh}, Tables{std::make_shared<const std::vector<double>>(std::move(cs)),
+                                                  std::make_shared<const std::vector<double>>(std::move(sn))})
+              .first;
     }
+    tables = it->second;
+  }
   RopeTables rp;
-  rp.cos = g.add_constant("rope.cos", {{seq, dh}, dtype}, std::move(cs));
-  rp.sin = g.add_constant("rope.sin", {{seq, dh}, dtype}, std::move(sn));
+  rp.cos = g.add_source("rope.cos", {{seq, dh}, dtype}, ValueKind::kConstant, tables.first);
+  rp.sin = g.add_source("rope.sin", {{seq, dh}, dtype}, ValueKind::kConstant, tables.second);
   rp.minus_one = g.add_constant("rope.minus_one", {{}, dtype}, {-1.0});
   return rp;
 }
