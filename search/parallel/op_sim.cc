@@ -330,7 +330,7 @@ sim::SimTime OpSimulator::propose(int i, int choice) {
   undo_.old_pops.assign(pops_.begin() + from, pops_.end());
   for (auto s : undo_.old_pops) {
     const Slot& slot = slots_[u(s)];
-    undo_.old_times.push_back({slot.ready, slot.start, slot.end, slot.pop});
+    undo_.old_times.push_back({slot.ready, slot.start, slot.end});
   }
   const std::size_t k = u(from) / u(checkpoint_every_);
   undo_.old_checkpoints.assign(checkpoints_.begin() + static_cast<std::ptrdiff_t>((k + 1) * u(resources_)),
@@ -384,7 +384,9 @@ void OpSimulator::rollback() {
     const auto s = undo_.old_pops[k];
     Slot& slot = slots_[u(s)];
     const auto& t = undo_.old_times[k];
-    slot.ready = t.ready, slot.start = t.start, slot.end = t.end, slot.pop = t.pop;
+    // Its position, not a saved field: changed tasks were marked unstarted before the times were saved.
+    slot.ready = t.ready, slot.start = t.start, slot.end = t.end;
+    slot.pop = static_cast<std::int32_t>(pops_.size());
     pops_.push_back(s);
   }
   const std::size_t k = u(undo_.from) / u(checkpoint_every_);

@@ -119,7 +119,6 @@ class OpSimulator {
     std::vector<std::int32_t> old_pops;  // pops_[from..]
     struct Times {
       sim::SimTime ready, start, end;
-      std::int32_t pop;
     };
     std::vector<Times> old_times;  // parallel to old_pops
     std::vector<sim::SimTime> old_checkpoints, old_checkpoint_max;
