@@ -528,7 +528,6 @@ std::optional<Ints> enlarge_params(std::span<const TensorType>, const Attrs& a, 
   return Ints{k[0], k[1]};
 }
 
-
 // Parallelization traits (OpDef::parallel_dims). matmul a[M,K] @ b[K,N]: rows of a (sample), columns of b
 // (parameter), the contracted K (reduction).
 std::vector<ParallelDim> matmul_parallel_dims(std::span<const TensorType> in, std::span<const TensorType> out,
@@ -540,10 +539,17 @@ std::vector<ParallelDim> matmul_parallel_dims(std::span<const TensorType> in, st
   if (ro > 2) {  // batch_matmul: the leading batch axis where both operands carry it unbroadcast
     dims.push_back(aligned_dim(in, out[0], 0, "batch", ParallelDimKind::kSample));
   }
-  dims.push_back({ro > 2 ? "rows" : "batch", ro > 2 ? ParallelDimKind::kAttribute : ParallelDimKind::kSample,
-                  d.m, ro - 2, {{0, ta ? ra - 1 : ra - 2}}});
+  dims.push_back({ro > 2 ? "rows" : "batch",
+                  ro > 2 ? ParallelDimKind::kAttribute : ParallelDimKind::kSample,
+                  d.m,
+                  ro - 2,
+                  {{0, ta ? ra - 1 : ra - 2}}});
   dims.push_back({"columns", ParallelDimKind::kParameter, d.n, ro - 1, {{1, tb ? rb - 2 : rb - 1}}});
-  dims.push_back({"inner", ParallelDimKind::kReduction, d.k, -1, {{0, ta ? ra - 2 : ra - 1}, {1, tb ? rb - 1 : rb - 2}}});
+  dims.push_back({"inner",
+                  ParallelDimKind::kReduction,
+                  d.k,
+                  -1,
+                  {{0, ta ? ra - 2 : ra - 1}, {1, tb ? rb - 1 : rb - 2}}});
   return dims;
 }
 
