@@ -17,6 +17,8 @@ std::size_t u(std::int64_t i) {
   return static_cast<std::size_t>(i);
 }
 
+const std::vector<std::int32_t> kNoResources;
+
 constexpr OpBlock kFirstBlocks[] = {OpBlock::kFwdIn, OpBlock::kRed, OpBlock::kBwdIn, OpBlock::kSync};
 
 std::string_view block_name(OpBlock b) {
@@ -116,8 +118,12 @@ void OpSimulator::install_block(int node, OpBlock b, std::vector<LoweredTask>& t
     slot.block = b;
     switch (task.kind) {
       case OpTaskKind::kCompute:
-        slot.gpu = task.gpu;
         slot.duration = sim::seconds_to_time(task.seconds);
+        // A kernel-less node (reshape, layout-only transpose) neither waits for nor holds its GPU.
+        if (slot.duration > 0)
+          slot.gpu = task.gpu;
+        else
+          slot.res = &kNoResources;
         break;
       case OpTaskKind::kTransfer:
         slot.res = &comm_.route_resources(task.gpu, task.peer);
@@ -417,7 +423,10 @@ sim::TaskGraph OpSimulator::to_task_graph() const {
     const auto label = tg.intern(fmt::format("{} {} #{}", block_name(slot.block), name, slot.task.local));
     switch (slot.kind) {
       case OpTaskKind::kCompute:
-        id[u(s)] = tg.add_compute_fixed(slot.task.gpu, 0, slot.task.seconds, label, deps);
+        // As in the fast simulator, a kernel-less node is a pure dependency (the event simulator's compute
+        // tasks need a positive duration).
+        id[u(s)] = slot.duration > 0 ? tg.add_compute_fixed(slot.task.gpu, 0, slot.task.seconds, label, deps)
+                                     : tg.add_delay(0, label, deps);
         break;
       case OpTaskKind::kTransfer:
         id[u(s)] = tg.add_transfer(slot.task.gpu, slot.task.peer, slot.task.bytes,
@@ -441,7 +450,13 @@ sim::TaskGraph OpSimulator::to_task_graph() const {
 
 double simulate_full_step(const OpSimulator& fast, const hw::Topology& topo) {
   const auto tg = fast.to_task_graph();
-  return sim::simulate(topo, tg).seconds();
+  // The iteration ends when its last task does. SimResult::makespan is the time of the engine's last event,
+  // which can be a stale flow-completion event (NetworkModel reschedules completions when rates change and
+  // drops the old events lazily, when they fire), later than every task; so the end is read off the timeline.
+  const auto r = sim::simulate(topo, tg, {.compute = nullptr, .record_timeline = true});
+  sim::SimTime end = 0;
+  for (const auto& t : r.timeline) end = std::max(end, t.done);
+  return sim::time_to_seconds(end);
 }
 
 }  // namespace strata::search::parallel
