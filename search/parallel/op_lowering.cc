@@ -4,6 +4,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include <fmt/format.h>
+
 #include "sim/collective_runner.h"
 #include "sim/nccl_model.h"
 
@@ -90,6 +92,16 @@ OpLowering::OpLowering(const PlanSpace& space, const ShardCosts& costs, Options 
       }
       if (v.kind == ValueKind::kParam) param_inputs_[u(i)].push_back(static_cast<int>(j));
     }
+  }
+  // Transfer tasks are numbered (edge x part x part) within their block, as 32-bit ints.
+  const std::int64_t g2 = static_cast<std::int64_t>(space.gpus()) * space.gpus();
+  for (int i = 0; i < space.size(); ++i) {
+    const auto edges = static_cast<std::int64_t>(std::max(ins_[u(i)].size(), outs_[u(i)].size()));
+    if (edges * g2 >= INT32_MAX)
+      throw std::invalid_argument(
+          fmt::format("node '{}' has {} edges: too many for per-operator plans on {} GPUs (edges x GPUs^2 "
+                      "must stay below 2^31)",
+                      g.node(space.nodes()[u(i)]).name, edges, space.gpus()));
   }
   for (auto* list : {&consumers_, &producers_})
     for (auto& l : *list) {

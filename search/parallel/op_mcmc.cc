@@ -1,6 +1,9 @@
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
+#include <fmt/format.h>
 #include <tbb/parallel_for.h>
 
 #include "search/parallel/op_search.h"
@@ -115,7 +118,25 @@ PlanReport evaluate_plan(const OpLowering& lowering, const hw::Topology& topo, c
   return r;
 }
 
+static void validate(const McmcOptions& o) {
+  const auto bad = [](std::string_view field, const std::string& want, const std::string& got) {
+    return std::invalid_argument(fmt::format("MCMC option {}: expected {}, got {}", field, want, got));
+  };
+  if (o.proposals < 0) throw bad("proposals", "a count >= 0", std::to_string(o.proposals));
+  if (!(o.seconds >= 0) || !std::isfinite(o.seconds))
+    throw bad("seconds", "a finite time >= 0", fmt::format("{}", o.seconds));
+  if (o.proposals == 0 && o.seconds == 0)
+    throw bad("proposals/seconds", "a proposal or time budget", "neither");
+  if (!(o.beta >= 0) || !std::isfinite(o.beta))
+    throw bad("beta", "a finite value >= 0", fmt::format("{}", o.beta));
+  if (o.chains_per_start < 1 || o.chains_per_start > 4096)
+    throw bad("chains_per_start", "1..4096", std::to_string(o.chains_per_start));
+  if (o.checkpoint_every < 1)
+    throw bad("checkpoint_every", "a count >= 1", std::to_string(o.checkpoint_every));
+}
+
 McmcResult run_mcmc(const OpLowering& lowering, const hw::Topology& topo, const McmcOptions& o) {
+  validate(o);
   const auto& space = lowering.space();
   util::Stopwatch clock;
   const OpPlan dp = data_parallel_plan(space), ex = expert_plan(space);

@@ -66,6 +66,8 @@ void proposal(benchmark::State& state, Mode mode) {
   const auto& s = setup();
   OpSimulator sim(s.lowering, s.topo, data_parallel_plan(s.space));
   std::mt19937_64 rng(1);
+  double replayed = 0;  // fraction of the tasks the proposal re-simulated
+  const auto tasks = static_cast<double>(sim.task_count());  // every proposal is rolled back
   for (auto _ : state) {
     const int i = static_cast<int>(rng() % static_cast<std::uint64_t>(s.space.size()));
     const int c = static_cast<int>(rng() % s.space.configs(i).size());
@@ -77,10 +79,12 @@ void proposal(benchmark::State& state, Mode mode) {
       continue;
     }
     benchmark::DoNotOptimize(sim.propose(i, c));
+    replayed += static_cast<double>(sim.last_replayed()) / tasks;
     if (mode == Mode::kFull) benchmark::DoNotOptimize(sim.simulate_full());
     sim.rollback();
   }
-  state.counters["tasks"] = static_cast<double>(sim.task_count());
+  state.counters["tasks"] = tasks;
+  if (mode != Mode::kRebuild) state.counters["replayed"] = replayed / static_cast<double>(state.iterations());
   state.SetItemsProcessed(state.iterations());
 }
 void BM_OpProposalDelta(benchmark::State& state) {

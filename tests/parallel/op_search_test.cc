@@ -56,7 +56,9 @@ void check_delta(const Graph& g, const hw::Topology& topo, int proposals, std::u
       ASSERT_EQ(s.makespan(), before) << "rollback " << k;
     }
     // Occasionally from time zero (which also resets the delta state: most steps chain deltas).
-    if (k % 16 == 15) ASSERT_EQ(s.simulate_full(), s.makespan()) << "after proposal " << k;
+    if (k % 16 == 15) {
+      ASSERT_EQ(s.simulate_full(), s.makespan()) << "after proposal " << k;
+    }
   }
   // The point of delta simulation: fewer tasks re-run than a full simulation would.
   EXPECT_LT(replayed, total);
@@ -169,7 +171,36 @@ TEST(OpMcmc, OutOfMemoryPlansAreNeverReported) {
   EXPECT_TRUE(r.best.fits);
   EXPECT_LE(static_cast<double>(r.best.peak_memory_bytes), topo.gpu().hbm_capacity);
   for (const auto& h : r.history)
-    if (h.proposals > 0) EXPECT_GT(h.best_seconds, 0);
+    if (h.proposals > 0) {
+      EXPECT_GT(h.best_seconds, 0);
+    }
+}
+
+TEST(OpMcmc, BadOptionsNameTheField) {
+  const auto topo = pcie_system(2);
+  const models::CostModel cm(topo.gpu());
+  const Graph g = mlp(8, 8, 8, 8);
+  const Prepared p(g, topo, cm);
+  const auto message = [&](McmcOptions o) {
+    try {
+      (void)run_mcmc(p.lowering, topo, o);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  McmcOptions o;
+  o.proposals = -1;
+  EXPECT_NE(message(o).find("proposals: expected a count >= 0, got -1"), std::string::npos) << message(o);
+  o = {};
+  o.proposals = 0;
+  EXPECT_NE(message(o).find("a proposal or time budget"), std::string::npos);
+  o = {};
+  o.beta = -2;
+  EXPECT_NE(message(o).find("beta"), std::string::npos);
+  o = {};
+  o.chains_per_start = 0;
+  EXPECT_NE(message(o).find("chains_per_start: expected 1..4096, got 0"), std::string::npos);
 }
 
 }  // namespace

@@ -23,9 +23,9 @@ void check_search(const models::Graph& g, const hw::Topology& topo, std::int64_t
   o.proposals = proposals;
   o.seed = 5;
   const auto r = run_mcmc(g, topo, cm, o);
-  std::printf("%s on %d GPUs: %d nodes, %lld proposals (%lld accepted) in %.2f s\n", g.name().c_str(), r.gpus,
-              r.nodes, static_cast<long long>(r.proposals), static_cast<long long>(r.accepted),
-              r.wall_seconds);
+  std::printf("%s on %d GPUs: %d nodes (%d part costs scaled), %lld proposals (%lld accepted) in %.2f s\n",
+              g.name().c_str(), r.gpus, r.nodes, r.scaled_costs, static_cast<long long>(r.proposals),
+              static_cast<long long>(r.accepted), r.wall_seconds);
   for (const auto* p : {&r.data_parallel, &r.expert, &r.best})
     std::printf("  %-8s fast %.3f ms  full %.3f ms  peak %.2f GB  %s\n",
                 p == &r.best     ? "best"
@@ -39,7 +39,9 @@ void check_search(const models::Graph& g, const hw::Topology& topo, std::int64_t
   ASSERT_TRUE(r.found);
   EXPECT_TRUE(r.best.fits);
   // A chain starts from data parallelism and keeps the best feasible plan it has seen.
-  if (r.data_parallel.fits) EXPECT_LE(r.best.fast_seconds, r.data_parallel.fast_seconds);
+  if (r.data_parallel.fits) {
+    EXPECT_LE(r.best.fast_seconds, r.data_parallel.fast_seconds);
+  }
   EXPECT_GT(r.best.full_seconds, 0);
   EXPECT_EQ(r.best.listing, describe_plan(PlanSpace(g, topo.num_gpus()), r.best.plan));
 }
