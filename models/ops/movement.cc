@@ -303,23 +303,26 @@ std::optional<Ints> split_params(std::span<const TensorType> in, const Attrs& a,
 
 // Parallelization traits (OpDef::parallel_dims). transpose: every output axis, splitting the input axis it
 // comes from; the one from input axis 0 is the batch.
-std::vector<ParallelDim> transpose_parallel_dims(std::span<const TensorType> in, std::span<const TensorType> out,
-                                                 const Attrs& a) {
+std::vector<ParallelDim> transpose_parallel_dims(std::span<const TensorType> in,
+                                                 std::span<const TensorType> out, const Attrs& a) {
   static constexpr std::string_view kNames[] = {"axis0", "axis1", "axis2", "axis3",
                                                 "axis4", "axis5", "axis6", "axis7"};
   const auto perm = perm_of(a, in[0].rank());
   std::vector<ParallelDim> d;
   for (int i = 0; i < out[0].rank() && i < 8; ++i) {
     const int from = static_cast<int>(perm[u(i)]);
-    d.push_back({from == 0 ? "batch" : kNames[from], from == 0 ? ParallelDimKind::kSample : ParallelDimKind::kAttribute,
-                 out[0].shape[u(i)], i, {{0, from}}});
+    d.push_back({from == 0 ? "batch" : kNames[from],
+                 from == 0 ? ParallelDimKind::kSample : ParallelDimKind::kAttribute,
+                 out[0].shape[u(i)],
+                 i,
+                 {{0, from}}});
   }
   return d;
 }
-// reshape keeps the row-major order: d equal chunks of the elements are d blocks of input rows and d blocks of
-// output rows whenever d divides both leading extents (merging or splitting the batch with other axes).
-std::vector<ParallelDim> reshape_parallel_dims(std::span<const TensorType> in, std::span<const TensorType> out,
-                                               const Attrs&) {
+// reshape keeps the row-major order: d equal chunks of the elements are d blocks of input rows and d blocks
+// of output rows whenever d divides both leading extents (merging or splitting the batch with other axes).
+std::vector<ParallelDim> reshape_parallel_dims(std::span<const TensorType> in,
+                                               std::span<const TensorType> out, const Attrs&) {
   if (in[0].rank() == 0 || out[0].rank() == 0) return {};
   return {{"batch", ParallelDimKind::kSample, out[0].shape[0], 0, {{0, 0}}}};
 }
