@@ -170,12 +170,18 @@ McmcResult run_mcmc(const OpLowering& lowering, const hw::Topology& topo, const 
   return r;
 }
 
+OpPlanner::OpPlanner(const models::Graph& forward, const hw::Topology& topo, const models::CostModel& cost,
+                     OpLowering::Options options)
+    : topo_(topo),
+      space_(forward, topo.num_gpus()),
+      costs_(space_, cost),
+      lowering_(space_, costs_, options) {}
+
 McmcResult run_mcmc(const models::Graph& forward, const hw::Topology& topo, const models::CostModel& cost,
                     const McmcOptions& o) {
-  const PlanSpace space(forward, topo.num_gpus());
-  const ShardCosts costs(space, cost);
-  const OpLowering lowering(space, costs, {.adam = o.adam});
-  return run_mcmc(lowering, topo, o);
+  validate(o);
+  const OpPlanner planner(forward, topo, cost, {.adam = o.adam});
+  return run_mcmc(planner.lowering(), topo, o);
 }
 
 }  // namespace strata::search::parallel

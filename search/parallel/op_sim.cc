@@ -448,15 +448,21 @@ sim::TaskGraph OpSimulator::to_task_graph() const {
   return tg;
 }
 
-double simulate_full_step(const OpSimulator& fast, const hw::Topology& topo) {
-  const auto tg = fast.to_task_graph();
+FullStep run_full_step(const OpSimulator& fast, const hw::Topology& topo) {
+  FullStep step;
+  step.graph = fast.to_task_graph();
+  step.result = sim::simulate(topo, step.graph, {.compute = nullptr, .record_timeline = true});
   // The iteration ends when its last task does. SimResult::makespan is the time of the engine's last event,
   // which can be a stale flow-completion event (NetworkModel reschedules completions when rates change and
   // drops the old events lazily, when they fire), later than every task; so the end is read off the timeline.
-  const auto r = sim::simulate(topo, tg, {.compute = nullptr, .record_timeline = true});
   sim::SimTime end = 0;
-  for (const auto& t : r.timeline) end = std::max(end, t.done);
-  return sim::time_to_seconds(end);
+  for (const auto& t : step.result.timeline) end = std::max(end, t.done);
+  step.seconds = sim::time_to_seconds(end);
+  return step;
+}
+
+double simulate_full_step(const OpSimulator& fast, const hw::Topology& topo) {
+  return run_full_step(fast, topo).seconds;
 }
 
 }  // namespace strata::search::parallel

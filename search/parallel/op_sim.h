@@ -127,7 +127,15 @@ class OpSimulator {
   } undo_;
 };
 
-// The plan on sim/'s event simulator (b above): its iteration time in seconds.
+// The plan on sim/'s event simulator (b above): the task graph, the run (timeline recorded, e.g. for
+// sim::chrome_trace_json) and the iteration time, which ends with the last task.
+struct FullStep {
+  sim::TaskGraph graph;
+  sim::SimResult result;
+  double seconds = 0;
+};
+FullStep run_full_step(const OpSimulator& fast, const hw::Topology& topo);
+// Its iteration time in seconds.
 double simulate_full_step(const OpSimulator& fast, const hw::Topology& topo);
 
 }  // namespace strata::search::parallel

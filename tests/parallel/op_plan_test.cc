@@ -9,6 +9,7 @@
 #include "search/parallel/op_search.h"
 #include "search/parallel/op_sim.h"
 #include "sim/collective_runner.h"
+#include "sim/trace.h"
 #include "tests/parallel/op_test_util.h"
 
 namespace strata::search::parallel {
@@ -168,6 +169,25 @@ TEST(OpLowering, RowSplitIntoColumnSplitMovesHalfTheTensorEachWay) {
     if (label.starts_with("xfer ") || label.starts_with("gxfer ")) ++activation_transfers;
   }
   EXPECT_EQ(activation_transfers, 0);
+}
+
+// The CLI path: a planner for a graph, a named plan evaluated, a trace of its full simulation.
+TEST(OpSearchApi, PlannerEvaluatesPlansAndTracesThem) {
+  const auto topo = pcie_system(4);
+  const models::CostModel cm(topo.gpu());
+  const Graph g = mlp(64, 128, 128, 64, true);
+  const OpPlanner planner(g, topo, cm);
+  const auto dp = data_parallel_plan(planner.space());
+  const auto r = evaluate_plan(planner.lowering(), topo, dp, true);
+  EXPECT_TRUE(r.fits);
+  EXPECT_GT(r.full_seconds, 0);
+  EXPECT_EQ(r.listing, describe_plan(planner.space(), dp));
+  const OpSimulator fast(planner.lowering(), topo, dp);
+  const auto step = run_full_step(fast, topo);
+  EXPECT_EQ(step.seconds, r.full_seconds);
+  const auto json = sim::chrome_trace_json(topo, step.graph, step.result);
+  EXPECT_NE(json.find("fwd mm1 #3"), std::string::npos);  // part 3 of mm1's forward kernel
+  EXPECT_NE(json.find("gradsync"), std::string::npos);
 }
 
 }  // namespace
