@@ -48,7 +48,7 @@ struct ChainResult {
   bool found = false;
   double least_energy = 0;  // for the no-feasible-plan case
   std::vector<McmcProgress> history;
-  std::int64_t proposals = 0, accepted = 0;
+  std::int64_t proposals = 0, accepted = 0, stopped_early = 0;
 };
 
 ChainResult run_chain(const OpLowering& lowering, const hw::Topology& topo, const OpPlan& start, int chain,
@@ -79,10 +79,19 @@ ChainResult run_chain(const OpLowering& lowering, const hw::Topology& topo, cons
     const auto n = static_cast<std::uint64_t>(space.configs(i).size());
     auto choice = static_cast<int>(rng.below(n - 1));
     if (choice >= s.plan().choice[u(i)]) ++choice;  // uniform over the other configurations
-    s.propose(i, choice);
+    // Metropolis-Hastings: accept when next <= cur or u < exp(-beta (next - cur) / cost0), i.e. when
+    // next < cur - ln(u) cost0 / beta. Drawing u first gives that threshold; with delta simulation a plan
+    // whose schedule passes it (its energy is at least its time) is rejected without simulating the rest.
+    // The decisions are the same as with a complete simulation.
+    const double u_draw = rng.unit();
+    const double threshold = o.beta > 0 ? cur - std::log(u_draw) * cost0 / o.beta : INFINITY;
+    sim::SimTime stop_after = sim::kNever;
+    if (o.delta && threshold * 1e12 < 9e18) stop_after = static_cast<sim::SimTime>(threshold * 1e12) + 1;
+    s.propose(i, choice, stop_after);
     if (!o.delta) s.simulate_full();
-    const double next = energy(s, capacity);
-    const bool accept = next <= cur || rng.unit() < std::exp(-o.beta * (next - cur) / cost0);
+    r.stopped_early += s.complete() ? 0 : 1;
+    const double next = s.complete() ? energy(s, capacity) : INFINITY;
+    const bool accept = next <= cur || next < threshold;
     if (!accept) {
       s.rollback();
       continue;
@@ -155,6 +164,7 @@ McmcResult run_mcmc(const OpLowering& lowering, const hw::Topology& topo, const 
     const auto& cr = results[u(c)];
     r.proposals += cr.proposals;
     r.accepted += cr.accepted;
+    r.stopped_early += cr.stopped_early;
     r.history.insert(r.history.end(), cr.history.begin(), cr.history.end());
     if (cr.found && (best < 0 || !results[u(best)].found || cr.best_seconds < results[u(best)].best_seconds))
       best = c;

@@ -66,6 +66,7 @@ struct McmcResult {
   PlanReport best, data_parallel, expert;
   std::vector<McmcProgress> history;  // per chain, in chain order
   std::int64_t proposals = 0, accepted = 0;
+  std::int64_t stopped_early = 0;  // rejected proposals whose simulation stopped at the rejection threshold
   double wall_seconds = 0;
   int chains = 0;
   int nodes = 0, gpus = 0;

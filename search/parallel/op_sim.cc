@@ -169,7 +169,7 @@ void OpSimulator::unlink(std::int32_t s) {
   }
 }
 
-void OpSimulator::run(std::int32_t from, const std::vector<std::int32_t>& seeds) {
+void OpSimulator::run(std::int32_t from, const std::vector<std::int32_t>& seeds, sim::SimTime limit) {
   const auto C = static_cast<std::size_t>(checkpoint_every_);
   const std::size_t k = u(from) / C;
   pops_.resize(u(from));
@@ -201,6 +201,7 @@ void OpSimulator::run(std::int32_t from, const std::vector<std::int32_t>& seeds)
     if (waiting == 0) ready.emplace(r, slot.key, s);
   }
   const std::size_t first = pops_.size();
+  complete_ = true;
   while (!ready.empty()) {
     const auto [r, key, s] = ready.top();
     ready.pop();
@@ -211,6 +212,12 @@ void OpSimulator::run(std::int32_t from, const std::vector<std::int32_t>& seeds)
     else
       for (auto res : *slot.res) start = std::max(start, free[u(res)]);
     const sim::SimTime end = sim::checked_add(start, slot.duration);
+    if (end > limit) {  // the caller only needs to know that the iteration ends after `limit`
+      complete_ = false;
+      makespan_ = end;
+      last_replayed_ = pops_.size() - u(from);
+      return;
+    }
     if (slot.gpu >= 0)
       free[u(slot.gpu)] = end;
     else
@@ -249,7 +256,7 @@ void OpSimulator::memory_of_neighbourhood(int i, int sign) {
   for (int c : lowering_.consumers(i)) lowering_.add_memory(c, plan_, sign, memory_);
 }
 
-sim::SimTime OpSimulator::propose(int i, int choice) {
+sim::SimTime OpSimulator::propose(int i, int choice, sim::SimTime limit) {
   if (undo_.open)
     throw std::logic_error("OpSimulator::propose: previous proposal neither committed nor rolled back");
   undo_ = Undo{};
@@ -349,12 +356,14 @@ sim::SimTime OpSimulator::propose(int i, int choice) {
   for (auto s : undo_.old_pops)
     if (slots_[u(s)].active) seeds.push_back(s);
   seeds.insert(seeds.end(), undo_.added.begin(), undo_.added.end());
-  run(from, seeds);
+  run(from, seeds, limit);
   return makespan_;
 }
 
 void OpSimulator::commit() {
   if (!undo_.open) throw std::logic_error("OpSimulator::commit without a proposal");
+  if (!complete_)
+    throw std::logic_error("OpSimulator::commit of a proposal whose simulation stopped at its limit");
   for (auto s : undo_.removed) {
     Slot& slot = slots_[u(s)];
     slot.deps.clear(), slot.succ.clear(), slot.task.deps.clear();
@@ -402,6 +411,7 @@ void OpSimulator::rollback() {
   checkpoint_max_.insert(checkpoint_max_.end(), undo_.old_checkpoint_max.begin(),
                          undo_.old_checkpoint_max.end());
   makespan_ = undo_.old_makespan;
+  complete_ = true;
   undo_ = Undo{};
 }
 

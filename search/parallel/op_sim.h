@@ -41,7 +41,11 @@ class OpSimulator {
 
   // Changes node i to configuration `choice`, re-lowers what that touches and re-simulates from the last
   // checkpoint before the change can matter. Exactly one of commit() or rollback() must follow.
-  sim::SimTime propose(int i, int choice);
+  // With a `limit`, simulation stops as soon as a task ends after it: the proposal is then known to take
+  // longer than `limit`, makespan() is only a lower bound, complete() is false and only rollback() may follow
+  // (MCMC passes the time above which it would reject anyway).
+  sim::SimTime propose(int i, int choice, sim::SimTime limit = sim::kNever);
+  bool complete() const { return complete_; }
   void commit();
   void rollback();
 
@@ -85,7 +89,7 @@ class OpSimulator {
   void update_deps_in_place(int node, OpBlock b, std::vector<LoweredTask>& tasks);
   void link(std::int32_t s);    // adds s to its deps' successor lists (after resolve)
   void unlink(std::int32_t s);  // removes it
-  void run(std::int32_t from, const std::vector<std::int32_t>& seeds);
+  void run(std::int32_t from, const std::vector<std::int32_t>& seeds, sim::SimTime limit = sim::kNever);
   void memory_of_neighbourhood(int i, int sign);
 
   const OpLowering& lowering_;
@@ -105,6 +109,7 @@ class OpSimulator {
   std::vector<sim::SimTime> checkpoint_max_;
   sim::SimTime makespan_ = 0;
   std::size_t last_replayed_ = 0;
+  bool complete_ = true;
   std::vector<std::int32_t> pending_;  // scratch
 
   // Undo log of the open proposal.

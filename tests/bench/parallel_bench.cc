@@ -38,14 +38,16 @@ void mcmc(benchmark::State& state, bool delta) {
   o.proposals = state.range(0);
   o.delta = delta;
   o.full_simulation = false;
-  std::int64_t proposals = 0;
+  std::int64_t proposals = 0, stopped = 0;
   strata::util::Stopwatch wall;
   for (auto _ : state) {
     const auto r = run_mcmc(s.lowering, s.topo, o);
     proposals += r.proposals;
+    stopped += r.stopped_early;
     benchmark::DoNotOptimize(r.best.fast_seconds);
   }
   state.counters["nodes"] = s.space.size();
+  state.counters["stopped_early"] = static_cast<double>(stopped) / static_cast<double>(proposals);
   // Per minute of wall-clock time (the counter's rate mode would print it "/s").
   state.counters["proposals_per_min"] = static_cast<double>(proposals) * 60 / wall.seconds();
 }

@@ -145,6 +145,29 @@ TEST(OpMcmc, DeterministicAcrossThreadCounts) {
   EXPECT_NE(other.accepted, one.accepted);  // a different stream (overwhelmingly likely to differ)
 }
 
+// Delta simulation (which also stops a proposal's simulation once it is past the rejection threshold) makes
+// exactly the decisions a chain re-simulating every proposal from time zero makes.
+TEST(OpMcmc, DeltaChainEqualsFullResimulationChain) {
+  const auto topo = hw::load_system("configs/hw/dgx-a100.yaml");
+  const models::CostModel cm(topo.gpu());
+  const auto g = models::zoo::build_bert({.batch = 8, .seq_len = 64, .dtype = DType::kF16}, 2, 256, 4, 1024);
+  const Prepared p(g, topo, cm);
+  McmcOptions o;
+  o.proposals = 600;
+  o.full_simulation = false;
+  const auto delta = run_mcmc(p.lowering, topo, o);
+  o.delta = false;
+  const auto full = run_mcmc(p.lowering, topo, o);
+  EXPECT_EQ(delta.best.plan, full.best.plan);
+  EXPECT_EQ(delta.accepted, full.accepted);
+  ASSERT_EQ(delta.history.size(), full.history.size());
+  for (std::size_t k = 0; k < delta.history.size(); ++k) {
+    EXPECT_EQ(delta.history[k].proposals, full.history[k].proposals);
+    EXPECT_EQ(delta.history[k].best_seconds, full.history[k].best_seconds);
+  }
+  EXPECT_GT(delta.accepted, 0);
+}
+
 // A 2^16 x 2^16 fp32 weight is 16 GiB; with its gradient and Adam moments 64 GiB on every GPU that holds it
 // whole, plus the activations: data parallelism does not fit a 40 GB A100. Splitting its columns fits.
 TEST(OpMcmc, OutOfMemoryPlansAreNeverReported) {
