@@ -36,7 +36,9 @@ CommTables::CommTables(const hw::Topology& topo) : topo_(topo), gpus_(topo.num_g
 const std::vector<std::int32_t>& CommTables::route_resources(int src, int dst) {
   const auto k = u(src) * u(gpus_) + u(dst);
   if (!route_known_[k]) {
-    for (auto l : topo_.route(src, dst)) routes_[k].push_back(gpus_ + l);
+    // Non-blocking backplanes (Link::shared false) never limit a flow: they are no resource.
+    for (auto l : topo_.route(src, dst))
+      if (topo_.link(l).shared) routes_[k].push_back(gpus_ + l);
     route_known_[k] = 1;
   }
   return routes_[k];
@@ -51,7 +53,8 @@ int CommTables::group(const std::vector<int>& ranks) {
   if (fresh) {
     Group g{ranks, {}};
     for (std::size_t k = 0; k < ranks.size(); ++k)
-      for (auto l : topo_.route(ranks[k], ranks[(k + 1) % ranks.size()])) g.links.push_back(gpus_ + l);
+      for (auto l : topo_.route(ranks[k], ranks[(k + 1) % ranks.size()]))
+        if (topo_.link(l).shared) g.links.push_back(gpus_ + l);
     std::sort(g.links.begin(), g.links.end());
     g.links.erase(std::unique(g.links.begin(), g.links.end()), g.links.end());
     groups_.push_back(std::move(g));
