@@ -72,7 +72,9 @@ ChainResult run_chain(const OpLowering& lowering, const hw::Topology& topo, cons
   util::Stopwatch clock;
   r.history.push_back({chain, 0, 0, r.found ? r.best_seconds : 0});
   const std::int64_t limit = o.proposals > 0 ? o.proposals : INT64_MAX;
+  std::int64_t improved_at = 0;
   while (!movable.empty() && r.proposals < limit) {
+    if (o.stall_min > 0 && r.proposals >= o.stall_min && r.proposals >= 2 * improved_at) break;
     if (o.seconds > 0 && (r.proposals & 63) == 0 && clock.seconds() >= o.seconds) break;
     ++r.proposals;
     const int i = movable[u(static_cast<std::int64_t>(rng.below(movable.size())))];
@@ -105,6 +107,7 @@ ChainResult run_chain(const OpLowering& lowering, const hw::Topology& topo, cons
       r.best_seconds = s.seconds();
       r.best = s.plan();
       r.history.push_back({chain, r.proposals, clock.seconds(), r.best_seconds});
+      improved_at = r.proposals;
     } else if (!r.found && cur <= r.least_energy) {
       r.best = s.plan();
     }
@@ -140,6 +143,7 @@ static void validate(const McmcOptions& o) {
     throw bad("beta", "a finite value >= 0", fmt::format("{}", o.beta));
   if (o.chains_per_start < 1 || o.chains_per_start > 4096)
     throw bad("chains_per_start", "1..4096", std::to_string(o.chains_per_start));
+  if (o.stall_min < 0) throw bad("stall_min", "a count >= 0", std::to_string(o.stall_min));
   if (o.checkpoint_every < 1)
     throw bad("checkpoint_every", "a count >= 1", std::to_string(o.checkpoint_every));
 }

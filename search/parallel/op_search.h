@@ -43,6 +43,10 @@ struct McmcOptions {
   int checkpoint_every = 32;       // scheduler checkpoints (op_sim.h)
   bool adam = true;                // optimizer state in the memory estimate (OpLowering::Options)
   bool full_simulation = true;     // also time the reported plans on sim/'s event simulator
+  // FlexFlow's stopping rule (§6), counted in proposals so that it stays deterministic: a chain also stops
+  // once it has made at least `stall_min` proposals and twice as many as when its best plan last improved. 0:
+  // off.
+  std::int64_t stall_min = 0;
 };
 
 // The best feasible plan found so far improved.

@@ -112,6 +112,25 @@ TEST(OpMcmc, FindsTheExhaustiveOptimum) {
   EXPECT_LE(r.best.fast_seconds, r.expert.fast_seconds);
 }
 
+// FlexFlow's stopping rule: with stall_min, each chain stops at max(stall_min, twice its last improvement).
+TEST(OpMcmc, StallRuleStopsChains) {
+  const auto topo = pcie_system(2);
+  const models::CostModel cm(topo.gpu());
+  const Graph g = mlp(256, 1024, 2048, 1024, true);
+  const Prepared p(g, topo, cm);
+  McmcOptions o;
+  o.proposals = 100000;
+  o.stall_min = 500;
+  o.full_simulation = false;
+  const auto r = run_mcmc(p.lowering, topo, o);
+  std::vector<std::int64_t> last(static_cast<std::size_t>(r.chains), 0);
+  for (const auto& h : r.history) last[static_cast<std::size_t>(h.chain)] = h.proposals;
+  std::int64_t expected = 0;
+  for (auto l : last) expected += std::max<std::int64_t>(500, 2 * l);
+  EXPECT_EQ(r.proposals, expected);
+  EXPECT_LT(r.proposals, 2 * 100000);
+}
+
 // Same seed, same result, whatever the number of TBB threads (4 chains in parallel or one after another).
 TEST(OpMcmc, DeterministicAcrossThreadCounts) {
   const auto topo = pcie_system(4);
