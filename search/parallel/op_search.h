@@ -67,6 +67,9 @@ struct PlanReport {
 };
 
 struct McmcResult {
+  // best: the feasible plan with the shortest fast-simulated time the chains saw; with full_simulation, the
+  // fastest on sim/'s event simulator among every chain's best and the two start plans (so never slower than
+  // a feasible data-parallel plan on either simulator's own terms).
   PlanReport best, data_parallel, expert;
   std::vector<McmcProgress> history;  // per chain, in chain order
   std::int64_t proposals = 0, accepted = 0;
