@@ -48,6 +48,18 @@ TEST(OpPlan, MatmulDeclaresSampleParameterAndReductionDims) {
   EXPECT_EQ(s.configs(0).size(), 25u);
 }
 
+// On more than kAllViewsUpTo GPUs only aligned views: for 64 GPUs and a node with one dimension of extent 128
+// (relu's batch; its second axis 3 does not split): 1 part: 64 starts; p = 2..64 parts: 64 / p aligned blocks
+// and 64 / p spread starts (none for 64 parts, where the spread stride would be 1): 64 + (32+32) + (16+16) +
+// (8+8) + (4+4) + (2+2) + 1 = 189.
+TEST(OpPlan, LargeMachinesKeepAlignedViews) {
+  Graph g;
+  g.mark_output(g.add("relu", {g.add_input("x", {{128, 3}, DType::kF32})}));
+  const PlanSpace s(g, 64);
+  EXPECT_EQ(s.configs(0).size(), 189u);
+  for (const auto& c : s.configs(0)) EXPECT_LT(c.device(c.parts() - 1), 64);
+}
+
 TEST(OpPlan, BlocksFollowTheDegrees) {
   const Graph g = mlp(64, 32, 16, 8);
   const PlanSpace s(g, 4);
