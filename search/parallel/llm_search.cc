@@ -1,8 +1,6 @@
 #include "search/parallel/llm_search.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <iostream>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -57,7 +55,12 @@ class AloneTimes {
 // its last gradient bucket and runs the optimizer; every stage first waits for its parameter gathers.
 double lower_bound(const StepDescription& d, AloneTimes& alone) {
   const int V = d.p * d.v;
-  auto time_of = [&](int op) { return alone(d.comms[static_cast<std::size_t>(op)]); };
+  std::vector<double> comm_time(d.comms.size(), -1.0);  // per operation, looked up once
+  auto time_of = [&](int op) {
+    auto& t = comm_time[static_cast<std::size_t>(op)];
+    if (t < 0) t = alone(d.comms[static_cast<std::size_t>(op)]);
+    return t;
+  };
   // A pass's chain (compute and blocking communication) and its asynchronous communication.
   auto chain = [&](const PassDescription& pass, bool async) {
     double t = 0;
@@ -188,7 +191,6 @@ LlmSearchResult search_llm(const TransformerSpec& spec, const hw::Topology& topo
   util::Stopwatch clock;
   LlmSearchResult result;
   auto strategies = enumerate(spec, topo, o, result.counts);
-  if (std::getenv("STRATA_DEBUG_LB")) std::cerr << "phase enumerate " << clock.seconds() << "\n";
   // Per-GPU costs, once per distinct shard, in parallel.
   std::map<CostKey, LlmCosts> costs;
   for (const auto& s : strategies) costs.try_emplace(cost_key(s));
@@ -204,7 +206,6 @@ LlmSearchResult search_llm(const TransformerSpec& spec, const hw::Topology& topo
     });
     (void)any;
   }
-  if (std::getenv("STRATA_DEBUG_LB")) std::cerr << "phase costs " << clock.seconds() << "\n";
   // Memory and dominance: for each strategy, the lowest recomputation level and then the lowest ZeRO stage
   // that fit (each only adds work in strata's model; ZeRO-2 is ZeRO-1's time with less memory, so it is
   // kept only where ZeRO-1 does not fit).
@@ -226,7 +227,6 @@ LlmSearchResult search_llm(const TransformerSpec& spec, const hw::Topology& topo
     }
     if (!placed) ++result.counts.out_of_memory;
   }
-  if (std::getenv("STRATA_DEBUG_LB")) std::cerr << "phase memory " << clock.seconds() << "\n";
   // Lower bounds (representative-only descriptions), in parallel.
   AloneTimes alone(topo);
   const std::vector<hw::Level> levels(topo.levels().begin(), topo.levels().end());
@@ -237,7 +237,6 @@ LlmSearchResult search_llm(const TransformerSpec& spec, const hw::Topology& topo
     const auto d = describe_llm_step(spec, cand.st, topo, cost, costs.at(cost_key(cand.st)), placement, true);
     cand.bound = lower_bound(d, alone);
   });
-  if (std::getenv("STRATA_DEBUG_LB")) std::cerr << "phase bounds " << clock.seconds() << "\n";
   std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
     return a.bound != b.bound ? a.bound < b.bound : a.text < b.text;
   });
@@ -263,10 +262,6 @@ LlmSearchResult search_llm(const TransformerSpec& spec, const hw::Topology& topo
           simulate_llm_step(spec, candidates[i].st, topo, cost, costs.at(cost_key(candidates[i].st)), opts);
     });
     result.counts.simulated += batch.size();
-    if (std::getenv("STRATA_DEBUG_LB"))
-      for (std::size_t i = next; i < end; ++i)
-        std::cerr << "LB " << candidates[i].bound << " step " << batch[i - next].step_seconds << " "
-                  << candidates[i].text << "\n";
     for (auto& r : batch) {
       r.graph = {};
       r.sim = {};
@@ -277,7 +272,6 @@ LlmSearchResult search_llm(const TransformerSpec& spec, const hw::Topology& topo
     next = end;
     if (o.progress) o.progress(result.counts.simulated, best.front().step_seconds);
   }
-  if (std::getenv("STRATA_DEBUG_LB")) std::cerr << "phase bnb " << clock.seconds() << "\n";
   result.counts.pruned = candidates.size() - next;
   // Placements of the best strategies: every parallelism matrix of the axes over the machine levels.
   if (o.space.all_placements) {
@@ -307,7 +301,6 @@ LlmSearchResult search_llm(const TransformerSpec& spec, const hw::Topology& topo
     std::sort(best.begin(), best.end(), result_less);
     if (best.size() > static_cast<std::size_t>(o.top)) best.resize(static_cast<std::size_t>(o.top));
   }
-  if (std::getenv("STRATA_DEBUG_LB")) std::cerr << "phase placements " << clock.seconds() << "\n";
   result.top = std::move(best);
   // Baselines.
   if (auto expert = megatron_expert_strategy(spec, topo, cost, o.global_batch, o.space.dtype))
@@ -328,7 +321,6 @@ LlmSearchResult search_llm(const TransformerSpec& spec, const hw::Topology& topo
     result.expert->graph = {};
     result.expert->sim = {};
   }
-  if (std::getenv("STRATA_DEBUG_LB")) std::cerr << "phase baselines " << clock.seconds() << "\n";
   result.seconds = clock.seconds();
   return result;
 }

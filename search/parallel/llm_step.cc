@@ -85,6 +85,7 @@ class StepLowering {
             g.push_back(gpu(cc[0], cc[1], cc[2], cc[3]));
           }
           out.push_back(std::move(g));
+          if (rep_only_) return out;
         }
     return out;
   }
@@ -102,6 +103,7 @@ class StepLowering {
           std::vector<hw::Rank> g;
           for (int e = 0; e < st_.ep; ++e) g.push_back(gpu(s, k0 + e, c, r));
           out.push_back(std::move(g));
+          if (rep_only_) return out;
         }
     return out;
   }
@@ -121,6 +123,7 @@ class StepLowering {
         for (int k = e; k < st_.dp; k += slots)
           for (int c = 0; c < st_.cp; ++c) g.push_back(gpu(s, k, c, r));
         out.push_back(std::move(g));
+        if (rep_only_) return out;
       }
     return out;
   }
@@ -132,7 +135,8 @@ class StepLowering {
     op.bytes = act_bytes() / st_.tp;  // Megatron's scatter/gather: each TP rank sends its 1/t
     for (int k = 0; k < st_.dp; ++k)
       for (int c = 0; c < st_.cp; ++c)
-        for (int r = 0; r < st_.tp; ++r) op.instances.push_back({gpu(from, k, c, r), gpu(to, k, c, r)});
+        for (int r = 0; r < st_.tp && !(rep_only_ && !op.instances.empty()); ++r)
+          op.instances.push_back({gpu(from, k, c, r), gpu(to, k, c, r)});
     op.label = label;
     return add(std::move(op));
   }
