@@ -100,7 +100,7 @@ double lower_bound(const StepDescription& d, AloneTimes& alone) {
     const auto& sync = d.stages[static_cast<std::size_t>(s)];
     double gathers = 0, reductions = 0;
     for (const auto& chunk : sync.param_gather)
-      for (int op : chunk) gathers += time_of(op);
+      for (const auto& g : chunk) gathers += time_of(g.op);
     for (int op : sync.grad_sync) reductions += time_of(op);
     const double last_bucket = s == 0 && !sync.grad_sync.empty() ? time_of(sync.grad_sync.back()) : 0.0;
     best = std::max(
