@@ -206,40 +206,49 @@ LlmSearchResult search_llm(const TransformerSpec& spec, const hw::Topology& topo
     });
     (void)any;
   }
-  // Memory and dominance: for each strategy, the lowest recomputation level and then the lowest ZeRO stage
-  // that fit (each only adds work in strata's model; ZeRO-2 is ZeRO-1's time with less memory, so it is
-  // kept only where ZeRO-1 does not fit).
+  // Memory and dominance. Recomputation only adds work to the chain, so for each strategy and ZeRO stage only
+  // the lowest recomputation level that fits is kept. ZeRO-2 communicates and computes exactly like ZeRO-1
+  // (it only shards gradients too), so it is kept only where ZeRO-1 does not fit; ZeRO-0, -1 and -3 trade
+  // communication against optimizer work and are all kept. A strategy with nothing that fits is out of
+  // memory.
   std::vector<Candidate> candidates;
   const double capacity = topo.gpu().hbm_capacity;
   for (auto s : strategies) {
     const auto& c = costs.at(cost_key(s));
-    bool placed = false;
-    for (Recompute rc : o.space.recompute) {
-      for (int z : o.space.zero) {
+    bool placed = false, zero1_fits = false;
+    for (int z : o.space.zero) {
+      if (z > 0 && s.dp * s.cp == 1) continue;  // nothing to shard
+      if (z == 2 && zero1_fits) continue;
+      for (Recompute rc : o.space.recompute) {
         s.recompute = rc, s.zero = z;
-        if (z > 0 && s.dp * s.cp == 1) continue;  // nothing to shard
         if (llm_memory(spec, s, c.layer, c.edge).total() > capacity) continue;
         candidates.push_back({s, megatron_placement(topo, s), 0, s.describe()});
         placed = true;
+        if (z == 1) zero1_fits = true;
         break;
       }
-      if (placed) break;
     }
     if (!placed) ++result.counts.out_of_memory;
   }
   // Lower bounds (representative-only descriptions), in parallel.
   AloneTimes alone(topo);
   const std::vector<hw::Level> levels(topo.levels().begin(), topo.levels().end());
-  tbb::parallel_for(std::size_t{0}, candidates.size(), [&](std::size_t i) {
-    auto& cand = candidates[i];
-    const std::vector<int> axes = {cand.st.pp, cand.st.dp, cand.st.cp, cand.st.tp};
-    const reduce::Placement placement(levels, axes, cand.placement);
-    const auto d = describe_llm_step(spec, cand.st, topo, cost, costs.at(cost_key(cand.st)), placement, true);
-    cand.bound = lower_bound(d, alone);
-  });
-  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
-    return a.bound != b.bound ? a.bound < b.bound : a.text < b.text;
-  });
+  auto bound_all = [&](std::vector<Candidate>& list) {
+    tbb::parallel_for(std::size_t{0}, list.size(), [&](std::size_t i) {
+      auto& cand = list[i];
+      const std::vector<int> axes = {cand.st.pp, cand.st.dp, cand.st.cp, cand.st.tp};
+      const reduce::Placement placement(levels, axes, cand.placement);
+      const auto d =
+          describe_llm_step(spec, cand.st, topo, cost, costs.at(cost_key(cand.st)), placement, true);
+      cand.bound = lower_bound(d, alone);
+    });
+    std::sort(list.begin(), list.end(), [](const Candidate& a, const Candidate& b) {
+      if (a.bound != b.bound) return a.bound < b.bound;
+      if (a.text != b.text) return a.text < b.text;
+      return a.placement < b.placement;
+    });
+  };
+  bound_all(candidates);
   // Branch and bound: simulate in lower-bound order, fixed batches, until the next bound cannot beat the
   // k-th best.
   constexpr std::size_t kBatch = 4;
@@ -251,55 +260,45 @@ LlmSearchResult search_llm(const TransformerSpec& spec, const hw::Topology& topo
   };
   LlmStepOptions so;
   so.simulate_when_oom = false;
-  std::size_t next = 0;
-  while (next < candidates.size() && candidates[next].bound < kth()) {
-    const std::size_t end = std::min(candidates.size(), next + kBatch);
-    std::vector<LlmStepResult> batch(end - next);
-    tbb::parallel_for(next, end, [&](std::size_t i) {
-      auto opts = so;
-      opts.placement = candidates[i].placement;
-      batch[i - next] =
-          simulate_llm_step(spec, candidates[i].st, topo, cost, costs.at(cost_key(candidates[i].st)), opts);
-    });
-    result.counts.simulated += batch.size();
-    for (auto& r : batch) {
-      r.graph = {};
-      r.sim = {};
-      best.push_back(std::move(r));
+  auto branch_and_bound = [&](const std::vector<Candidate>& list) {
+    std::size_t next = 0;
+    while (next < list.size() && list[next].bound < kth()) {
+      const std::size_t end = std::min(list.size(), next + kBatch);
+      std::vector<LlmStepResult> batch(end - next);
+      tbb::parallel_for(next, end, [&](std::size_t i) {
+        auto opts = so;
+        opts.placement = list[i].placement;
+        batch[i - next] =
+            simulate_llm_step(spec, list[i].st, topo, cost, costs.at(cost_key(list[i].st)), opts);
+      });
+      result.counts.simulated += batch.size();
+      for (auto& r : batch) {
+        r.graph = {};
+        r.sim = {};
+        best.push_back(std::move(r));
+      }
+      std::sort(best.begin(), best.end(), result_less);
+      if (best.size() > static_cast<std::size_t>(o.top)) best.resize(static_cast<std::size_t>(o.top));
+      next = end;
+      if (o.progress) o.progress(result.counts.simulated, best.front().step_seconds);
     }
-    std::sort(best.begin(), best.end(), result_less);
-    if (best.size() > static_cast<std::size_t>(o.top)) best.resize(static_cast<std::size_t>(o.top));
-    next = end;
-    if (o.progress) o.progress(result.counts.simulated, best.front().step_seconds);
-  }
-  result.counts.pruned = candidates.size() - next;
-  // Placements of the best strategies: every parallelism matrix of the axes over the machine levels.
+    result.counts.pruned += list.size() - next;
+  };
+  branch_and_bound(candidates);
+  // Placements of the best strategies: every other parallelism matrix of the axes over the machine levels,
+  // bounded and simulated the same way.
   if (o.space.all_placements) {
-    std::vector<LlmStepResult> alternatives;
     std::vector<int> counts_per_level;
     for (const auto& l : levels) counts_per_level.push_back(l.count);
+    std::vector<Candidate> alternatives;
     for (const auto& r : best) {
       const std::vector<int> axes = {r.strategy.pp, r.strategy.dp, r.strategy.cp, r.strategy.tp};
-      const auto matrices = reduce::enumerate_matrices(counts_per_level, axes);
-      std::vector<LlmStepResult> sims(matrices.size());
-      tbb::parallel_for(std::size_t{0}, matrices.size(), [&](std::size_t i) {
-        if (matrices[i] == r.placement) return;
-        auto opts = so;
-        opts.placement = matrices[i];
-        sims[i] = simulate_llm_step(spec, r.strategy, topo, cost, costs.at(cost_key(r.strategy)), opts);
-        sims[i].graph = {};
-        sims[i].sim = {};
-      });
-      for (std::size_t i = 0; i < matrices.size(); ++i)
-        if (sims[i].simulated) {
-          ++result.counts.simulated;
-          ++result.counts.enumerated;
-          alternatives.push_back(std::move(sims[i]));
-        }
+      for (const auto& m : reduce::enumerate_matrices(counts_per_level, axes))
+        if (m != r.placement) alternatives.push_back({r.strategy, m, 0, r.strategy.describe()});
     }
-    for (auto& a : alternatives) best.push_back(std::move(a));
-    std::sort(best.begin(), best.end(), result_less);
-    if (best.size() > static_cast<std::size_t>(o.top)) best.resize(static_cast<std::size_t>(o.top));
+    result.counts.enumerated += alternatives.size();
+    bound_all(alternatives);
+    branch_and_bound(alternatives);
   }
   result.top = std::move(best);
   // Baselines.
