@@ -257,9 +257,10 @@ struct SearchCliOptions {
 void print_search_text(const par::LlmSearchResult& s) {
   const auto& c = s.counts;
   std::cout << fmt::format(
-      "searched    {} plans in {:.2f} s: {} invalid for the model, {} out of memory, {} pruned by the lower "
-      "bound, {} simulated\n",
-      c.enumerated, s.seconds, c.invalid, c.out_of_memory, c.pruned, c.simulated);
+      "searched    {} strategies in {:.2f} s: {} invalid for the model, {} out of memory; {} plans (ZeRO "
+      "variants "
+      "x placements): {} pruned by the lower bound, {} simulated\n",
+      c.enumerated, s.seconds, c.invalid, c.out_of_memory, c.plans, c.pruned, c.simulated);
   std::cout << fmt::format("{:>4} {:>11} {:>6} {:>10} {:>10} {:>5}  {}\n", "rank", "step", "MFU", "tokens/s",
                            "memory", "fits", "strategy / placement");
   int rank = 1;
@@ -314,6 +315,7 @@ void run_search_command(const SearchCliOptions& o) {
                          {{"enumerated", s.counts.enumerated},
                           {"invalid", s.counts.invalid},
                           {"out_of_memory", s.counts.out_of_memory},
+                          {"plans", s.counts.plans},
                           {"pruned", s.counts.pruned},
                           {"simulated", s.counts.simulated}}}};
     j["plans"] = nlohmann::json::array();

@@ -249,6 +249,7 @@ LlmSearchResult search_llm(const TransformerSpec& spec, const hw::Topology& topo
     });
   };
   bound_all(candidates);
+  result.counts.plans = candidates.size();
   // Branch and bound: simulate in lower-bound order, fixed batches, until the next bound cannot beat the
   // k-th best.
   constexpr std::size_t kBatch = 4;
@@ -296,7 +297,7 @@ LlmSearchResult search_llm(const TransformerSpec& spec, const hw::Topology& topo
       for (const auto& m : reduce::enumerate_matrices(counts_per_level, axes))
         if (m != r.placement) alternatives.push_back({r.strategy, m, 0, r.strategy.describe()});
     }
-    result.counts.enumerated += alternatives.size();
+    result.counts.plans += alternatives.size();
     bound_all(alternatives);
     branch_and_bound(alternatives);
   }
@@ -308,7 +309,6 @@ LlmSearchResult search_llm(const TransformerSpec& spec, const hw::Topology& topo
   for (const auto& cand : candidates)
     if (cand.st.tp == 1 && cand.st.pp == 1 && cand.st.cp == 1) {
       auto r = simulate_llm_step(spec, cand.st, topo, cost, costs.at(cost_key(cand.st)));
-      ++result.counts.simulated;
       if (!dp || result_less(r, *dp)) dp = std::move(r);
     }
   if (dp) {
