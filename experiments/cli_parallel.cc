@@ -13,7 +13,7 @@
 #include "hw/config_error.h"
 #include "hw/system_loader.h"
 #include "hw/units.h"
-#include "models/zoo/zoo.h"
+#include "models/zoo/model_ref.h"
 #include "search/parallel/llm_search.h"
 #include "sim/trace.h"
 #include "util/atomic_file.h"
@@ -335,24 +335,22 @@ void run_search_command(const SearchCliOptions& o) {
 
 models::zoo::TransformerSpec resolve_transformer(const std::string& model, std::int64_t seq) {
   namespace zoo = models::zoo;
-  zoo::TransformerSpec spec;
-  if (model.starts_with(zoo::kTransformerPrefix)) {
-    try {
-      spec = zoo::parse_transformer_spec(model);
-    } catch (const std::invalid_argument& e) {
-      throw ConfigError(fmt::format("--model: {}", e.what()));
-    }
-  } else if (model.ends_with(".yaml") || model.ends_with(".yml")) {
-    spec = zoo::load_transformer_spec(model);
-  } else if (const auto* entry = zoo::find_model(model); entry && entry->transformer) {
-    spec = *entry->transformer;
-    spec.attention = zoo::AttentionImpl::kFlash;  // as Megatron-LM trains them (docs/parallel.md)
-  } else {
+  zoo::ModelRef ref;
+  try {
+    ref = zoo::resolve_model_ref(model);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(fmt::format("--model: {}", e.what()));
+  }
+  if (!ref.transformer)
     throw ConfigError(fmt::format(
         "--model: '{}' is not a transformer: expected a decoder of the zoo (strata model list), "
-        "transformer:layers=..,hidden=..,heads=..,vocab=..,seq=.. or a model YAML (configs/models/)",
+        "transformer:layers=..,hidden=..,heads=..,vocab=..,seq=.. or a model YAML (configs/models/); other "
+        "models take --search mcmc",
         model));
-  }
+  auto spec = *ref.transformer;
+  // The zoo's decoders keep unfused attention for their graphs (docs/models.md); Megatron-LM trains them with
+  // FlashAttention, which the step simulation assumes.
+  if (ref.kind == zoo::ModelRefKind::kZoo) spec.attention = zoo::AttentionImpl::kFlash;
   if (seq > 0) {
     spec.seq = seq;
     if (auto problem = zoo::check_spec(spec))

@@ -7,8 +7,7 @@
 
 #include "experiments/cli_parallel.h"
 #include "hw/config_error.h"
-#include "models/onnx/onnx.h"
-#include "models/zoo/zoo.h"
+#include "models/zoo/model_ref.h"
 #include "search/parallel/op_search.h"
 
 namespace strata::cli {
@@ -19,15 +18,16 @@ namespace par = search::parallel;
 // The forward graph for `model` with `batch` samples per step (the global batch: plans split it).
 models::Graph forward_graph(const std::string& model, std::int64_t batch, std::int64_t seq) {
   namespace zoo = models::zoo;
-  if (model.ends_with(".onnx")) {
-    if (seq > 0) throw ConfigError("--seq applies to zoo and transformer models, not to ONNX files");
-    return models::import_onnx(model);
+  try {
+    const auto ref = zoo::resolve_model_ref(model);
+    if (ref.kind == zoo::ModelRefKind::kOnnx) {
+      if (seq > 0) throw ConfigError("--seq applies to zoo and transformer models, not to ONNX files");
+      return zoo::build_model_ref(ref);
+    }
+    return zoo::build_model_ref(ref, {.batch = batch, .seq = seq, .dtype = models::DType::kBF16});
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(fmt::format("--model: {}", e.what()));
   }
-  const auto dtype = models::DType::kBF16;
-  if (const auto* entry = zoo::find_model(model); entry && !entry->transformer)
-    return zoo::build_model(model, {.batch = batch, .seq_len = seq, .dtype = dtype});
-  const auto spec = resolve_transformer(model, seq);
-  return zoo::build_transformer(spec, {.batch = batch, .seq_len = spec.seq, .dtype = dtype});
 }
 
 nlohmann::json report_json(const par::PlanReport& r) {

@@ -7,7 +7,6 @@ key, file, line and field they must name.
 
 Run by ctest, one test per class:  model_ref_test.py --strata build/experiments/strata --source . ClassName
 """
-import argparse
 import os
 import re
 import sys
@@ -100,14 +99,5 @@ class ModelReferences(unittest.TestCase):
             self.assertIn("missing.yaml", r.err)
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--strata", required=True)
-    parser.add_argument("--source", required=True)
-    args, rest = parser.parse_known_args()
-    cli_test.STRATA, cli_test.SOURCE = os.path.abspath(args.strata), os.path.abspath(args.source)
-    unittest.main(argv=[sys.argv[0], "-v", *rest])
-
-
 if __name__ == "__main__":
-    main()
+    cli_test.main()  # --strata/--source, then unittest on this module

@@ -8,10 +8,8 @@ must name.
 
 Run by ctest, one test per class:  parallel_test.py --strata build/experiments/strata --source . ClassName
 """
-import argparse
 import json
 import os
-import sys
 import unittest
 
 import cli_test
@@ -150,14 +148,5 @@ class Parallelize(unittest.TestCase):
         self.assertIn("--search: expected exhaustive or mcmc", r.err)
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--strata", required=True)
-    parser.add_argument("--source", required=True)
-    args, rest = parser.parse_known_args()
-    cli_test.STRATA, cli_test.SOURCE = os.path.abspath(args.strata), os.path.abspath(args.source)
-    unittest.main(argv=[sys.argv[0], "-v", *rest])
-
-
 if __name__ == "__main__":
-    main()
+    cli_test.main()  # --strata/--source, then unittest on this module
