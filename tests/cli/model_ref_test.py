@@ -9,7 +9,6 @@ Run by ctest, one test per class:  model_ref_test.py --strata build/experiments/
 """
 import os
 import re
-import sys
 import tempfile
 import unittest
 
