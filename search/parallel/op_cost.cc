@@ -11,10 +11,6 @@ using models::ValueKind;
 
 namespace {
 
-std::size_t u(std::int64_t i) {
-  return static_cast<std::size_t>(i);
-}
-
 // Forward and backward seconds of `node` run on input blocks of these shapes; nullopt when the operator's
 // shape rule rejects them.
 std::optional<PartCost> scratch_cost(const Graph& g, const models::Node& node,
@@ -49,7 +45,7 @@ std::optional<PartCost> scratch_cost(const Graph& g, const models::Node& node,
 ShardCosts::ShardCosts(const PlanSpace& space, const models::CostModel& cost) {
   const Graph& g = space.graph();
   for (int i = 0; i < space.size(); ++i) {
-    const auto& node = g.node(space.nodes()[u(i)]);
+    const auto& node = g.node(space.nodes()[ix(i)]);
     std::map<std::vector<int>, int> seen;
     std::vector<PartCost> costs;
     std::vector<int> index;

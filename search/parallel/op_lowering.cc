@@ -16,10 +16,6 @@ using models::ValueKind;
 
 namespace {
 
-std::size_t u(std::int64_t i) {
-  return static_cast<std::size_t>(i);
-}
-
 double dtype_bytes_of(const models::Graph& g, models::ValueId v) {
   return models::dtype_bytes(g.type(v).dtype);
 }
@@ -29,12 +25,12 @@ double dtype_bytes_of(const models::Graph& g, models::ValueId v) {
 // ---- CommTables ----
 
 CommTables::CommTables(const hw::Topology& topo) : topo_(topo), gpus_(topo.num_gpus()) {
-  routes_.resize(u(gpus_) * u(gpus_));
+  routes_.resize(ix(gpus_) * ix(gpus_));
   route_known_.assign(routes_.size(), 0);
 }
 
 const std::vector<std::int32_t>& CommTables::route_resources(int src, int dst) {
-  const auto k = u(src) * u(gpus_) + u(dst);
+  const auto k = ix(src) * ix(gpus_) + ix(dst);
   if (!route_known_[k]) {
     // Non-blocking backplanes (Link::shared false) never limit a flow: they are no resource.
     for (auto l : topo_.route(src, dst))
@@ -67,7 +63,7 @@ const CommTables::Choice& CommTables::allreduce(int group, double bytes) {
   if (auto it = allreduce_.find(key); it != allreduce_.end()) return it->second;
   sim::CollectiveRequest req;
   req.spec.op = sim::CollectiveOp::kAllReduce;
-  req.spec.group = groups_[u(group)].ranks;
+  req.spec.group = groups_[ix(group)].ranks;
   req.spec.bytes = bytes;
   const auto r = sim::run_collective(topo_, req);
   return allreduce_.emplace(key, Choice{r.algorithm, r.protocol, sim::seconds_to_time(r.seconds)})
@@ -79,32 +75,32 @@ const CommTables::Choice& CommTables::allreduce(int group, double bytes) {
 OpLowering::OpLowering(const PlanSpace& space, const ShardCosts& costs, Options options)
     : space_(&space), costs_(&costs), options_(options) {
   const auto& g = space.graph();
-  const auto n = u(space.size());
+  const auto n = ix(space.size());
   ins_.resize(n), outs_.resize(n), consumers_.resize(n), producers_.resize(n), param_inputs_.resize(n);
   for (int i = 0; i < space.size(); ++i) {
-    const auto& node = g.node(space.nodes()[u(i)]);
+    const auto& node = g.node(space.nodes()[ix(i)]);
     for (std::size_t j = 0; j < node.inputs.size(); ++j) {
       const auto& v = g.value(node.inputs[j]);
       int p = -1;
       if (v.producer >= 0) p = space.index_of(v.producer);
-      ins_[u(i)].push_back({static_cast<int>(j), p, v.producer_output});
+      ins_[ix(i)].push_back({static_cast<int>(j), p, v.producer_output});
       if (p >= 0) {
-        outs_[u(p)].push_back({i, static_cast<int>(j), v.producer_output});
-        producers_[u(i)].push_back(p);
-        consumers_[u(p)].push_back(i);
+        outs_[ix(p)].push_back({i, static_cast<int>(j), v.producer_output});
+        producers_[ix(i)].push_back(p);
+        consumers_[ix(p)].push_back(i);
       }
-      if (v.kind == ValueKind::kParam) param_inputs_[u(i)].push_back(static_cast<int>(j));
+      if (v.kind == ValueKind::kParam) param_inputs_[ix(i)].push_back(static_cast<int>(j));
     }
   }
   // Transfer tasks are numbered (edge x part x part) within their block, as 32-bit ints.
   const std::int64_t g2 = static_cast<std::int64_t>(space.gpus()) * space.gpus();
   for (int i = 0; i < space.size(); ++i) {
-    const auto edges = static_cast<std::int64_t>(std::max(ins_[u(i)].size(), outs_[u(i)].size()));
+    const auto edges = static_cast<std::int64_t>(std::max(ins_[ix(i)].size(), outs_[ix(i)].size()));
     if (edges * g2 >= INT32_MAX)
       throw std::invalid_argument(
           fmt::format("node '{}' has {} edges: too many for per-operator plans on {} GPUs (edges x GPUs^2 "
                       "must stay below 2^31)",
-                      g.node(space.nodes()[u(i)]).name, edges, space.gpus()));
+                      g.node(space.nodes()[ix(i)]).name, edges, space.gpus()));
   }
   for (auto* list : {&consumers_, &producers_})
     for (auto& l : *list) {
@@ -156,25 +152,25 @@ void OpLowering::lower(int i, OpBlock first, const OpPlan& plan, CommTables& com
 void OpLowering::lower_forward(int i, const OpPlan& plan, CommTables& comm, std::vector<LoweredTask>& in,
                                std::vector<LoweredTask>& fwd) const {
   const auto& g = space_->graph();
-  const auto& node = g.node(space_->nodes()[u(i)]);
-  const auto& c = space_->config(i, plan.choice[u(i)]);
+  const auto& node = g.node(space_->nodes()[ix(i)]);
+  const auto& c = space_->config(i, plan.choice[ix(i)]);
   const int G = space_->gpus(), parts = c.parts();
-  const double seconds = costs_->get(i, plan.choice[u(i)]).forward;
+  const double seconds = costs_->get(i, plan.choice[ix(i)]).forward;
   for (int q = 0; q < parts; ++q)
     fwd.push_back({OpTaskKind::kCompute, q, c.device(q), -1, -1, 0, seconds, {}});
-  for (const auto& e : ins_[u(i)]) {
+  for (const auto& e : ins_[ix(i)]) {
     if (e.producer < 0) continue;
-    const auto& pc = space_->config(e.producer, plan.choice[u(e.producer)]);
-    const double elem = dtype_bytes_of(g, node.inputs[u(e.input)]);
+    const auto& pc = space_->config(e.producer, plan.choice[ix(e.producer)]);
+    const double elem = dtype_bytes_of(g, node.inputs[ix(e.input)]);
     const int pparts = pc.parts();
     for (int q = 0; q < parts; ++q) {
       const auto want = space_->input_block(i, c, q, e.input);
       const int dev = c.device(q);
       // One representative per producer output block: a part on this GPU when there is one, else the first.
-      std::vector<int> rep(u(pparts), -1);
+      std::vector<int> rep(ix(pparts), -1);
       for (int p = 0; p < pparts; ++p) {
         const int grp = reduction_group(e.producer, pc, p);
-        int& r = rep[u(grp)];
+        int& r = rep[ix(grp)];
         if (r < 0 || (pc.device(p) == dev && pc.device(r) != dev)) r = p;
       }
       for (int p : rep) {
@@ -183,12 +179,12 @@ void OpLowering::lower_forward(int i, const OpPlan& plan, CommTables& comm, std:
         if (ov <= 0) continue;
         const TaskRef src = final_task(e.producer, pc, p);
         if (pc.device(p) == dev) {
-          fwd[u(q)].deps.push_back(src);
+          fwd[ix(q)].deps.push_back(src);
           continue;
         }
         const auto local = static_cast<std::int32_t>((e.input * G + q) * G + p);
         in.push_back({OpTaskKind::kTransfer, local, pc.device(p), dev, -1, ov * elem, 0, {src}});
-        fwd[u(q)].deps.push_back({i, OpBlock::kFwdIn, local});
+        fwd[ix(q)].deps.push_back({i, OpBlock::kFwdIn, local});
       }
     }
   }
@@ -198,18 +194,18 @@ void OpLowering::lower_forward(int i, const OpPlan& plan, CommTables& comm, std:
 void OpLowering::lower_backward(int i, const OpPlan& plan, CommTables& comm, std::vector<LoweredTask>& in,
                                 std::vector<LoweredTask>& bwd) const {
   const auto& g = space_->graph();
-  const auto& node = g.node(space_->nodes()[u(i)]);
-  const auto& c = space_->config(i, plan.choice[u(i)]);
+  const auto& node = g.node(space_->nodes()[ix(i)]);
+  const auto& c = space_->config(i, plan.choice[ix(i)]);
   const int G = space_->gpus(), parts = c.parts();
-  const double seconds = costs_->get(i, plan.choice[u(i)]).backward;
+  const double seconds = costs_->get(i, plan.choice[ix(i)]).backward;
   for (int p = 0; p < parts; ++p)
     bwd.push_back({OpTaskKind::kCompute, p, c.device(p), -1, -1, 0, seconds, {{i, OpBlock::kFwd, p}}});
-  const auto& outs = outs_[u(i)];
+  const auto& outs = outs_[ix(i)];
   for (std::size_t k = 0; k < outs.size(); ++k) {
     const auto& e = outs[k];
-    const auto v = node.outputs[u(e.output)];
+    const auto v = node.outputs[ix(e.output)];
     if (!models::is_float(g.type(v).dtype)) continue;  // no gradient flows through indices
-    const auto& cc = space_->config(e.consumer, plan.choice[u(e.consumer)]);
+    const auto& cc = space_->config(e.consumer, plan.choice[ix(e.consumer)]);
     const double elem = dtype_bytes_of(g, v);
     for (int p = 0; p < parts; ++p) {
       const auto have = space_->output_block(i, c, p, e.output);
@@ -218,12 +214,12 @@ void OpLowering::lower_backward(int i, const OpPlan& plan, CommTables& comm, std
         if (ov <= 0) continue;
         const TaskRef src{e.consumer, OpBlock::kBwd, q};
         if (cc.device(q) == c.device(p)) {
-          bwd[u(p)].deps.push_back(src);
+          bwd[ix(p)].deps.push_back(src);
           continue;
         }
         const auto local = static_cast<std::int32_t>((static_cast<int>(k) * G + p) * G + q);
         in.push_back({OpTaskKind::kTransfer, local, cc.device(q), c.device(p), -1, ov * elem, 0, {src}});
-        bwd[u(p)].deps.push_back({i, OpBlock::kBwdIn, local});
+        bwd[ix(p)].deps.push_back({i, OpBlock::kBwdIn, local});
       }
     }
   }
@@ -233,8 +229,8 @@ void OpLowering::lower_backward(int i, const OpPlan& plan, CommTables& comm, std
 void OpLowering::lower_reduction(int i, const OpPlan& plan, CommTables& comm,
                                  std::vector<LoweredTask>& red) const {
   const auto& g = space_->graph();
-  const auto& node = g.node(space_->nodes()[u(i)]);
-  const auto& c = space_->config(i, plan.choice[u(i)]);
+  const auto& node = g.node(space_->nodes()[ix(i)]);
+  const auto& c = space_->config(i, plan.choice[ix(i)]);
   if (space_->reduction_degree(i, c) == 1) return;
   std::map<int, std::vector<int>> members;
   for (int p = 0; p < c.parts(); ++p) members[reduction_group(i, c, p)].push_back(p);
@@ -257,10 +253,10 @@ void OpLowering::lower_reduction(int i, const OpPlan& plan, CommTables& comm,
 void OpLowering::lower_sync(int i, const OpPlan& plan, CommTables& comm,
                             std::vector<LoweredTask>& sync) const {
   const auto& g = space_->graph();
-  const auto& node = g.node(space_->nodes()[u(i)]);
-  const auto& c = space_->config(i, plan.choice[u(i)]);
+  const auto& node = g.node(space_->nodes()[ix(i)]);
+  const auto& c = space_->config(i, plan.choice[ix(i)]);
   const auto dims = space_->dims(i);
-  for (int j : param_inputs_[u(i)]) {
+  for (int j : param_inputs_[ix(i)]) {
     // Parts differing only in dimensions that do not split this weight hold copies of the same shard.
     std::map<std::vector<int>, std::vector<int>> members;
     for (int p = 0; p < c.parts(); ++p) {
@@ -276,7 +272,7 @@ void OpLowering::lower_sync(int i, const OpPlan& plan, CommTables& comm,
       const int local = j * space_->gpus() + gid++;
       if (ps.size() < 2) continue;
       const double bytes =
-          space_->input_block(i, c, ps[0], j).elements() * dtype_bytes_of(g, node.inputs[u(j)]);
+          space_->input_block(i, c, ps[0], j).elements() * dtype_bytes_of(g, node.inputs[ix(j)]);
       LoweredTask t{OpTaskKind::kAllReduce, local, -1, -1, -1, bytes, 0, {}};
       std::vector<int> ranks;
       for (int p : ps) {
@@ -291,12 +287,12 @@ void OpLowering::lower_sync(int i, const OpPlan& plan, CommTables& comm,
 
 void OpLowering::add_memory(int i, const OpPlan& plan, int sign, std::vector<std::int64_t>& per_gpu) const {
   const auto& g = space_->graph();
-  const auto& node = g.node(space_->nodes()[u(i)]);
-  const auto& c = space_->config(i, plan.choice[u(i)]);
+  const auto& node = g.node(space_->nodes()[ix(i)]);
+  const auto& c = space_->config(i, plan.choice[ix(i)]);
   for (int p = 0; p < c.parts(); ++p) {
     double bytes = 0;
-    for (int j : param_inputs_[u(i)]) {
-      const auto v = node.inputs[u(j)];
+    for (int j : param_inputs_[ix(i)]) {
+      const auto v = node.inputs[ix(j)];
       const double elems = space_->input_block(i, c, p, j).elements();
       const double eb = dtype_bytes_of(g, v);
       bytes += elems * 2 * eb;  // weights and gradients
@@ -305,18 +301,18 @@ void OpLowering::add_memory(int i, const OpPlan& plan, int sign, std::vector<std
     for (std::size_t o = 0; o < node.outputs.size(); ++o)
       bytes +=
           space_->output_block(i, c, p, static_cast<int>(o)).elements() * dtype_bytes_of(g, node.outputs[o]);
-    for (const auto& e : ins_[u(i)]) {
+    for (const auto& e : ins_[ix(i)]) {
       if (e.producer < 0) continue;
-      const auto& pc = space_->config(e.producer, plan.choice[u(e.producer)]);
+      const auto& pc = space_->config(e.producer, plan.choice[ix(e.producer)]);
       const auto want = space_->input_block(i, c, p, e.input);
       // Received from other GPUs unless a part of the producer on this GPU holds all of it.
       double local = 0;
       for (int q = 0; q < pc.parts(); ++q)
         if (pc.device(q) == c.device(p))
           local = std::max(local, overlap_elements(space_->output_block(e.producer, pc, q, e.output), want));
-      bytes += (want.elements() - local) * dtype_bytes_of(g, node.inputs[u(e.input)]);
+      bytes += (want.elements() - local) * dtype_bytes_of(g, node.inputs[ix(e.input)]);
     }
-    per_gpu[u(c.device(p))] += sign * static_cast<std::int64_t>(std::llround(bytes));
+    per_gpu[ix(c.device(p))] += sign * static_cast<std::int64_t>(std::llround(bytes));
   }
 }
 

@@ -15,10 +15,6 @@ namespace strata::search::parallel {
 
 namespace {
 
-std::size_t u(std::int64_t i) {
-  return static_cast<std::size_t>(i);
-}
-
 // splitmix64 stream (util/hash.h).
 class Rng {
  public:
@@ -77,10 +73,10 @@ ChainResult run_chain(const OpLowering& lowering, const hw::Topology& topo, cons
     if (o.stall_min > 0 && r.proposals >= o.stall_min && r.proposals >= 2 * improved_at) break;
     if (o.seconds > 0 && (r.proposals & 63) == 0 && clock.seconds() >= o.seconds) break;
     ++r.proposals;
-    const int i = movable[u(static_cast<std::int64_t>(rng.below(movable.size())))];
+    const int i = movable[ix(static_cast<std::int64_t>(rng.below(movable.size())))];
     const auto n = static_cast<std::uint64_t>(space.configs(i).size());
     auto choice = static_cast<int>(rng.below(n - 1));
-    if (choice >= s.plan().choice[u(i)]) ++choice;  // uniform over the other configurations
+    if (choice >= s.plan().choice[ix(i)]) ++choice;  // uniform over the other configurations
     // Metropolis-Hastings: accept when next <= cur or u < exp(-beta (next - cur) / cost0), i.e. when
     // next < cur - ln(u) cost0 / beta. Drawing u first gives that threshold; with delta simulation a plan
     // whose schedule passes it (its energy is at least its time) is rejected without simulating the rest.
@@ -155,9 +151,9 @@ McmcResult run_mcmc(const OpLowering& lowering, const hw::Topology& topo, const 
   const OpPlan dp = data_parallel_plan(space), ex = expert_plan(space);
   const int per = std::max(1, o.chains_per_start);
   const int chains = 2 * per;
-  std::vector<ChainResult> results(u(chains));
+  std::vector<ChainResult> results(ix(chains));
   tbb::parallel_for(0, chains,
-                    [&](int c) { results[u(c)] = run_chain(lowering, topo, c < per ? dp : ex, c, o); });
+                    [&](int c) { results[ix(c)] = run_chain(lowering, topo, c < per ? dp : ex, c, o); });
   McmcResult r;
   r.chains = chains;
   r.nodes = space.size();
@@ -165,19 +161,20 @@ McmcResult run_mcmc(const OpLowering& lowering, const hw::Topology& topo, const 
   r.scaled_costs = lowering.costs().scaled_count();
   int best = -1;
   for (int c = 0; c < chains; ++c) {
-    const auto& cr = results[u(c)];
+    const auto& cr = results[ix(c)];
     r.proposals += cr.proposals;
     r.accepted += cr.accepted;
     r.stopped_early += cr.stopped_early;
     r.history.insert(r.history.end(), cr.history.begin(), cr.history.end());
-    if (cr.found && (best < 0 || !results[u(best)].found || cr.best_seconds < results[u(best)].best_seconds))
+    if (cr.found &&
+        (best < 0 || !results[ix(best)].found || cr.best_seconds < results[ix(best)].best_seconds))
       best = c;
     else if (!cr.found &&
-             (best < 0 || (!results[u(best)].found && cr.least_energy < results[u(best)].least_energy)))
+             (best < 0 || (!results[ix(best)].found && cr.least_energy < results[ix(best)].least_energy)))
       best = c;
   }
-  r.found = best >= 0 && results[u(best)].found;
-  r.best = evaluate_plan(lowering, topo, best >= 0 ? results[u(best)].best : dp, o.full_simulation);
+  r.found = best >= 0 && results[ix(best)].found;
+  r.best = evaluate_plan(lowering, topo, best >= 0 ? results[ix(best)].best : dp, o.full_simulation);
   r.data_parallel = evaluate_plan(lowering, topo, dp, o.full_simulation);
   r.expert = evaluate_plan(lowering, topo, ex, o.full_simulation);
   if (o.full_simulation) {
@@ -185,8 +182,8 @@ McmcResult run_mcmc(const OpLowering& lowering, const hw::Topology& topo, const 
     // one (docs/parallel.md: the fast one overrates serialized small all-reduces).
     std::vector<PlanReport> finalists{r.best, r.data_parallel, r.expert};
     for (int c = 0; c < chains; ++c)
-      if (c != best && results[u(c)].found)
-        finalists.push_back(evaluate_plan(lowering, topo, results[u(c)].best, true));
+      if (c != best && results[ix(c)].found)
+        finalists.push_back(evaluate_plan(lowering, topo, results[ix(c)].best, true));
     for (const auto& f : finalists)
       if (f.fits && (!r.best.fits || f.full_seconds < r.best.full_seconds)) r.best = f;
     r.found = r.best.fits;

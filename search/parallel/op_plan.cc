@@ -15,10 +15,6 @@ using models::TensorType;
 
 namespace {
 
-std::size_t u(std::int64_t i) {
-  return static_cast<std::size_t>(i);
-}
-
 // The default rule for operators without a trait: the sample dimension when axis 0 of every output and of
 // every activation input agrees (other inputs, e.g. weights, are needed whole); otherwise no dimension.
 std::vector<ParallelDim> default_dims(const Graph& g, const models::Node& n) {
@@ -42,7 +38,7 @@ std::vector<ParallelDim> default_dims(const Graph& g, const models::Node& n) {
 bool divides_all(const ParallelDim& d, std::span<const TensorType> in, int degree) {
   if (d.extent % degree != 0) return false;
   for (const auto& [j, axis] : d.input_axes)
-    if (in[u(j)].shape[u(axis)] % degree != 0) return false;
+    if (in[ix(j)].shape[ix(axis)] % degree != 0) return false;
   return true;
 }
 
@@ -157,13 +153,13 @@ std::vector<int> PlanSpace::part_index(int i, const OpConfig& c, int part) const
 }
 
 Block PlanSpace::output_block(int i, const OpConfig& c, int part, int output) const {
-  const auto& node = graph_->node(nodes_[u(i)]);
-  Block b = whole(graph_->type(node.outputs[u(output)]));
+  const auto& node = graph_->node(nodes_[ix(i)]);
+  Block b = whole(graph_->type(node.outputs[ix(output)]));
   const auto idx = part_index(i, c, part);
-  const auto& dims = dims_[u(i)];
+  const auto& dims = dims_[ix(i)];
   for (std::size_t k = 0; k < dims.size(); ++k) {
     if (dims[k].output_axis < 0) continue;
-    const auto a = u(dims[k].output_axis);
+    const auto a = ix(dims[k].output_axis);
     const std::int64_t len = b.hi[a] / c.degrees[k];
     b.lo[a] = len * idx[k];
     b.hi[a] = len * (idx[k] + 1);
@@ -172,14 +168,14 @@ Block PlanSpace::output_block(int i, const OpConfig& c, int part, int output) co
 }
 
 Block PlanSpace::input_block(int i, const OpConfig& c, int part, int input) const {
-  const auto& node = graph_->node(nodes_[u(i)]);
-  Block b = whole(graph_->type(node.inputs[u(input)]));
+  const auto& node = graph_->node(nodes_[ix(i)]);
+  Block b = whole(graph_->type(node.inputs[ix(input)]));
   const auto idx = part_index(i, c, part);
-  const auto& dims = dims_[u(i)];
+  const auto& dims = dims_[ix(i)];
   for (std::size_t k = 0; k < dims.size(); ++k)
     for (const auto& [j, axis] : dims[k].input_axes) {
       if (j != input) continue;
-      const auto a = u(axis);
+      const auto a = ix(axis);
       const std::int64_t len = b.hi[a] / c.degrees[k];
       b.lo[a] = len * idx[k];
       b.hi[a] = len * (idx[k] + 1);
@@ -189,7 +185,7 @@ Block PlanSpace::input_block(int i, const OpConfig& c, int part, int input) cons
 
 int PlanSpace::reduction_degree(int i, const OpConfig& c) const {
   int r = 1;
-  const auto& dims = dims_[u(i)];
+  const auto& dims = dims_[ix(i)];
   for (std::size_t k = 0; k < dims.size(); ++k)
     if (dims[k].kind == ParallelDimKind::kReduction) r *= c.degrees[k];
   return r;
@@ -237,7 +233,7 @@ OpPlan expert_plan(const PlanSpace& space) {
   OpPlan p = data_parallel_plan(space);
   const auto& g = space.graph();
   for (int i = 0; i < space.size(); ++i) {
-    const auto& node = g.node(space.nodes()[u(i)]);
+    const auto& node = g.node(space.nodes()[ix(i)]);
     const std::string_view op = node.op->name;
     bool weighted = false;
     if (op == "matmul" || op == "batch_matmul")
@@ -246,13 +242,13 @@ OpPlan expert_plan(const PlanSpace& space) {
       weighted = true;
     if (!weighted) continue;
     const int k = find_dim(space, i, ParallelDimKind::kParameter);
-    if (k >= 0) p.choice[u(i)] = split_one(space, i, k, space.gpus());
+    if (k >= 0) p.choice[ix(i)] = split_one(space, i, k, space.gpus());
   }
   return p;
 }
 
 std::string describe_config(const PlanSpace& space, int i, const OpConfig& c) {
-  const auto& node = space.graph().node(space.nodes()[u(i)]);
+  const auto& node = space.graph().node(space.nodes()[ix(i)]);
   std::string s = fmt::format("{} ({})", node.name, node.op->name);
   const auto dims = space.dims(i);
   bool any = false;
@@ -275,7 +271,7 @@ std::string describe_config(const PlanSpace& space, int i, const OpConfig& c) {
 std::string describe_plan(const PlanSpace& space, const OpPlan& plan) {
   std::string s;
   for (int i = 0; i < space.size(); ++i)
-    s += describe_config(space, i, space.config(i, plan.choice[u(i)])) + "\n";
+    s += describe_config(space, i, space.config(i, plan.choice[ix(i)])) + "\n";
   return s;
 }
 

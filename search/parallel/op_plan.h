@@ -15,6 +15,11 @@
 
 namespace strata::search::parallel {
 
+// Vector index of a node, configuration or task id (all int64 in the plan space).
+inline std::size_t ix(std::int64_t i) {
+  return static_cast<std::size_t>(i);
+}
+
 // Up to this many GPUs a node may use any strided block of ranks; beyond it only aligned blocks and evenly
 // spread parts (PlanSpace).
 inline constexpr int kAllViewsUpTo = 16;

@@ -13,10 +13,6 @@ namespace strata::search::parallel {
 
 namespace {
 
-std::size_t u(std::int64_t i) {
-  return static_cast<std::size_t>(i);
-}
-
 const std::vector<std::int32_t> kNoResources;
 
 constexpr OpBlock kFirstBlocks[] = {OpBlock::kFwdIn, OpBlock::kRed, OpBlock::kBwdIn, OpBlock::kSync};
@@ -50,14 +46,14 @@ OpSimulator::OpSimulator(const OpLowering& lowering, const hw::Topology& topo, O
       checkpoint_every_(std::max(1, checkpoint_every)),
       resources_(comm_.resources()) {
   const auto& space = lowering.space();
-  if (plan_.choice.size() != u(space.size()))
+  if (plan_.choice.size() != ix(space.size()))
     throw std::invalid_argument(
         fmt::format("plan has {} configurations for {} nodes", plan_.choice.size(), space.size()));
   if (topo.num_gpus() != space.gpus())
     throw std::invalid_argument(
         fmt::format("plan space is for {} GPUs, topology has {}", space.gpus(), topo.num_gpus()));
-  tables_.resize(u(space.size()) * kOpBlocks);
-  memory_.assign(u(space.gpus()), 0);
+  tables_.resize(ix(space.size()) * kOpBlocks);
+  memory_.assign(ix(space.gpus()), 0);
   std::vector<LoweredTask> a, b;
   for (int i = 0; i < space.size(); ++i)
     for (OpBlock first : kFirstBlocks) {
@@ -72,7 +68,7 @@ OpSimulator::OpSimulator(const OpLowering& lowering, const hw::Topology& topo, O
     all.push_back(static_cast<std::int32_t>(s));
   }
   for (int i = 0; i < space.size(); ++i) lowering_.add_memory(i, plan_, +1, memory_);
-  checkpoints_.assign(u(resources_), 0);
+  checkpoints_.assign(ix(resources_), 0);
   checkpoint_max_.assign(1, 0);
   run(0, all);
 }
@@ -96,7 +92,7 @@ std::int32_t OpSimulator::allocate() {
   if (!free_.empty()) {
     s = free_.back();
     free_.pop_back();
-    slots_[u(s)] = Slot{};
+    slots_[ix(s)] = Slot{};
   } else {
     s = static_cast<std::int32_t>(slots_.size());
     slots_.emplace_back();
@@ -110,7 +106,7 @@ void OpSimulator::install_block(int node, OpBlock b, std::vector<LoweredTask>& t
   t.clear();
   for (auto& task : tasks) {
     const std::int32_t s = allocate();
-    Slot& slot = slots_[u(s)];
+    Slot& slot = slots_[ix(s)];
     slot.kind = task.kind;
     slot.active = true;
     slot.key = lowering_.key(node, b, task.local);
@@ -141,7 +137,7 @@ void OpSimulator::install_block(int node, OpBlock b, std::vector<LoweredTask>& t
 }
 
 std::int32_t OpSimulator::resolve(const TaskRef& r) const {
-  const Table& t = tables_[u(r.node) * kOpBlocks + u(static_cast<int>(r.block))];
+  const Table& t = tables_[ix(r.node) * kOpBlocks + ix(static_cast<int>(r.block))];
   auto it = std::lower_bound(t.begin(), t.end(), std::make_pair(r.local, std::int32_t{-1}));
   if (it == t.end() || it->first != r.local)
     throw std::logic_error(fmt::format("op lowering: dangling dependency on node {} block {} task {}", r.node,
@@ -150,17 +146,17 @@ std::int32_t OpSimulator::resolve(const TaskRef& r) const {
 }
 
 void OpSimulator::link(std::int32_t s) {
-  Slot& slot = slots_[u(s)];
+  Slot& slot = slots_[ix(s)];
   slot.deps.clear();
   for (const auto& r : slot.task.deps) slot.deps.push_back(resolve(r));
   std::sort(slot.deps.begin(), slot.deps.end());
   slot.deps.erase(std::unique(slot.deps.begin(), slot.deps.end()), slot.deps.end());
-  for (auto d : slot.deps) slots_[u(d)].succ.push_back(s);
+  for (auto d : slot.deps) slots_[ix(d)].succ.push_back(s);
 }
 
 void OpSimulator::unlink(std::int32_t s) {
-  for (auto d : slots_[u(s)].deps) {
-    auto& succ = slots_[u(d)].succ;
+  for (auto d : slots_[ix(s)].deps) {
+    auto& succ = slots_[ix(d)].succ;
     auto it = std::find(succ.begin(), succ.end(), s);
     if (it != succ.end()) {
       *it = succ.back();
@@ -171,33 +167,33 @@ void OpSimulator::unlink(std::int32_t s) {
 
 void OpSimulator::run(std::int32_t from, const std::vector<std::int32_t>& seeds, sim::SimTime limit) {
   const auto C = static_cast<std::size_t>(checkpoint_every_);
-  const std::size_t k = u(from) / C;
-  pops_.resize(u(from));
-  checkpoints_.resize((k + 1) * u(resources_));
+  const std::size_t k = ix(from) / C;
+  pops_.resize(ix(from));
+  checkpoints_.resize((k + 1) * ix(resources_));
   checkpoint_max_.resize(k + 1);
-  std::vector<sim::SimTime> free(checkpoints_.begin() + static_cast<std::ptrdiff_t>(k * u(resources_)),
+  std::vector<sim::SimTime> free(checkpoints_.begin() + static_cast<std::ptrdiff_t>(k * ix(resources_)),
                                  checkpoints_.end());
   sim::SimTime latest = checkpoint_max_[k];
   pending_.resize(slots_.size());
   using Entry = std::tuple<sim::SimTime, std::uint64_t, std::int32_t>;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
   for (auto s : seeds)
-    if (slots_[u(s)].active) slots_[u(s)].pop = kUnpopped;
+    if (slots_[ix(s)].active) slots_[ix(s)].pop = kUnpopped;
   std::size_t expected = 0;
   for (auto s : seeds) {
-    Slot& slot = slots_[u(s)];
+    Slot& slot = slots_[ix(s)];
     if (!slot.active) continue;
     ++expected;
     std::int32_t waiting = 0;
     sim::SimTime r = 0;
     for (auto d : slot.deps) {
-      const Slot& dep = slots_[u(d)];
+      const Slot& dep = slots_[ix(d)];
       if (dep.pop == kUnpopped)
         ++waiting;
       else
         r = std::max(r, dep.end);
     }
-    pending_[u(s)] = waiting;
+    pending_[ix(s)] = waiting;
     if (waiting == 0) ready.emplace(r, slot.key, s);
   }
   const std::size_t first = pops_.size();
@@ -205,23 +201,23 @@ void OpSimulator::run(std::int32_t from, const std::vector<std::int32_t>& seeds,
   while (!ready.empty()) {
     const auto [r, key, s] = ready.top();
     ready.pop();
-    Slot& slot = slots_[u(s)];
+    Slot& slot = slots_[ix(s)];
     sim::SimTime start = r;
     if (slot.gpu >= 0)
-      start = std::max(start, free[u(slot.gpu)]);
+      start = std::max(start, free[ix(slot.gpu)]);
     else
-      for (auto res : *slot.res) start = std::max(start, free[u(res)]);
+      for (auto res : *slot.res) start = std::max(start, free[ix(res)]);
     const sim::SimTime end = sim::checked_add(start, slot.duration);
     if (end > limit) {  // the caller only needs to know that the iteration ends after `limit`
       complete_ = false;
       makespan_ = end;
-      last_replayed_ = pops_.size() - u(from);
+      last_replayed_ = pops_.size() - ix(from);
       return;
     }
     if (slot.gpu >= 0)
-      free[u(slot.gpu)] = end;
+      free[ix(slot.gpu)] = end;
     else
-      for (auto res : *slot.res) free[u(res)] = end;
+      for (auto res : *slot.res) free[ix(res)] = end;
     slot.ready = r, slot.start = start, slot.end = end;
     slot.pop = static_cast<std::int32_t>(pops_.size());
     pops_.push_back(s);
@@ -231,10 +227,10 @@ void OpSimulator::run(std::int32_t from, const std::vector<std::int32_t>& seeds,
       checkpoint_max_.push_back(latest);
     }
     for (auto t : slot.succ)
-      if (--pending_[u(t)] == 0) {
+      if (--pending_[ix(t)] == 0) {
         sim::SimTime rt = 0;
-        for (auto d : slots_[u(t)].deps) rt = std::max(rt, slots_[u(d)].end);
-        ready.emplace(rt, slots_[u(t)].key, t);
+        for (auto d : slots_[ix(t)].deps) rt = std::max(rt, slots_[ix(d)].end);
+        ready.emplace(rt, slots_[ix(t)].key, t);
       }
   }
   if (pops_.size() - first != expected)
@@ -262,10 +258,10 @@ sim::SimTime OpSimulator::propose(int i, int choice, sim::SimTime limit) {
   undo_ = Undo{};
   undo_.open = true;
   undo_.node = i;
-  undo_.old_choice = plan_.choice[u(i)];
+  undo_.old_choice = plan_.choice[ix(i)];
   undo_.old_memory = memory_;
   memory_of_neighbourhood(i, -1);
-  plan_.choice[u(i)] = choice;
+  plan_.choice[ix(i)] = choice;
   memory_of_neighbourhood(i, +1);
 
   // The earliest (ready time, key) at which the schedule can change.
@@ -273,12 +269,12 @@ sim::SimTime OpSimulator::propose(int i, int choice, sim::SimTime limit) {
   const auto note = [&](const Slot& s) { bound = std::min(bound, std::make_pair(s.ready, s.key)); };
 
   const auto replace = [&](int node, OpBlock b, std::vector<LoweredTask>& tasks) {
-    const std::size_t ti = u(node) * kOpBlocks + u(static_cast<int>(b));
+    const std::size_t ti = ix(node) * kOpBlocks + ix(static_cast<int>(b));
     undo_.old_tables.emplace_back(ti, tables_[ti]);
     for (const auto& [local, s] : tables_[ti]) {
-      note(slots_[u(s)]);
+      note(slots_[ix(s)]);
       unlink(s);
-      slots_[u(s)].active = false;
+      slots_[ix(s)].active = false;
       undo_.removed.push_back(s);
     }
     install_block(node, b, tasks);
@@ -288,7 +284,7 @@ sim::SimTime OpSimulator::propose(int i, int choice, sim::SimTime limit) {
     if (t.size() != tasks.size()) throw std::logic_error("op simulator: in-place block changed size");
     for (std::size_t k = 0; k < t.size(); ++k) {
       const auto s = t[k].second;
-      Slot& slot = slots_[u(s)];
+      Slot& slot = slots_[ix(s)];
       note(slot);
       unlink(s);
       undo_.modified.emplace_back(s, slot.deps);
@@ -317,15 +313,15 @@ sim::SimTime OpSimulator::propose(int i, int choice, sim::SimTime limit) {
 
   // Link the new and changed tasks; bound their first possible start by the old schedule where all their
   // dependencies are old tasks (otherwise a dependency's own bound is earlier).
-  for (const auto& [s, old] : undo_.modified) slots_[u(s)].pop = kUnpopped;
+  for (const auto& [s, old] : undo_.modified) slots_[ix(s)].pop = kUnpopped;
   for (auto s : undo_.added) link(s);
   for (const auto& [s, old] : undo_.modified) link(s);
   const auto bound_new = [&](std::int32_t s) {
-    const Slot& slot = slots_[u(s)];
+    const Slot& slot = slots_[ix(s)];
     sim::SimTime r = 0;
     for (auto d : slot.deps) {
-      if (slots_[u(d)].pop == kUnpopped) return;
-      r = std::max(r, slots_[u(d)].end);
+      if (slots_[ix(d)].pop == kUnpopped) return;
+      r = std::max(r, slots_[ix(d)].end);
     }
     bound = std::min(bound, std::make_pair(r, slot.key));
   };
@@ -335,18 +331,18 @@ sim::SimTime OpSimulator::propose(int i, int choice, sim::SimTime limit) {
   // Restart at the last checkpoint before the first old start at or after the bound (starts are sorted by
   // (ready, key): a task becomes ready no earlier than the task that released it started).
   const auto cut = std::partition_point(pops_.begin(), pops_.end(), [&](std::int32_t s) {
-    return std::make_pair(slots_[u(s)].ready, slots_[u(s)].key) < bound;
+    return std::make_pair(slots_[ix(s)].ready, slots_[ix(s)].key) < bound;
   });
   const auto c = static_cast<std::size_t>(cut - pops_.begin());
-  const auto from = static_cast<std::int32_t>(c - c % u(checkpoint_every_));
+  const auto from = static_cast<std::int32_t>(c - c % ix(checkpoint_every_));
   undo_.from = from;
   undo_.old_pops.assign(pops_.begin() + from, pops_.end());
   for (auto s : undo_.old_pops) {
-    const Slot& slot = slots_[u(s)];
+    const Slot& slot = slots_[ix(s)];
     undo_.old_times.push_back({slot.ready, slot.start, slot.end});
   }
-  const std::size_t k = u(from) / u(checkpoint_every_);
-  undo_.old_checkpoints.assign(checkpoints_.begin() + static_cast<std::ptrdiff_t>((k + 1) * u(resources_)),
+  const std::size_t k = ix(from) / ix(checkpoint_every_);
+  undo_.old_checkpoints.assign(checkpoints_.begin() + static_cast<std::ptrdiff_t>((k + 1) * ix(resources_)),
                                checkpoints_.end());
   undo_.old_checkpoint_max.assign(checkpoint_max_.begin() + static_cast<std::ptrdiff_t>(k + 1),
                                   checkpoint_max_.end());
@@ -354,7 +350,7 @@ sim::SimTime OpSimulator::propose(int i, int choice, sim::SimTime limit) {
   std::vector<std::int32_t> seeds;
   seeds.reserve(undo_.old_pops.size() + undo_.added.size());
   for (auto s : undo_.old_pops)
-    if (slots_[u(s)].active) seeds.push_back(s);
+    if (slots_[ix(s)].active) seeds.push_back(s);
   seeds.insert(seeds.end(), undo_.added.begin(), undo_.added.end());
   run(from, seeds, limit);
   return makespan_;
@@ -365,7 +361,7 @@ void OpSimulator::commit() {
   if (!complete_)
     throw std::logic_error("OpSimulator::commit of a proposal whose simulation stopped at its limit");
   for (auto s : undo_.removed) {
-    Slot& slot = slots_[u(s)];
+    Slot& slot = slots_[ix(s)];
     slot.deps.clear(), slot.succ.clear(), slot.task.deps.clear();
     free_.push_back(s);
   }
@@ -376,7 +372,7 @@ void OpSimulator::rollback() {
   if (!undo_.open) throw std::logic_error("OpSimulator::rollback without a proposal");
   for (auto s : undo_.added) {
     unlink(s);
-    Slot& slot = slots_[u(s)];
+    Slot& slot = slots_[ix(s)];
     slot.active = false;
     slot.deps.clear(), slot.succ.clear(), slot.task.deps.clear();
   }
@@ -385,27 +381,27 @@ void OpSimulator::rollback() {
   for (auto& [s, old] : undo_.modified) unlink(s);
   for (auto& [ti, t] : undo_.old_tables) tables_[ti] = std::move(t);
   for (std::size_t m = 0; m < undo_.modified.size(); ++m) {
-    Slot& slot = slots_[u(undo_.modified[m].first)];
+    Slot& slot = slots_[ix(undo_.modified[m].first)];
     slot.task.deps = std::move(undo_.modified_refs[m].second);
   }
-  for (auto s : undo_.removed) slots_[u(s)].active = true;
+  for (auto s : undo_.removed) slots_[ix(s)].active = true;
   for (auto s : undo_.removed) link(s);
   for (auto& [s, old] : undo_.modified) link(s);
-  plan_.choice[u(undo_.node)] = undo_.old_choice;
+  plan_.choice[ix(undo_.node)] = undo_.old_choice;
   memory_ = std::move(undo_.old_memory);
   // Schedule as before.
-  pops_.resize(u(undo_.from));
+  pops_.resize(ix(undo_.from));
   for (std::size_t k = 0; k < undo_.old_pops.size(); ++k) {
     const auto s = undo_.old_pops[k];
-    Slot& slot = slots_[u(s)];
+    Slot& slot = slots_[ix(s)];
     const auto& t = undo_.old_times[k];
     // Its position, not a saved field: changed tasks were marked unstarted before the times were saved.
     slot.ready = t.ready, slot.start = t.start, slot.end = t.end;
     slot.pop = static_cast<std::int32_t>(pops_.size());
     pops_.push_back(s);
   }
-  const std::size_t k = u(undo_.from) / u(checkpoint_every_);
-  checkpoints_.resize((k + 1) * u(resources_));
+  const std::size_t k = ix(undo_.from) / ix(checkpoint_every_);
+  checkpoints_.resize((k + 1) * ix(resources_));
   checkpoints_.insert(checkpoints_.end(), undo_.old_checkpoints.begin(), undo_.old_checkpoints.end());
   checkpoint_max_.resize(k + 1);
   checkpoint_max_.insert(checkpoint_max_.end(), undo_.old_checkpoint_max.begin(),
@@ -420,27 +416,27 @@ sim::TaskGraph OpSimulator::to_task_graph() const {
   for (std::size_t s = 0; s < slots_.size(); ++s)
     if (slots_[s].active) order.push_back(static_cast<std::int32_t>(s));
   std::sort(order.begin(), order.end(),
-            [&](std::int32_t a, std::int32_t b) { return slots_[u(a)].key < slots_[u(b)].key; });
+            [&](std::int32_t a, std::int32_t b) { return slots_[ix(a)].key < slots_[ix(b)].key; });
   std::vector<sim::TaskId> id(slots_.size(), -1);
   sim::TaskGraph tg;
   const auto& g = lowering_.space().graph();
   std::vector<sim::Dep> deps;
   for (auto s : order) {
-    const Slot& slot = slots_[u(s)];
+    const Slot& slot = slots_[ix(s)];
     deps.clear();
-    for (auto d : slot.deps) deps.push_back({id[u(d)], sim::DepKind::kDone});
-    const auto& name = g.node(lowering_.space().nodes()[u(slot.node)]).name;
+    for (auto d : slot.deps) deps.push_back({id[ix(d)], sim::DepKind::kDone});
+    const auto& name = g.node(lowering_.space().nodes()[ix(slot.node)]).name;
     const auto label = tg.intern(fmt::format("{} {} #{}", block_name(slot.block), name, slot.task.local));
     switch (slot.kind) {
       case OpTaskKind::kCompute:
         // As in the fast simulator, a kernel-less node is a pure dependency (the event simulator's compute
         // tasks need a positive duration).
-        id[u(s)] = slot.duration > 0 ? tg.add_compute_fixed(slot.task.gpu, 0, slot.task.seconds, label, deps)
-                                     : tg.add_delay(0, label, deps);
+        id[ix(s)] = slot.duration > 0 ? tg.add_compute_fixed(slot.task.gpu, 0, slot.task.seconds, label, deps)
+                                      : tg.add_delay(0, label, deps);
         break;
       case OpTaskKind::kTransfer:
-        id[u(s)] = tg.add_transfer(slot.task.gpu, slot.task.peer, slot.task.bytes,
-                                   topo_.route_latency(slot.task.gpu, slot.task.peer), label, deps);
+        id[ix(s)] = tg.add_transfer(slot.task.gpu, slot.task.peer, slot.task.bytes,
+                                    topo_.route_latency(slot.task.gpu, slot.task.peer), label, deps);
         break;
       case OpTaskKind::kAllReduce: {
         const auto& choice = comm_.allreduce(slot.task.group, slot.task.bytes);
@@ -450,7 +446,7 @@ sim::TaskGraph OpSimulator::to_task_graph() const {
         spec.bytes = slot.task.bytes;
         spec.protocol = choice.protocol;
         spec.label = fmt::format("{} {}", block_name(slot.block), name);
-        id[u(s)] = sim::add_collective(topo_, tg, spec, choice.algorithm, deps);
+        id[ix(s)] = sim::add_collective(topo_, tg, spec, choice.algorithm, deps);
         break;
       }
     }
