@@ -24,7 +24,9 @@ models::Graph forward_graph(const std::string& model, std::int64_t batch, std::i
       if (seq > 0) throw ConfigError("--seq applies to zoo and transformer models, not to ONNX files");
       return zoo::build_model_ref(ref);
     }
-    return zoo::build_model_ref(ref, {.batch = batch, .seq = seq, .dtype = models::DType::kBF16});
+    zoo::ModelRefOptions options;
+    options.batch = batch, options.seq = seq, options.dtype = models::DType::kBF16;
+    return zoo::build_model_ref(ref, options);
   } catch (const std::invalid_argument& e) {
     throw ConfigError(fmt::format("--model: {}", e.what()));
   }
