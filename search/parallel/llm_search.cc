@@ -110,6 +110,37 @@ double lower_bound(const StepDescription& d, AloneTimes& alone) {
   return best;
 }
 
+// A cheaper bound from the per-GPU costs alone (no step description, no communication): each stage's compute
+// behind the fill and drain of the stages before it. Never above lower_bound (its compute terms are a
+// subset), so candidates are first ordered and cut by it, and lower_bound is computed only for those it
+// cannot cut.
+double compute_bound(const TransformerSpec& spec, const LlmStrategy& st, const LlmCosts& c) {
+  const int p = st.pp, v = st.virtual_stages, V = p * v;
+  const auto m = static_cast<double>(st.micro_batches());
+  const double per_chunk = static_cast<double>(spec.layers) / V;
+  const auto& l = c.layer;
+  const double f_layer = l.attn_fwd.seconds + l.mlp_fwd.seconds;
+  double b_layer = l.attn_bwd.seconds + l.mlp_bwd.seconds;
+  if (st.recompute == Recompute::kFull) b_layer += f_layer;
+  if (st.recompute == Recompute::kSelective) b_layer += l.attn_core_fwd.seconds;
+  auto f = [&](int vs) {
+    return per_chunk * f_layer + (vs == 0 ? c.edge.embed_fwd.seconds : 0) +
+           (vs == V - 1 ? c.edge.head_fwd.seconds : 0);
+  };
+  auto b = [&](int vs) {
+    return per_chunk * b_layer + (vs == 0 ? c.edge.embed_bwd.seconds : 0) +
+           (vs == V - 1 ? c.edge.head_bwd.seconds : 0);
+  };
+  double best = 0;
+  for (int s = 0; s < p; ++s) {
+    double busy = 0, edge = 0;
+    for (int ch = 0; ch < v; ++ch) busy += m * (f(ch * p + s) + b(ch * p + s));
+    for (int vs = 0; vs < s; ++vs) edge += f(vs) + b(vs);
+    best = std::max(best, busy + edge);
+  }
+  return best;
+}
+
 bool result_less(const LlmStepResult& a, const LlmStepResult& b) {
   if (a.step_seconds != b.step_seconds) return a.step_seconds < b.step_seconds;
   const auto da = a.strategy.describe(), db = b.strategy.describe();
@@ -120,7 +151,8 @@ bool result_less(const LlmStepResult& a, const LlmStepResult& b) {
 struct Candidate {
   LlmStrategy st;
   reduce::Matrix placement;
-  double bound = 0;
+  double cheap = 0;  // compute_bound: the order and the stopping rule
+  double bound = 0;  // lower_bound (computed lazily): whether to simulate
   std::string text;
 };
 
@@ -215,16 +247,19 @@ LlmSearchResult search_llm(const TransformerSpec& spec, const hw::Topology& topo
   const double capacity = topo.gpu().hbm_capacity;
   for (auto s : strategies) {
     const auto& c = costs.at(cost_key(s));
-    bool placed = false, zero1_fits = false;
+    bool placed = false;
+    int zero1_recompute = -1;  // the lowest recomputation level at which ZeRO-1 fits
     for (int z : o.space.zero) {
       if (z > 0 && s.dp * s.cp == 1) continue;  // nothing to shard
-      if (z == 2 && zero1_fits) continue;
       for (Recompute rc : o.space.recompute) {
         s.recompute = rc, s.zero = z;
         if (llm_memory(spec, s, c.layer, c.edge).total() > capacity) continue;
-        candidates.push_back({s, megatron_placement(topo, s), 0, s.describe()});
+        // ZeRO-2 at this recomputation level runs exactly like ZeRO-1 at it: keep it only when ZeRO-1 needs
+        // more recomputation (or does not fit at all).
+        if (z == 2 && zero1_recompute >= 0 && zero1_recompute <= static_cast<int>(rc)) break;
+        if (z == 1) zero1_recompute = static_cast<int>(rc);
+        candidates.push_back({s, megatron_placement(topo, s), 0, 0, s.describe()});
         placed = true;
-        if (z == 1) zero1_fits = true;
         break;
       }
     }
@@ -233,26 +268,31 @@ LlmSearchResult search_llm(const TransformerSpec& spec, const hw::Topology& topo
   // Lower bounds (representative-only descriptions), in parallel.
   AloneTimes alone(topo);
   const std::vector<hw::Level> levels(topo.levels().begin(), topo.levels().end());
-  auto bound_all = [&](std::vector<Candidate>& list) {
-    tbb::parallel_for(std::size_t{0}, list.size(), [&](std::size_t i) {
+  // Candidates in order of the cheap bound; the full bound is computed lazily, 64 at a time in parallel.
+  auto order = [&](std::vector<Candidate>& list) {
+    for (auto& cand : list) cand.cheap = compute_bound(spec, cand.st, costs.at(cost_key(cand.st)));
+    std::sort(list.begin(), list.end(), [](const Candidate& a, const Candidate& b) {
+      if (a.cheap != b.cheap) return a.cheap < b.cheap;
+      if (a.text != b.text) return a.text < b.text;
+      return a.placement < b.placement;
+    });
+  };
+  auto full_bounds = [&](std::vector<Candidate>& list, std::size_t from, std::size_t to) {
+    tbb::parallel_for(from, to, [&](std::size_t i) {
       auto& cand = list[i];
       const std::vector<int> axes = {cand.st.pp, cand.st.dp, cand.st.cp, cand.st.tp};
       const reduce::Placement placement(levels, axes, cand.placement);
       const auto d =
           describe_llm_step(spec, cand.st, topo, cost, costs.at(cost_key(cand.st)), placement, true);
-      cand.bound = lower_bound(d, alone);
-    });
-    std::sort(list.begin(), list.end(), [](const Candidate& a, const Candidate& b) {
-      if (a.bound != b.bound) return a.bound < b.bound;
-      if (a.text != b.text) return a.text < b.text;
-      return a.placement < b.placement;
+      cand.bound = std::max(cand.cheap, lower_bound(d, alone));
     });
   };
-  bound_all(candidates);
+  order(candidates);
   result.counts.plans = candidates.size();
-  // Branch and bound: simulate in lower-bound order, fixed batches, until the next bound cannot beat the
-  // k-th best.
-  constexpr std::size_t kBatch = 4;
+  // Branch and bound: walk the candidates in cheap-bound order; simulate, in fixed batches, those whose full
+  // bound beats the k-th best step; stop when the cheap bound cannot. Batches are formed from bounds and the
+  // results of earlier batches only, so the outcome does not depend on the thread count.
+  constexpr std::size_t kBatch = 4, kBoundChunk = 64;
   std::vector<LlmStepResult> best;
   auto kth = [&] {
     return best.size() < static_cast<std::size_t>(o.top)
@@ -261,29 +301,59 @@ LlmSearchResult search_llm(const TransformerSpec& spec, const hw::Topology& topo
   };
   LlmStepOptions so;
   so.simulate_when_oom = false;
-  auto branch_and_bound = [&](const std::vector<Candidate>& list) {
-    std::size_t next = 0;
-    while (next < list.size() && list[next].bound < kth()) {
-      const std::size_t end = std::min(list.size(), next + kBatch);
-      std::vector<LlmStepResult> batch(end - next);
-      tbb::parallel_for(next, end, [&](std::size_t i) {
-        auto opts = so;
-        opts.placement = list[i].placement;
-        batch[i - next] =
-            simulate_llm_step(spec, list[i].st, topo, cost, costs.at(cost_key(list[i].st)), opts);
-      });
-      result.counts.simulated += batch.size();
-      for (auto& r : batch) {
-        r.graph = {};
-        r.sim = {};
-        best.push_back(std::move(r));
-      }
-      std::sort(best.begin(), best.end(), result_less);
-      if (best.size() > static_cast<std::size_t>(o.top)) best.resize(static_cast<std::size_t>(o.top));
-      next = end;
-      if (o.progress) o.progress(result.counts.simulated, best.front().step_seconds);
+  // Simulates candidates `indices` (in that order, fixed batches) whose full bound beats the k-th best.
+  std::size_t simulated = 0;
+  auto simulate_batch = [&](std::vector<Candidate>& list, const std::vector<std::size_t>& batch) {
+    std::vector<LlmStepResult> results(batch.size());
+    tbb::parallel_for(std::size_t{0}, batch.size(), [&](std::size_t k) {
+      const auto& cand = list[batch[k]];
+      auto opts = so;
+      opts.placement = cand.placement;
+      results[k] = simulate_llm_step(spec, cand.st, topo, cost, costs.at(cost_key(cand.st)), opts);
+    });
+    simulated += results.size();
+    for (auto& r : results) {
+      r.graph = {};
+      r.sim = {};
+      best.push_back(std::move(r));
     }
-    result.counts.pruned += list.size() - next;
+    std::sort(best.begin(), best.end(), result_less);
+    if (best.size() > static_cast<std::size_t>(o.top)) best.resize(static_cast<std::size_t>(o.top));
+    if (o.progress) o.progress(result.counts.simulated + simulated, best.front().step_seconds);
+  };
+  // First the most promising pool (the first kPool by the cheap bound) in full-bound order, which finds a
+  // good k-th best early; then the rest in cheap-bound order with full bounds computed lazily, until the
+  // cheap bound cannot beat the k-th best. Every candidate not simulated had a bound no better than the k-th
+  // best at the time, and the k-th best only improves: the top k is exact.
+  constexpr std::size_t kPool = 256;
+  auto branch_and_bound = [&](std::vector<Candidate>& list) {
+    simulated = 0;
+    const std::size_t pool = std::min(list.size(), kPool);
+    full_bounds(list, 0, pool);
+    std::vector<std::size_t> pool_order(pool);
+    for (std::size_t i = 0; i < pool; ++i) pool_order[i] = i;
+    std::stable_sort(pool_order.begin(), pool_order.end(),
+                     [&](std::size_t a, std::size_t b) { return list[a].bound < list[b].bound; });
+    for (std::size_t k = 0; k < pool && list[pool_order[k]].bound < kth();) {
+      std::vector<std::size_t> batch;
+      for (; k < pool && batch.size() < kBatch && list[pool_order[k]].bound < kth(); ++k)
+        batch.push_back(pool_order[k]);
+      simulate_batch(list, batch);
+    }
+    std::size_t next = pool, bounded = pool;
+    while (next < list.size() && list[next].cheap < kth()) {
+      std::vector<std::size_t> batch;
+      for (; next < list.size() && batch.size() < kBatch && list[next].cheap < kth(); ++next) {
+        if (next >= bounded) {
+          bounded = std::min(list.size(), next + kBoundChunk);
+          full_bounds(list, next, bounded);
+        }
+        if (list[next].bound < kth()) batch.push_back(next);
+      }
+      if (!batch.empty()) simulate_batch(list, batch);
+    }
+    result.counts.simulated += simulated;
+    result.counts.pruned += list.size() - simulated;
   };
   branch_and_bound(candidates);
   // Placements of the best strategies: every other parallelism matrix of the axes over the machine levels,
@@ -295,10 +365,10 @@ LlmSearchResult search_llm(const TransformerSpec& spec, const hw::Topology& topo
     for (const auto& r : best) {
       const std::vector<int> axes = {r.strategy.pp, r.strategy.dp, r.strategy.cp, r.strategy.tp};
       for (const auto& m : reduce::enumerate_matrices(counts_per_level, axes))
-        if (m != r.placement) alternatives.push_back({r.strategy, m, 0, r.strategy.describe()});
+        if (m != r.placement) alternatives.push_back({r.strategy, m, 0, 0, r.strategy.describe()});
     }
     result.counts.plans += alternatives.size();
-    bound_all(alternatives);
+    order(alternatives);
     branch_and_bound(alternatives);
   }
   result.top = std::move(best);
