@@ -17,6 +17,7 @@
 #include "models/onnx/onnx.h"
 #include "models/simulate/graph_sim.h"
 #include "models/train/training.h"
+#include "models/zoo/model_ref.h"
 #include "models/zoo/zoo.h"
 #include "sim/trace.h"
 #include "util/atomic_file.h"
@@ -36,30 +37,24 @@ struct ModelOptions {
   int gpu = 0, top = 15;
 };
 
-// Zoo names first; otherwise a *.onnx name, a path with '/' or an existing file goes to the ONNX importer,
-// which reports an empty path, a directory or a non-model file as an error (a directory was an "unknown
-// model").
-bool is_onnx_path(const std::string& m) {
-  if (models::zoo::find_model(m)) return false;
-  std::error_code ec;
-  return m.ends_with(".onnx") || m.find('/') != std::string::npos || std::filesystem::exists(m, ec);
-}
-
-models::Graph load_model(const ModelOptions& o) {
-  if (is_onnx_path(o.model)) {
-    if (o.batch || o.seq)
-      throw std::invalid_argument("--batch/--seq apply to zoo models; for ONNX files use --dim NAME=VALUE");
-    models::OnnxImportOptions opt;
-    for (const auto& d : o.dims)
-      for (const auto& [name, value] : util::parse_key_values(d, "--dim"))
-        opt.dims[name] = util::parse_int(value, {1, kMaxModelDim}, "--dim " + name);
-    return models::import_onnx(o.model, opt);
+// One resolver for every --model (models/zoo/model_ref.h): zoo name, transformer:..., model YAML or ONNX
+// file.
+models::Graph load_model(const ModelOptions& o, std::optional<models::zoo::TransformerSpec>* spec = nullptr) {
+  const auto ref = models::zoo::resolve_model_ref(o.model);
+  if (spec) *spec = ref.transformer;
+  models::zoo::ModelRefOptions opt;
+  opt.batch = o.batch;
+  opt.seq = o.seq;
+  for (const auto& d : o.dims)
+    for (const auto& [name, value] : util::parse_key_values(d, "--dim"))
+      opt.onnx_dims[name] = util::parse_int(value, {1, kMaxModelDim}, "--dim " + name);
+  if (ref.kind != models::zoo::ModelRefKind::kOnnx) {
+    auto dt = models::parse_dtype(o.dtype);
+    if (!dt || !models::is_float(*dt))
+      throw std::invalid_argument(fmt::format("--dtype: expected f32, f16, bf16 or f64, got '{}'", o.dtype));
+    opt.dtype = *dt;
   }
-  if (!o.dims.empty()) throw std::invalid_argument("--dim applies to ONNX files only");
-  auto dt = models::parse_dtype(o.dtype);
-  if (!dt || !models::is_float(*dt))
-    throw std::invalid_argument(fmt::format("--dtype: expected f32, f16, bf16 or f64, got '{}'", o.dtype));
-  return models::zoo::build_model(o.model, {.batch = o.batch, .seq_len = o.seq, .dtype = *dt});
+  return models::zoo::build_model_ref(ref, opt);
 }
 
 std::string count_str(double n) {
@@ -71,9 +66,18 @@ std::string count_str(double n) {
   return fmt::format("{:.0f}", n);
 }
 
-void show_model(const models::Graph& g, bool list_nodes) {
+void show_model(const models::Graph& g, bool list_nodes,
+                const std::optional<models::zoo::TransformerSpec>& spec) {
   using namespace models;
   std::cout << fmt::format("model: {}\n", g.name());
+  if (spec) {
+    const auto p = zoo::transformer_params(*spec);
+    std::cout << fmt::format("transformer: {}\n", zoo::format_transformer_spec(*spec));
+    std::cout << fmt::format("  parameters: {} = {} layers x {} + embedding {} + head {}{}\n",
+                             count_str(p.total), spec->layers, count_str(p.per_layer), count_str(p.embedding),
+                             count_str(p.head),
+                             spec->moe() ? fmt::format("; active per token {}", count_str(p.active)) : "");
+  }
   for (auto v : g.values_of(ValueKind::kInput))
     std::cout << fmt::format("  input   {:<28} {}\n", g.value(v).name, type_str(g.type(v)));
   for (auto v : g.outputs())
@@ -200,6 +204,11 @@ void add_common(CLI::App* cmd, ModelOptions& o) {
       ->capture_default_str();
 }
 
+constexpr const char* kModelHelp =
+    "Zoo model name (see `strata model list`), "
+    "transformer:layers=L,hidden=H,heads=A,vocab=V,seq=S[,key=value...], "
+    "a model YAML (configs/models/*.yaml) or an .onnx file";
+
 }  // namespace
 
 void add_model_commands(CLI::App& app) {
@@ -240,18 +249,21 @@ void add_model_commands(CLI::App& app) {
   auto o = std::make_shared<ModelOptions>();
   auto* show =
       model->add_subcommand("show", "Show a model: inputs, outputs, operators, parameters, FLOPs, memory");
-  show->add_option("model", o->model, "Zoo model name (see `strata model list`) or an .onnx file")
-      ->required();
+  show->add_option("model", o->model, kModelHelp)->required();
   add_common(show, *o);
   show->add_flag("--nodes", o->nodes, "List every node with its types and attributes");
-  show->callback([o] { show_model(load_model(*o), o->nodes); });
+  show->callback([o] {
+    std::optional<models::zoo::TransformerSpec> spec;
+    const auto g = load_model(*o, &spec);
+    show_model(g, o->nodes, spec);
+  });
   auto so = std::make_shared<ModelOptions>();
   so->dtype = "f16";
   auto* simc = model->add_subcommand(
       "sim",
       "Simulate one inference pass or training step of a model on one GPU: step time, per-operator "
       "breakdown (roofline cost model or measured profiles), peak memory");
-  simc->add_option("model", so->model, "Zoo model name or an .onnx file")->required();
+  simc->add_option("model", so->model, kModelHelp)->required();
   simc->add_option("--hw", so->hw, "System YAML file (the GPU model comes from it)")->required();
   add_common(simc, *so);
   simc->add_flag("--train", so->train, "Simulate a training step: forward, backward, optimizer update");
@@ -267,7 +279,7 @@ void add_model_commands(CLI::App& app) {
       model->add_subcommand("export",
                             "Export a model (zoo name or .onnx) to ONNX: standard operators where ONNX "
                             "has them, domain ai.strata otherwise");
-  exp->add_option("model", eo->model, "Zoo model name or an .onnx file")->required();
+  exp->add_option("model", eo->model, kModelHelp)->required();
   exp->add_option("-o,--output", eo->output, "Output .onnx file")->required();
   add_common(exp, *eo);
   exp->add_flag("--train", eo->train,

@@ -18,6 +18,7 @@
 #include "hw/system_loader.h"
 #include "models/cost/cost_model.h"
 #include "models/onnx/onnx.h"
+#include "models/zoo/model_ref.h"
 #include "models/zoo/zoo.h"
 #include "search/subst/generator.h"
 #include "search/subst/optimizer.h"
@@ -91,9 +92,10 @@ void run_optimize(const OptimizeCli& o) {
   for (const auto& path : {o.output, o.listing})  // a bad output path is refused before the search runs
     if (!path.empty()) util::check_output_path(path);
   const auto topo = hw::load_system(o.hw);
-  models::Graph g = o.model.ends_with(".onnx")
-                        ? models::import_onnx(o.model)
-                        : models::zoo::build_model(o.model, {.batch = o.batch, .seq_len = o.seq});
+  models::zoo::ModelRefOptions model_options;
+  model_options.batch = o.batch;
+  model_options.seq = o.seq;
+  models::Graph g = models::zoo::build_model_ref(models::zoo::resolve_model_ref(o.model), model_options);
   const auto rules = ss::load_rules(o.rules.empty() ? util::find_data_file(kDefaultRules).string() : o.rules,
                                     ss::RuleFileFormat::kAutomatic, ss::TasoShapes::kUnknown);
   const models::CostModel cost(topo.gpu());
@@ -176,7 +178,8 @@ void add_optimize_commands(CLI::App& app) {
       "Cost-based backtracking search over substitution rules (TASO): predicted time before "
       "and after, the substitutions applied, ONNX output, equality check by the reference "
       "executor");
-  opt->add_option("--model", p->model, "zoo model name or .onnx file")->required();
+  opt->add_option("--model", p->model, "zoo model name, transformer:key=value,..., model YAML or .onnx file")
+      ->required();
   opt->add_option("--hw", p->hw, "system YAML; its GPU prices the operators")->required();
   opt->add_option(
       "--rules", p->rules,

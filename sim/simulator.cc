@@ -41,7 +41,9 @@ class Run final : public EventHandler, public FlowListener {
     if (completed_ != graph_.size())
       throw std::logic_error(fmt::format("task graph deadlocked: {} of {} tasks completed", completed_, graph_.size()));
     SimResult r;
-    r.makespan = engine_.now();
+    // The last task's completion: the engine may still hold stale events (flow completions superseded by a
+    // later rate change are dropped only when they fire), which end later and mean nothing.
+    r.makespan = last_done_;
     r.events = engine_.events_processed();
     r.rate_solves = network_.rate_solves();
     r.link_bytes.assign(network_.link_bytes().begin(), network_.link_bytes().end());
@@ -122,7 +124,10 @@ class Run final : public EventHandler, public FlowListener {
       if (sent) tm.sent = engine_.now();
       if (done) tm.done = engine_.now();
     }
-    if (done) ++completed_;
+    if (done) {
+      ++completed_;
+      last_done_ = engine_.now();
+    }
     for (auto i = offsets_[static_cast<std::size_t>(t)]; i < offsets_[static_cast<std::size_t>(t) + 1]; ++i) {
       const auto& [succ, kind] = succ_[static_cast<std::size_t>(i)];
       const bool fires = (kind == DepKind::kSent) ? sent : done;
@@ -130,6 +135,7 @@ class Run final : public EventHandler, public FlowListener {
     }
   }
 
+  SimTime last_done_ = 0;
   const hw::Topology& topo_;
   const TaskGraph& graph_;
   const ComputeCost* compute_;

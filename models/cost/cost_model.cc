@@ -84,6 +84,11 @@ double grouped_conv_tile_utilization(const Graph& g, const Node& n) {
 }
 
 OpCost CostModel::node_cost(const Graph& g, const Node& n, const hw::GpuSpec& gpu) const {
+  const DType dt = n.outputs.empty() ? DType::kF32 : g.type(n.outputs[0]).dtype;
+  return node_cost(g, n, gpu, to_hw(dt));
+}
+
+OpCost CostModel::node_cost(const Graph& g, const Node& n, const hw::GpuSpec& gpu, hw::DType compute) const {
   OpCost c;
   c.flops = node_flops(g, n);
   c.bytes = node_bytes(g, n);
@@ -99,8 +104,7 @@ OpCost CostModel::node_cost(const Graph& g, const Node& n, const hw::GpuSpec& gp
     }
   }
   const auto& eff = params_.by_kind[static_cast<std::size_t>(n.op->kind)];
-  const DType dt = n.outputs.empty() ? DType::kF32 : g.type(n.outputs[0]).dtype;
-  const double peak = gpu.peak_flops(to_hw(dt));
+  const double peak = gpu.peak_flops(compute);
   const double tc_ideal = c.flops / peak, tm_ideal = c.bytes / gpu.hbm_bandwidth;
   const double tc =
       c.flops > 0 ? tc_ideal / (eff.compute.at(tc_ideal) * grouped_conv_tile_utilization(g, n)) : 0.0;

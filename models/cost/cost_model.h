@@ -75,6 +75,9 @@ class CostModel {
   OpCost node_cost(const Graph& g, const Node& n) const { return node_cost(g, n, gpu_); }
   // On `gpu` (profile entries are looked up under its name).
   OpCost node_cost(const Graph& g, const Node& n, const hw::GpuSpec& gpu) const;
+  // The same with the roofline's compute peak taken at `compute` instead of the node's element type (e.g. a
+  // bf16 graph's GEMMs run in fp8, as Transformer Engine does); profile entries still win.
+  OpCost node_cost(const Graph& g, const Node& n, const hw::GpuSpec& gpu, hw::DType compute) const;
   const hw::GpuSpec& gpu() const { return gpu_; }
 
  private:

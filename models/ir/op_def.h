@@ -79,11 +79,11 @@ using SplitAxisFn = SplitAxisTrace (*)(std::span<const TensorType> in, const Ten
 // Parallelization trait (FlexFlow's SOAP dimensions, Jia et al., SysML'19, arXiv 1807.05358, §3-4): the
 // dimensions along which one execution of the operator can be divided into equal parts, each part computing a
 // block of the output from blocks of the inputs. kSample: the batch; kAttribute: a dimension of a sample
-// (sequence, image rows, heads), no weights split; kParameter: a dimension that splits the weights too (output
-// channels, hidden units); kReduction: a contracted dimension (inner product length, input channels): every
-// part holds a partial sum of the whole output block, and the parts' results must be summed (all-reduce).
-// search/parallel (docs/parallel.md) reads only this; operators without the trait get the sample dimension
-// when axis 0 of all their tensors agrees, else none (one part on one device).
+// (sequence, image rows, heads), no weights split; kParameter: a dimension that splits the weights too
+// (output channels, hidden units); kReduction: a contracted dimension (inner product length, input channels):
+// every part holds a partial sum of the whole output block, and the parts' results must be summed
+// (all-reduce). search/parallel (docs/parallel.md) reads only this; operators without the trait get the
+// sample dimension when axis 0 of all their tensors agrees, else none (one part on one device).
 enum class ParallelDimKind : std::uint8_t { kSample, kAttribute, kParameter, kReduction };
 struct ParallelDim {
   std::string_view name;  // "batch", "rows", "out_channels", "in_features"
@@ -95,7 +95,7 @@ struct ParallelDim {
   std::vector<std::pair<int, int>> input_axes;
 };
 using ParallelDimsFn = std::vector<ParallelDim> (*)(std::span<const TensorType> in,
-                                                   std::span<const TensorType> out, const Attrs& attrs);
+                                                    std::span<const TensorType> out, const Attrs& attrs);
 
 // Read-only view of a tensor's elements plus its shape.
 template <class T>

@@ -140,7 +140,7 @@ std::vector<TensorType> attention_grad_shape(std::span<const TensorType> in, con
   return {in[0], in[1], in[2]};
 }
 // FlashAttention-2's backward runs five GEMMs of the forward's size (q k^T recomputed, dv, dp, dq, dk)
-// against the forward's two: 2.5 x the forward FLOPs (Dao 2023 §3.1.2).
+// against the forward's two: 2.5 x the forward FLOPs (Dao 2023, Algorithm 2; §4.1 counts the backward so).
 double attention_grad_flops(std::span<const TensorType> in, std::span<const TensorType>, const Attrs& a) {
   return 2.5 * attention_gemm_flops(attn_dims(in.first(3)), a.i("causal") != 0);
 }

@@ -528,9 +528,8 @@ std::optional<Ints> enlarge_params(std::span<const TensorType>, const Attrs& a, 
   return Ints{k[0], k[1]};
 }
 
-
 // Parallelization traits (OpDef::parallel_dims). matmul a[M,K] @ b[K,N]: rows of a (sample), columns of b
-// (parameter), the contracted K (reduction).
+// (parameter), the contracted K (reduction, unless an activation is fused).
 std::vector<ParallelDim> matmul_parallel_dims(std::span<const TensorType> in, std::span<const TensorType> out,
                                               const Attrs& a) {
   const int ra = in[0].rank(), rb = in[1].rank(), ro = out[0].rank();
@@ -540,16 +539,25 @@ std::vector<ParallelDim> matmul_parallel_dims(std::span<const TensorType> in, st
   if (ro > 2) {  // batch_matmul: the leading batch axis where both operands carry it unbroadcast
     dims.push_back(aligned_dim(in, out[0], 0, "batch", ParallelDimKind::kSample));
   }
-  dims.push_back({ro > 2 ? "rows" : "batch", ro > 2 ? ParallelDimKind::kAttribute : ParallelDimKind::kSample,
-                  d.m, ro - 2, {{0, ta ? ra - 1 : ra - 2}}});
+  dims.push_back({ro > 2 ? "rows" : "batch",
+                  ro > 2 ? ParallelDimKind::kAttribute : ParallelDimKind::kSample,
+                  d.m,
+                  ro - 2,
+                  {{0, ta ? ra - 1 : ra - 2}}});
   dims.push_back({"columns", ParallelDimKind::kParameter, d.n, ro - 1, {{1, tb ? rb - 2 : rb - 1}}});
-  dims.push_back({"inner", ParallelDimKind::kReduction, d.k, -1, {{0, ta ? ra - 2 : ra - 1}, {1, tb ? rb - 1 : rb - 2}}});
+  // With a fused activation the parts' partial sums cannot be summed afterwards: no reduction dimension.
+  if (a.s("activation") == "none")
+    dims.push_back({"inner",
+                    ParallelDimKind::kReduction,
+                    d.k,
+                    -1,
+                    {{0, ta ? ra - 2 : ra - 1}, {1, tb ? rb - 1 : rb - 2}}});
   return dims;
 }
 
 // conv2d x[N,C,H,W] * w[O,C/g,kh,kw] (+ bias[O]): batch, output rows (attribute; input rows follow
 // proportionally, halo ignored), output channels (parameter) and input channels (reduction); the channel
-// dimensions only without groups.
+// dimensions only without groups, the reduction only without bias and fused activation.
 std::vector<ParallelDim> conv_parallel_dims(std::span<const TensorType> in, std::span<const TensorType> out,
                                             const Attrs& a) {
   std::vector<ParallelDim> dims{{"batch", ParallelDimKind::kSample, out[0].shape[0], 0, {{0, 0}}},
@@ -558,7 +566,10 @@ std::vector<ParallelDim> conv_parallel_dims(std::span<const TensorType> in, std:
     ParallelDim oc{"out_channels", ParallelDimKind::kParameter, out[0].shape[1], 1, {{1, 0}}};
     if (in.size() == 3) oc.input_axes.emplace_back(2, 0);
     dims.push_back(std::move(oc));
-    dims.push_back({"in_channels", ParallelDimKind::kReduction, in[0].shape[1], -1, {{0, 1}, {1, 1}}});
+    // Partial sums over input channels add up only without a bias (each part would add it) and without a
+    // fused activation.
+    if (in.size() == 2 && a.s("activation") == "none")
+      dims.push_back({"in_channels", ParallelDimKind::kReduction, in[0].shape[1], -1, {{0, 1}, {1, 1}}});
   }
   return dims;
 }

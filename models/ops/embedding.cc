@@ -54,7 +54,6 @@ void emb_grad(GradContext& c) {
   if (c.need(0)) c.set_dx(0, c.emit("embedding_grad", {c.x(1), c.dout()}, {{"vocab", c.shape(c.x(0))[0]}}));
 }
 
-
 // Parallelization trait: the lookups' batch, the feature columns of the table (parameter) and its vocabulary
 // rows (reduction: a part holding some rows produces the rows it owns and zeros elsewhere; the parts' outputs
 // are summed, as in Megatron-LM's vocabulary-parallel embedding).

@@ -2,6 +2,7 @@
 #include <numeric>
 
 #include "models/ops/common.h"
+#include "models/ops/parallel_dims.h"
 #include "models/ops/rule_helpers.h"
 #include "models/train/grad_context.h"
 
@@ -300,6 +301,32 @@ std::optional<Ints> split_params(std::span<const TensorType> in, const Attrs& a,
   return Ints{axis};
 }
 
+// Parallelization traits (OpDef::parallel_dims). transpose: every output axis, splitting the input axis it
+// comes from; the one from input axis 0 is the batch.
+std::vector<ParallelDim> transpose_parallel_dims(std::span<const TensorType> in,
+                                                 std::span<const TensorType> out, const Attrs& a) {
+  static constexpr std::string_view kNames[] = {"axis0", "axis1", "axis2", "axis3",
+                                                "axis4", "axis5", "axis6", "axis7"};
+  const auto perm = perm_of(a, in[0].rank());
+  std::vector<ParallelDim> d;
+  for (int i = 0; i < out[0].rank() && i < 8; ++i) {
+    const int from = static_cast<int>(perm[u(i)]);
+    d.push_back({from == 0 ? "batch" : kNames[from],
+                 from == 0 ? ParallelDimKind::kSample : ParallelDimKind::kAttribute,
+                 out[0].shape[u(i)],
+                 i,
+                 {{0, from}}});
+  }
+  return d;
+}
+// reshape keeps the row-major order: d equal chunks of the elements are d blocks of input rows and d blocks
+// of output rows whenever d divides both leading extents (merging or splitting the batch with other axes).
+std::vector<ParallelDim> reshape_parallel_dims(std::span<const TensorType> in,
+                                               std::span<const TensorType> out, const Attrs&) {
+  if (in[0].rank() == 0 || out[0].rank() == 0) return {};
+  return {{"batch", ParallelDimKind::kSample, out[0].shape[0], 0, {{0, 0}}}};
+}
+
 }  // namespace
 
 void register_movement_ops(OpRegistry& r) {
@@ -353,7 +380,8 @@ void register_movement_ops(OpRegistry& r) {
          .bytes = transpose_bytes,
          .kernel = STRATA_KERNELS(transpose_kernel),
          .grad = transpose_grad,
-         .onnx_op = "Transpose"});
+         .onnx_op = "Transpose",
+         .parallel_dims = transpose_parallel_dims});
   r.add({.name = "reshape",
          .symbol = "reshape",
          .summary = "view with a new shape (one -1 is inferred)",
@@ -365,7 +393,8 @@ void register_movement_ops(OpRegistry& r) {
          .bytes = no_bytes,
          .kernel = STRATA_KERNELS(copy_kernel),
          .grad = reshape_grad,
-         .onnx_op = "Reshape"});
+         .onnx_op = "Reshape",
+         .parallel_dims = reshape_parallel_dims});
   r.add({.name = "expand",
          .symbol = "expand",
          .summary = "broadcast to a shape (numpy rules)",

@@ -289,7 +289,6 @@ void softmax_grad(GradContext& c) {
 const AttrSpec kEps{"epsilon", AttrKind::kFloat, 1e-5, "added to the variance"};
 const AttrSpec kLnAxis{"axis", AttrKind::kInt, std::int64_t{-1}, "first normalized dimension"};
 
-
 // Parallelization traits (OpDef::parallel_dims): the axes a normalization or softmax does not reduce over;
 // axis 0 is the batch.
 std::vector<ParallelDim> axes_except(const TensorType& x, int first_reduced, int last_reduced) {
@@ -298,16 +297,20 @@ std::vector<ParallelDim> axes_except(const TensorType& x, int first_reduced, int
   std::vector<ParallelDim> d;
   for (int a = 0; a < x.rank() && a < 8; ++a) {
     if (a >= first_reduced && a <= last_reduced) continue;
-    d.push_back({kNames[a], a == 0 ? ParallelDimKind::kSample : ParallelDimKind::kAttribute,
-                 x.shape[static_cast<std::size_t>(a)], a, {{0, a}}});
+    d.push_back({kNames[a],
+                 a == 0 ? ParallelDimKind::kSample : ParallelDimKind::kAttribute,
+                 x.shape[static_cast<std::size_t>(a)],
+                 a,
+                 {{0, a}}});
   }
   return d;
 }
 // batchnorm (given statistics): the batch, and the channels, which split scale, bias, mean and var too.
 std::vector<ParallelDim> bn_parallel_dims(std::span<const TensorType> in, std::span<const TensorType>,
                                           const Attrs&) {
-  return {{"batch", ParallelDimKind::kSample, in[0].shape[0], 0, {{0, 0}}},
-          {"channels", ParallelDimKind::kParameter, in[0].shape[1], 1, {{0, 1}, {1, 0}, {2, 0}, {3, 0}, {4, 0}}}};
+  return {
+      {"batch", ParallelDimKind::kSample, in[0].shape[0], 0, {{0, 0}}},
+      {"channels", ParallelDimKind::kParameter, in[0].shape[1], 1, {{0, 1}, {1, 0}, {2, 0}, {3, 0}, {4, 0}}}};
 }
 std::vector<ParallelDim> ln_parallel_dims(std::span<const TensorType> in, std::span<const TensorType>,
                                           const Attrs& a) {

@@ -193,7 +193,6 @@ std::optional<Ints> pool_params(std::span<const TensorType> in, const Attrs& a, 
   return Ints{k[0], k[1], s[0], s[1], *mode};
 }
 
-
 // Parallelization trait: batch, channels and output rows (input rows follow proportionally, halo ignored).
 std::vector<ParallelDim> pool_parallel_dims(std::span<const TensorType>, std::span<const TensorType> out,
                                             const Attrs&) {

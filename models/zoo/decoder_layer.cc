@@ -5,7 +5,11 @@
 // partial sum the caller all-reduces); biases of row-parallel GEMMs and norms are replicated.
 #include "models/zoo/decoder_layer.h"
 
+#include <algorithm>
 #include <cmath>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -145,43 +149,48 @@ ValueId moe_block(NetBuilder& b, ValueId h, const TransformerSpec& spec, const L
   const std::int64_t slots = tokens * k, local = experts / p.ep;
   const auto logits = b.linear(h, experts, false, "router");
   const auto probs = b.op("softmax", {logits}, {{"axis", std::int64_t{-1}}}, "router.softmax");
-  // Dispatch: the slots in token order, [tokens * top_k, h].
-  std::vector<double> slot_token(static_cast<std::size_t>(slots));
-  for (std::int64_t s = 0; s < slots; ++s)
-    slot_token[static_cast<std::size_t>(s)] = static_cast<double>(s / k);
-  const auto dispatched =
-      b.op("embedding", {h, index_constant(b, "dispatch.index", slot_token)}, {}, "dispatch");
-  // Local expert e (global id e, rank 0's share) takes the global slots s = e, e + E, ... of the ep ranks'
-  // slots; rank r's slot s' is this rank's slot s' in the stand-in (all ranks route alike).
+  // Dispatch: one gather of every local expert's rows, expert after expert (the permutation before the
+  // all-to-all and the sort by expert after it are gathers in Megatron-LM too); a split of contiguous row
+  // blocks (a view) hands each expert its rows. Local expert e (global id e, rank 0's share) takes the global
+  // slots s = e, e + E, ... of the ep ranks' slots; every rank routes alike, so rank r's slot s is this
+  // rank's slot s mod (tokens * top_k) in the stand-in.
   const std::int64_t global_slots = slots * p.ep;
-  std::vector<ValueId> outs;
+  std::vector<double> rows_token;
+  Ints sizes;
   std::vector<std::int64_t> position(static_cast<std::size_t>(slots), -1);
-  std::int64_t offset = 0;
   for (std::int64_t e = 0; e < local; ++e) {
-    std::vector<double> idx;
-    for (std::int64_t s = e; s < global_slots; s += experts) {
-      if (s < slots) position[static_cast<std::size_t>(s)] = offset + static_cast<std::int64_t>(idx.size());
-      idx.push_back(static_cast<double>(s % slots));
+    std::int64_t n = 0;
+    for (std::int64_t s = e; s < global_slots; s += experts, ++n) {
+      if (s < slots) position[static_cast<std::size_t>(s)] = static_cast<std::int64_t>(rows_token.size());
+      rows_token.push_back(static_cast<double>((s % slots) / k));
     }
-    if (idx.empty()) continue;
-    offset += static_cast<std::int64_t>(idx.size());
+    sizes.push_back(n);
+  }
+  const auto rows = static_cast<std::int64_t>(rows_token.size());
+  if (std::find(sizes.begin(), sizes.end(), 0) != sizes.end())
+    throw std::invalid_argument(
+        fmt::format("{}: a local expert receives no token ({} tokens x top_k {} x ep {} over {} experts)",
+                    spec.name, tokens, k, p.ep, experts));
+  const auto dispatched =
+      b.op("embedding", {h, index_constant(b, "dispatch.index", rows_token)}, {}, "dispatch");
+  const auto per_expert =
+      local == 1 ? std::vector<ValueId>{dispatched}
+                 : b.graph().add_node("split", {dispatched}, {{"axis", std::int64_t{0}}, {"sizes", sizes}},
+                                      b.name("dispatch.split"));
+  std::vector<ValueId> outs;
+  for (std::int64_t e = 0; e < local; ++e) {
     auto es = b.scope("experts." + std::to_string(e));
-    const auto xe = b.op("embedding", {dispatched, index_constant(b, "index", idx)}, {}, "gather");
     const double before = b.graph().param_count();
-    outs.push_back(dense_mlp(b, xe, spec, ffn));
+    outs.push_back(dense_mlp(b, per_expert[static_cast<std::size_t>(e)], spec, ffn));
     if (nodes) nodes->expert_params += b.graph().param_count() - before;
   }
-  if (outs.empty())
-    throw std::invalid_argument(
-        fmt::format("{}: no token reaches a local expert ({} tokens x top_k {} over {} experts)", spec.name,
-                    tokens, k, experts));
   const auto all = outs.size() == 1 ? outs[0] : b.concat(outs, 0, "experts.concat");
   // Combine: every slot's expert output back in slot order (slots of remote experts: this rank's stand-in
   // rows), weighted by its gate probability, summed over the token's top_k slots.
   std::vector<double> back(static_cast<std::size_t>(slots)), gate(static_cast<std::size_t>(slots));
   for (std::int64_t s = 0; s < slots; ++s) {
     const auto i = static_cast<std::size_t>(s);
-    back[i] = static_cast<double>(position[i] >= 0 ? position[i] : s % offset);
+    back[i] = static_cast<double>(position[i] >= 0 ? position[i] : s % rows);
     gate[i] = static_cast<double>((s / k) * experts + s % experts);
   }
   const auto ordered = b.op("embedding", {all, index_constant(b, "combine.index", back)}, {}, "combine");
@@ -195,18 +204,38 @@ ValueId moe_block(NetBuilder& b, ValueId h, const TransformerSpec& spec, const L
 }  // namespace
 
 RopeTables rope_tables(Graph& g, std::int64_t seq, std::int64_t dh, DType dtype) {
-  const std::int64_t half = dh / 2;
-  std::vector<double> cs(static_cast<std::size_t>(seq * dh)), sn(cs.size());
-  for (std::int64_t p = 0; p < seq; ++p)
-    for (std::int64_t i = 0; i < dh; ++i) {
-      const double theta = static_cast<double>(p) *
-                           std::pow(10000.0, -2.0 * static_cast<double>(i % half) / static_cast<double>(dh));
-      cs[static_cast<std::size_t>(p * dh + i)] = std::cos(theta);
-      sn[static_cast<std::size_t>(p * dh + i)] = std::sin(theta);
+  // The tables depend on (seq, head_dim) only and take seq x head_dim sin/cos evaluations (tens of ms at 4096
+  // tokens), while layer_cost builds a layer graph per call: computed once per shape and shared read-only.
+  using Tables =
+      std::pair<std::shared_ptr<const std::vector<double>>, std::shared_ptr<const std::vector<double>>>;
+  static std::mutex mutex;
+  static std::map<std::pair<std::int64_t, std::int64_t>, Tables> cache;
+  Tables tables;
+  {
+    const std::lock_guard lock(mutex);
+    auto it = cache.find({seq, dh});
+    if (it == cache.end()) {
+      const std::int64_t half = dh / 2;
+      std::vector<double> cs(static_cast<std::size_t>(seq * dh)), sn(cs.size());
+      for (std::int64_t p = 0; p < seq; ++p)
+        for (std::int64_t i = 0; i < dh; ++i) {
+          const double theta =
+              static_cast<double>(p) *
+              std::pow(10000.0, -2.0 * static_cast<double>(i % half) / static_cast<double>(dh));
+          cs[static_cast<std::size_t>(p * dh + i)] = std::cos(theta);
+          sn[static_cast<std::size_t>(p * dh + i)] = std::sin(theta);
+        }
+      it =
+          cache
+              .emplace(std::pair{seq, dh}, Tables{std::make_shared<const std::vector<double>>(std::move(cs)),
+                                                  std::make_shared<const std::vector<double>>(std::move(sn))})
+              .first;
     }
+    tables = it->second;
+  }
   RopeTables rp;
-  rp.cos = g.add_constant("rope.cos", {{seq, dh}, dtype}, std::move(cs));
-  rp.sin = g.add_constant("rope.sin", {{seq, dh}, dtype}, std::move(sn));
+  rp.cos = g.add_source("rope.cos", {{seq, dh}, dtype}, ValueKind::kConstant, tables.first);
+  rp.sin = g.add_source("rope.sin", {{seq, dh}, dtype}, ValueKind::kConstant, tables.second);
   rp.minus_one = g.add_constant("rope.minus_one", {{}, dtype}, {-1.0});
   return rp;
 }

@@ -24,11 +24,10 @@ DType ir_dtype(hw::DType dt) {
       return DType::kF32;
     case hw::DType::kFp64:
       return DType::kF64;
-    case hw::DType::kFp8:
-      break;
+    case hw::DType::kFp8:  // Transformer Engine: tensors in bf16, linear-layer GEMMs in fp8 (fp8_linears)
+      return DType::kBF16;
   }
-  throw std::invalid_argument(
-      "layer costs: fp8 is not supported (the models IR has no 8-bit element type; cost at bf16 instead)");
+  throw std::invalid_argument("layer costs: unknown element type");
 }
 
 LayerPlan plan_of(const LayerShard& s) {
@@ -42,11 +41,23 @@ void add(PhaseCost& p, const OpCost& c) {
   if (!c.is_view) ++p.kernels;
 }
 
+// A linear layer: a contraction with a parameter operand (attention's contractions have none).
+bool is_linear(const Graph& g, const Node& n) {
+  if (n.op->kind != OpKind::kContraction) return false;
+  for (ValueId v : n.inputs)
+    if (g.value(v).kind == ValueKind::kParam) return true;
+  return false;
+}
+
 // The training graph of `forward` (no optimizer update; gradients of the inputs too, as a layer passes its
 // input's gradient to the previous layer), each node costed and added to the phase `phase_of` names for the
 // forward node it belongs to (nullptr: not counted). Nodes that belong to no forward node must be views.
+// fp8_linears: the GEMMs of linear layers (forward, input and weight gradients) run at the fp8 peak, as
+// Transformer Engine's FP8 training does (Micikevicius et al. 2022, arXiv 2209.05433); everything else at the
+// graph's bf16.
 using PhaseOf = std::function<PhaseCost*(NodeId forward_node, bool backward)>;
-void cost_training_graph(const Graph& forward, const CostModel& cost, const PhaseOf& phase_of) {
+void cost_training_graph(const Graph& forward, const CostModel& cost, bool fp8_linears,
+                         const PhaseOf& phase_of) {
   TrainOptions opt;
   opt.optimizer = Optimizer::kNone;
   opt.input_grads = true;
@@ -55,7 +66,10 @@ void cost_training_graph(const Graph& forward, const CostModel& cost, const Phas
   for (NodeId n = 0; n < static_cast<NodeId>(g.nodes().size()); ++n) {
     const bool backward = n >= tg.num_forward_nodes;
     const NodeId owner = backward ? tg.backward_of[static_cast<std::size_t>(n)] : n;
-    const OpCost c = cost.node_cost(g, g.node(n));
+    const Node& node = g.node(n);
+    const bool fp8 = fp8_linears && owner >= 0 && node.op->kind == OpKind::kContraction &&
+                     is_linear(forward, forward.node(owner));
+    const OpCost c = fp8 ? cost.node_cost(g, node, cost.gpu(), hw::DType::kFp8) : cost.node_cost(g, node);
     if (owner < 0) {
       if (!c.is_view && c.seconds > 0)
         throw std::logic_error(fmt::format("layer costs: node '{}' ({}) belongs to no forward node",
@@ -105,7 +119,7 @@ LayerCost layer_cost(const TransformerSpec& spec, const LayerShard& shard, hw::D
   out.expert_params = nodes.expert_params;
   std::vector<bool> standin(g.nodes().size(), false);
   for (NodeId n : nodes.standins) standin[static_cast<std::size_t>(n)] = true;
-  cost_training_graph(g, cost, [&](NodeId f, bool backward) -> PhaseCost* {
+  cost_training_graph(g, cost, dt == hw::DType::kFp8, [&](NodeId f, bool backward) -> PhaseCost* {
     if (standin[static_cast<std::size_t>(f)]) return nullptr;
     if (in(f, nodes.attn_begin, nodes.attn_end)) {
       if (!backward && in(f, nodes.core_begin, nodes.core_end))
@@ -138,7 +152,7 @@ EdgeCost edge_cost(const TransformerSpec& spec, const LayerShard& shard, hw::DTy
     }
     g.mark_output(b.reshape(x, {tokens, spec.hidden}, "flatten"));
     out.embed_params = g.param_count();
-    cost_training_graph(g, cost,
+    cost_training_graph(g, cost, false,  // fp8: only the transformer layers' linear layers run in fp8
                         [&](NodeId, bool backward) { return backward ? &out.embed_bwd : &out.embed_fwd; });
   }
   {  // final norm, output projection onto the vocabulary shard, cross-entropy over its logits
@@ -154,7 +168,7 @@ EdgeCost edge_cost(const TransformerSpec& spec, const LayerShard& shard, hw::DTy
     // Megatron's fused vocab-parallel cross-entropy reads the logits once forward and writes their gradient
     // once backward; costed as a softmax over the logits and its gradient.
     g.mark_output(b.op("softmax", {logits}, {{"axis", std::int64_t{-1}}}, "cross_entropy"));
-    cost_training_graph(g, cost,
+    cost_training_graph(g, cost, false,  // fp8: only the transformer layers' linear layers run in fp8
                         [&](NodeId, bool backward) { return backward ? &out.head_bwd : &out.head_fwd; });
   }
   return out;

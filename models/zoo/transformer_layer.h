@@ -42,7 +42,8 @@ struct EdgeCost {
 };
 // vocab split by tp (rounded up: Megatron pads the vocabulary); head includes the final norm and the (fused)
 // cross-entropy on b·s·V/tp logits. With tied embeddings head_params holds the final norm only (the output
-// projection is the embedding table; a pipeline's last stage keeps a copy, which the caller counts).
+// projection is the embedding table; a pipeline's last stage keeps a copy, which the caller counts). fp8:
+// both edges in bf16.
 EdgeCost edge_cost(const TransformerSpec&, const LayerShard&, hw::DType, const CostModel&);
 
 // The graph layer_cost costs (forward only; for inspection and tests): input x [tokens(/tp with SP), hidden],

@@ -15,39 +15,53 @@
 namespace strata::models::zoo {
 namespace {
 
-// Every key of a spec, declared once: the `transformer:` text and the YAML loader both read values through
-// this table. `set` returns the expectation when the text is not a valid value.
+// Every key of a spec, declared once: the `transformer:` text, the YAML loader, check_spec's ranges and
+// format_transformer_spec all go through this table.
+using Setter = std::function<bool(TransformerSpec&, std::string_view)>;  // false: not a valid value
+using Getter = std::function<std::string(const TransformerSpec&)>;
 struct SpecKey {
   std::string_view name;
   bool required;
-  std::string_view expected;  // what a valid value looks like, for messages
-  std::function<bool(TransformerSpec&, std::string_view)> set;
+  std::string expected;  // what a valid value looks like, for messages
+  Setter set;
+  Getter get;
+  std::int64_t TransformerSpec::*int_field = nullptr;  // integer keys: the field and its range
+  util::IntRange range{0, 0};
 };
 
-std::function<bool(TransformerSpec&, std::string_view)> int_key(std::int64_t TransformerSpec::*field,
-                                                                util::IntRange range) {
-  return [field, range](TransformerSpec& s, std::string_view v) {
-    const auto x = util::try_parse_int(v, range);
-    if (x) s.*field = *x;
-    return x.has_value();
-  };
+SpecKey int_key(std::string_view name, bool required, std::int64_t TransformerSpec::*field,
+                util::IntRange range) {
+  return {name,
+          required,
+          fmt::format("an integer from {} to {}", range.min, range.max),
+          [field, range](TransformerSpec& s, std::string_view v) {
+            const auto x = util::try_parse_int(v, range);
+            if (x) s.*field = *x;
+            return x.has_value();
+          },
+          [field](const TransformerSpec& s) { return std::to_string(s.*field); },
+          field,
+          range};
 }
 template <class E>
-std::function<bool(TransformerSpec&, std::string_view)> choice_key(E TransformerSpec::*field,
-                                                                   std::string_view a, E ea,
-                                                                   std::string_view b, E eb) {
-  return [=](TransformerSpec& s, std::string_view v) {
-    if (v != a && v != b) return false;
-    s.*field = v == a ? ea : eb;
-    return true;
-  };
+SpecKey choice_key(std::string_view name, E TransformerSpec::*field, std::string_view a, E ea,
+                   std::string_view b, E eb) {
+  return {name, false, fmt::format("{} or {}", a, b),
+          [=](TransformerSpec& s, std::string_view v) {
+            if (v != a && v != b) return false;
+            s.*field = v == a ? ea : eb;
+            return true;
+          },
+          [=](const TransformerSpec& s) { return std::string(s.*field == ea ? a : b); }};
 }
-std::function<bool(TransformerSpec&, std::string_view)> bool_key(bool TransformerSpec::*field) {
-  return [field](TransformerSpec& s, std::string_view v) {
-    if (v != "0" && v != "1") return false;
-    s.*field = v == "1";
-    return true;
-  };
+SpecKey bool_key(std::string_view name, bool TransformerSpec::*field) {
+  return {name, false, "0 or 1",
+          [field](TransformerSpec& s, std::string_view v) {
+            if (v != "0" && v != "1") return false;
+            s.*field = v == "1";
+            return true;
+          },
+          [field](const TransformerSpec& s) { return std::string(s.*field ? "1" : "0"); }};
 }
 
 // Bounds keep every product the graph builder forms (tokens x hidden, vocab x hidden, experts x ffn x hidden)
@@ -59,25 +73,21 @@ constexpr std::int64_t kMaxLayers = 100000, kMaxWidth = std::int64_t{1} << 24, k
 const std::vector<SpecKey>& spec_keys() {
   using S = TransformerSpec;
   static const std::vector<SpecKey> keys = {
-      {"layers", true, "an integer from 1 to 100000", int_key(&S::layers, {1, kMaxLayers})},
-      {"hidden", true, "an integer from 1 to 16777216", int_key(&S::hidden, {1, kMaxWidth})},
-      {"heads", true, "an integer from 1 to 65536", int_key(&S::heads, {1, kMaxHeads})},
-      {"vocab", true, "an integer from 1 to 67108864", int_key(&S::vocab, {1, kMaxVocab})},
-      {"seq", true, "an integer from 1 to 16777216", int_key(&S::seq, {1, kMaxSeq})},
-      {"ffn", false, "an integer from 1 to 16777216", int_key(&S::ffn, {1, kMaxWidth})},
-      {"kv_heads", false, "an integer from 1 to 65536", int_key(&S::kv_heads, {1, kMaxHeads})},
-      {"experts", false, "an integer from 0 to 65536", int_key(&S::experts, {0, kMaxExperts})},
-      {"top_k", false, "an integer from 1 to 65536", int_key(&S::top_k, {1, kMaxExperts})},
-      {"act", false, "gelu or swiglu",
-       choice_key(&S::act, "gelu", MlpActivation::kGelu, "swiglu", MlpActivation::kSwiglu)},
-      {"norm", false, "layernorm or rmsnorm",
-       choice_key(&S::norm, "layernorm", NormKind::kLayerNorm, "rmsnorm", NormKind::kRmsNorm)},
-      {"attention", false, "flash or naive",
-       choice_key(&S::attention, "flash", AttentionImpl::kFlash, "naive", AttentionImpl::kNaive)},
-      {"positions", false, "learned or rope",
-       choice_key(&S::positions, "learned", Positions::kLearned, "rope", Positions::kRope)},
-      {"bias", false, "0 or 1", bool_key(&S::bias)},
-      {"tied_embeddings", false, "0 or 1", bool_key(&S::tied_embeddings)},
+      int_key("layers", true, &S::layers, {1, kMaxLayers}),
+      int_key("hidden", true, &S::hidden, {1, kMaxWidth}),
+      int_key("heads", true, &S::heads, {1, kMaxHeads}),
+      int_key("vocab", true, &S::vocab, {1, kMaxVocab}),
+      int_key("seq", true, &S::seq, {1, kMaxSeq}),
+      int_key("ffn", false, &S::ffn, {1, kMaxWidth}),
+      int_key("kv_heads", false, &S::kv_heads, {1, kMaxHeads}),
+      int_key("experts", false, &S::experts, {0, kMaxExperts}),
+      int_key("top_k", false, &S::top_k, {1, kMaxExperts}),
+      choice_key("act", &S::act, "gelu", MlpActivation::kGelu, "swiglu", MlpActivation::kSwiglu),
+      choice_key("norm", &S::norm, "layernorm", NormKind::kLayerNorm, "rmsnorm", NormKind::kRmsNorm),
+      choice_key("attention", &S::attention, "flash", AttentionImpl::kFlash, "naive", AttentionImpl::kNaive),
+      choice_key("positions", &S::positions, "learned", Positions::kLearned, "rope", Positions::kRope),
+      bool_key("bias", &S::bias),
+      bool_key("tied_embeddings", &S::tied_embeddings),
   };
   return keys;
 }
@@ -118,22 +128,14 @@ std::int64_t default_ffn(std::int64_t hidden, MlpActivation act) {
 }
 
 std::optional<SpecProblem> check_spec(const TransformerSpec& s) {
-  if (s.layers < 1 || s.layers > kMaxLayers)
-    return SpecProblem{"layers", "expected an integer from 1 to 100000"};
-  if (s.hidden < 1 || s.hidden > kMaxWidth)
-    return SpecProblem{"hidden", "expected an integer from 1 to 16777216"};
-  if (s.heads < 1 || s.heads > kMaxHeads) return SpecProblem{"heads", "expected an integer from 1 to 65536"};
-  if (s.vocab < 1 || s.vocab > kMaxVocab)
-    return SpecProblem{"vocab", "expected an integer from 1 to 67108864"};
-  if (s.seq < 1 || s.seq > kMaxSeq) return SpecProblem{"seq", "expected an integer from 1 to 16777216"};
-  if (s.ffn < 1 || s.ffn > kMaxWidth) return SpecProblem{"ffn", "expected an integer from 1 to 16777216"};
+  for (const auto& k : spec_keys())
+    if (k.int_field && (s.*k.int_field < k.range.min || s.*k.int_field > k.range.max))
+      return SpecProblem{std::string(k.name), fmt::format("expected {}, got {}", k.expected, s.*k.int_field)};
   if (s.hidden % s.heads != 0)
     return SpecProblem{"heads", fmt::format("hidden {} is not a multiple of heads {}", s.hidden, s.heads)};
-  if (s.kv_heads < 1 || s.kv_heads > s.heads || s.heads % s.kv_heads != 0)
+  if (s.heads % s.kv_heads != 0)
     return SpecProblem{"kv_heads", fmt::format("kv_heads {} must divide heads {} (grouped-query attention)",
                                                s.kv_heads, s.heads)};
-  if (s.experts < 0 || s.experts > kMaxExperts)
-    return SpecProblem{"experts", "expected an integer from 0 to 65536"};
   const std::int64_t experts = std::max<std::int64_t>(s.experts, 1);
   if (s.top_k < 1 || s.top_k > experts)
     return SpecProblem{"top_k", fmt::format("top_k {} exceeds the {} expert{}", s.top_k, experts,
@@ -233,14 +235,9 @@ TransformerSpec load_transformer_spec(const std::string& path) {
 }
 
 std::string format_transformer_spec(const TransformerSpec& s) {
-  return fmt::format(
-      "layers={},hidden={},heads={},vocab={},seq={},ffn={},kv_heads={},experts={},top_k={},act={},norm={},"
-      "attention={},positions={},bias={},tied_embeddings={}",
-      s.layers, s.hidden, s.heads, s.vocab, s.seq, s.ffn, s.kv_heads, s.experts, s.top_k,
-      s.act == MlpActivation::kGelu ? "gelu" : "swiglu",
-      s.norm == NormKind::kLayerNorm ? "layernorm" : "rmsnorm",
-      s.attention == AttentionImpl::kFlash ? "flash" : "naive",
-      s.positions == Positions::kLearned ? "learned" : "rope", s.bias ? 1 : 0, s.tied_embeddings ? 1 : 0);
+  std::string out;
+  for (const auto& k : spec_keys()) out += fmt::format("{}{}={}", out.empty() ? "" : ",", k.name, k.get(s));
+  return out;
 }
 
 }  // namespace strata::models::zoo

@@ -205,7 +205,7 @@ sim::TaskId CommEmitter::emit(const CommOp& op, hw::Rank rep, int stream, std::s
     if (fresh) it->second = graph_.intern(s);
     return it->second;
   };
-  if (isolated(op.cls) || (!op.p2p && op.instances.front().size() < 2))
+  if (fixed_duration(op))
     return graph_.add_compute_fixed(rep, stream, std::max(alone_seconds(op), 1e-12), label_id(op.label),
                                     deps);
   const auto& e = expansion(op);

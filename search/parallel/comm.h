@@ -57,6 +57,10 @@ class CommEmitter {
   // Adds `op` after `deps`; returns the task done when every instance is. Isolated classes: one fixed-length
   // task on `rep`'s stream `stream`; others: the merged flow expansion.
   sim::TaskId emit(const CommOp& op, hw::Rank rep, int stream, std::span<const sim::Dep> deps);
+  // Whether emit() gives `op` a fixed duration (its class is isolated, or it involves one GPU).
+  bool fixed_duration(const CommOp& op) const {
+    return isolated(op.cls) || (!op.p2p && op.instances.front().size() < 2);
+  }
   // Seconds `op` takes alone on instance 0's links (memoized).
   double alone_seconds(const CommOp& op);
 

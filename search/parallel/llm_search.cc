@@ -1,6 +1,8 @@
 #include "search/parallel/llm_search.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <iostream>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -55,41 +57,52 @@ class AloneTimes {
 // its last gradient bucket and runs the optimizer; every stage first waits for its parameter gathers.
 double lower_bound(const StepDescription& d, AloneTimes& alone) {
   const int V = d.p * d.v;
-  auto chain = [&](const PassDescription& pass) {
+  auto time_of = [&](int op) { return alone(d.comms[static_cast<std::size_t>(op)]); };
+  // A pass's chain (compute and blocking communication) and its asynchronous communication.
+  auto chain = [&](const PassDescription& pass, bool async) {
     double t = 0;
     for (const auto& seg : pass.segments) {
-      if (seg.kind == Segment::Kind::kCompute) t += seg.seconds;
-      if (seg.kind == Segment::Kind::kComm) t += alone(d.comms[static_cast<std::size_t>(seg.comm)]);
+      if (!async && seg.kind == Segment::Kind::kCompute) t += seg.seconds;
+      if (!async && seg.kind == Segment::Kind::kComm) t += time_of(seg.comm);
+      if (async && seg.kind == Segment::Kind::kAsync) t += time_of(seg.comm);
     }
     return t;
   };
-  std::vector<double> f(static_cast<std::size_t>(V)), b(f.size());
+  std::vector<double> f(static_cast<std::size_t>(V)), b(f.size()), async(f.size());
   for (int vs = 0; vs < V; ++vs) {
-    f[static_cast<std::size_t>(vs)] = chain(d.fwd[static_cast<std::size_t>(vs)]);
-    b[static_cast<std::size_t>(vs)] = chain(d.bwd[static_cast<std::size_t>(vs)]);
+    const auto i = static_cast<std::size_t>(vs);
+    f[i] = chain(d.fwd[i], false);
+    b[i] = chain(d.bwd[i], false);
+    async[i] = chain(d.fwd[i], true) + chain(d.bwd[i], true);
   }
   auto send = [&](const std::vector<int>& sends, int i) {
     const int op = sends[static_cast<std::size_t>(i)];
-    return op < 0 ? 0.0 : alone(d.comms[static_cast<std::size_t>(op)]);
+    return op < 0 ? 0.0 : time_of(op);
   };
   double best = 0;
   for (int s = 0; s < d.p; ++s) {
-    double busy = 0;
-    for (int c = 0; c < d.v; ++c)
-      busy += d.m * (f[static_cast<std::size_t>(c * d.p + s)] + b[static_cast<std::size_t>(c * d.p + s)]);
+    // Each stream of the stage runs its work one operation after another, each at least as long as alone:
+    // the compute chain, the asynchronous stream, and the data-parallel stream (gathers, then reductions).
+    double busy = 0, async_busy = 0;
+    for (int c = 0; c < d.v; ++c) {
+      const auto i = static_cast<std::size_t>(c * d.p + s);
+      busy += d.m * (f[i] + b[i]);
+      async_busy += d.m * async[i];
+    }
     double head = 0, tail = 0;
     for (int vs = 0; vs < s; ++vs) {
       head += f[static_cast<std::size_t>(vs)] + send(d.send_fwd, vs);
       tail += b[static_cast<std::size_t>(vs)] + send(d.send_bwd, vs);
     }
     const auto& sync = d.stages[static_cast<std::size_t>(s)];
-    double gathers = 0;
+    double gathers = 0, reductions = 0;
     for (const auto& chunk : sync.param_gather)
-      for (int op : chunk) gathers += alone(d.comms[static_cast<std::size_t>(op)]);
-    double end = sync.optimizer_seconds;
-    if (s == 0 && !sync.grad_sync.empty())
-      end += alone(d.comms[static_cast<std::size_t>(sync.grad_sync.back())]);
-    best = std::max(best, gathers + head + busy + tail + (s == 0 ? end : sync.optimizer_seconds));
+      for (int op : chunk) gathers += time_of(op);
+    for (int op : sync.grad_sync) reductions += time_of(op);
+    const double last_bucket = s == 0 && !sync.grad_sync.empty() ? time_of(sync.grad_sync.back()) : 0.0;
+    best = std::max(
+        {best, gathers + head + std::max(busy, async_busy) + tail + last_bucket + sync.optimizer_seconds,
+         gathers + reductions + sync.optimizer_seconds});
   }
   return best;
 }
@@ -175,6 +188,7 @@ LlmSearchResult search_llm(const TransformerSpec& spec, const hw::Topology& topo
   util::Stopwatch clock;
   LlmSearchResult result;
   auto strategies = enumerate(spec, topo, o, result.counts);
+  if (std::getenv("STRATA_DEBUG_LB")) std::cerr << "phase enumerate " << clock.seconds() << "\n";
   // Per-GPU costs, once per distinct shard, in parallel.
   std::map<CostKey, LlmCosts> costs;
   for (const auto& s : strategies) costs.try_emplace(cost_key(s));
@@ -190,6 +204,7 @@ LlmSearchResult search_llm(const TransformerSpec& spec, const hw::Topology& topo
     });
     (void)any;
   }
+  if (std::getenv("STRATA_DEBUG_LB")) std::cerr << "phase costs " << clock.seconds() << "\n";
   // Memory and dominance: for each strategy, the lowest recomputation level and then the lowest ZeRO stage
   // that fit (each only adds work in strata's model; ZeRO-2 is ZeRO-1's time with less memory, so it is
   // kept only where ZeRO-1 does not fit).
@@ -211,6 +226,7 @@ LlmSearchResult search_llm(const TransformerSpec& spec, const hw::Topology& topo
     }
     if (!placed) ++result.counts.out_of_memory;
   }
+  if (std::getenv("STRATA_DEBUG_LB")) std::cerr << "phase memory " << clock.seconds() << "\n";
   // Lower bounds (representative-only descriptions), in parallel.
   AloneTimes alone(topo);
   const std::vector<hw::Level> levels(topo.levels().begin(), topo.levels().end());
@@ -221,6 +237,7 @@ LlmSearchResult search_llm(const TransformerSpec& spec, const hw::Topology& topo
     const auto d = describe_llm_step(spec, cand.st, topo, cost, costs.at(cost_key(cand.st)), placement, true);
     cand.bound = lower_bound(d, alone);
   });
+  if (std::getenv("STRATA_DEBUG_LB")) std::cerr << "phase bounds " << clock.seconds() << "\n";
   std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
     return a.bound != b.bound ? a.bound < b.bound : a.text < b.text;
   });
@@ -246,6 +263,10 @@ LlmSearchResult search_llm(const TransformerSpec& spec, const hw::Topology& topo
           simulate_llm_step(spec, candidates[i].st, topo, cost, costs.at(cost_key(candidates[i].st)), opts);
     });
     result.counts.simulated += batch.size();
+    if (std::getenv("STRATA_DEBUG_LB"))
+      for (std::size_t i = next; i < end; ++i)
+        std::cerr << "LB " << candidates[i].bound << " step " << batch[i - next].step_seconds << " "
+                  << candidates[i].text << "\n";
     for (auto& r : batch) {
       r.graph = {};
       r.sim = {};
@@ -256,6 +277,7 @@ LlmSearchResult search_llm(const TransformerSpec& spec, const hw::Topology& topo
     next = end;
     if (o.progress) o.progress(result.counts.simulated, best.front().step_seconds);
   }
+  if (std::getenv("STRATA_DEBUG_LB")) std::cerr << "phase bnb " << clock.seconds() << "\n";
   result.counts.pruned = candidates.size() - next;
   // Placements of the best strategies: every parallelism matrix of the axes over the machine levels.
   if (o.space.all_placements) {
@@ -285,6 +307,7 @@ LlmSearchResult search_llm(const TransformerSpec& spec, const hw::Topology& topo
     std::sort(best.begin(), best.end(), result_less);
     if (best.size() > static_cast<std::size_t>(o.top)) best.resize(static_cast<std::size_t>(o.top));
   }
+  if (std::getenv("STRATA_DEBUG_LB")) std::cerr << "phase placements " << clock.seconds() << "\n";
   result.top = std::move(best);
   // Baselines.
   if (auto expert = megatron_expert_strategy(spec, topo, cost, o.global_batch, o.space.dtype))
@@ -305,6 +328,7 @@ LlmSearchResult search_llm(const TransformerSpec& spec, const hw::Topology& topo
     result.expert->graph = {};
     result.expert->sim = {};
   }
+  if (std::getenv("STRATA_DEBUG_LB")) std::cerr << "phase baselines " << clock.seconds() << "\n";
   result.seconds = clock.seconds();
   return result;
 }

@@ -4,6 +4,7 @@
 #include <map>
 #include <numeric>
 #include <stdexcept>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -88,7 +89,12 @@ class StepLowering {
     return out;
   }
   // Expert-parallel groups: ep consecutive data-parallel ranks.
-  std::vector<std::vector<hw::Rank>> expert_groups(int s) const {
+  const std::vector<std::vector<hw::Rank>>& expert_groups(int s) {
+    auto [it, fresh] = group_cache_.try_emplace({s, kExpertGroups});
+    if (fresh) it->second = make_expert_groups(s);
+    return it->second;
+  }
+  std::vector<std::vector<hw::Rank>> make_expert_groups(int s) const {
     std::vector<std::vector<hw::Rank>> out;
     for (int k0 = 0; k0 < st_.dp; k0 += st_.ep)
       for (int c = 0; c < st_.cp; ++c)
@@ -101,7 +107,12 @@ class StepLowering {
   }
   // Data-parallel gradient groups: dense parameters over dp x cp, expert parameters over the dp ranks that
   // hold the same experts (stride ep) x cp; one group per tp rank (and expert slot).
-  std::vector<std::vector<hw::Rank>> grad_groups(int s, bool expert) const {
+  const std::vector<std::vector<hw::Rank>>& grad_groups(int s, bool expert) {
+    auto [it, fresh] = group_cache_.try_emplace({s, expert ? kExpertGradGroups : kDenseGradGroups});
+    if (fresh) it->second = make_grad_groups(s, expert);
+    return it->second;
+  }
+  std::vector<std::vector<hw::Rank>> make_grad_groups(int s, bool expert) const {
     std::vector<std::vector<hw::Rank>> out;
     const int slots = expert ? st_.ep : 1;
     for (int e = 0; e < slots; ++e)
@@ -126,15 +137,21 @@ class StepLowering {
     return add(std::move(op));
   }
 
-  int collective(CommClass cls, sim::CollectiveOp o, double bytes, std::vector<std::vector<hw::Rank>> inst,
-                 std::string label) {
+  // One CommOp per distinct operation: `inst` must be one of the cached group lists (its address identifies
+  // it).
+  int collective(CommClass cls, sim::CollectiveOp o, double bytes,
+                 const std::vector<std::vector<hw::Rank>>& inst, std::string label) {
+    const auto key = std::make_tuple(static_cast<int>(cls), static_cast<int>(o), bytes, label, &inst);
+    if (auto it = op_ids_.find(key); it != op_ids_.end()) return it->second;
     CommOp op;
     op.cls = cls;
     op.op = o;
     op.bytes = bytes;
-    op.instances = std::move(inst);
+    op.instances = inst;
     op.label = std::move(label);
-    return add(std::move(op));
+    const int id = add(std::move(op));
+    op_ids_.emplace(key, id);
+    return id;
   }
 
   static Segment compute(double seconds, std::string label, TimeKind kind = TimeKind::kCompute) {
@@ -195,7 +212,7 @@ class StepLowering {
   // The TP collectives around a block (Megatron's f / g operators): with sequence parallelism an all-gather
   // before (unless `gather_before` is false) and a reduce-scatter after; without, one all-reduce after.
   void wrap_tp(std::vector<Segment>& out, int s, std::vector<Segment> body, bool gather_before = true) {
-    const auto tp = groups(s, kAxisTp);
+    const auto& tp = groups(s, kAxisTp);
     if (st_.tp > 1 && st_.sequence_parallel && gather_before)
       out.push_back(
           comm(collective(CommClass::kTensor, sim::CollectiveOp::kAllGather, act_bytes(), tp, "tp allgather"),
@@ -262,7 +279,7 @@ class StepLowering {
     const auto& l = costs_.layer;
     const auto& e = costs_.edge;
     const int layers = static_cast<int>(spec_.layers / V);
-    const auto tp = groups(s, kAxisTp);
+    const auto& tp = groups(s, kAxisTp);
     const double layer_grad_dense = (l.params - l.expert_params) * 2, layer_grad_expert = l.expert_params * 2;
     // ZeRO-3: every layer's parameters are gathered before its forward and backward, gradients
     // reduce-scattered after its backward, in every micro-batch.
@@ -342,7 +359,7 @@ class StepLowering {
     if (!zero3) bucket(s, buckets, bwd, true);
     // Tied embeddings across stages: the first and last stage all-reduce the table's gradient.
     if (vs == 0 && spec_.tied_embeddings && d_.p > 1) {
-      std::vector<std::vector<hw::Rank>> pairs;
+      auto& pairs = group_cache_[{0, kEmbeddingPairs}];
       for (int k = 0; k < st_.dp; ++k)
         for (int c = 0; c < st_.cp; ++c)
           for (int r = 0; r < st_.tp; ++r) pairs.push_back({gpu(0, k, c, r), gpu(d_.p - 1, k, c, r)});
@@ -394,7 +411,11 @@ class StepLowering {
   const reduce::Placement& pl_;
   const bool rep_only_;
   StepDescription d_;
+  // Group lists per (stage, kind): kAxisTp / kAxisCp, or one of the kinds below.
+  static constexpr int kExpertGroups = 10, kDenseGradGroups = 11, kExpertGradGroups = 12,
+                       kEmbeddingPairs = 13;
   std::map<std::pair<int, int>, std::vector<std::vector<hw::Rank>>> group_cache_;
+  std::map<std::tuple<int, int, double, std::string, const void*>, int> op_ids_;
   std::map<int, std::vector<std::pair<int, double>>> gathers_;  // per stage: (reduce-scatter op, bytes)
 };
 
@@ -502,7 +523,7 @@ LlmStepResult simulate_llm_step(const TransformerSpec& spec, const LlmStrategy& 
   r.model_flops = model_flops_per_step(spec, st.global_batch);
   if (!r.fits && !options.simulate_when_oom) return r;
   const auto description = describe_llm_step(spec, st, topo, cost, costs, placement, false);
-  r.graph = build_step_graph(topo, description, options.use_isolation);
+  r.graph = build_step_graph(topo, description, options.use_isolation, !options.record_timeline);
   r.isolated = r.graph.isolated;
   r.tasks = r.graph.graph.size();
   sim::SimOptions so;

@@ -38,7 +38,7 @@ double model_flops_per_step(const models::zoo::TransformerSpec& spec, std::int64
 
 struct LlmStepOptions {
   std::optional<reduce::Matrix> placement;  // nullopt: megatron_placement
-  bool record_timeline = false;             // needed for the breakdown and traces
+  bool record_timeline = false;             // keep the timeline (traces); also simulates layer by layer
   bool simulate_when_oom = true;            // false: report an out-of-memory plan without simulating it
   bool use_isolation = true;                // false: all communication as flows (tests of the shortcut)
 };

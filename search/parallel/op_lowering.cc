@@ -4,6 +4,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include <fmt/format.h>
+
 #include "sim/collective_runner.h"
 #include "sim/nccl_model.h"
 
@@ -34,7 +36,9 @@ CommTables::CommTables(const hw::Topology& topo) : topo_(topo), gpus_(topo.num_g
 const std::vector<std::int32_t>& CommTables::route_resources(int src, int dst) {
   const auto k = u(src) * u(gpus_) + u(dst);
   if (!route_known_[k]) {
-    for (auto l : topo_.route(src, dst)) routes_[k].push_back(gpus_ + l);
+    // Non-blocking backplanes (Link::shared false) never limit a flow: they are no resource.
+    for (auto l : topo_.route(src, dst))
+      if (topo_.link(l).shared) routes_[k].push_back(gpus_ + l);
     route_known_[k] = 1;
   }
   return routes_[k];
@@ -49,7 +53,8 @@ int CommTables::group(const std::vector<int>& ranks) {
   if (fresh) {
     Group g{ranks, {}};
     for (std::size_t k = 0; k < ranks.size(); ++k)
-      for (auto l : topo_.route(ranks[k], ranks[(k + 1) % ranks.size()])) g.links.push_back(gpus_ + l);
+      for (auto l : topo_.route(ranks[k], ranks[(k + 1) % ranks.size()]))
+        if (topo_.link(l).shared) g.links.push_back(gpus_ + l);
     std::sort(g.links.begin(), g.links.end());
     g.links.erase(std::unique(g.links.begin(), g.links.end()), g.links.end());
     groups_.push_back(std::move(g));
@@ -90,6 +95,16 @@ OpLowering::OpLowering(const PlanSpace& space, const ShardCosts& costs, Options 
       }
       if (v.kind == ValueKind::kParam) param_inputs_[u(i)].push_back(static_cast<int>(j));
     }
+  }
+  // Transfer tasks are numbered (edge x part x part) within their block, as 32-bit ints.
+  const std::int64_t g2 = static_cast<std::int64_t>(space.gpus()) * space.gpus();
+  for (int i = 0; i < space.size(); ++i) {
+    const auto edges = static_cast<std::int64_t>(std::max(ins_[u(i)].size(), outs_[u(i)].size()));
+    if (edges * g2 >= INT32_MAX)
+      throw std::invalid_argument(
+          fmt::format("node '{}' has {} edges: too many for per-operator plans on {} GPUs (edges x GPUs^2 "
+                      "must stay below 2^31)",
+                      g.node(space.nodes()[u(i)]).name, edges, space.gpus()));
   }
   for (auto* list : {&consumers_, &producers_})
     for (auto& l : *list) {

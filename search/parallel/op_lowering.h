@@ -49,7 +49,8 @@ class CommTables {
   // Index of a group of ranks (in this order).
   int group(const std::vector<int>& ranks);
   const std::vector<int>& ranks(int group) const { return groups_[static_cast<std::size_t>(group)].ranks; }
-  // Links of the group's ring (routes between consecutive members) as resource ids.
+  // Links of the group's ring (routes between consecutive members) as resource ids; non-blocking backplanes
+  // (hw::Link::shared false) are left out of both, as they never limit a flow.
   const std::vector<std::int32_t>& group_resources(int group) const {
     return groups_[static_cast<std::size_t>(group)].links;
   }

@@ -62,15 +62,26 @@ void enumerate_degrees(std::span<const ParallelDim> dims, std::span<const Tensor
   }
 }
 
-// The machine views (start, stride) for `parts` parts on `gpus` ranks: strides are powers of two.
+// The machine views (start, stride) for `parts` parts on `gpus` ranks. Up to kAllViewsUpTo GPUs: every start
+// and every power-of-two stride that fits. Beyond, the space would grow as GPUs x log(GPUs) per degree
+// vector, so only aligned views are kept (as FlexFlow's released search, which places parts in blocks):
+// contiguous blocks starting at a multiple of their size, and the parts spread evenly (stride gpus / parts)
+// from each start below the stride.
 std::vector<std::pair<int, int>> views(int parts, int gpus) {
   std::vector<std::pair<int, int>> v;
   if (parts == 1) {
     for (int s = 0; s < gpus; ++s) v.emplace_back(s, 1);
     return v;
   }
-  for (int stride = 1; (parts - 1) * stride < gpus; stride *= 2)
-    for (int s = 0; s + (parts - 1) * stride < gpus; ++s) v.emplace_back(s, stride);
+  if (gpus <= kAllViewsUpTo) {
+    for (int stride = 1; (parts - 1) * stride < gpus; stride *= 2)
+      for (int s = 0; s + (parts - 1) * stride < gpus; ++s) v.emplace_back(s, stride);
+    return v;
+  }
+  for (int s = 0; s + parts <= gpus; s += parts) v.emplace_back(s, 1);
+  const int spread = gpus / parts;
+  if (spread > 1)
+    for (int s = 0; s < spread && s + (parts - 1) * spread < gpus; ++s) v.emplace_back(s, spread);
   return v;
 }
 

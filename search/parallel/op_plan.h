@@ -15,6 +15,10 @@
 
 namespace strata::search::parallel {
 
+// Up to this many GPUs a node may use any strided block of ranks; beyond it only aligned blocks and evenly
+// spread parts (PlanSpace).
+inline constexpr int kAllViewsUpTo = 16;
+
 struct OpConfig {
   std::vector<int> degrees;  // per parallel dimension of the node (PlanSpace::dims)
   int start = 0;             // first GPU rank
@@ -36,7 +40,8 @@ double overlap_elements(const Block& a, const Block& b);
 class PlanSpace {
  public:
   // gpus: how many GPU ranks a view may use (the topology's count). Degrees are powers of two that divide
-  // the dimension's extent and every input axis it splits; a config's parts fit in `gpus`.
+  // the dimension's extent and every input axis it splits; a config's parts fit in `gpus`. Views: every start
+  // and power-of-two stride up to kAllViewsUpTo GPUs, aligned blocks and evenly spread parts beyond.
   PlanSpace(const models::Graph& graph, int gpus);
 
   const models::Graph& graph() const { return *graph_; }

@@ -13,9 +13,12 @@
 // activations) exceeds the GPU's HBM is infeasible. Chains may pass through infeasible plans (their cost is
 // inflated by the overflow so chains leave them), but infeasible plans are never reported as best.
 //
-// For the CLI (`strata parallelize --search mcmc`, `strata sim step` with an op-level plan): call run_mcmc
-// with the forward graph (models/zoo, models/onnx), the topology (hw/system_loader.h) and the cost model for
-// its GPU; print McmcResult::listing and the times. docs/parallel.md, "Per-operator plans and MCMC".
+// For the CLI: `strata parallelize --search mcmc` calls run_mcmc(forward graph (models/zoo, models/onnx),
+// topology (hw/system_loader.h), CostModel for topo.gpu(), options) and prints best / data_parallel / expert
+// (times, peak memory, fits, listing) and the history. `strata sim step` with an op-level plan builds an
+// OpPlanner, takes data_parallel_plan / expert_plan (op_plan.h) of its space, and calls evaluate_plan; for a
+// trace, build an OpSimulator on the plan, run_full_step (op_sim.h) and sim::chrome_trace_json(topo,
+// step.graph, step.result). docs/parallel.md, "Per-operator plans and MCMC".
 #pragma once
 
 #include <cstdint>
@@ -40,6 +43,10 @@ struct McmcOptions {
   int checkpoint_every = 32;       // scheduler checkpoints (op_sim.h)
   bool adam = true;                // optimizer state in the memory estimate (OpLowering::Options)
   bool full_simulation = true;     // also time the reported plans on sim/'s event simulator
+  // FlexFlow's stopping rule (§6), counted in proposals so that it stays deterministic: a chain also stops
+  // once it has made at least `stall_min` proposals and twice as many as when its best plan last improved. 0:
+  // off.
+  std::int64_t stall_min = 0;
 };
 
 // The best feasible plan found so far improved.
@@ -60,9 +67,13 @@ struct PlanReport {
 };
 
 struct McmcResult {
+  // best: the feasible plan with the shortest fast-simulated time the chains saw; with full_simulation, the
+  // fastest on sim/'s event simulator among every chain's best and the two start plans (so never slower than
+  // a feasible data-parallel plan on either simulator's own terms).
   PlanReport best, data_parallel, expert;
   std::vector<McmcProgress> history;  // per chain, in chain order
   std::int64_t proposals = 0, accepted = 0;
+  std::int64_t stopped_early = 0;  // rejected proposals whose simulation stopped at the rejection threshold
   double wall_seconds = 0;
   int chains = 0;
   int nodes = 0, gpus = 0;
@@ -72,6 +83,27 @@ struct McmcResult {
 
 McmcResult run_mcmc(const models::Graph& forward, const hw::Topology& topo, const models::CostModel& cost,
                     const McmcOptions& options = {});
+
+// Everything a graph's plans need on one topology: the plan space, the parts' kernel times and the lowering.
+// For evaluating given plans (`strata sim step` with an op-level plan: data_parallel_plan / expert_plan or a
+// searched one) and for searching several times on the same graph. The graph, topology and cost model must
+// outlive it.
+class OpPlanner {
+ public:
+  OpPlanner(const models::Graph& forward, const hw::Topology& topo, const models::CostModel& cost,
+            OpLowering::Options options = {});
+  OpPlanner(const OpPlanner&) = delete;
+  OpPlanner& operator=(const OpPlanner&) = delete;
+  const PlanSpace& space() const { return space_; }
+  const OpLowering& lowering() const { return lowering_; }
+  const hw::Topology& topology() const { return topo_; }
+
+ private:
+  const hw::Topology& topo_;
+  PlanSpace space_;
+  ShardCosts costs_;
+  OpLowering lowering_;
+};
 
 // The same on a prepared space (tests, benchmarks).
 McmcResult run_mcmc(const OpLowering& lowering, const hw::Topology& topo, const McmcOptions& options);

@@ -17,6 +17,8 @@ std::size_t u(std::int64_t i) {
   return static_cast<std::size_t>(i);
 }
 
+const std::vector<std::int32_t> kNoResources;
+
 constexpr OpBlock kFirstBlocks[] = {OpBlock::kFwdIn, OpBlock::kRed, OpBlock::kBwdIn, OpBlock::kSync};
 
 std::string_view block_name(OpBlock b) {
@@ -116,8 +118,12 @@ void OpSimulator::install_block(int node, OpBlock b, std::vector<LoweredTask>& t
     slot.block = b;
     switch (task.kind) {
       case OpTaskKind::kCompute:
-        slot.gpu = task.gpu;
         slot.duration = sim::seconds_to_time(task.seconds);
+        // A kernel-less node (reshape, layout-only transpose) neither waits for nor holds its GPU.
+        if (slot.duration > 0)
+          slot.gpu = task.gpu;
+        else
+          slot.res = &kNoResources;
         break;
       case OpTaskKind::kTransfer:
         slot.res = &comm_.route_resources(task.gpu, task.peer);
@@ -163,7 +169,7 @@ void OpSimulator::unlink(std::int32_t s) {
   }
 }
 
-void OpSimulator::run(std::int32_t from, const std::vector<std::int32_t>& seeds) {
+void OpSimulator::run(std::int32_t from, const std::vector<std::int32_t>& seeds, sim::SimTime limit) {
   const auto C = static_cast<std::size_t>(checkpoint_every_);
   const std::size_t k = u(from) / C;
   pops_.resize(u(from));
@@ -195,6 +201,7 @@ void OpSimulator::run(std::int32_t from, const std::vector<std::int32_t>& seeds)
     if (waiting == 0) ready.emplace(r, slot.key, s);
   }
   const std::size_t first = pops_.size();
+  complete_ = true;
   while (!ready.empty()) {
     const auto [r, key, s] = ready.top();
     ready.pop();
@@ -205,6 +212,12 @@ void OpSimulator::run(std::int32_t from, const std::vector<std::int32_t>& seeds)
     else
       for (auto res : *slot.res) start = std::max(start, free[u(res)]);
     const sim::SimTime end = sim::checked_add(start, slot.duration);
+    if (end > limit) {  // the caller only needs to know that the iteration ends after `limit`
+      complete_ = false;
+      makespan_ = end;
+      last_replayed_ = pops_.size() - u(from);
+      return;
+    }
     if (slot.gpu >= 0)
       free[u(slot.gpu)] = end;
     else
@@ -243,7 +256,7 @@ void OpSimulator::memory_of_neighbourhood(int i, int sign) {
   for (int c : lowering_.consumers(i)) lowering_.add_memory(c, plan_, sign, memory_);
 }
 
-sim::SimTime OpSimulator::propose(int i, int choice) {
+sim::SimTime OpSimulator::propose(int i, int choice, sim::SimTime limit) {
   if (undo_.open)
     throw std::logic_error("OpSimulator::propose: previous proposal neither committed nor rolled back");
   undo_ = Undo{};
@@ -330,7 +343,7 @@ sim::SimTime OpSimulator::propose(int i, int choice) {
   undo_.old_pops.assign(pops_.begin() + from, pops_.end());
   for (auto s : undo_.old_pops) {
     const Slot& slot = slots_[u(s)];
-    undo_.old_times.push_back({slot.ready, slot.start, slot.end, slot.pop});
+    undo_.old_times.push_back({slot.ready, slot.start, slot.end});
   }
   const std::size_t k = u(from) / u(checkpoint_every_);
   undo_.old_checkpoints.assign(checkpoints_.begin() + static_cast<std::ptrdiff_t>((k + 1) * u(resources_)),
@@ -343,12 +356,14 @@ sim::SimTime OpSimulator::propose(int i, int choice) {
   for (auto s : undo_.old_pops)
     if (slots_[u(s)].active) seeds.push_back(s);
   seeds.insert(seeds.end(), undo_.added.begin(), undo_.added.end());
-  run(from, seeds);
+  run(from, seeds, limit);
   return makespan_;
 }
 
 void OpSimulator::commit() {
   if (!undo_.open) throw std::logic_error("OpSimulator::commit without a proposal");
+  if (!complete_)
+    throw std::logic_error("OpSimulator::commit of a proposal whose simulation stopped at its limit");
   for (auto s : undo_.removed) {
     Slot& slot = slots_[u(s)];
     slot.deps.clear(), slot.succ.clear(), slot.task.deps.clear();
@@ -384,7 +399,9 @@ void OpSimulator::rollback() {
     const auto s = undo_.old_pops[k];
     Slot& slot = slots_[u(s)];
     const auto& t = undo_.old_times[k];
-    slot.ready = t.ready, slot.start = t.start, slot.end = t.end, slot.pop = t.pop;
+    // Its position, not a saved field: changed tasks were marked unstarted before the times were saved.
+    slot.ready = t.ready, slot.start = t.start, slot.end = t.end;
+    slot.pop = static_cast<std::int32_t>(pops_.size());
     pops_.push_back(s);
   }
   const std::size_t k = u(undo_.from) / u(checkpoint_every_);
@@ -394,6 +411,7 @@ void OpSimulator::rollback() {
   checkpoint_max_.insert(checkpoint_max_.end(), undo_.old_checkpoint_max.begin(),
                          undo_.old_checkpoint_max.end());
   makespan_ = undo_.old_makespan;
+  complete_ = true;
   undo_ = Undo{};
 }
 
@@ -415,7 +433,10 @@ sim::TaskGraph OpSimulator::to_task_graph() const {
     const auto label = tg.intern(fmt::format("{} {} #{}", block_name(slot.block), name, slot.task.local));
     switch (slot.kind) {
       case OpTaskKind::kCompute:
-        id[u(s)] = tg.add_compute_fixed(slot.task.gpu, 0, slot.task.seconds, label, deps);
+        // As in the fast simulator, a kernel-less node is a pure dependency (the event simulator's compute
+        // tasks need a positive duration).
+        id[u(s)] = slot.duration > 0 ? tg.add_compute_fixed(slot.task.gpu, 0, slot.task.seconds, label, deps)
+                                     : tg.add_delay(0, label, deps);
         break;
       case OpTaskKind::kTransfer:
         id[u(s)] = tg.add_transfer(slot.task.gpu, slot.task.peer, slot.task.bytes,
@@ -437,9 +458,21 @@ sim::TaskGraph OpSimulator::to_task_graph() const {
   return tg;
 }
 
+FullStep run_full_step(const OpSimulator& fast, const hw::Topology& topo) {
+  FullStep step;
+  step.graph = fast.to_task_graph();
+  step.result = sim::simulate(topo, step.graph, {.compute = nullptr, .record_timeline = true});
+  // The iteration ends when its last task does. SimResult::makespan is the time of the engine's last event,
+  // which can be a stale flow-completion event (NetworkModel reschedules completions when rates change and
+  // drops the old events lazily, when they fire), later than every task; so the end is read off the timeline.
+  sim::SimTime end = 0;
+  for (const auto& t : step.result.timeline) end = std::max(end, t.done);
+  step.seconds = sim::time_to_seconds(end);
+  return step;
+}
+
 double simulate_full_step(const OpSimulator& fast, const hw::Topology& topo) {
-  const auto tg = fast.to_task_graph();
-  return sim::simulate(topo, tg).seconds();
+  return run_full_step(fast, topo).seconds;
 }
 
 }  // namespace strata::search::parallel

@@ -41,7 +41,11 @@ class OpSimulator {
 
   // Changes node i to configuration `choice`, re-lowers what that touches and re-simulates from the last
   // checkpoint before the change can matter. Exactly one of commit() or rollback() must follow.
-  sim::SimTime propose(int i, int choice);
+  // With a `limit`, simulation stops as soon as a task ends after it: the proposal is then known to take
+  // longer than `limit`, makespan() is only a lower bound, complete() is false and only rollback() may follow
+  // (MCMC passes the time above which it would reject anyway).
+  sim::SimTime propose(int i, int choice, sim::SimTime limit = sim::kNever);
+  bool complete() const { return complete_; }
   void commit();
   void rollback();
 
@@ -85,7 +89,7 @@ class OpSimulator {
   void update_deps_in_place(int node, OpBlock b, std::vector<LoweredTask>& tasks);
   void link(std::int32_t s);    // adds s to its deps' successor lists (after resolve)
   void unlink(std::int32_t s);  // removes it
-  void run(std::int32_t from, const std::vector<std::int32_t>& seeds);
+  void run(std::int32_t from, const std::vector<std::int32_t>& seeds, sim::SimTime limit = sim::kNever);
   void memory_of_neighbourhood(int i, int sign);
 
   const OpLowering& lowering_;
@@ -105,6 +109,7 @@ class OpSimulator {
   std::vector<sim::SimTime> checkpoint_max_;
   sim::SimTime makespan_ = 0;
   std::size_t last_replayed_ = 0;
+  bool complete_ = true;
   std::vector<std::int32_t> pending_;  // scratch
 
   // Undo log of the open proposal.
@@ -119,7 +124,6 @@ class OpSimulator {
     std::vector<std::int32_t> old_pops;  // pops_[from..]
     struct Times {
       sim::SimTime ready, start, end;
-      std::int32_t pop;
     };
     std::vector<Times> old_times;  // parallel to old_pops
     std::vector<sim::SimTime> old_checkpoints, old_checkpoint_max;
@@ -128,7 +132,15 @@ class OpSimulator {
   } undo_;
 };
 
-// The plan on sim/'s event simulator (b above): its iteration time in seconds.
+// The plan on sim/'s event simulator (b above): the task graph, the run (timeline recorded, e.g. for
+// sim::chrome_trace_json) and the iteration time, which ends with the last task.
+struct FullStep {
+  sim::TaskGraph graph;
+  sim::SimResult result;
+  double seconds = 0;
+};
+FullStep run_full_step(const OpSimulator& fast, const hw::Topology& topo);
+// Its iteration time in seconds.
 double simulate_full_step(const OpSimulator& fast, const hw::Topology& topo);
 
 }  // namespace strata::search::parallel

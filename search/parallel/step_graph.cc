@@ -11,8 +11,8 @@ namespace {
 
 class Builder {
  public:
-  Builder(const hw::Topology& topo, const StepDescription& d, StepGraph& out, bool use_isolation)
-      : d_(d), out_(out), emitter_(topo, out.graph), use_isolation_(use_isolation) {}
+  Builder(const hw::Topology& topo, const StepDescription& d, StepGraph& out, bool use_isolation, bool coarse)
+      : d_(d), out_(out), emitter_(topo, out.graph), use_isolation_(use_isolation), coarse_(coarse) {}
 
   void run() {
     check();
@@ -113,10 +113,44 @@ class Builder {
         deps.push_back({t});
     const bool last_backward = op.backward && is_last_backward(s, op, index);
     std::vector<sim::TaskId> seg_task(pass.segments.size(), -1);
-    sim::TaskId async_prev = -1;
+    // Asynchronous communication of a stage runs in issue order on its own stream (as FSDP's all-gathers and
+    // ring attention's exchanges do), also across passes.
+    sim::TaskId& async_prev = async_tail_.try_emplace(s, -1).first->second;
     auto& chain = out_.chain[static_cast<std::size_t>(s)];
+    // Coarse mode: consecutive compute and isolated-communication segments have fixed durations, so one task
+    // of their summed length gives the same times; a run ends where something else must see its boundary
+    // (asynchronous issue, a wait, a gradient bucket's launch, flow-simulated communication).
+    StepGraph::Timed run;
+    bool in_run = false;
+    auto flush = [&] {
+      if (!in_run) return;
+      run.task = out_.graph.add_compute_fixed(rep, kComputeStream, std::max(run.fixed_total(), 1e-12),
+                                              label(op.backward ? "backward" : "forward", op), deps);
+      run.first = run.task;
+      chain.push_back(run);
+      deps.assign(1, {run.task});
+      run = {};
+      in_run = false;
+    };
     for (std::size_t k = 0; k < pass.segments.size(); ++k) {
       const auto& seg = pass.segments[k];
+      const bool fixed = seg.kind == Segment::Kind::kCompute ||
+                         (seg.kind == Segment::Kind::kComm &&
+                          emitter_.fixed_duration(d_.comms[static_cast<std::size_t>(seg.comm)]));
+      const bool trigger = last_backward && seg.grad_trigger >= 0 && d_.overlap_grad_reduce;
+      if (coarse_ && fixed && seg.waits.empty()) {
+        run.fixed[static_cast<std::size_t>(seg.time)] +=
+            seg.kind == Segment::Kind::kCompute
+                ? seg.seconds
+                : emitter_.alone_seconds(d_.comms[static_cast<std::size_t>(seg.comm)]);
+        in_run = true;
+        if (trigger) {
+          flush();
+          emit_grad_sync(s, seg.grad_trigger, deps.front().task, data_prev);
+        }
+        continue;
+      }
+      flush();
       for (int w : seg.waits) deps.push_back({seg_task.at(static_cast<std::size_t>(w))});
       if (seg.kind == Segment::Kind::kAsync) {
         std::vector<sim::Dep> adeps = deps;
@@ -126,6 +160,7 @@ class Builder {
         continue;  // the chain does not wait
       }
       sim::TaskId t;
+      const auto first = static_cast<sim::TaskId>(out_.graph.size());  // an emitted collective's first task
       if (seg.kind == Segment::Kind::kCompute) {
         t = out_.graph.add_compute_fixed(rep, kComputeStream, std::max(seg.seconds, 1e-12),
                                          label(seg.label, op), deps);
@@ -133,11 +168,11 @@ class Builder {
         t = emitter_.emit(d_.comms[static_cast<std::size_t>(seg.comm)], rep, kComputeStream, deps);
       }
       seg_task[k] = t;
-      chain.push_back({t, seg.time});
+      chain.push_back({t, seg.time, {}, first});
       deps.assign(1, {t});
-      if (last_backward && seg.grad_trigger >= 0 && d_.overlap_grad_reduce)
-        emit_grad_sync(s, seg.grad_trigger, t, data_prev);
+      if (trigger) emit_grad_sync(s, seg.grad_trigger, t, data_prev);
     }
+    flush();
     const sim::TaskId end = deps.empty() ? out_.graph.add_delay(0, -1) : deps.front().task;
     prev = end;
     // Send the pass's output on.
@@ -167,21 +202,24 @@ class Builder {
     return true;
   }
 
-  void emit_grad_sync(int s, int op, sim::TaskId after, sim::TaskId& data_prev) {
+  // Launches the stage's gradient reduction number `position` (an index into StageSync::grad_sync).
+  void emit_grad_sync(int s, int position, sim::TaskId after, sim::TaskId& data_prev) {
     std::vector<sim::Dep> deps = {{after}};
     if (data_prev >= 0) deps.push_back({data_prev});
+    const int op = d_.stages[static_cast<std::size_t>(s)].grad_sync.at(static_cast<std::size_t>(position));
     data_prev = emitter_.emit(d_.comms[static_cast<std::size_t>(op)], d_.rep[static_cast<std::size_t>(s)],
                               kDataStream, deps);
-    synced_[static_cast<std::size_t>(s)].push_back(op);
+    synced_[s].push_back(position);
   }
 
   void finish_stage(int s, sim::TaskId& data_prev) {
     const auto& sync = d_.stages[static_cast<std::size_t>(s)];
     const auto last = out_.last_backward[static_cast<std::size_t>(s)];
     // Reductions not yet launched (no overlap, or no trigger): after the stage's last backward.
-    const auto& done = synced_[static_cast<std::size_t>(s)];
-    for (int op : sync.grad_sync)
-      if (std::find(done.begin(), done.end(), op) == done.end()) emit_grad_sync(s, op, last, data_prev);
+    const auto done = synced_[s];
+    for (int position = 0; position < static_cast<int>(sync.grad_sync.size()); ++position)
+      if (std::find(done.begin(), done.end(), position) == done.end())
+        emit_grad_sync(s, position, last, data_prev);
     std::vector<sim::Dep> deps = {{last}};
     if (data_prev >= 0) deps.push_back({data_prev});
     out_.optimizer[static_cast<std::size_t>(s)] = out_.graph.add_compute_fixed(
@@ -200,20 +238,22 @@ class Builder {
   const StepDescription& d_;
   StepGraph& out_;
   CommEmitter emitter_;
-  const bool use_isolation_;
+  const bool use_isolation_, coarse_;
   std::vector<std::vector<PipelineOp>> orders_;
   std::vector<std::vector<sim::TaskId>> fwd_done_, bwd_done_;
   std::vector<std::vector<std::vector<sim::TaskId>>> gathers_;
   std::map<std::pair<int, int>, bool> first_fwd_;
   std::map<int, std::vector<int>> synced_;
   std::map<std::string, std::int32_t> labels_;
+  std::map<int, sim::TaskId> async_tail_;
 };
 
 }  // namespace
 
-StepGraph build_step_graph(const hw::Topology& topo, const StepDescription& d, bool use_isolation) {
+StepGraph build_step_graph(const hw::Topology& topo, const StepDescription& d, bool use_isolation,
+                           bool coarse) {
   StepGraph out;
-  Builder(topo, d, out, use_isolation).run();
+  Builder(topo, d, out, use_isolation, coarse).run();
   return out;
 }
 
@@ -226,9 +266,19 @@ StepBreakdown breakdown(const StepGraph& g, const sim::SimResult& r, int stage) 
     const auto& tt = r.timeline[static_cast<std::size_t>(t)];
     return sim::time_to_seconds(tt.done - tt.start);
   };
-  for (const auto& [task, kind] : g.chain[static_cast<std::size_t>(stage)]) {
-    const double sec = span(task);
-    switch (kind) {
+  for (const auto& timed : g.chain[static_cast<std::size_t>(stage)]) {
+    if (timed.fixed_total() > 0) {  // a merged run: its parts have fixed lengths
+      b.compute += timed.fixed[static_cast<std::size_t>(TimeKind::kCompute)] +
+                   timed.fixed[static_cast<std::size_t>(TimeKind::kOther)];
+      b.recompute += timed.fixed[static_cast<std::size_t>(TimeKind::kRecompute)];
+      b.tp_comm += timed.fixed[static_cast<std::size_t>(TimeKind::kTensorComm)];
+      b.cp_comm += timed.fixed[static_cast<std::size_t>(TimeKind::kContextComm)];
+      b.ep_comm += timed.fixed[static_cast<std::size_t>(TimeKind::kExpertComm)];
+      continue;
+    }
+    const double sec = sim::time_to_seconds(r.timeline[static_cast<std::size_t>(timed.task)].done -
+                                            r.timeline[static_cast<std::size_t>(timed.first)].start);
+    switch (timed.kind) {
       case TimeKind::kCompute:
         b.compute += sec;
         break;

@@ -65,8 +65,12 @@ struct StepGraph {
   sim::TaskGraph graph;
   // Per stage: the chain's tasks with their time kinds (for the breakdown), and the last task of the stage.
   struct Timed {
-    sim::TaskId task;
-    TimeKind kind;
+    sim::TaskId task = -1;
+    TimeKind kind = TimeKind::kCompute;
+    // A coarse task merging fixed-length segments: seconds per TimeKind (all zero for a single segment).
+    std::array<double, 6> fixed{};
+    sim::TaskId first = -1;  // the segment's first task (a flow-simulated collective has several)
+    double fixed_total() const { return fixed[0] + fixed[1] + fixed[2] + fixed[3] + fixed[4] + fixed[5]; }
   };
   std::vector<std::vector<Timed>> chain;
   std::vector<sim::TaskId> last_backward, optimizer;
@@ -75,7 +79,10 @@ struct StepGraph {
 
 // Throws std::invalid_argument for an inconsistent description. `use_isolation` false: every communication
 // runs as flows (the reference the isolated-class shortcut is tested against).
-StepGraph build_step_graph(const hw::Topology& topo, const StepDescription& d, bool use_isolation = true);
+// `coarse`: consecutive fixed-length segments of a pass become one task (same times, far fewer tasks; the
+// trace then shows passes instead of layers).
+StepGraph build_step_graph(const hw::Topology& topo, const StepDescription& d, bool use_isolation = true,
+                           bool coarse = false);
 
 struct StepBreakdown {
   double step = 0;

@@ -5,6 +5,7 @@
 
 #include "models/exec/executor.h"
 #include "models/train/training.h"
+#include "models/zoo/zoo.h"
 #include "tests/models/test_util.h"
 
 namespace strata::models {
@@ -166,6 +167,38 @@ TEST(Gradients, EveryDifferentiableOperatorMatchesFiniteDifferences) {
     if (op.grad) {
       EXPECT_TRUE(covered.contains(std::string(op.name))) << "no gradient check for " << op.name;
     }
+}
+
+// backward_of names, for every backward node, the forward node whose gradient rule emitted it: such nodes are
+// named "<forward node>/grad/..." by GradContext, accumulations after the value; parameter-gradient copies
+// and updates belong to none.
+TEST(TrainingGraph, BackwardNodesKnowTheirForwardNode) {
+  const auto forward = zoo::build_model("gpt3-125m", {.batch = 1, .seq_len = 4});
+  const auto tg = derive_training_graph(forward);
+  ASSERT_EQ(tg.backward_of.size(), tg.graph.nodes().size());
+  int accumulations = 0;
+  for (NodeId n = 0; n < static_cast<NodeId>(tg.graph.nodes().size()); ++n) {
+    const auto& node = tg.graph.node(n);
+    const NodeId f = tg.backward_of[static_cast<std::size_t>(n)];
+    if (n < tg.num_forward_nodes || n >= tg.first_update_node) {
+      EXPECT_EQ(f, -1) << node.name;
+      continue;
+    }
+    if (node.name.find("/grad/accumulate") != std::string::npos) {
+      ++accumulations;
+      // The accumulated value is an input of the forward node whose gradient arrived second.
+      ASSERT_GE(f, 0) << node.name;
+      const auto& fwd = forward.node(f);
+      bool reads = false;
+      for (auto v : fwd.inputs) reads = reads || node.name.starts_with(forward.value(v).name + "/grad/");
+      EXPECT_TRUE(reads) << node.name << " attributed to " << fwd.name;
+    } else if (f >= 0) {
+      EXPECT_TRUE(node.name.starts_with(forward.node(f).name + "/grad/")) << node.name;
+    } else {
+      EXPECT_TRUE(node.name.ends_with("/copy")) << node.name;
+    }
+  }
+  EXPECT_GT(accumulations, 0);
 }
 
 // A two-layer network: parameter gradients are marked, multiply-used values accumulate, Adam updates

@@ -7,6 +7,7 @@
 
 #include "hw/config_error.h"
 #include "models/exec/executor.h"
+#include "models/zoo/model_ref.h"
 #include "models/zoo/transformer_spec.h"
 #include "models/zoo/zoo.h"
 
@@ -168,6 +169,31 @@ TEST(TransformerSpec, GraphsFromSpecs) {
     EXPECT_DOUBLE_EQ(naive.param_count(), transformer_params(s).total);
     EXPECT_EQ(fingerprint(flash), fingerprint(naive));
   }
+}
+
+TEST(ModelRef, ResolvesEveryForm) {
+  const auto zoo_gpt = resolve_model_ref("gpt3-175b");
+  EXPECT_EQ(zoo_gpt.kind, ModelRefKind::kZoo);
+  ASSERT_TRUE(zoo_gpt.transformer.has_value());
+  EXPECT_EQ(zoo_gpt.transformer->hidden, 12288);
+  EXPECT_FALSE(resolve_model_ref("bert-base").transformer.has_value());  // an encoder, not a TransformerSpec
+  const auto text = resolve_model_ref("transformer:layers=1,hidden=32,heads=2,vocab=10,seq=4");
+  EXPECT_EQ(text.kind, ModelRefKind::kTransformer);
+  EXPECT_EQ(text.transformer->layers, 1);
+  const auto yaml = resolve_model_ref(config("llama2-70b"));
+  EXPECT_EQ(yaml.kind, ModelRefKind::kYaml);
+  EXPECT_EQ(yaml.transformer->kv_heads, 8);
+  EXPECT_EQ(resolve_model_ref("model.onnx").kind, ModelRefKind::kOnnx);
+  EXPECT_THROW(resolve_model_ref("nomodel"), std::invalid_argument);
+  // batch and sequence apply to transformer references; --dim to ONNX files only.
+  ModelRefOptions shape;
+  shape.batch = 3;
+  shape.seq = 2;
+  const auto g = build_model_ref(text, shape);
+  EXPECT_EQ(g.type(g.outputs()[0]).shape, (Shape{6, 10}));
+  ModelRefOptions dims;
+  dims.onnx_dims["batch"] = 2;
+  EXPECT_THROW(build_model_ref(text, dims), std::invalid_argument);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "search/parallel/op_search.h"
 #include "search/parallel/op_sim.h"
 #include "sim/collective_runner.h"
+#include "sim/trace.h"
 #include "tests/parallel/op_test_util.h"
 
 namespace strata::search::parallel {
@@ -45,6 +46,18 @@ TEST(OpPlan, MatmulDeclaresSampleParameterAndReductionDims) {
   // (two dims 2) = 10; views: 1 part -> 4 starts; 2 parts -> stride 1: 3, stride 2: 2 = 5; 4 parts -> 1.
   // 4 + 3 x 5 + 6 x 1 = 25.
   EXPECT_EQ(s.configs(0).size(), 25u);
+}
+
+// On more than kAllViewsUpTo GPUs only aligned views: for 64 GPUs and a node with one dimension of extent 128
+// (relu's batch; its second axis 3 does not split): 1 part: 64 starts; p = 2..64 parts: 64 / p aligned blocks
+// and 64 / p spread starts (none for 64 parts, where the spread stride would be 1): 64 + (32+32) + (16+16) +
+// (8+8) + (4+4) + (2+2) + 1 = 189.
+TEST(OpPlan, LargeMachinesKeepAlignedViews) {
+  Graph g;
+  g.mark_output(g.add("relu", {g.add_input("x", {{128, 3}, DType::kF32})}));
+  const PlanSpace s(g, 64);
+  EXPECT_EQ(s.configs(0).size(), 189u);
+  for (const auto& c : s.configs(0)) EXPECT_LT(c.device(c.parts() - 1), 64);
 }
 
 TEST(OpPlan, BlocksFollowTheDegrees) {
@@ -168,6 +181,25 @@ TEST(OpLowering, RowSplitIntoColumnSplitMovesHalfTheTensorEachWay) {
     if (label.starts_with("xfer ") || label.starts_with("gxfer ")) ++activation_transfers;
   }
   EXPECT_EQ(activation_transfers, 0);
+}
+
+// The CLI path: a planner for a graph, a named plan evaluated, a trace of its full simulation.
+TEST(OpSearchApi, PlannerEvaluatesPlansAndTracesThem) {
+  const auto topo = pcie_system(4);
+  const models::CostModel cm(topo.gpu());
+  const Graph g = mlp(64, 128, 128, 64, true);
+  const OpPlanner planner(g, topo, cm);
+  const auto dp = data_parallel_plan(planner.space());
+  const auto r = evaluate_plan(planner.lowering(), topo, dp, true);
+  EXPECT_TRUE(r.fits);
+  EXPECT_GT(r.full_seconds, 0);
+  EXPECT_EQ(r.listing, describe_plan(planner.space(), dp));
+  const OpSimulator fast(planner.lowering(), topo, dp);
+  const auto step = run_full_step(fast, topo);
+  EXPECT_EQ(step.seconds, r.full_seconds);
+  const auto json = sim::chrome_trace_json(topo, step.graph, step.result);
+  EXPECT_NE(json.find("fwd mm1 #3"), std::string::npos);  // part 3 of mm1's forward kernel
+  EXPECT_NE(json.find("gradsync"), std::string::npos);
 }
 
 }  // namespace
