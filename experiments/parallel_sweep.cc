@@ -253,12 +253,13 @@ void report(const Config& x, const Results& results, ResultsDir& out, const RunO
       batches += fmt::format("{}{} at {} nodes", batches.empty() ? "" : ", ", p.global_batch, p.nodes);
   }
   std::string md = fmt::format(
-      "# {}\n\n{}\n\nModel **{}** (`{}`), {:.1f} B parameters; system {} ({} per node, {} of memory); global "
-      "batch {} sequences of {} tokens; {}. Simulated by strata (search/parallel, docs/parallel.md); the run "
+      "# {}\n\n{}\n\nModel **{}** (`{}`), {:.1f} B parameters; system {} ({} GPUs per node, {} of memory "
+      "each); global batch (sequences of {} tokens) {}; {}. Simulated by strata (search/parallel, "
+      "docs/parallel.md); the run "
       "took {:.1f} s.\n\n",
       x.name, x.description, x.spec.name, models::zoo::format_transformer_spec(x.spec),
       models::zoo::transformer_params(x.spec).total / 1e9, topo.name(), topo.gpus_per_node(),
-      units::format_bytes(topo.gpu().hbm_capacity), batches, x.spec.seq, hw::dtype_name(x.dtype),
+      units::format_bytes(topo.gpu().hbm_capacity), x.spec.seq, batches, hw::dtype_name(x.dtype),
       results.seconds);
   md += "Families: ";
   for (const auto& f : x.builtin) md += fmt::format("`{}`, ", f);
