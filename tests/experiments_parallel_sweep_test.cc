@@ -13,6 +13,7 @@
 
 #include "experiments/experiment.h"
 #include "hw/config_error.h"
+#include "sim/collective.h"
 
 namespace {
 
@@ -203,6 +204,9 @@ constexpr double kModelFlops = 3 * (2 * kTokens * 12 * kH * kH * kLayers +
 constexpr double kH100Bf16 = 989.4e12;  // dense BF16 of an H100 SXM5 (NVIDIA H100 datasheet)
 
 TEST_F(ParallelSweepRun, OneRowPerSizeAndFamily) {
+  // The shipped algorithms only: a test-only algorithm in the registry would be picked by the tuner and
+  // change every simulated step (tests/sim_algorithms_test.cc registers one; it lives in another executable).
+  EXPECT_EQ(strata::sim::AlgorithmRegistry::instance().find("toy-swap"), nullptr);
   EXPECT_EQ(fs::path(folder_), out_ / "parallel_small");
   ASSERT_EQ(rows_.size(),
             2u * 5u);  // nodes [1, 2] x families best, megatron, data-parallel, tp8-pp2, tp2-zero0
