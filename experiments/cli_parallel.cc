@@ -251,14 +251,16 @@ struct SearchCliOptions {
   int nodes = 0, top = 10;
   std::int64_t global_batch = 0, seq = 0;
   bool megatron_placement_only = false;
+  McmcCliOptions mcmc;
 };
 
 void print_search_text(const par::LlmSearchResult& s) {
   const auto& c = s.counts;
   std::cout << fmt::format(
-      "searched    {} plans in {:.2f} s: {} invalid for the model, {} out of memory, {} pruned by the lower "
-      "bound, {} simulated\n",
-      c.enumerated, s.seconds, c.invalid, c.out_of_memory, c.pruned, c.simulated);
+      "searched    {} strategies in {:.2f} s: {} invalid for the model, {} out of memory; {} plans (ZeRO "
+      "variants "
+      "x placements): {} pruned by the lower bound, {} simulated\n",
+      c.enumerated, s.seconds, c.invalid, c.out_of_memory, c.plans, c.pruned, c.simulated);
   std::cout << fmt::format("{:>4} {:>11} {:>6} {:>10} {:>10} {:>5}  {}\n", "rank", "step", "MFU", "tokens/s",
                            "memory", "fits", "strategy / placement");
   int rank = 1;
@@ -285,7 +287,7 @@ void run_search_command(const SearchCliOptions& o) {
   const auto topo =
       hw::load_system(o.hw, hw::LoadOptions{o.nodes > 0 ? std::optional<int>(o.nodes) : std::nullopt});
   if (o.search == "mcmc") {
-    run_mcmc_search(o.model, topo, o.global_batch, o.seq, o.top, o.format);
+    run_mcmc_search(o.model, topo, o.global_batch, o.seq, o.mcmc, o.format);
     return;
   }
   if (o.search != "exhaustive")
@@ -313,6 +315,7 @@ void run_search_command(const SearchCliOptions& o) {
                          {{"enumerated", s.counts.enumerated},
                           {"invalid", s.counts.invalid},
                           {"out_of_memory", s.counts.out_of_memory},
+                          {"plans", s.counts.plans},
                           {"pruned", s.counts.pruned},
                           {"simulated", s.counts.simulated}}}};
     j["plans"] = nlohmann::json::array();
@@ -402,6 +405,12 @@ void add_parallel_commands(CLI::App& app) {
       "--megatron-placement", so->megatron_placement_only,
       "Only Megatron's axis order (tp innermost); default: also every other placement of the best "
       "strategies");
+  add_int_option(*par_cmd, "--proposals", so->mcmc.proposals, {0, std::int64_t{1} << 40},
+                 "mcmc: proposals per chain (0 with --time-limit: until the time is spent)");
+  add_int_option(*par_cmd, "--seed", so->mcmc.seed, kSeedRange, "mcmc: random seed (same seed, same result)");
+  add_real_option(
+      *par_cmd, "--time-limit", so->mcmc.seconds, 0, 86400,
+      "mcmc: wall-clock seconds per chain, 0 = none (results then depend on the machine's speed)");
   par_cmd->add_option("--format", so->format, "Output: text or json")->capture_default_str();
   par_cmd->callback([so] { run_search_command(*so); });
 }

@@ -20,7 +20,12 @@ inline constexpr const char* kModelHelp =
 models::zoo::TransformerSpec resolve_transformer(const std::string& model, std::int64_t seq);
 
 // strata parallelize --search mcmc.
+struct McmcCliOptions {
+  std::int64_t proposals = 20000;  // per chain
+  std::int64_t seed = 1;
+  double seconds = 0;  // wall-clock budget per chain; 0: none
+};
 void run_mcmc_search(const std::string& model, const hw::Topology& topo, std::int64_t global_batch,
-                     std::int64_t seq, int top, const std::string& format);
+                     std::int64_t seq, const McmcCliOptions& mcmc, const std::string& format);
 
 }  // namespace strata::cli

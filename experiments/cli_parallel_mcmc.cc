@@ -41,10 +41,13 @@ nlohmann::json report_json(const par::PlanReport& r) {
 }  // namespace
 
 void run_mcmc_search(const std::string& model, const hw::Topology& topo, std::int64_t global_batch,
-                     std::int64_t seq, int top, const std::string& format) {
+                     std::int64_t seq, const McmcCliOptions& mcmc, const std::string& format) {
   const auto graph = forward_graph(model, global_batch, seq);
   const models::CostModel cost(topo.gpu());
   par::McmcOptions o;
+  o.proposals = mcmc.proposals;
+  o.seed = static_cast<std::uint64_t>(mcmc.seed);
+  o.seconds = mcmc.seconds;
   const auto r = par::run_mcmc(graph, topo, cost, o);
   if (format == "json") {
     nlohmann::json j = {{"model", model},
@@ -67,7 +70,6 @@ void run_mcmc_search(const std::string& model, const hw::Topology& topo, std::in
     std::cout << j.dump(2) << "\n";
     return;
   }
-  (void)top;
   auto line = [](const char* name, const par::PlanReport& p) {
     std::cout << fmt::format("{:<14} step {:>10.3f} ms (fast model {:.3f} ms)  peak memory {:.2f} GB  {}\n",
                              name, (p.full_seconds > 0 ? p.full_seconds : p.fast_seconds) * 1e3,

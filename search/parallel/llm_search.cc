@@ -1,8 +1,6 @@
 #include "search/parallel/llm_search.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <iostream>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -57,7 +55,12 @@ class AloneTimes {
 // its last gradient bucket and runs the optimizer; every stage first waits for its parameter gathers.
 double lower_bound(const StepDescription& d, AloneTimes& alone) {
   const int V = d.p * d.v;
-  auto time_of = [&](int op) { return alone(d.comms[static_cast<std::size_t>(op)]); };
+  std::vector<double> comm_time(d.comms.size(), -1.0);  // per operation, looked up once
+  auto time_of = [&](int op) {
+    auto& t = comm_time[static_cast<std::size_t>(op)];
+    if (t < 0) t = alone(d.comms[static_cast<std::size_t>(op)]);
+    return t;
+  };
   // A pass's chain (compute and blocking communication) and its asynchronous communication.
   auto chain = [&](const PassDescription& pass, bool async) {
     double t = 0;
@@ -97,7 +100,7 @@ double lower_bound(const StepDescription& d, AloneTimes& alone) {
     const auto& sync = d.stages[static_cast<std::size_t>(s)];
     double gathers = 0, reductions = 0;
     for (const auto& chunk : sync.param_gather)
-      for (int op : chunk) gathers += time_of(op);
+      for (const auto& g : chunk) gathers += time_of(g.op);
     for (int op : sync.grad_sync) reductions += time_of(op);
     const double last_bucket = s == 0 && !sync.grad_sync.empty() ? time_of(sync.grad_sync.back()) : 0.0;
     best = std::max(
@@ -188,7 +191,6 @@ LlmSearchResult search_llm(const TransformerSpec& spec, const hw::Topology& topo
   util::Stopwatch clock;
   LlmSearchResult result;
   auto strategies = enumerate(spec, topo, o, result.counts);
-  if (std::getenv("STRATA_DEBUG_LB")) std::cerr << "phase enumerate " << clock.seconds() << "\n";
   // Per-GPU costs, once per distinct shard, in parallel.
   std::map<CostKey, LlmCosts> costs;
   for (const auto& s : strategies) costs.try_emplace(cost_key(s));
@@ -204,43 +206,50 @@ LlmSearchResult search_llm(const TransformerSpec& spec, const hw::Topology& topo
     });
     (void)any;
   }
-  if (std::getenv("STRATA_DEBUG_LB")) std::cerr << "phase costs " << clock.seconds() << "\n";
-  // Memory and dominance: for each strategy, the lowest recomputation level and then the lowest ZeRO stage
-  // that fit (each only adds work in strata's model; ZeRO-2 is ZeRO-1's time with less memory, so it is
-  // kept only where ZeRO-1 does not fit).
+  // Memory and dominance. Recomputation only adds work to the chain, so for each strategy and ZeRO stage only
+  // the lowest recomputation level that fits is kept. ZeRO-2 communicates and computes exactly like ZeRO-1
+  // (it only shards gradients too), so it is kept only where ZeRO-1 does not fit; ZeRO-0, -1 and -3 trade
+  // communication against optimizer work and are all kept. A strategy with nothing that fits is out of
+  // memory.
   std::vector<Candidate> candidates;
   const double capacity = topo.gpu().hbm_capacity;
   for (auto s : strategies) {
     const auto& c = costs.at(cost_key(s));
-    bool placed = false;
-    for (Recompute rc : o.space.recompute) {
-      for (int z : o.space.zero) {
+    bool placed = false, zero1_fits = false;
+    for (int z : o.space.zero) {
+      if (z > 0 && s.dp * s.cp == 1) continue;  // nothing to shard
+      if (z == 2 && zero1_fits) continue;
+      for (Recompute rc : o.space.recompute) {
         s.recompute = rc, s.zero = z;
-        if (z > 0 && s.dp * s.cp == 1) continue;  // nothing to shard
         if (llm_memory(spec, s, c.layer, c.edge).total() > capacity) continue;
         candidates.push_back({s, megatron_placement(topo, s), 0, s.describe()});
         placed = true;
+        if (z == 1) zero1_fits = true;
         break;
       }
-      if (placed) break;
     }
     if (!placed) ++result.counts.out_of_memory;
   }
-  if (std::getenv("STRATA_DEBUG_LB")) std::cerr << "phase memory " << clock.seconds() << "\n";
   // Lower bounds (representative-only descriptions), in parallel.
   AloneTimes alone(topo);
   const std::vector<hw::Level> levels(topo.levels().begin(), topo.levels().end());
-  tbb::parallel_for(std::size_t{0}, candidates.size(), [&](std::size_t i) {
-    auto& cand = candidates[i];
-    const std::vector<int> axes = {cand.st.pp, cand.st.dp, cand.st.cp, cand.st.tp};
-    const reduce::Placement placement(levels, axes, cand.placement);
-    const auto d = describe_llm_step(spec, cand.st, topo, cost, costs.at(cost_key(cand.st)), placement, true);
-    cand.bound = lower_bound(d, alone);
-  });
-  if (std::getenv("STRATA_DEBUG_LB")) std::cerr << "phase bounds " << clock.seconds() << "\n";
-  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
-    return a.bound != b.bound ? a.bound < b.bound : a.text < b.text;
-  });
+  auto bound_all = [&](std::vector<Candidate>& list) {
+    tbb::parallel_for(std::size_t{0}, list.size(), [&](std::size_t i) {
+      auto& cand = list[i];
+      const std::vector<int> axes = {cand.st.pp, cand.st.dp, cand.st.cp, cand.st.tp};
+      const reduce::Placement placement(levels, axes, cand.placement);
+      const auto d =
+          describe_llm_step(spec, cand.st, topo, cost, costs.at(cost_key(cand.st)), placement, true);
+      cand.bound = lower_bound(d, alone);
+    });
+    std::sort(list.begin(), list.end(), [](const Candidate& a, const Candidate& b) {
+      if (a.bound != b.bound) return a.bound < b.bound;
+      if (a.text != b.text) return a.text < b.text;
+      return a.placement < b.placement;
+    });
+  };
+  bound_all(candidates);
+  result.counts.plans = candidates.size();
   // Branch and bound: simulate in lower-bound order, fixed batches, until the next bound cannot beat the
   // k-th best.
   constexpr std::size_t kBatch = 4;
@@ -252,62 +261,46 @@ LlmSearchResult search_llm(const TransformerSpec& spec, const hw::Topology& topo
   };
   LlmStepOptions so;
   so.simulate_when_oom = false;
-  std::size_t next = 0;
-  while (next < candidates.size() && candidates[next].bound < kth()) {
-    const std::size_t end = std::min(candidates.size(), next + kBatch);
-    std::vector<LlmStepResult> batch(end - next);
-    tbb::parallel_for(next, end, [&](std::size_t i) {
-      auto opts = so;
-      opts.placement = candidates[i].placement;
-      batch[i - next] =
-          simulate_llm_step(spec, candidates[i].st, topo, cost, costs.at(cost_key(candidates[i].st)), opts);
-    });
-    result.counts.simulated += batch.size();
-    if (std::getenv("STRATA_DEBUG_LB"))
-      for (std::size_t i = next; i < end; ++i)
-        std::cerr << "LB " << candidates[i].bound << " step " << batch[i - next].step_seconds << " "
-                  << candidates[i].text << "\n";
-    for (auto& r : batch) {
-      r.graph = {};
-      r.sim = {};
-      best.push_back(std::move(r));
+  auto branch_and_bound = [&](const std::vector<Candidate>& list) {
+    std::size_t next = 0;
+    while (next < list.size() && list[next].bound < kth()) {
+      const std::size_t end = std::min(list.size(), next + kBatch);
+      std::vector<LlmStepResult> batch(end - next);
+      tbb::parallel_for(next, end, [&](std::size_t i) {
+        auto opts = so;
+        opts.placement = list[i].placement;
+        batch[i - next] =
+            simulate_llm_step(spec, list[i].st, topo, cost, costs.at(cost_key(list[i].st)), opts);
+      });
+      result.counts.simulated += batch.size();
+      for (auto& r : batch) {
+        r.graph = {};
+        r.sim = {};
+        best.push_back(std::move(r));
+      }
+      std::sort(best.begin(), best.end(), result_less);
+      if (best.size() > static_cast<std::size_t>(o.top)) best.resize(static_cast<std::size_t>(o.top));
+      next = end;
+      if (o.progress) o.progress(result.counts.simulated, best.front().step_seconds);
     }
-    std::sort(best.begin(), best.end(), result_less);
-    if (best.size() > static_cast<std::size_t>(o.top)) best.resize(static_cast<std::size_t>(o.top));
-    next = end;
-    if (o.progress) o.progress(result.counts.simulated, best.front().step_seconds);
-  }
-  if (std::getenv("STRATA_DEBUG_LB")) std::cerr << "phase bnb " << clock.seconds() << "\n";
-  result.counts.pruned = candidates.size() - next;
-  // Placements of the best strategies: every parallelism matrix of the axes over the machine levels.
+    result.counts.pruned += list.size() - next;
+  };
+  branch_and_bound(candidates);
+  // Placements of the best strategies: every other parallelism matrix of the axes over the machine levels,
+  // bounded and simulated the same way.
   if (o.space.all_placements) {
-    std::vector<LlmStepResult> alternatives;
     std::vector<int> counts_per_level;
     for (const auto& l : levels) counts_per_level.push_back(l.count);
+    std::vector<Candidate> alternatives;
     for (const auto& r : best) {
       const std::vector<int> axes = {r.strategy.pp, r.strategy.dp, r.strategy.cp, r.strategy.tp};
-      const auto matrices = reduce::enumerate_matrices(counts_per_level, axes);
-      std::vector<LlmStepResult> sims(matrices.size());
-      tbb::parallel_for(std::size_t{0}, matrices.size(), [&](std::size_t i) {
-        if (matrices[i] == r.placement) return;
-        auto opts = so;
-        opts.placement = matrices[i];
-        sims[i] = simulate_llm_step(spec, r.strategy, topo, cost, costs.at(cost_key(r.strategy)), opts);
-        sims[i].graph = {};
-        sims[i].sim = {};
-      });
-      for (std::size_t i = 0; i < matrices.size(); ++i)
-        if (sims[i].simulated) {
-          ++result.counts.simulated;
-          ++result.counts.enumerated;
-          alternatives.push_back(std::move(sims[i]));
-        }
+      for (const auto& m : reduce::enumerate_matrices(counts_per_level, axes))
+        if (m != r.placement) alternatives.push_back({r.strategy, m, 0, r.strategy.describe()});
     }
-    for (auto& a : alternatives) best.push_back(std::move(a));
-    std::sort(best.begin(), best.end(), result_less);
-    if (best.size() > static_cast<std::size_t>(o.top)) best.resize(static_cast<std::size_t>(o.top));
+    result.counts.plans += alternatives.size();
+    bound_all(alternatives);
+    branch_and_bound(alternatives);
   }
-  if (std::getenv("STRATA_DEBUG_LB")) std::cerr << "phase placements " << clock.seconds() << "\n";
   result.top = std::move(best);
   // Baselines.
   if (auto expert = megatron_expert_strategy(spec, topo, cost, o.global_batch, o.space.dtype))
@@ -316,7 +309,6 @@ LlmSearchResult search_llm(const TransformerSpec& spec, const hw::Topology& topo
   for (const auto& cand : candidates)
     if (cand.st.tp == 1 && cand.st.pp == 1 && cand.st.cp == 1) {
       auto r = simulate_llm_step(spec, cand.st, topo, cost, costs.at(cost_key(cand.st)));
-      ++result.counts.simulated;
       if (!dp || result_less(r, *dp)) dp = std::move(r);
     }
   if (dp) {
@@ -328,7 +320,6 @@ LlmSearchResult search_llm(const TransformerSpec& spec, const hw::Topology& topo
     result.expert->graph = {};
     result.expert->sim = {};
   }
-  if (std::getenv("STRATA_DEBUG_LB")) std::cerr << "phase baselines " << clock.seconds() << "\n";
   result.seconds = clock.seconds();
   return result;
 }

@@ -35,11 +35,12 @@ struct LlmSearchOptions {
 };
 
 struct LlmSearchCounts {
-  std::size_t enumerated = 0;  // strategies x placements considered
-  std::size_t invalid = 0;     // rejected by strategy_problems (divisibility, schedule rules)
-  std::size_t out_of_memory = 0;
-  std::size_t pruned = 0;  // lower bound >= the k-th best step
-  std::size_t simulated = 0;
+  std::size_t enumerated = 0;     // strategies (degrees x micro-batch x schedule x sequence parallelism)
+  std::size_t invalid = 0;        // rejected by strategy_problems (divisibility, schedule rules)
+  std::size_t out_of_memory = 0;  // strategies with no recomputation / ZeRO variant that fits
+  std::size_t plans = 0;          // feasible plans ranked: strategy x kept ZeRO variant x placement
+  std::size_t pruned = 0;         // plans whose lower bound >= the k-th best step
+  std::size_t simulated = 0;      // plans simulated by the branch and bound (baselines not counted)
 };
 
 struct LlmSearchResult {

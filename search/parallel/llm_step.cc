@@ -85,6 +85,7 @@ class StepLowering {
             g.push_back(gpu(cc[0], cc[1], cc[2], cc[3]));
           }
           out.push_back(std::move(g));
+          if (rep_only_) return out;
         }
     return out;
   }
@@ -102,6 +103,7 @@ class StepLowering {
           std::vector<hw::Rank> g;
           for (int e = 0; e < st_.ep; ++e) g.push_back(gpu(s, k0 + e, c, r));
           out.push_back(std::move(g));
+          if (rep_only_) return out;
         }
     return out;
   }
@@ -121,6 +123,7 @@ class StepLowering {
         for (int k = e; k < st_.dp; k += slots)
           for (int c = 0; c < st_.cp; ++c) g.push_back(gpu(s, k, c, r));
         out.push_back(std::move(g));
+        if (rep_only_) return out;
       }
     return out;
   }
@@ -132,7 +135,8 @@ class StepLowering {
     op.bytes = act_bytes() / st_.tp;  // Megatron's scatter/gather: each TP rank sends its 1/t
     for (int k = 0; k < st_.dp; ++k)
       for (int c = 0; c < st_.cp; ++c)
-        for (int r = 0; r < st_.tp; ++r) op.instances.push_back({gpu(from, k, c, r), gpu(to, k, c, r)});
+        for (int r = 0; r < st_.tp && !(rep_only_ && !op.instances.empty()); ++r)
+          op.instances.push_back({gpu(from, k, c, r), gpu(to, k, c, r)});
     op.label = label;
     return add(std::move(op));
   }
@@ -253,7 +257,9 @@ class StepLowering {
   };
 
   // Launches the buckets that are full (or, with `flush`, whatever is pending) after `segment`.
-  void bucket(int s, Bucketing& b, std::vector<Segment>& pass, bool flush) {
+  // `chunk`, `first_layer`: where the bucket's parameters are first used in the forward pass (its gather's
+  // deadline with ZeRO-1/2).
+  void bucket(int s, Bucketing& b, std::vector<Segment>& pass, bool flush, int chunk, int first_layer) {
     for (int kind = 0; kind < 2; ++kind) {
       double& pending = b.pending[kind];
       if (pending <= 0 || (!flush && pending < bucket_bytes(st_))) continue;
@@ -267,14 +273,14 @@ class StepLowering {
         d_.stages[static_cast<std::size_t>(s)].grad_sync.push_back(id);
         pass.back().grad_trigger =
             static_cast<int>(d_.stages[static_cast<std::size_t>(s)].grad_sync.size()) - 1;
-        if (st_.zero >= 1) gathers_[s].push_back({id, pending});
+        if (st_.zero >= 1) gathers_[s].push_back({id, pending, chunk, first_layer});
       }
       pending = 0;
     }
   }
 
   void build_passes(int vs) {
-    const int s = vs % d_.p;
+    const int s = vs % d_.p, chunk = vs / d_.p;
     const int V = d_.p * d_.v;
     const auto& l = costs_.layer;
     const auto& e = costs_.edge;
@@ -303,11 +309,16 @@ class StepLowering {
     // Forward.
     zero3_gathers(fwd);
     // Vocabulary-parallel embedding: partial lookups are summed (or reduce-scattered with SP).
-    if (vs == 0) wrap_tp(fwd, s, {compute(e.embed_fwd.seconds, "embedding fwd")}, false);
+    if (vs == 0) {
+      const auto from = fwd.size();
+      wrap_tp(fwd, s, {compute(e.embed_fwd.seconds, "embedding fwd")}, false);
+      fwd[from].layer = -1;
+    }
     for (int i = 0; i < layers; ++i) {
       const auto from = fwd.size();
       forward_layer(fwd, s, l, TimeKind::kCompute);
       wait_gather(fwd, from, i);
+      fwd[from].layer = i;
     }
     // Output layer with the vocabulary-parallel cross-entropy: the hidden states are gathered (SP), the
     // logits stay split; the loss needs an all-reduce of three values per token (max, sum, target logit).
@@ -345,7 +356,7 @@ class StepLowering {
       } else {
         buckets.pending[0] += layer_grad_dense;
         buckets.pending[1] += layer_grad_expert;
-        bucket(s, buckets, bwd, false);
+        bucket(s, buckets, bwd, false, chunk, i);
       }
     }
     if (vs == 0) {
@@ -356,7 +367,7 @@ class StepLowering {
       bwd.push_back(compute(e.embed_bwd.seconds, "embedding bwd"));
       if (!zero3) buckets.pending[0] += e.embed_params * 2;
     }
-    if (!zero3) bucket(s, buckets, bwd, true);
+    if (!zero3) bucket(s, buckets, bwd, true, chunk, vs == 0 ? -1 : 0);
     // Tied embeddings across stages: the first and last stage all-reduce the table's gradient.
     if (vs == 0 && spec_.tied_embeddings && d_.p > 1) {
       auto& pairs = group_cache_[{0, kEmbeddingPairs}];
@@ -374,12 +385,16 @@ class StepLowering {
     // ZeRO-1/2 (distributed optimizer): updated parameters are gathered before the next forward; in steady
     // state that is at the start of the step, one gather per gradient bucket.
     sync.param_gather.assign(static_cast<std::size_t>(d_.v), {});
-    for (const auto& [rs, bytes] : gathers_[s]) {
-      auto op = d_.comms[static_cast<std::size_t>(rs)];
+    for (const auto& g : gathers_[s]) {
+      auto op = d_.comms[static_cast<std::size_t>(g.reduce_op)];
       op.op = sim::CollectiveOp::kAllGather;
-      op.label = fmt::format("dp param allgather {:.0f} MB", bytes / 1e6);
-      sync.param_gather[0].push_back(add(std::move(op)));
+      op.label = fmt::format("dp param allgather {:.0f} MB", g.bytes / 1e6);
+      sync.param_gather[static_cast<std::size_t>(g.chunk)].push_back({add(std::move(op)), g.first_layer});
     }
+    // Issued in the order the forward pass needs them (buckets were formed backward).
+    for (auto& chunk : sync.param_gather)
+      std::stable_sort(chunk.begin(), chunk.end(),
+                       [](const auto& a, const auto& b) { return a.first_layer < b.first_layer; });
     // Adam on the parameters this GPU updates (its ZeRO shard).
     const auto params = stage_params(spec_, st_, costs_.layer, costs_.edge, s);
     const double d_dense = static_cast<double>(st_.dp) * st_.cp;
@@ -416,7 +431,12 @@ class StepLowering {
                        kEmbeddingPairs = 13;
   std::map<std::pair<int, int>, std::vector<std::vector<hw::Rank>>> group_cache_;
   std::map<std::tuple<int, int, double, std::string, const void*>, int> op_ids_;
-  std::map<int, std::vector<std::pair<int, double>>> gathers_;  // per stage: (reduce-scatter op, bytes)
+  struct Gather {
+    int reduce_op;
+    double bytes;
+    int chunk, first_layer;
+  };
+  std::map<int, std::vector<Gather>> gathers_;  // per stage: the buckets whose parameters are gathered
 };
 
 }  // namespace

@@ -83,12 +83,12 @@ class Builder {
     auto& g = gathers_[static_cast<std::size_t>(s)];
     g.assign(static_cast<std::size_t>(d_.v), {});
     for (std::size_t c = 0; c < sync.param_gather.size() && c < g.size(); ++c)
-      for (int op : sync.param_gather[c]) {
+      for (const auto& pg : sync.param_gather[c]) {
         std::vector<sim::Dep> deps;
         if (data_prev >= 0) deps.push_back({data_prev});
-        data_prev = emitter_.emit(d_.comms[static_cast<std::size_t>(op)], d_.rep[static_cast<std::size_t>(s)],
-                                  kDataStream, deps);
-        g[c].push_back(data_prev);
+        data_prev = emitter_.emit(d_.comms[static_cast<std::size_t>(pg.op)],
+                                  d_.rep[static_cast<std::size_t>(s)], kDataStream, deps);
+        g[c].push_back({data_prev, pg.first_layer});
       }
   }
 
@@ -108,9 +108,10 @@ class Builder {
     std::vector<sim::Dep> deps;
     if (prev >= 0) deps.push_back({prev});
     if (const auto in = arrival(vs, op); in >= 0) deps.push_back({in});
+    // The chunk's first forward waits, layer by layer, for the parameter gathers it needs.
+    std::vector<std::pair<sim::TaskId, int>> pending_gathers;
     if (!op.backward && !first_forward_done(s, op.chunk))
-      for (auto t : gathers_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)])
-        deps.push_back({t});
+      pending_gathers = gathers_[static_cast<std::size_t>(s)][static_cast<std::size_t>(op.chunk)];
     const bool last_backward = op.backward && is_last_backward(s, op, index);
     std::vector<sim::TaskId> seg_task(pass.segments.size(), -1);
     // Asynchronous communication of a stage runs in issue order on its own stream (as FSDP's all-gathers and
@@ -134,11 +135,22 @@ class Builder {
     };
     for (std::size_t k = 0; k < pass.segments.size(); ++k) {
       const auto& seg = pass.segments[k];
+      std::vector<sim::Dep> gather_deps;
+      if (seg.layer != Segment::kNoLayer) {
+        for (auto it = pending_gathers.begin(); it != pending_gathers.end();) {
+          if (it->second <= seg.layer) {
+            gather_deps.push_back({it->first});
+            it = pending_gathers.erase(it);
+          } else {
+            ++it;
+          }
+        }
+      }
       const bool fixed = seg.kind == Segment::Kind::kCompute ||
                          (seg.kind == Segment::Kind::kComm &&
                           emitter_.fixed_duration(d_.comms[static_cast<std::size_t>(seg.comm)]));
       const bool trigger = last_backward && seg.grad_trigger >= 0 && d_.overlap_grad_reduce;
-      if (coarse_ && fixed && seg.waits.empty()) {
+      if (coarse_ && fixed && seg.waits.empty() && gather_deps.empty()) {
         run.fixed[static_cast<std::size_t>(seg.time)] +=
             seg.kind == Segment::Kind::kCompute
                 ? seg.seconds
@@ -151,6 +163,7 @@ class Builder {
         continue;
       }
       flush();
+      deps.insert(deps.end(), gather_deps.begin(), gather_deps.end());
       for (int w : seg.waits) deps.push_back({seg_task.at(static_cast<std::size_t>(w))});
       if (seg.kind == Segment::Kind::kAsync) {
         std::vector<sim::Dep> adeps = deps;
@@ -241,7 +254,8 @@ class Builder {
   const bool use_isolation_, coarse_;
   std::vector<std::vector<PipelineOp>> orders_;
   std::vector<std::vector<sim::TaskId>> fwd_done_, bwd_done_;
-  std::vector<std::vector<std::vector<sim::TaskId>>> gathers_;
+  std::vector<std::vector<std::vector<std::pair<sim::TaskId, int>>>>
+      gathers_;  // per stage, chunk: (task, layer)
   std::map<std::pair<int, int>, bool> first_fwd_;
   std::map<int, std::vector<int>> synced_;
   std::map<std::string, std::int32_t> labels_;

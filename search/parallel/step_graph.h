@@ -30,6 +30,10 @@ struct Segment {
   TimeKind time = TimeKind::kCompute;
   std::vector<int> waits;  // earlier kAsync segments of the same pass this one waits for
   int grad_trigger = -1;   // backward: index into the stage's grad_sync ops that may start after it
+  // Forward: this segment begins layer `layer` of the chunk (-1: the embedding); kNoLayer otherwise. The
+  // chunk's first forward waits here for the parameter gathers the layer needs.
+  static constexpr int kNoLayer = -2;
+  int layer = kNoLayer;
 };
 
 struct PassDescription {
@@ -40,9 +44,14 @@ struct StageSync {
   // Gradient reductions (or reduce-scatters), in launch order; each starts once the segment naming it in
   // the last micro-batch's backward is done (or, with overlap off, after the stage's last backward).
   std::vector<int> grad_sync;
-  // Parameter gathers before the first forward of each chunk (ZeRO / distributed optimizer, steady state):
-  // param_gather[c] lists the ops chunk c's first forward waits for.
-  std::vector<std::vector<int>> param_gather;
+  // Parameter gathers (ZeRO-1/2's distributed optimizer, steady state): issued at the start of the step on
+  // the data-parallel stream; the first forward of chunk c waits for gather g before layer g.first_layer
+  // (Megatron's --overlap-param-gather).
+  struct ParamGather {
+    int op = -1;
+    int first_layer = -1;  // the first layer of the chunk whose parameters it carries (-1: the embedding)
+  };
+  std::vector<std::vector<ParamGather>> param_gather;  // per chunk
   double optimizer_seconds = 0;
 };
 
