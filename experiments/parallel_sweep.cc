@@ -98,7 +98,7 @@ void run_point(const Config& x, const Point& p, std::size_t index, Results& resu
                 << std::flush;
     };
     search = par::search_llm(x.spec, topo, cost, so);
-    std::cerr << fmt::format("\r    searched {} plans in {:.1f} s{:20}\n", search->counts.enumerated,
+    std::cerr << fmt::format("\r    searched {} strategies in {:.1f} s{:20}\n", search->counts.enumerated,
                              search->seconds, "");
     results.searches.push_back({p.nodes, topo.num_gpus(), search->counts, search->seconds});
   }
@@ -274,13 +274,15 @@ void report(const Config& x, const Results& results, ResultsDir& out, const RunO
   md += winners(x, results);
   if (!results.searches.empty()) {
     md +=
-        "\n## Strategy search\n\n| nodes | GPUs | enumerated | invalid | out of memory | pruned | simulated "
-        "| "
-        "seconds |\n|---|---|---|---|---|---|---|---|\n";
+        "\n## Strategy search\n\nStrategies: degrees x micro-batch x schedule x sequence parallelism; plans: "
+        "the "
+        "feasible ones with their kept ZeRO variants and placements, ranked by branch and bound "
+        "(search/parallel/llm_search.h).\n\n| nodes | GPUs | strategies | invalid | out of memory | plans | "
+        "pruned | simulated | seconds |\n|---|---|---|---|---|---|---|---|---|\n";
     for (const auto& s : results.searches)
-      md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {:.1f} |\n", s.nodes, s.gpus,
-                        s.counts.enumerated, s.counts.invalid, s.counts.out_of_memory, s.counts.pruned,
-                        s.counts.simulated, s.seconds);
+      md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {:.1f} |\n", s.nodes, s.gpus,
+                        s.counts.enumerated, s.counts.invalid, s.counts.out_of_memory, s.counts.plans,
+                        s.counts.pruned, s.counts.simulated, s.seconds);
   }
   md +=
       "\nFiles: `plans.csv` (every row, memory and step breakdown), `step_time.png` (step time and MFU "
