@@ -64,10 +64,8 @@ Row leanest_data_parallel(const Config& x, const Point& p, const models::CostMod
   s.micro_batch = *std::min_element(x.space.micro_batches.begin(), x.space.micro_batches.end());
   s.recompute = *std::max_element(x.space.recompute.begin(), x.space.recompute.end());
   s.zero = s.dp > 1 ? *std::max_element(x.space.zero.begin(), x.space.zero.end()) : 0;
-  if (auto why = par::strategy_problems(x.spec, s, p.topology); !why.empty()) {
-    std::replace(why.begin(), why.end(), '\n', ' ');
-    return missing_row(p, std::string(kDataParallel), "not applicable: " + why, "");
-  }
+  if (const auto why = par::strategy_problems(x.spec, s, p.topology); !why.empty())
+    return missing_row(p, std::string(kDataParallel), "not applicable: " + one_line(why), "");
   par::LlmStepOptions so;
   so.simulate_when_oom = false;
   return plan_row(p, std::string(kDataParallel), par::simulate_llm_step(x.spec, s, p.topology, cost, so));

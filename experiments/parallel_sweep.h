@@ -49,6 +49,9 @@ struct Config {
 std::optional<search::parallel::LlmStrategy> strategy_at(const Config& config, const NamedStrategy& named,
                                                          const Point& point, std::string& why);
 
+// strategy_problems' lines joined with "; " (one CSV field, one table cell).
+std::string one_line(const std::string& problems);
+
 Config parse(const ExperimentFile& file);
 
 }  // namespace strata::experiments::parallel_sweep

@@ -226,14 +226,15 @@ std::optional<par::LlmStrategy> strategy_at(const Config& config, const NamedStr
   s.dp = static_cast<int>(gpus / split);
   s.global_batch = point.global_batch;
   s.dtype = config.dtype;
-  why = par::strategy_problems(config.spec, s, point.topology);
-  if (!why.empty()) {
-    std::replace(why.begin(), why.end(), '\n', ';');
-    for (std::size_t at = why.find(';'); at != std::string::npos; at = why.find(';', at + 2))
-      why.insert(at + 1, " ");
-    return std::nullopt;
-  }
+  why = one_line(par::strategy_problems(config.spec, s, point.topology));
+  if (!why.empty()) return std::nullopt;
   return s;
+}
+
+std::string one_line(const std::string& problems) {
+  std::string out;
+  for (char c : problems) out += c == '\n' ? std::string("; ") : std::string(1, c);
+  return out;
 }
 
 Config parse(const ExperimentFile& file) {
