@@ -7,12 +7,14 @@ namespace strata::experiments {
 ExperimentKind collective_sweep_kind();  // collective_sweep_kind.cc
 ExperimentKind p2_reproduction_kind();   // p2_reproduction.cc
 ExperimentKind subst_optimizers_kind();  // subst_optimizers.cc
+ExperimentKind parallel_sweep_kind();    // parallel_sweep.cc
 
 const std::vector<ExperimentKind>& experiment_kinds() {
   static const std::vector<ExperimentKind> kinds{
       collective_sweep_kind(),
       p2_reproduction_kind(),
       subst_optimizers_kind(),
+      parallel_sweep_kind(),
   };
   return kinds;
 }

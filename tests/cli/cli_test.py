@@ -788,6 +788,30 @@ class RunExperiment(unittest.TestCase):
                 with open(os.path.join(out, "busbw.png"), "rb") as f:
                     self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
 
+    def test_parallel_sweep_writes_the_set_and_reports_progress(self):
+        with tempfile.TemporaryDirectory() as d:
+            r = strata("run", src("configs/experiments/parallel_small.yaml"), "--output", d, cwd=d)
+            self.assertEqual(r.rc, 0, r)
+            out = os.path.join(d, "parallel_small")
+            summary = read_text(os.path.join(out, "summary.md"))
+            files = ["plans.csv", "summary.md"]
+            if "could not be drawn" not in summary:  # matplotlib present: the three figures are in the set
+                files += ["breakdown.png", "memory.png", "step_time.png"]
+                for png in ("breakdown.png", "memory.png", "step_time.png"):
+                    with open(os.path.join(out, png), "rb") as f:
+                        self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+            self.assertEqual(sorted(os.listdir(out)), sorted(files))
+            self.assertEqual(os.listdir(d), ["parallel_small"])
+            # Progress on stderr: one header per size, one line per family; nothing but the result on stdout.
+            self.assertIn("[1/2] 1 nodes (8 GPUs), global batch 16\n", r.err)
+            self.assertIn("[2/2] 2 nodes (16 GPUs), global batch 16\n", r.err)
+            self.assertEqual(r.out, f"results written to {out}/\n")
+            rows = list(csv.DictReader(io.StringIO(read_text(os.path.join(out, "plans.csv")))))
+            self.assertEqual(len(rows), 2 * 5)  # node counts x (3 built-in + 2 explicit families)
+            for row in rows:
+                if row["status"] == "ok":  # tokens/s = global batch x sequence / step time
+                    self.assertAlmostEqual(float(row["tokens_per_s"]), 16 * 1024 / float(row["step_s"]), delta=0.1)
+
     def check_error(self, text, pattern, files=None):
         with tempfile.TemporaryDirectory() as d:
             for name, content in (files or {}).items():
