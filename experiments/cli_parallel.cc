@@ -335,28 +335,21 @@ void run_search_command(const SearchCliOptions& o) {
 
 models::zoo::TransformerSpec resolve_transformer(const std::string& model, std::int64_t seq) {
   namespace zoo = models::zoo;
-  zoo::ModelRef ref;
+  std::optional<zoo::TransformerSpec> spec;
   try {
-    ref = zoo::resolve_model_ref(model);
+    spec = zoo::training_transformer(zoo::resolve_model_ref(model));
   } catch (const std::invalid_argument& e) {
     throw ConfigError(fmt::format("--model: {}", e.what()));
   }
-  if (!ref.transformer)
-    throw ConfigError(fmt::format(
-        "--model: '{}' is not a transformer: expected a decoder of the zoo (strata model list), "
-        "transformer:layers=..,hidden=..,heads=..,vocab=..,seq=.. or a model YAML (configs/models/); other "
-        "models take --search mcmc",
-        model));
-  auto spec = *ref.transformer;
-  // The zoo's decoders keep unfused attention for their graphs (docs/models.md); Megatron-LM trains them with
-  // FlashAttention, which the step simulation assumes.
-  if (ref.kind == zoo::ModelRefKind::kZoo) spec.attention = zoo::AttentionImpl::kFlash;
+  if (!spec)
+    throw ConfigError(
+        fmt::format("--model: {}; other models take --search mcmc", zoo::not_a_transformer_message(model)));
   if (seq > 0) {
-    spec.seq = seq;
-    if (auto problem = zoo::check_spec(spec))
+    spec->seq = seq;
+    if (auto problem = zoo::check_spec(*spec))
       throw ConfigError(fmt::format("--seq: {} ({})", problem->message, problem->key));
   }
-  return spec;
+  return *spec;
 }
 
 void add_parallel_commands(CLI::App& app) {

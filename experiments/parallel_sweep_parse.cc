@@ -8,6 +8,7 @@
 
 #include "experiments/parallel_sweep.h"
 #include "hw/limits.h"
+#include "models/zoo/model_ref.h"
 #include "models/zoo/zoo.h"
 #include "util/error.h"
 
@@ -25,33 +26,19 @@ constexpr int kMaxDegree = 1 << 16;
 // `strata parallelize --model`, docs/parallel.md).
 zoo::TransformerSpec read_model(const ExperimentFile& file, const YamlReader& field) {
   const std::string text = field.as_string();
-  if (text.starts_with(zoo::kTransformerPrefix)) {
-    try {
-      return zoo::parse_transformer_spec(text);
-    } catch (const std::invalid_argument& e) {
-      throw field.error(e.what());
-    }
+  const bool yaml = text.ends_with(".yaml") || text.ends_with(".yml");
+  const std::string ref = yaml ? file.resolve_path(field) : text;  // names file, line and field if missing
+  std::optional<zoo::TransformerSpec> spec;
+  try {
+    spec = zoo::training_transformer(zoo::resolve_model_ref(ref));
+  } catch (const ConfigError& e) {
+    if (!yaml) throw;
+    throw field.error(fmt::format("in the model description it names: {}", e.what()));
+  } catch (const std::invalid_argument& e) {
+    throw field.error(e.what());
   }
-  if (text.ends_with(".yaml") || text.ends_with(".yml")) {
-    const std::string path = file.resolve_path(field);
-    try {
-      return zoo::load_transformer_spec(path);
-    } catch (const ConfigError& e) {
-      throw field.error(fmt::format("in the model description it names: {}", e.what()));
-    }
-  }
-  if (const auto* entry = zoo::find_model(text); entry && entry->transformer) {
-    auto spec = *entry->transformer;
-    spec.attention = zoo::AttentionImpl::kFlash;
-    return spec;
-  }
-  std::string decoders;
-  for (const auto& m : zoo::zoo_models())
-    if (m.transformer) decoders += (decoders.empty() ? "" : ", ") + m.name;
-  throw field.error(fmt::format(
-      "'{}' is not a transformer: expected a decoder of the zoo ({}), transformer:layers=..,hidden=..,"
-      "heads=..,vocab=..,seq=.. or a model YAML (configs/models/)",
-      text, decoders));
+  if (!spec) throw field.error(zoo::not_a_transformer_message(text));
+  return *spec;
 }
 
 hw::DType read_dtype(const YamlReader& field) {

@@ -39,6 +39,24 @@ ModelRef resolve_model_ref(std::string_view text) {
       text, zoo_names()));
 }
 
+std::optional<TransformerSpec> training_transformer(const ModelRef& ref) {
+  if (!ref.transformer) return std::nullopt;
+  auto spec = *ref.transformer;
+  if (ref.kind == ModelRefKind::kZoo) spec.attention = AttentionImpl::kFlash;
+  return spec;
+}
+
+std::string not_a_transformer_message(std::string_view text) {
+  std::string decoders;
+  for (const auto& m : zoo_models())
+    if (m.transformer) decoders += (decoders.empty() ? "" : ", ") + m.name;
+  return fmt::format(
+      "'{}' is not a transformer: expected a decoder of the zoo ({}), "
+      "transformer:layers=..,hidden=..,heads=..,"
+      "vocab=..,seq=.. or a model YAML (configs/models/)",
+      text, decoders);
+}
+
 Graph build_model_ref(const ModelRef& ref, const ModelRefOptions& o) {
   if (ref.kind == ModelRefKind::kOnnx) {
     if (o.batch || o.seq)

@@ -32,6 +32,13 @@ struct ModelRefOptions {
   DType dtype = DType::kF32;
   std::map<std::string, std::int64_t> onnx_dims;  // symbolic ONNX input dimensions
 };
+// The transformer a training-step simulation uses for `ref` (search/parallel): its spec, with FlashAttention
+// for the zoo's decoders, whose graphs keep unfused attention (docs/models.md) while Megatron-LM trains them
+// with FlashAttention. nullopt when `ref` is not a transformer.
+std::optional<TransformerSpec> training_transformer(const ModelRef& ref);
+// "'<text>' is not a transformer: expected a decoder of the zoo (...), transformer:... or a model YAML".
+std::string not_a_transformer_message(std::string_view text);
+
 // The forward graph. batch/seq/dtype apply to zoo and transformer references, onnx_dims to ONNX files; giving
 // one to the other kind is an error (std::invalid_argument).
 Graph build_model_ref(const ModelRef& ref, const ModelRefOptions& options = {});
