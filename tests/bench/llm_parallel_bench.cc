@@ -45,6 +45,7 @@ void BM_Gpt3ExhaustiveSearchOn1024Gpus(benchmark::State& state) {
   par::LlmSearchOptions o;
   o.global_batch = 1536;
   o.space.all_placements = state.range(0) != 0;
+  o.top = static_cast<int>(state.range(1));
   for (auto _ : state) {
     const auto r = par::search_llm(spec, cluster(), cost, o);
     benchmark::DoNotOptimize(r.top.size());
@@ -52,7 +53,13 @@ void BM_Gpt3ExhaustiveSearchOn1024Gpus(benchmark::State& state) {
     state.counters["simulated"] = static_cast<double>(r.counts.simulated);
   }
 }
-BENCHMARK(BM_Gpt3ExhaustiveSearchOn1024Gpus)->Arg(0)->Arg(1)->Unit(benchmark::kSecond)->Iterations(1);
+// Args: every placement of the best strategies (0/1), plans ranked exactly (top k).
+BENCHMARK(BM_Gpt3ExhaustiveSearchOn1024Gpus)
+    ->Args({1, 1})
+    ->Args({0, 10})
+    ->Args({1, 10})
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
 
 }  // namespace
 
