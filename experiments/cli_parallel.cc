@@ -265,6 +265,12 @@ void print_search_text(const par::LlmSearchResult& s) {
                            "memory", "fits", "strategy / placement");
   int rank = 1;
   auto row = [](const std::string& name, const par::LlmStepResult& r) {
+    if (!r.simulated) {  // out of memory: reported, not simulated
+      std::cout << fmt::format("{:>4} {:>11} {:>6} {:>10} {:>10} {:>5}  {} / {}\n", name, "-", "-", "-",
+                               units::format_bytes(r.memory.total()), "no", r.strategy.describe(),
+                               r.placement_text);
+      return;
+    }
     std::cout << fmt::format("{:>4} {:>11} {:>5.1f}% {:>10.0f} {:>10} {:>5}  {} / {}\n", name,
                              format_seconds(r.step_seconds), r.mfu * 100, r.tokens_per_second,
                              units::format_bytes(r.memory.total()), r.fits ? "yes" : "no",
@@ -274,7 +280,7 @@ void print_search_text(const par::LlmSearchResult& s) {
   if (s.expert)
     row("exp", *s.expert);
   else
-    std::cout << "  exp  (no Megatron-style expert plan fits in memory)\n";
+    std::cout << "  exp  (no Megatron-style expert plan divides the model, batch and GPUs)\n";
   if (s.data_parallel)
     row("dp", *s.data_parallel);
   else

@@ -118,14 +118,16 @@ void run_point(const Config& x, const Point& p, std::size_t index, Results& resu
       if (search) {
         expert = search->expert;
       } else if (auto st = par::megatron_expert_strategy(x.spec, topo, cost, p.global_batch, x.dtype)) {
-        expert = par::simulate_llm_step(x.spec, *st, topo, cost);
+        par::LlmStepOptions so;
+        so.simulate_when_oom = false;  // out of memory: reported with its memory, not simulated
+        expert = par::simulate_llm_step(x.spec, *st, topo, cost, so);
       }
       results.rows.push_back(expert
                                  ? plan_row(p, family, std::move(*expert))
                                  : missing_row(p, family,
                                                "not applicable: no Megatron-style expert plan (tp within a "
                                                "node, sp, selective recompute, ZeRO-1, micro-batch 1, any "
-                                               "pipeline depth) both divides the model and batch and fits",
+                                               "pipeline depth) divides the model, batch and GPUs",
                                                ""));
     } else if (family == kDataParallel) {
       results.rows.push_back(search->data_parallel ? plan_row(p, family, *search->data_parallel)

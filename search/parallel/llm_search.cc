@@ -199,6 +199,7 @@ std::optional<LlmStrategy> megatron_expert_strategy(const TransformerSpec& spec,
   int tp = 1;
   for (int t : divisors(topo.gpus_per_node()))
     if (spec.heads % t == 0 && spec.ffn % t == 0 && n % t == 0) tp = t;
+  std::optional<LlmStrategy> leanest;
   for (int pp : divisors(n / tp)) {
     LlmStrategy s;
     s.tp = tp, s.pp = pp, s.dp = n / tp / pp, s.micro_batch = 1, s.global_batch = global_batch;
@@ -209,8 +210,9 @@ std::optional<LlmStrategy> megatron_expert_strategy(const TransformerSpec& spec,
     if (!strategy_problems(spec, s, topo).empty()) continue;
     const auto costs = llm_costs(spec, s, cost);
     if (llm_memory(spec, s, costs.layer, costs.edge).total() <= topo.gpu().hbm_capacity) return s;
+    leanest = s;  // deeper pipelines hold less per GPU
   }
-  return std::nullopt;
+  return leanest;
 }
 
 LlmSearchResult search_llm(const TransformerSpec& spec, const hw::Topology& topo,
@@ -374,7 +376,8 @@ LlmSearchResult search_llm(const TransformerSpec& spec, const hw::Topology& topo
   result.top = std::move(best);
   // Baselines.
   if (auto expert = megatron_expert_strategy(spec, topo, cost, o.global_batch, o.space.dtype))
-    result.expert = simulate_llm_step(spec, *expert, topo, cost);
+    result.expert =
+        simulate_llm_step(spec, *expert, topo, cost, so);  // out of memory: reported, not simulated
   std::optional<LlmStepResult> dp;
   for (const auto& cand : candidates)
     if (cand.st.tp == 1 && cand.st.pp == 1 && cand.st.cp == 1) {
