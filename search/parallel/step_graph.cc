@@ -280,38 +280,30 @@ StepBreakdown breakdown(const StepGraph& g, const sim::SimResult& r, int stage) 
     const auto& tt = r.timeline[static_cast<std::size_t>(t)];
     return sim::time_to_seconds(tt.done - tt.start);
   };
+  // Where a time kind goes in the breakdown (kOther counts as compute).
+  auto field = [&b](TimeKind kind) -> double& {
+    switch (kind) {
+      case TimeKind::kRecompute:
+        return b.recompute;
+      case TimeKind::kTensorComm:
+        return b.tp_comm;
+      case TimeKind::kContextComm:
+        return b.cp_comm;
+      case TimeKind::kExpertComm:
+        return b.ep_comm;
+      case TimeKind::kCompute:
+      case TimeKind::kOther:
+        break;
+    }
+    return b.compute;
+  };
   for (const auto& timed : g.chain[static_cast<std::size_t>(stage)]) {
     if (timed.fixed_total() > 0) {  // a merged run: its parts have fixed lengths
-      b.compute += timed.fixed[static_cast<std::size_t>(TimeKind::kCompute)] +
-                   timed.fixed[static_cast<std::size_t>(TimeKind::kOther)];
-      b.recompute += timed.fixed[static_cast<std::size_t>(TimeKind::kRecompute)];
-      b.tp_comm += timed.fixed[static_cast<std::size_t>(TimeKind::kTensorComm)];
-      b.cp_comm += timed.fixed[static_cast<std::size_t>(TimeKind::kContextComm)];
-      b.ep_comm += timed.fixed[static_cast<std::size_t>(TimeKind::kExpertComm)];
+      for (std::size_t k = 0; k < timed.fixed.size(); ++k) field(static_cast<TimeKind>(k)) += timed.fixed[k];
       continue;
     }
-    const double sec = sim::time_to_seconds(r.timeline[static_cast<std::size_t>(timed.task)].done -
-                                            r.timeline[static_cast<std::size_t>(timed.first)].start);
-    switch (timed.kind) {
-      case TimeKind::kCompute:
-        b.compute += sec;
-        break;
-      case TimeKind::kRecompute:
-        b.recompute += sec;
-        break;
-      case TimeKind::kTensorComm:
-        b.tp_comm += sec;
-        break;
-      case TimeKind::kContextComm:
-        b.cp_comm += sec;
-        break;
-      case TimeKind::kExpertComm:
-        b.ep_comm += sec;
-        break;
-      case TimeKind::kOther:
-        b.compute += sec;
-        break;
-    }
+    field(timed.kind) += sim::time_to_seconds(r.timeline[static_cast<std::size_t>(timed.task)].done -
+                                              r.timeline[static_cast<std::size_t>(timed.first)].start);
   }
   const auto opt = g.optimizer[static_cast<std::size_t>(stage)];
   const auto last = g.last_backward[static_cast<std::size_t>(stage)];
