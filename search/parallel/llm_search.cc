@@ -52,7 +52,8 @@ class AloneTimes {
 // A lower bound on the simulated step: for every stage j, the chain of its passes (compute and blocking
 // communication, each at least its time alone) cannot start before micro-batch 0's forward has crossed the
 // virtual stages before it, nor end before the last backward has crossed them back; stage 0 then waits for
-// its last gradient bucket and runs the optimizer; every stage first waits for its parameter gathers.
+// its last gradient bucket and runs the optimizer. Each stage's data-parallel stream (parameter gathers, then
+// gradient reductions, then the optimizer) and its asynchronous stream bound the step too.
 double lower_bound(const StepDescription& d, AloneTimes& alone) {
   const int V = d.p * d.v;
   std::vector<double> comm_time(d.comms.size(), -1.0);  // per operation, looked up once
@@ -103,9 +104,10 @@ double lower_bound(const StepDescription& d, AloneTimes& alone) {
       for (const auto& g : chunk) gathers += time_of(g.op);
     for (int op : sync.grad_sync) reductions += time_of(op);
     const double last_bucket = s == 0 && !sync.grad_sync.empty() ? time_of(sync.grad_sync.back()) : 0.0;
-    best = std::max(
-        {best, gathers + head + std::max(busy, async_busy) + tail + last_bucket + sync.optimizer_seconds,
-         gathers + reductions + sync.optimizer_seconds});
+    // Parameter gathers overlap the first forward pass (layer by layer), so they bound only the data-parallel
+    // stream, not the chain.
+    best = std::max({best, head + std::max(busy, async_busy) + tail + last_bucket + sync.optimizer_seconds,
+                     gathers + reductions + sync.optimizer_seconds});
   }
   return best;
 }
