@@ -104,10 +104,31 @@ double lower_bound(const StepDescription& d, AloneTimes& alone) {
       for (const auto& g : chunk) gathers += time_of(g.op);
     for (int op : sync.grad_sync) reductions += time_of(op);
     const double last_bucket = s == 0 && !sync.grad_sync.empty() ? time_of(sync.grad_sync.back()) : 0.0;
-    // Parameter gathers overlap the first forward pass (layer by layer), so they bound only the data-parallel
-    // stream, not the chain.
-    best = std::max({best, head + std::max(busy, async_busy) + tail + last_bucket + sync.optimizer_seconds,
-                     gathers + reductions + sync.optimizer_seconds});
+    const double rest = tail + last_bucket + sync.optimizer_seconds;
+    best = std::max(
+        {best, head + std::max(busy, async_busy) + rest, gathers + reductions + sync.optimizer_seconds});
+    // Parameter gathers overlap the stage's first forward pass (chunk 0) layer by layer: the data stream
+    // issues them in order from time 0, and the chain reaches layer L no earlier than head + (its work before
+    // L) nor before the gathers layer L needs are done; everything after L still follows.
+    if (!sync.param_gather.empty() && !sync.param_gather[0].empty()) {
+      std::vector<std::pair<int, double>> prefix;  // (layer marker, chain work before it) in pass order
+      double work = 0;
+      for (const auto& seg : d.fwd[static_cast<std::size_t>(s)].segments) {
+        if (seg.layer != Segment::kNoLayer) prefix.emplace_back(seg.layer, work);
+        if (seg.kind == Segment::Kind::kCompute) work += seg.seconds;
+        if (seg.kind == Segment::Kind::kComm) work += time_of(seg.comm);
+      }
+      double issued = 0;
+      for (const auto& g : sync.param_gather[0]) {
+        issued += time_of(g.op);
+        // The first marked segment that waits for g: the first layer at or after its first layer.
+        for (const auto& [layer, before] : prefix)
+          if (layer >= g.first_layer) {
+            best = std::max(best, std::max(head + before, issued) + (busy - before) + rest);
+            break;
+          }
+      }
+    }
   }
   return best;
 }
