@@ -55,9 +55,9 @@ bool is_linear(const Graph& g, const Node& n) {
 // fp8_linears: the GEMMs of linear layers (forward, input and weight gradients) run at the fp8 peak, as
 // Transformer Engine's FP8 training does (Micikevicius et al. 2022, arXiv 2209.05433); everything else at the
 // graph's bf16.
-using PhaseOf = std::function<PhaseCost*(NodeId forward_node, bool backward)>;
+using CostSink = std::function<void(NodeId forward_node, bool backward, const OpCost& cost)>;
 void cost_training_graph(const Graph& forward, const CostModel& cost, bool fp8_linears,
-                         const PhaseOf& phase_of) {
+                         const CostSink& sink) {
   TrainOptions opt;
   opt.optimizer = Optimizer::kNone;
   opt.input_grads = true;
@@ -76,7 +76,7 @@ void cost_training_graph(const Graph& forward, const CostModel& cost, bool fp8_l
                                            g.node(n).name, g.node(n).op->name));
       continue;
     }
-    if (PhaseCost* p = phase_of(owner, backward)) add(*p, c);
+    sink(owner, backward, c);
   }
 }
 
@@ -119,14 +119,14 @@ LayerCost layer_cost(const TransformerSpec& spec, const LayerShard& shard, hw::D
   out.expert_params = nodes.expert_params;
   std::vector<bool> standin(g.nodes().size(), false);
   for (NodeId n : nodes.standins) standin[static_cast<std::size_t>(n)] = true;
-  cost_training_graph(g, cost, dt == hw::DType::kFp8, [&](NodeId f, bool backward) -> PhaseCost* {
-    if (standin[static_cast<std::size_t>(f)]) return nullptr;
+  cost_training_graph(g, cost, dt == hw::DType::kFp8, [&](NodeId f, bool backward, const OpCost& c) {
+    if (standin[static_cast<std::size_t>(f)]) return;
     if (in(f, nodes.attn_begin, nodes.attn_end)) {
-      if (!backward && in(f, nodes.core_begin, nodes.core_end))
-        add(out.attn_core_fwd, cost.node_cost(g, g.node(f)));
-      return backward ? &out.attn_bwd : &out.attn_fwd;
+      add(backward ? out.attn_bwd : out.attn_fwd, c);
+      if (in(f, nodes.core_begin, nodes.core_end)) add(backward ? out.attn_core_bwd : out.attn_core_fwd, c);
+      return;
     }
-    if (in(f, nodes.mlp_begin, nodes.mlp_end)) return backward ? &out.mlp_bwd : &out.mlp_fwd;
+    if (in(f, nodes.mlp_begin, nodes.mlp_end)) return add(backward ? out.mlp_bwd : out.mlp_fwd, c);
     throw std::logic_error(fmt::format("layer costs: node '{}' is in no phase", g.node(f).name));
   });
   return out;
@@ -152,8 +152,9 @@ EdgeCost edge_cost(const TransformerSpec& spec, const LayerShard& shard, hw::DTy
     }
     g.mark_output(b.reshape(x, {tokens, spec.hidden}, "flatten"));
     out.embed_params = g.param_count();
-    cost_training_graph(g, cost, false,  // fp8: only the transformer layers' linear layers run in fp8
-                        [&](NodeId, bool backward) { return backward ? &out.embed_bwd : &out.embed_fwd; });
+    cost_training_graph(
+        g, cost, false,  // fp8: only the transformer layers' linear layers run in fp8
+        [&](NodeId, bool backward, const OpCost& c) { add(backward ? out.embed_bwd : out.embed_fwd, c); });
   }
   {  // final norm, output projection onto the vocabulary shard, cross-entropy over its logits
     Graph g(spec.name + ".head");
@@ -168,8 +169,9 @@ EdgeCost edge_cost(const TransformerSpec& spec, const LayerShard& shard, hw::DTy
     // Megatron's fused vocab-parallel cross-entropy reads the logits once forward and writes their gradient
     // once backward; costed as a softmax over the logits and its gradient.
     g.mark_output(b.op("softmax", {logits}, {{"axis", std::int64_t{-1}}}, "cross_entropy"));
-    cost_training_graph(g, cost, false,  // fp8: only the transformer layers' linear layers run in fp8
-                        [&](NodeId, bool backward) { return backward ? &out.head_bwd : &out.head_fwd; });
+    cost_training_graph(
+        g, cost, false,  // fp8: only the transformer layers' linear layers run in fp8
+        [&](NodeId, bool backward, const OpCost& c) { add(backward ? out.head_bwd : out.head_fwd, c); });
   }
   return out;
 }

@@ -29,6 +29,7 @@ struct LayerCost {  // one layer, one micro-batch, one GPU
   PhaseCost attn_fwd, mlp_fwd, attn_bwd,
       mlp_bwd;               // mlp = dense MLP or the MoE block (router + local experts)
   PhaseCost attn_core_fwd;   // the attention core alone (selective recomputation re-runs it)
+  PhaseCost attn_core_bwd;   // its backward kernels (part of attn_bwd; context parallelism splits it)
   double params = 0;         // parameters this GPU holds for the layer (TP/EP shard)
   double expert_params = 0;  // of which expert weights (MoE)
 };

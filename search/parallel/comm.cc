@@ -48,11 +48,10 @@ std::vector<hw::LinkId> CommEmitter::instance_links(const CommOp& op, std::size_
     sim::TaskGraph scratch;
     const auto root = scratch.add_delay(0, scratch.intern("start"));
     const sim::Dep after[] = {{root}};
-    const auto choice = sim::nccl::estimate_all(topo_, spec_of(op, instance));
-    if (choice.empty()) throw std::invalid_argument("no collective algorithm can run '" + op.label + "'");
+    const auto& [algorithm, protocol] = choice(op, 0);  // what emit() runs on every instance
     auto spec = spec_of(op, instance);
-    spec.protocol = choice.front().protocol;
-    sim::add_collective(topo_, scratch, spec, choice.front().algorithm, after);
+    spec.protocol = protocol;
+    sim::add_collective(topo_, scratch, spec, algorithm, after);
     for (const auto& t : scratch.tasks()) {
       if (t.kind != sim::TaskKind::kTransfer) continue;
       if (t.route >= 0) {
@@ -101,6 +100,16 @@ void CommEmitter::finalize(bool allow_isolation) {
   finalized_ = true;
 }
 
+const std::pair<std::string, sim::Protocol>& CommEmitter::choice(const CommOp& op, std::size_t instance) {
+  auto key = std::make_tuple(static_cast<int>(op.op), op.bytes, op.instances[instance]);
+  auto it = choice_.find(key);
+  if (it != choice_.end()) return it->second;
+  const auto estimates = sim::nccl::estimate_all(topo_, spec_of(op, instance));
+  if (estimates.empty()) throw std::invalid_argument("no collective algorithm can run '" + op.label + "'");
+  return choice_.emplace(std::move(key), std::pair{estimates.front().algorithm, estimates.front().protocol})
+      .first->second;
+}
+
 double simulate_alone(const hw::Topology& topo, const CommOp& op) {
   const auto& group = op.instances.front();
   if (op.p2p) {
@@ -128,14 +137,8 @@ double CommEmitter::alone_seconds(const CommOp& op) {
 const CommEmitter::Expansion& CommEmitter::expansion(const CommOp& op) {
   const auto key = key_of(op);
   if (auto it = expansions_.find(key); it != expansions_.end()) return it->second;
-  std::string algorithm;
-  sim::Protocol protocol = sim::Protocol::kSimple;
-  if (!op.p2p) {
-    const auto choice = sim::nccl::estimate_all(topo_, spec_of(op, 0));
-    if (choice.empty()) throw std::invalid_argument("no collective algorithm can run '" + op.label + "'");
-    algorithm = choice.front().algorithm;
-    protocol = choice.front().protocol;
-  }
+  // Every instance runs instance 0's algorithm and protocol (they are symmetric).
+  const auto [algorithm, protocol] = op.p2p ? std::pair<std::string, sim::Protocol>{} : choice(op, 0);
   // Expand every instance on its own, then merge task by task.
   std::vector<sim::TaskGraph> parts(op.instances.size());
   sim::TaskId done = 0;

@@ -89,7 +89,9 @@ class CommEmitter {
   bool finalized_ = false;
   std::map<Key, double> alone_;
   std::map<Key, Expansion> expansions_;
-  std::map<std::tuple<int, int, double>, std::pair<std::string, sim::Protocol>> choice_;  // (op, n, bytes)
+  // The algorithm and protocol NCCL's tuner would pick (sim::nccl::estimate_all), per (op, bytes, group).
+  const std::pair<std::string, sim::Protocol>& choice(const CommOp& op, std::size_t instance);
+  std::map<std::tuple<int, double, std::vector<hw::Rank>>, std::pair<std::string, sim::Protocol>> choice_;
   std::map<std::string, std::int32_t> label_ids_;
 };
 

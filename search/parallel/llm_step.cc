@@ -206,12 +206,10 @@ class StepLowering {
 
   void forward_layer(std::vector<Segment>& out, int s, const LayerCost& l, TimeKind kind) {
     std::vector<Segment> attn;
-    attention_compute(attn, s, l.attn_fwd.seconds, cp_core(l), false, kind);
+    attention_compute(attn, s, l.attn_fwd.seconds, l.attn_core_fwd.seconds, false, kind);
     wrap_tp(out, s, std::move(attn));
     mlp(out, s, l.mlp_fwd.seconds, "mlp fwd", kind);
   }
-
-  double cp_core(const LayerCost& l) const { return l.attn_core_fwd.seconds; }
 
   // The TP collectives around a block (Megatron's f / g operators): with sequence parallelism an all-gather
   // before (unless `gather_before` is false) and a reduce-scatter after; without, one all-reduce after.
@@ -347,7 +345,7 @@ class StepLowering {
       if (st_.recompute == Recompute::kSelective)
         bwd.push_back(compute(l.attn_core_fwd.seconds, "attn core recompute", TimeKind::kRecompute));
       std::vector<Segment> attn;
-      attention_compute(attn, s, l.attn_bwd.seconds, cp_core(l) * 2.5, true, TimeKind::kCompute);
+      attention_compute(attn, s, l.attn_bwd.seconds, l.attn_core_bwd.seconds, true, TimeKind::kCompute);
       wrap_tp(bwd, s, std::move(attn));
       wait_gather(bwd, from, layers - 1 - i);
       if (zero3) {

@@ -280,7 +280,7 @@ StepBreakdown breakdown(const StepGraph& g, const sim::SimResult& r, int stage) 
     const auto& tt = r.timeline[static_cast<std::size_t>(t)];
     return sim::time_to_seconds(tt.done - tt.start);
   };
-  // Where a time kind goes in the breakdown (kOther counts as compute).
+  // Where a time kind goes in the breakdown.
   auto field = [&b](TimeKind kind) -> double& {
     switch (kind) {
       case TimeKind::kRecompute:
@@ -292,7 +292,6 @@ StepBreakdown breakdown(const StepGraph& g, const sim::SimResult& r, int stage) 
       case TimeKind::kExpertComm:
         return b.ep_comm;
       case TimeKind::kCompute:
-      case TimeKind::kOther:
         break;
     }
     return b.compute;

@@ -19,7 +19,8 @@
 namespace strata::search::parallel {
 
 // What a segment's time counts as in the step breakdown.
-enum class TimeKind : std::uint8_t { kCompute, kRecompute, kTensorComm, kContextComm, kExpertComm, kOther };
+enum class TimeKind : std::uint8_t { kCompute, kRecompute, kTensorComm, kContextComm, kExpertComm };
+inline constexpr std::size_t kNumTimeKinds = 5;
 
 struct Segment {
   enum class Kind : std::uint8_t { kCompute, kComm, kAsync };
@@ -77,9 +78,13 @@ struct StepGraph {
     sim::TaskId task = -1;
     TimeKind kind = TimeKind::kCompute;
     // A coarse task merging fixed-length segments: seconds per TimeKind (all zero for a single segment).
-    std::array<double, 6> fixed{};
+    std::array<double, kNumTimeKinds> fixed{};
     sim::TaskId first = -1;  // the segment's first task (a flow-simulated collective has several)
-    double fixed_total() const { return fixed[0] + fixed[1] + fixed[2] + fixed[3] + fixed[4] + fixed[5]; }
+    double fixed_total() const {
+      double t = 0;
+      for (double x : fixed) t += x;
+      return t;
+    }
   };
   std::vector<std::vector<Timed>> chain;
   std::vector<sim::TaskId> last_backward, optimizer;

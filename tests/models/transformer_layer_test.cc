@@ -106,6 +106,8 @@ TEST(LayerCost, PhasesPartitionTheTrainingGraph) {
   const double core = 4.0 * 2 * 64 * 64 * 256 / 2;
   EXPECT_DOUBLE_EQ(c.attn_core_fwd.flops, core);
   EXPECT_EQ(c.attn_core_fwd.kernels, 1);
+  EXPECT_DOUBLE_EQ(c.attn_core_bwd.flops, 2.5 * core);  // FlashAttention-2's backward: 5 GEMMs to 2
+  EXPECT_EQ(c.attn_core_bwd.kernels, 1);
   // attn_bwd: the core's 2.5x plus dgrad and wgrad GEMMs of q, k, v, out (2 x 2 x 4 T h^2), etc.
   EXPECT_GT(c.attn_bwd.flops, 2.5 * core + 16.0 * 128 * 256 * 256);
 }
