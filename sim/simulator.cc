@@ -9,6 +9,7 @@
 
 #include "sim/engine.h"
 #include "sim/network_model.h"
+#include "sim/route_classes.h"
 
 namespace strata::sim {
 namespace {
@@ -16,8 +17,12 @@ namespace {
 class Run final : public EventHandler, public FlowListener {
  public:
   Run(const hw::Topology& topo, const TaskGraph& graph, const SimOptions& options)
-      : topo_(topo), graph_(graph), compute_(options.compute),
-        network_(engine_, capacities(topo), shared(topo), *this), record_(options.record_timeline) {
+      : topo_(topo),
+        graph_(graph),
+        compute_(options.compute),
+        routes_(topo, graph),
+        network_(engine_, capacities(topo), shared(topo), *this),
+        record_(options.record_timeline) {
     const std::size_t n = graph.size();
     pending_.assign(n, 0);
     // Successor lists in CSR form, split by what the successor waits for.
@@ -39,14 +44,15 @@ class Run final : public EventHandler, public FlowListener {
       if (pending_[static_cast<std::size_t>(t)] == 0) start(t);
     engine_.run();
     if (completed_ != graph_.size())
-      throw std::logic_error(fmt::format("task graph deadlocked: {} of {} tasks completed", completed_, graph_.size()));
+      throw std::logic_error(
+          fmt::format("task graph deadlocked: {} of {} tasks completed", completed_, graph_.size()));
     SimResult r;
     // The last task's completion: the engine may still hold stale events (flow completions superseded by a
     // later rate change are dropped only when they fire), which end later and mean nothing.
     r.makespan = last_done_;
     r.events = engine_.events_processed();
     r.rate_solves = network_.rate_solves();
-    r.link_bytes.assign(network_.link_bytes().begin(), network_.link_bytes().end());
+    r.link_bytes = routes_.expand(network_.link_bytes());
     r.timeline = std::move(timeline_);
     return r;
   }
@@ -63,7 +69,9 @@ class Run final : public EventHandler, public FlowListener {
     finish(t, true, true);
   }
   void on_flow_sent(FlowId, std::uint64_t user) override { finish(static_cast<TaskId>(user), true, false); }
-  void on_flow_delivered(FlowId, std::uint64_t user) override { finish(static_cast<TaskId>(user), false, true); }
+  void on_flow_delivered(FlowId, std::uint64_t user) override {
+    finish(static_cast<TaskId>(user), false, true);
+  }
 
  private:
   static std::vector<double> capacities(const hw::Topology& topo) {
@@ -79,7 +87,8 @@ class Run final : public EventHandler, public FlowListener {
     return s;
   }
   static std::uint64_t stream_key(const Task& t) {
-    return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(t.rank)) << 32) | static_cast<std::uint32_t>(t.stream);
+    return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(t.rank)) << 32) |
+           static_cast<std::uint32_t>(t.stream);
   }
 
   void start(TaskId t) {
@@ -92,15 +101,11 @@ class Run final : public EventHandler, public FlowListener {
         if (queue.size() == 1) begin_compute(t);
         break;
       }
-      case TaskKind::kTransfer: {
-        if (task.route >= 0) {
-          const CustomRoute& r = graph_.custom_route(task.route);
-          network_.start_flow(r.links, task.bytes, task.seconds, static_cast<std::uint64_t>(t), r.weights);
-        } else {
-          network_.start_flow(topo_.route(task.rank, task.peer), task.bytes, task.seconds, static_cast<std::uint64_t>(t));
-        }
+      case TaskKind::kTransfer:
+        // One link per class of equivalent links: the same rates as the full routes (RouteClasses).
+        network_.start_flow(routes_.links(task), task.bytes, task.seconds, static_cast<std::uint64_t>(t),
+                            routes_.weights(task));
         break;
-      }
       case TaskKind::kDelay:
         engine_.schedule(time_after(engine_.now(), task.seconds), *this, static_cast<std::uint64_t>(t));
         break;
@@ -139,6 +144,7 @@ class Run final : public EventHandler, public FlowListener {
   const hw::Topology& topo_;
   const TaskGraph& graph_;
   const ComputeCost* compute_;
+  RouteClasses routes_;
   Engine engine_;
   NetworkModel network_;
   bool record_;
@@ -165,9 +171,8 @@ std::vector<LinkUsage> SimResult::link_usage(const hw::Topology& topo) const {
     const double cap = topo.links()[i].bandwidth;
     out.push_back({static_cast<hw::LinkId>(i), link_bytes[i], span > 0 ? link_bytes[i] / (cap * span) : 0.0});
   }
-  std::stable_sort(out.begin(), out.end(), [](const LinkUsage& a, const LinkUsage& b) {
-    return a.utilization > b.utilization;
-  });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const LinkUsage& a, const LinkUsage& b) { return a.utilization > b.utilization; });
   return out;
 }
 

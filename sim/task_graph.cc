@@ -53,10 +53,24 @@ TaskId TaskGraph::add_transfer(hw::Rank src, hw::Rank dst, double wire_bytes, do
 }
 
 TaskId TaskGraph::add_transfer_on(CustomRoute route, hw::Rank src, hw::Rank dst, double wire_bytes,
-                                  double latency_seconds, std::int32_t label, std::span<const Dep> deps, int lane) {
+                                  double latency_seconds, std::int32_t label, std::span<const Dep> deps,
+                                  int lane) {
+  return add_transfer_via(add_route(std::move(route)), src, dst, wire_bytes, latency_seconds, label, deps,
+                          lane);
+}
+
+std::int32_t TaskGraph::add_route(CustomRoute route) {
   if (!route.weights.empty() && route.weights.size() != route.links.size())
     throw std::logic_error("custom route: weights must be parallel to links");
   routes_.push_back(std::move(route));
+  return static_cast<std::int32_t>(routes_.size() - 1);
+}
+
+TaskId TaskGraph::add_transfer_via(std::int32_t route, hw::Rank src, hw::Rank dst, double wire_bytes,
+                                   double latency_seconds, std::int32_t label, std::span<const Dep> deps,
+                                   int lane) {
+  if (route < 0 || static_cast<std::size_t>(route) >= routes_.size())
+    throw std::logic_error("add_transfer_via: no such custom route");
   Task t{};
   t.kind = TaskKind::kTransfer;
   t.rank = src;
@@ -65,7 +79,7 @@ TaskId TaskGraph::add_transfer_on(CustomRoute route, hw::Rank src, hw::Rank dst,
   t.seconds = latency_seconds;
   t.label = label;
   t.lane = lane;
-  t.route = static_cast<std::int32_t>(routes_.size() - 1);
+  t.route = route;
   return push(t, deps);
 }
 

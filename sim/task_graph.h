@@ -54,12 +54,20 @@ class TaskGraph {
                      std::span<const Dep> deps = {});
   TaskId add_compute_fixed(hw::Rank gpu, int stream, double seconds, std::int32_t label,
                            std::span<const Dep> deps = {});
-  TaskId add_transfer(hw::Rank src, hw::Rank dst, double wire_bytes, double latency_seconds, std::int32_t label,
-                      std::span<const Dep> deps = {}, int lane = 0);
+  TaskId add_transfer(hw::Rank src, hw::Rank dst, double wire_bytes, double latency_seconds,
+                      std::int32_t label, std::span<const Dep> deps = {}, int lane = 0);
   // A transfer along explicit links (e.g. GPU -> NVSwitch for in-switch reduction), or a flow bundle: a
   // route whose links carry `weights` x the bundle's bytes at weights x its rate (see CustomRoute).
-  TaskId add_transfer_on(CustomRoute route, hw::Rank src, hw::Rank dst, double wire_bytes, double latency_seconds,
-                         std::int32_t label, std::span<const Dep> deps = {}, int lane = 0);
+  TaskId add_transfer_on(CustomRoute route, hw::Rank src, hw::Rank dst, double wire_bytes,
+                         double latency_seconds, std::int32_t label, std::span<const Dep> deps = {},
+                         int lane = 0);
+  // A custom route stored once for many transfers (add_transfer_via): a flow bundle over all instances of a
+  // symmetric collective has hundreds of links and is emitted thousands of times in a training step.
+  std::int32_t add_route(CustomRoute route);
+  TaskId add_transfer_via(std::int32_t route, hw::Rank src, hw::Rank dst, double wire_bytes,
+                          double latency_seconds, std::int32_t label, std::span<const Dep> deps = {},
+                          int lane = 0);
+  std::size_t num_custom_routes() const { return routes_.size(); }
   TaskId add_delay(double seconds, std::int32_t label, std::span<const Dep> deps = {});
   void add_dep(TaskId task, Dep dep);
 
