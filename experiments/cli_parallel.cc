@@ -258,9 +258,10 @@ void print_search_text(const par::LlmSearchResult& s) {
   const auto& c = s.counts;
   std::cout << fmt::format(
       "searched    {} strategies in {:.2f} s: {} invalid for the model, {} out of memory; {} plans (ZeRO "
-      "variants "
-      "x placements): {} pruned by the lower bound, {} simulated\n",
-      c.enumerated, s.seconds, c.invalid, c.out_of_memory, c.plans, c.pruned, c.simulated);
+      "variants x placements): {} pruned by the lower bounds ({} of them after a run without contention), "
+      "{} simulated\n",
+      c.enumerated, s.seconds, c.invalid, c.out_of_memory, c.plans, c.pruned, c.uncontended - c.simulated,
+      c.simulated);
   std::cout << fmt::format("{:>4} {:>11} {:>6} {:>10} {:>10} {:>5}  {}\n", "rank", "step", "MFU", "tokens/s",
                            "memory", "fits", "strategy / placement");
   int rank = 1;
@@ -323,6 +324,7 @@ void run_search_command(const SearchCliOptions& o) {
                           {"out_of_memory", s.counts.out_of_memory},
                           {"plans", s.counts.plans},
                           {"pruned", s.counts.pruned},
+                          {"uncontended", s.counts.uncontended},
                           {"simulated", s.counts.simulated}}}};
     j["plans"] = nlohmann::json::array();
     for (const auto& r : s.top) j["plans"].push_back(result_json(r));

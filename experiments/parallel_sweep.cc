@@ -278,11 +278,12 @@ void report(const Config& x, const Results& results, ResultsDir& out, const RunO
         "the "
         "feasible ones with their kept ZeRO variants and placements, ranked by branch and bound "
         "(search/parallel/llm_search.h).\n\n| nodes | GPUs | strategies | invalid | out of memory | plans | "
-        "pruned | simulated | seconds |\n|---|---|---|---|---|---|---|---|---|\n";
+        "pruned | run without contention | simulated | seconds "
+        "|\n|---|---|---|---|---|---|---|---|---|---|\n";
     for (const auto& s : results.searches)
-      md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {:.1f} |\n", s.nodes, s.gpus,
+      md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1f} |\n", s.nodes, s.gpus,
                         s.counts.enumerated, s.counts.invalid, s.counts.out_of_memory, s.counts.plans,
-                        s.counts.pruned, s.counts.simulated, s.seconds);
+                        s.counts.pruned, s.counts.uncontended, s.counts.simulated, s.seconds);
   }
   md +=
       "\nFiles: `plans.csv` (every row, memory and step breakdown), `step_time.png` (step time and MFU "

@@ -68,7 +68,10 @@ std::vector<hw::LinkId> CommEmitter::instance_links(const CommOp& op, std::size_
   return links;
 }
 
-void CommEmitter::finalize(bool allow_isolation) {
+void CommEmitter::finalize(CommTiming timing) {
+  timing_ = timing;
+  finalized_ = true;
+  if (timing != CommTiming::kSimulated) return;  // nothing isolated (kAlone: nothing needs to be)
   // Per link: the first (class, instance group) seen, and whether a different one shares it.
   struct Owner {
     int cls = -1;
@@ -96,8 +99,7 @@ void CommEmitter::finalize(bool allow_isolation) {
       }
     }
   }
-  for (int c = 0; c < kNumCommClasses; ++c) isolated_[c] = allow_isolation && used[c] && !clash[c];
-  finalized_ = true;
+  for (int c = 0; c < kNumCommClasses; ++c) isolated_[c] = used[c] && !clash[c];
 }
 
 const std::pair<std::string, sim::Protocol>& CommEmitter::choice(const CommOp& op, std::size_t instance) {
@@ -126,15 +128,19 @@ double simulate_alone(const hw::Topology& topo, const CommOp& op) {
   return sim::run_collective(topo, request).seconds;
 }
 
-double CommEmitter::alone_seconds(const CommOp& op) {
-  const auto key = key_of(op);
-  if (auto it = alone_.find(key); it != alone_.end()) return it->second;
-  const double seconds = simulate_alone(topo_, op);
-  alone_.emplace(key, seconds);
+double AloneTimes::operator()(const CommOp& op) {
+  auto key = std::make_tuple(op.p2p, static_cast<int>(op.op), op.bytes, op.instances.front());
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+  }
+  const double seconds = simulate_alone(topo_, op);  // outside the lock: other threads go on meanwhile
+  std::lock_guard lock(mutex_);
+  memo_.emplace(std::move(key), seconds);
   return seconds;
 }
 
-const CommEmitter::Expansion& CommEmitter::expansion(const CommOp& op) {
+CommEmitter::Expansion& CommEmitter::expansion(const CommOp& op) {
   const auto key = key_of(op);
   if (auto it = expansions_.find(key); it != expansions_.end()) return it->second;
   // Every instance runs instance 0's algorithm and protocol (they are symmetric).
@@ -208,10 +214,13 @@ sim::TaskId CommEmitter::emit(const CommOp& op, hw::Rank rep, int stream, std::s
     if (fresh) it->second = graph_.intern(s);
     return it->second;
   };
+  if (timing_ == CommTiming::kAlone) return graph_.add_delay(alone_seconds(op), label_id(op.label), deps);
   if (fixed_duration(op))
     return graph_.add_compute_fixed(rep, stream, std::max(alone_seconds(op), 1e-12), label_id(op.label),
                                     deps);
-  const auto& e = expansion(op);
+  auto& e = expansion(op);
+  if (e.graph_routes.empty())
+    for (const auto& r : e.routes) e.graph_routes.push_back(graph_.add_route(r));
   std::vector<sim::TaskId> ids(e.items.size());
   std::vector<sim::Dep> d;
   for (std::size_t k = 0; k < e.items.size(); ++k) {
@@ -223,8 +232,8 @@ sim::TaskId CommEmitter::emit(const CommOp& op, hw::Rank rep, int stream, std::s
     const std::int32_t label = t.label >= 0 ? label_id(e.labels[static_cast<std::size_t>(t.label)]) : -1;
     switch (t.kind) {
       case sim::TaskKind::kTransfer:
-        ids[k] = graph_.add_transfer_on(e.routes[static_cast<std::size_t>(item.route)], t.rank, t.peer,
-                                        t.bytes, t.seconds, label, d, t.lane);
+        ids[k] = graph_.add_transfer_via(e.graph_routes[static_cast<std::size_t>(item.route)], t.rank, t.peer,
+                                         t.bytes, t.seconds, label, d, t.lane);
         break;
       case sim::TaskKind::kDelay:
         ids[k] = graph_.add_delay(t.seconds, label, d);

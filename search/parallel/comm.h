@@ -15,6 +15,8 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <tuple>
@@ -43,26 +45,54 @@ struct CommOp {
 // auto` runs it; a send as one transfer).
 double simulate_alone(const hw::Topology& topo, const CommOp& op);
 
+// simulate_alone, memoized by what the time depends on (kind, bytes, instance 0); thread-safe, so one memo
+// can serve every step graph of a search.
+class AloneTimes {
+ public:
+  explicit AloneTimes(const hw::Topology& topo) : topo_(topo) {}
+  double operator()(const CommOp& op);
+
+ private:
+  const hw::Topology& topo_;
+  std::mutex mutex_;
+  std::map<std::tuple<bool, int, double, std::vector<hw::Rank>>, double> memo_;
+};
+
+// How a step's communication is timed.
+enum class CommTiming : std::uint8_t {
+  kSimulated,  // isolated classes at their time alone, everything else as flows with contention (the default)
+  kAllFlows,   // every operation as flows (the reference the isolation shortcut is tested against)
+  // Every operation takes its time alone, with no contention at all: each is a delay after its explicit
+  // dependencies. A lower bound on kSimulated (the search prunes with it): the step graph orders every
+  // stream's work by explicit dependencies, so its times only grow with its tasks' durations, and sharing
+  // links only makes communication slower than alone.
+  kAlone,
+};
+
 class CommEmitter {
  public:
-  CommEmitter(const hw::Topology& topo, sim::TaskGraph& graph) : topo_(topo), graph_(graph) {}
+  // `alone`: a shared memo of times alone (nullptr: the emitter keeps its own).
+  CommEmitter(const hw::Topology& topo, sim::TaskGraph& graph, AloneTimes* alone = nullptr)
+      : topo_(topo),
+        graph_(graph),
+        own_alone_(alone ? nullptr : std::make_unique<AloneTimes>(topo)),
+        alone_(alone ? alone : own_alone_.get()) {}
 
   // Declares an operation the step will emit (each distinct one once), for the isolation analysis.
   void declare(const CommOp& op);
-  // Decides which classes are isolated (none when `allow_isolation` is false); call after every declare()
-  // and before emit().
-  void finalize(bool allow_isolation = true);
+  // Decides which classes are isolated; call after every declare() and before emit().
+  void finalize(CommTiming timing = CommTiming::kSimulated);
   bool isolated(CommClass c) const { return isolated_[static_cast<std::size_t>(c)]; }
 
   // Adds `op` after `deps`; returns the task done when every instance is. Isolated classes: one fixed-length
-  // task on `rep`'s stream `stream`; others: the merged flow expansion.
+  // task on `rep`'s stream `stream`; others: the merged flow expansion (CommTiming::kAlone: a delay).
   sim::TaskId emit(const CommOp& op, hw::Rank rep, int stream, std::span<const sim::Dep> deps);
   // Whether emit() gives `op` a fixed duration (its class is isolated, or it involves one GPU).
   bool fixed_duration(const CommOp& op) const {
-    return isolated(op.cls) || (!op.p2p && op.instances.front().size() < 2);
+    return timing_ == CommTiming::kAlone || isolated(op.cls) || (!op.p2p && op.instances.front().size() < 2);
   }
   // Seconds `op` takes alone on instance 0's links (memoized).
-  double alone_seconds(const CommOp& op);
+  double alone_seconds(const CommOp& op) { return (*alone_)(op); }
 
  private:
   struct Expansion {  // a merged expansion, instantiated once per emission
@@ -73,6 +103,7 @@ class CommEmitter {
     };
     std::vector<Item> items;  // item 0: the start (a zero delay); deps added at emission
     std::vector<sim::CustomRoute> routes;
+    std::vector<std::int32_t> graph_routes;  // routes stored in the graph at the first emission
     std::vector<std::string> labels;
     sim::TaskId done = 0;
   };
@@ -80,14 +111,16 @@ class CommEmitter {
   static Key key_of(const CommOp& op);
   std::vector<hw::LinkId> instance_links(const CommOp& op, std::size_t instance);
   sim::CollectiveSpec spec_of(const CommOp& op, std::size_t instance) const;
-  const Expansion& expansion(const CommOp& op);
+  Expansion& expansion(const CommOp& op);
 
   const hw::Topology& topo_;
   sim::TaskGraph& graph_;
   std::vector<CommOp> declared_;
+  std::unique_ptr<AloneTimes> own_alone_;
+  AloneTimes* alone_;
   bool isolated_[kNumCommClasses] = {};
+  CommTiming timing_ = CommTiming::kSimulated;
   bool finalized_ = false;
-  std::map<Key, double> alone_;
   std::map<Key, Expansion> expansions_;
   // The algorithm and protocol NCCL's tuner would pick (sim::nccl::estimate_all), per (op, bytes, group).
   const std::pair<std::string, sim::Protocol>& choice(const CommOp& op, std::size_t instance);

@@ -27,28 +27,6 @@ CostKey cost_key(const LlmStrategy& s) {
   return {s.micro_batch, s.tp, s.cp, s.ep, s.sequence_parallel};
 }
 
-// Thread-safe memo of communication times alone (the lower bound's only simulation).
-class AloneTimes {
- public:
-  explicit AloneTimes(const hw::Topology& topo) : topo_(topo) {}
-  double operator()(const CommOp& op) {
-    const auto key = std::make_tuple(op.p2p, static_cast<int>(op.op), op.bytes, op.instances.front());
-    {
-      std::lock_guard lock(mutex_);
-      if (auto it = memo_.find(key); it != memo_.end()) return it->second;
-    }
-    const double s = simulate_alone(topo_, op);
-    std::lock_guard lock(mutex_);
-    memo_.emplace(key, s);
-    return s;
-  }
-
- private:
-  const hw::Topology& topo_;
-  std::mutex mutex_;
-  std::map<std::tuple<bool, int, double, std::vector<hw::Rank>>, double> memo_;
-};
-
 // A lower bound on the simulated step: for every stage j, the chain of its passes (compute and blocking
 // communication, each at least its time alone) cannot start before micro-batch 0's forward has crossed the
 // virtual stages before it, nor end before the last backward has crossed them back; stage 0 then waits for
@@ -175,8 +153,9 @@ struct Candidate {
   LlmStrategy st;
   reduce::Matrix placement;
   double cheap = 0;  // compute_bound: the order and the stopping rule
-  double bound = 0;  // lower_bound (computed lazily): whether to simulate
+  double bound = 0;  // lower_bound (computed lazily): whether to run the uncontended step
   std::string text;
+  double uncontended = -1;  // uncontended_step_seconds (computed lazily, -1: not yet): whether to simulate
 };
 
 // Enumerates the strategies of the space that pass the model's divisibility rules; counts the rest.
@@ -314,9 +293,10 @@ LlmSearchResult search_llm(const TransformerSpec& spec, const hw::Topology& topo
   };
   order(candidates);
   result.counts.plans = candidates.size();
-  // Branch and bound: walk the candidates in cheap-bound order; simulate, in fixed batches, those whose full
-  // bound beats the k-th best step; stop when the cheap bound cannot. Batches are formed from bounds and the
-  // results of earlier batches only, so the outcome does not depend on the thread count.
+  // Branch and bound: walk the candidates in cheap-bound order; for those whose full bound beats the k-th
+  // best step, run the step without contention (the tightest bound), and simulate, in fixed batches, those it
+  // does not prune; stop when the cheap bound cannot beat the k-th best. Batches are formed from bounds and
+  // the results of earlier batches only, so the outcome does not depend on the thread count.
   constexpr std::size_t kBatch = 4, kBoundChunk = 64;
   std::vector<LlmStepResult> best;
   auto kth = [&] {
@@ -326,9 +306,25 @@ LlmSearchResult search_llm(const TransformerSpec& spec, const hw::Topology& topo
   };
   LlmStepOptions so;
   so.simulate_when_oom = false;
-  // Simulates candidates `indices` (in that order, fixed batches) whose full bound beats the k-th best.
-  std::size_t simulated = 0;
-  auto simulate_batch = [&](std::vector<Candidate>& list, const std::vector<std::size_t>& batch) {
+  so.alone = &alone;
+  std::size_t simulated = 0, uncontended = 0;
+  // `chosen`: candidates whose full bound beats the k-th best. Their uncontended steps are computed in
+  // parallel; those still below the k-th best are simulated in parallel, in uncontended-bound order.
+  auto settle = [&](std::vector<Candidate>& list, const std::vector<std::size_t>& chosen) {
+    tbb::parallel_for(std::size_t{0}, chosen.size(), [&](std::size_t k) {
+      auto& cand = list[chosen[k]];
+      if (cand.uncontended >= 0) return;
+      cand.uncontended =
+          std::max(cand.bound, uncontended_step_seconds(spec, cand.st, topo, cost,
+                                                        costs.at(cost_key(cand.st)), cand.placement, alone));
+    });
+    uncontended += chosen.size();
+    std::vector<std::size_t> batch;
+    for (std::size_t i : chosen)
+      if (list[i].uncontended < kth()) batch.push_back(i);
+    std::stable_sort(batch.begin(), batch.end(),
+                     [&](std::size_t a, std::size_t b) { return list[a].uncontended < list[b].uncontended; });
+    if (batch.empty()) return;
     std::vector<LlmStepResult> results(batch.size());
     tbb::parallel_for(std::size_t{0}, batch.size(), [&](std::size_t k) {
       const auto& cand = list[batch[k]];
@@ -352,7 +348,7 @@ LlmSearchResult search_llm(const TransformerSpec& spec, const hw::Topology& topo
   // best at the time, and the k-th best only improves: the top k is exact.
   constexpr std::size_t kPool = 256;
   auto branch_and_bound = [&](std::vector<Candidate>& list) {
-    simulated = 0;
+    simulated = uncontended = 0;
     const std::size_t pool = std::min(list.size(), kPool);
     full_bounds(list, 0, pool);
     std::vector<std::size_t> pool_order(pool);
@@ -360,24 +356,25 @@ LlmSearchResult search_llm(const TransformerSpec& spec, const hw::Topology& topo
     std::stable_sort(pool_order.begin(), pool_order.end(),
                      [&](std::size_t a, std::size_t b) { return list[a].bound < list[b].bound; });
     for (std::size_t k = 0; k < pool && list[pool_order[k]].bound < kth();) {
-      std::vector<std::size_t> batch;
-      for (; k < pool && batch.size() < kBatch && list[pool_order[k]].bound < kth(); ++k)
-        batch.push_back(pool_order[k]);
-      simulate_batch(list, batch);
+      std::vector<std::size_t> chosen;
+      for (; k < pool && chosen.size() < kBatch && list[pool_order[k]].bound < kth(); ++k)
+        chosen.push_back(pool_order[k]);
+      settle(list, chosen);
     }
     std::size_t next = pool, bounded = pool;
     while (next < list.size() && list[next].cheap < kth()) {
-      std::vector<std::size_t> batch;
-      for (; next < list.size() && batch.size() < kBatch && list[next].cheap < kth(); ++next) {
+      std::vector<std::size_t> chosen;
+      for (; next < list.size() && chosen.size() < kBatch && list[next].cheap < kth(); ++next) {
         if (next >= bounded) {
           bounded = std::min(list.size(), next + kBoundChunk);
           full_bounds(list, next, bounded);
         }
-        if (list[next].bound < kth()) batch.push_back(next);
+        if (list[next].bound < kth()) chosen.push_back(next);
       }
-      if (!batch.empty()) simulate_batch(list, batch);
+      if (!chosen.empty()) settle(list, chosen);
     }
     result.counts.simulated += simulated;
+    result.counts.uncontended += uncontended;
     result.counts.pruned += list.size() - simulated;
   };
   branch_and_bound(candidates);

@@ -1,10 +1,12 @@
 // Exhaustive search over LLM strategies: every tp x pp x dp x cp (x ep) that divides the model and the
 // cluster, micro-batch size, recomputation, ZeRO stage, sequence parallelism, schedule and virtual stages,
 // and every placement of the axes on the machine levels (P2's parallelism matrices). Candidates are pruned
-// exactly: divisibility, then memory (never ranked when they do not fit), then a lower bound on the step time
-// (the critical stage's compute and blocking communication alone, the pipeline's fill and drain, the
-// optimizer and the last gradient bucket) against the k-th best simulated step. Survivors are simulated in
-// lower-bound order, TBB-parallel in fixed batches, so the result does not depend on the thread count.
+// exactly: divisibility, then memory (never ranked when they do not fit), then three lower bounds on the step
+// time against the k-th best simulated step, each tighter and dearer than the one before: the per-GPU compute
+// with the pipeline's fill and drain (microseconds), the critical stage's chain with every communication at
+// its time alone (a closed form over the step's description), and the whole step run without contention
+// (uncontended_step_seconds: an event simulation without flows, milliseconds). Survivors are simulated in
+// bound order, TBB-parallel in fixed batches, so the result does not depend on the thread count.
 // docs/parallel.md.
 #pragma once
 #include <functional>
@@ -40,6 +42,7 @@ struct LlmSearchCounts {
   std::size_t out_of_memory = 0;  // strategies with no recomputation / ZeRO variant that fits
   std::size_t plans = 0;          // feasible plans ranked: strategy x kept ZeRO variant x placement
   std::size_t pruned = 0;         // plans whose lower bound >= the k-th best step
+  std::size_t uncontended = 0;    // plans whose step was run without contention (the tightest bound)
   std::size_t simulated = 0;      // plans simulated by the branch and bound (baselines not counted)
 };
 

@@ -523,6 +523,17 @@ StepDescription describe_llm_step(const TransformerSpec& spec, const LlmStrategy
   return StepLowering(spec, st, cost, costs, placement, representative_only).run();
 }
 
+double uncontended_step_seconds(const TransformerSpec& spec, const LlmStrategy& st, const hw::Topology& topo,
+                                const models::CostModel& cost, const LlmCosts& costs,
+                                const reduce::Matrix& placement, AloneTimes& alone) {
+  const std::vector<int> axes = {st.pp, st.dp, st.cp, st.tp};
+  const std::vector<hw::Level> levels(topo.levels().begin(), topo.levels().end());
+  const auto description =
+      describe_llm_step(spec, st, topo, cost, costs, reduce::Placement(levels, axes, placement), true);
+  const auto graph = build_step_graph(topo, description, CommTiming::kAlone, true, &alone);
+  return sim::simulate(topo, graph.graph).seconds();
+}
+
 LlmStepResult simulate_llm_step(const TransformerSpec& spec, const LlmStrategy& st, const hw::Topology& topo,
                                 const models::CostModel& cost, const LlmCosts& costs,
                                 const LlmStepOptions& options) {
@@ -541,7 +552,7 @@ LlmStepResult simulate_llm_step(const TransformerSpec& spec, const LlmStrategy& 
   r.model_flops = model_flops_per_step(spec, st.global_batch);
   if (!r.fits && !options.simulate_when_oom) return r;
   const auto description = describe_llm_step(spec, st, topo, cost, costs, placement, false);
-  r.graph = build_step_graph(topo, description, options.use_isolation, !options.record_timeline);
+  r.graph = build_step_graph(topo, description, options.comm_timing, !options.record_timeline, options.alone);
   r.isolated = r.graph.isolated;
   r.tasks = r.graph.graph.size();
   sim::SimOptions so;

@@ -40,7 +40,8 @@ struct LlmStepOptions {
   std::optional<reduce::Matrix> placement;  // nullopt: megatron_placement
   bool record_timeline = false;             // keep the timeline (traces); also simulates layer by layer
   bool simulate_when_oom = true;            // false: report an out-of-memory plan without simulating it
-  bool use_isolation = true;                // false: all communication as flows (tests of the shortcut)
+  CommTiming comm_timing = CommTiming::kSimulated;  // kAllFlows: tests of the isolation shortcut
+  AloneTimes* alone = nullptr;  // a memo of communication times alone shared across steps (nullptr: own)
 };
 
 struct LlmStepResult {
@@ -77,6 +78,13 @@ LlmStepResult simulate_llm_step(const models::zoo::TransformerSpec& spec, const 
 LlmStepResult simulate_llm_step(const models::zoo::TransformerSpec& spec, const LlmStrategy& st,
                                 const hw::Topology& topo, const models::CostModel& cost,
                                 const LlmCosts& costs, const LlmStepOptions& options = {});
+
+// The step with every communication at its time alone and no contention between anything
+// (CommTiming::kAlone): a lower bound on simulate_llm_step's step, as contention only slows communication,
+// and far cheaper (no flows, representative instances only). The search prunes with it.
+double uncontended_step_seconds(const models::zoo::TransformerSpec& spec, const LlmStrategy& st,
+                                const hw::Topology& topo, const models::CostModel& cost,
+                                const LlmCosts& costs, const reduce::Matrix& placement, AloneTimes& alone);
 
 // The step's description (exposed for tests and the search's lower bound). `representative_only`: every
 // communication keeps only the representative's instance (enough for times of operations alone).

@@ -11,13 +11,14 @@ namespace {
 
 class Builder {
  public:
-  Builder(const hw::Topology& topo, const StepDescription& d, StepGraph& out, bool use_isolation, bool coarse)
-      : d_(d), out_(out), emitter_(topo, out.graph), use_isolation_(use_isolation), coarse_(coarse) {}
+  Builder(const hw::Topology& topo, const StepDescription& d, StepGraph& out, CommTiming timing, bool coarse,
+          AloneTimes* alone)
+      : d_(d), out_(out), emitter_(topo, out.graph, alone), timing_(timing), coarse_(coarse) {}
 
   void run() {
     check();
     for (const auto& c : d_.comms) emitter_.declare(c);
-    emitter_.finalize(use_isolation_);
+    emitter_.finalize(timing_);
     for (int c = 0; c < kNumCommClasses; ++c)
       out_.isolated[static_cast<std::size_t>(c)] = emitter_.isolated(CommClass(c));
     const int V = d_.p * d_.v;
@@ -251,7 +252,8 @@ class Builder {
   const StepDescription& d_;
   StepGraph& out_;
   CommEmitter emitter_;
-  const bool use_isolation_, coarse_;
+  const CommTiming timing_;
+  const bool coarse_;
   std::vector<std::vector<PipelineOp>> orders_;
   std::vector<std::vector<sim::TaskId>> fwd_done_, bwd_done_;
   std::vector<std::vector<std::vector<std::pair<sim::TaskId, int>>>>
@@ -264,10 +266,10 @@ class Builder {
 
 }  // namespace
 
-StepGraph build_step_graph(const hw::Topology& topo, const StepDescription& d, bool use_isolation,
-                           bool coarse) {
+StepGraph build_step_graph(const hw::Topology& topo, const StepDescription& d, CommTiming timing, bool coarse,
+                           AloneTimes* alone) {
   StepGraph out;
-  Builder(topo, d, out, use_isolation, coarse).run();
+  Builder(topo, d, out, timing, coarse, alone).run();
   return out;
 }
 

@@ -91,12 +91,13 @@ struct StepGraph {
   std::array<bool, kNumCommClasses> isolated{};
 };
 
-// Throws std::invalid_argument for an inconsistent description. `use_isolation` false: every communication
-// runs as flows (the reference the isolated-class shortcut is tested against).
-// `coarse`: consecutive fixed-length segments of a pass become one task (same times, far fewer tasks; the
-// trace then shows passes instead of layers).
-StepGraph build_step_graph(const hw::Topology& topo, const StepDescription& d, bool use_isolation = true,
-                           bool coarse = false);
+// Throws std::invalid_argument for an inconsistent description. `timing`: how communication is timed
+// (CommTiming). `coarse`: consecutive fixed-length segments of a pass become one task (same times, far fewer
+// tasks; the trace then shows passes instead of layers). `alone`: a shared memo of communication times alone
+// (nullptr: one per graph).
+StepGraph build_step_graph(const hw::Topology& topo, const StepDescription& d,
+                           CommTiming timing = CommTiming::kSimulated, bool coarse = false,
+                           AloneTimes* alone = nullptr);
 
 struct StepBreakdown {
   double step = 0;

@@ -182,7 +182,7 @@ TEST(LlmStep, IsolatedCommunicationShortcutEqualsFlowSimulation) {
     st.sequence_parallel = true;
     LlmStepOptions fast, detailed, full;
     detailed.record_timeline = true;  // layer by layer: no merging of fixed-length segments
-    full.use_isolation = false;
+    full.comm_timing = CommTiming::kAllFlows;
     full.record_timeline = true;
     const auto a = simulate_llm_step(spec, st, topo, cost, costs, fast);
     const auto b = simulate_llm_step(spec, st, topo, cost, costs, detailed);
@@ -195,6 +195,48 @@ TEST(LlmStep, IsolatedCommunicationShortcutEqualsFlowSimulation) {
     EXPECT_NEAR(b.step_seconds, c.step_seconds, 1e-9 * c.step_seconds) << "pp " << pp;
     EXPECT_NEAR(a.breakdown.tp_comm, c.breakdown.tp_comm, 1e-6 * c.breakdown.tp_comm);
     EXPECT_NEAR(a.breakdown.compute, c.breakdown.compute, 1e-6 * c.breakdown.compute);
+  }
+}
+
+TEST(LlmStep, UncontendedStepBoundsTheSimulatedStep) {
+  const auto spec = gpt(8, 1024, 16, 2048);
+  // (a) Nothing shares a link: TP inside each node on its own ports, DP across nodes one NIC per TP rank,
+  // every class isolated, so the step without contention is the simulated step.
+  {
+    const auto topo = test::uniform_switch(2, 4, 100, 25);
+    const models::CostModel cost(topo.gpu());
+    LlmStrategy st;
+    st.tp = 4, st.dp = 2, st.global_batch = 8, st.sequence_parallel = true;
+    const auto costs = llm_costs(spec, st, cost);
+    const auto r = simulate_llm_step(spec, st, topo, cost, costs);
+    for (auto cls : {CommClass::kTensor, CommClass::kData})
+      ASSERT_TRUE(r.isolated[static_cast<std::size_t>(cls)]) << comm_class_name(cls);
+    AloneTimes alone(topo);
+    EXPECT_NEAR(uncontended_step_seconds(spec, st, topo, cost, costs, r.placement, alone), r.step_seconds,
+                1e-9 * r.step_seconds);
+  }
+  // (b) TP, CP and DP on the ports of one NVSwitch, pipelined with ZeRO-3 gathers on the side: contention
+  // only slows communication down, so the step without it is never longer, and here strictly shorter.
+  {
+    const auto topo = test::uniform_switch(2, 4, 100, 25);
+    const models::CostModel cost(topo.gpu());
+    LlmStrategy st;
+    st.tp = 2, st.cp = 2, st.dp = 1, st.pp = 2, st.global_batch = 8, st.zero = 3;
+    st.schedule = PipelineSchedule::kInterleaved, st.virtual_stages = 2;
+    const auto costs = llm_costs(spec, st, cost);
+    AloneTimes alone(topo);
+    double slack = 0;
+    for (const auto& placement :
+         {megatron_placement(topo, st), reduce::Matrix{{1, 2}, {1, 1}, {2, 1}, {1, 2}}}) {
+      LlmStepOptions o;
+      o.placement = placement;
+      const auto r = simulate_llm_step(spec, st, topo, cost, costs, o);
+      const double bound = uncontended_step_seconds(spec, st, topo, cost, costs, placement, alone);
+      EXPECT_LE(bound, r.step_seconds * (1 + 1e-12)) << reduce::format_matrix(placement);
+      EXPECT_GT(bound, 0.5 * r.step_seconds);  // a bound worth having
+      slack = std::max(slack, r.step_seconds - bound);
+    }
+    EXPECT_GT(slack, 0);  // some contention was there to leave out
   }
 }
 
