@@ -17,7 +17,7 @@ namespace strata::sim {
 
 namespace nccl {
 // NCCL's algorithm families, which index its latency tables (src/graph/tuning.cc).
-enum class Family { kTree, kRing, kNvls };
+enum class Family { kTree, kRing, kNvls, kNvlsTree };
 struct EstimateInputs;
 }  // namespace nccl
 

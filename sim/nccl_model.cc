@@ -12,16 +12,26 @@ constexpr double kUs = 1e-6;
 constexpr int idx(Protocol p) {
   return p == Protocol::kLL ? 0 : (p == Protocol::kLL128 ? 1 : 2);
 }
-// [family][LL, LL128, Simple], microseconds.
-constexpr double kBase[3][3] = {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}};
-// [transport NVLink, PCI, NET][family Tree, Ring, NVLS][LL, LL128, Simple], microseconds.
-constexpr double kHop[3][3][3] = {
-    {{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 25}},
-    {{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 0}},
-    {{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 18}},
+// [family Tree, Ring, NVLS, NVLSTree][LL, LL128, Simple], microseconds.
+constexpr double kBase[4][3] = {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}};
+// [transport NVLink, PCI, NET][family Tree, Ring, NVLS, NVLSTree][LL, LL128, Simple], microseconds.
+constexpr double kHop[3][4][3] = {
+    {{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 25}, {0, 0, 25}},
+    {{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 0}, {0, 0, 0}},
+    {{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 18}, {0, 0, 20.9}},
 };
 int fam(Family f) {
-  return f == Family::kTree ? 0 : (f == Family::kRing ? 1 : 2);
+  switch (f) {
+    case Family::kTree:
+      return 0;
+    case Family::kRing:
+      return 1;
+    case Family::kNvls:
+      return 2;
+    case Family::kNvlsTree:
+      return 3;
+  }
+  return 1;
 }
 int trans(hw::Transport t) {
   return t == hw::Transport::kNvlink ? 0 : (t == hw::Transport::kNet ? 2 : 1);

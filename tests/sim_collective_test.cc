@@ -2,6 +2,8 @@
 
 #include <numeric>
 
+#include <fmt/format.h>
+
 #include "sim/collective_runner.h"
 #include "sim/nccl_model.h"
 #include "sim/trace.h"
@@ -77,6 +79,83 @@ TEST(Collectives, NvlsOnH100MatchesNcclsRule) {
   EXPECT_NEAR(r.busbw / 1e9, 480, 0.10 * 480);
 }
 
+// Nodes of `gpus` GPUs on an NVLS-capable switch (ports `port_gbps` per direction), one NIC of `nic_gbps` per
+// GPU.
+hw::Topology nvls_nodes(int nodes, int gpus, double port_gbps, double nic_gbps) {
+  return hw::load_system_from_string(fmt::format(R"(
+name: nvls-test
+gpu: h100-sxm
+nodes: {}
+node:
+  gpus: {}
+  fabric:
+    wiring: switch
+    switch: nvswitch3
+    link: {{kind: nvlink4, bandwidth: {} GB/s, efficiency: 1.0, latency: 0.2 us}}
+    links_per_gpu: 1
+  host: {{cpus: 1, pcie_switches: 0, pcie: {{kind: pcie5, bandwidth: 50 GB/s, efficiency: 1.0}}}}
+  nics: {{count: {}, link: {{kind: ib-ndr, bandwidth: {} GB/s, efficiency: 1.0, latency: 0.2 us}}}}
+network: {{wiring: fat-tree}}
+)",
+                                                 nodes, gpus, port_gbps, gpus, nic_gbps),
+                                     "nvls-test.yaml");
+}
+
+TEST(Collectives, NvlsTreeIsBoundByTheSwitchPortOrByTheNicsTwoNodeTrees) {
+  // 2 nodes x 4 GPUs, all-reduce of S = 1 GiB. Every port carries S (n+1)/n / 0.85 each way (NVLS); each
+  // GPU heads S/n across nodes through two mirrored 2-node trees (S/(2n) each): per NIC direction S/(2n) per
+  // tree, S/n in all, half of a ring's ~2 S/n. Trees are pipelined per channel (16 NVLS channels, half per
+  // tree) in NCCL's 128 KiB chunks: per channel S/(2n)/8 = 16 MiB = 128 chunks through D = 2 stages, so
+  // (128 + 1)/128 chunk times. Latencies (NCCL's NVLSTree): 25 us NVLink + 2 x 20.9 us network per depth.
+  const double S = 1 << 30, n = 4;
+  const double latency = (25 + 2 * 20.9) * kUs;
+  {
+    const auto t = nvls_nodes(2, 4, 100, 5);  // slow NICs: the trees bound it
+    const auto r = run(t, CollectiveOp::kAllReduce, S, "nvls-tree");
+    const double expected = S / n * (129.0 / 128) / 5e9 + 2 * 20.9 * kUs;
+    EXPECT_NEAR(r.seconds, expected, 1e-3 * expected);
+  }
+  {
+    const auto t = nvls_nodes(2, 4, 100, 400);  // fast NICs (PCIe 50 GB/s still carries only S/n): the ports
+    const auto r = run(t, CollectiveOp::kAllReduce, S, "nvls-tree");
+    const double expected = S * (n + 1) / n / 0.85 / 100e9 + latency;
+    EXPECT_NEAR(r.seconds, expected, 1e-3 * expected);
+  }
+  // Where it applies: all-reduce over whole nodes of an NVLS-capable system, across nodes, Simple only.
+  const auto t = nvls_nodes(2, 4, 100, 50);
+  auto reason = [&](std::vector<hw::Rank> group, CollectiveOp op = CollectiveOp::kAllReduce,
+                    Protocol p = Protocol::kSimple) {
+    CollectiveSpec spec;
+    spec.op = op;
+    spec.group = std::move(group);
+    spec.bytes = S;
+    spec.protocol = p;
+    return AlgorithmRegistry::instance().find("nvls-tree")->unsupported_reason(spec, t);
+  };
+  EXPECT_EQ(reason(all(t)), "");
+  EXPECT_NE(reason({0, 1, 2, 3}), "");        // one node: nvls
+  EXPECT_NE(reason({0, 1, 2, 4, 5, 6}), "");  // parts of nodes
+  EXPECT_NE(reason(all(t), CollectiveOp::kAllGather), "");
+  EXPECT_NE(reason(all(t), CollectiveOp::kAllReduce, Protocol::kLL128), "");
+  const hw::Topology a100 = hw::load_system(test::preset("dgx-a100.yaml"), hw::LoadOptions{2});
+  CollectiveSpec spec;
+  spec.group = all(a100);
+  spec.bytes = S;
+  EXPECT_NE(AlgorithmRegistry::instance().find("nvls-tree")->unsupported_reason(spec, a100), "");
+}
+
+TEST(Collectives, TunerPicksNvlsTreeForLargeAllReducesOnTwoDgxH100) {
+  // NCCL's default on 2 DGX H100 at GiB sizes is NVLS-Tree; the 2-node trees halve the NIC traffic of a ring.
+  const hw::Topology t = hw::load_system(test::preset("dgx-h100.yaml"), hw::LoadOptions{2});
+  CollectiveRequest req;
+  req.spec.group = all(t);
+  req.spec.bytes = 4.0 * (1 << 30);
+  const auto r = run_collective(t, req);
+  EXPECT_EQ(r.algorithm, "nvls-tree");
+  const auto ring = run(t, CollectiveOp::kAllReduce, req.spec.bytes, "ring");
+  EXPECT_LT(r.seconds, ring.seconds);
+}
+
 TEST(Collectives, TreeBeatsRingForSmallMessagesOnManyNodes) {
   const hw::Topology t = hw::load_system(test::preset("dgx-h100.yaml"), hw::LoadOptions{16});
   const auto ring = run(t, CollectiveOp::kAllReduce, 1024, "ring", Protocol::kLL);
@@ -92,8 +171,8 @@ TEST(Collectives, TreeBeatsRingForSmallMessagesOnManyNodes) {
 TEST(Collectives, EveryAlgorithmRunsEveryOpItSupports) {
   const hw::Topology t = hw::load_system(test::preset("dgx-h100.yaml"), hw::LoadOptions{2});
   for (const auto* algo : AlgorithmRegistry::instance().all())
-    for (auto op : {CollectiveOp::kAllReduce, CollectiveOp::kReduceScatter, CollectiveOp::kAllGather, CollectiveOp::kReduce,
-                    CollectiveOp::kBroadcast, CollectiveOp::kAllToAll}) {
+    for (auto op : {CollectiveOp::kAllReduce, CollectiveOp::kReduceScatter, CollectiveOp::kAllGather,
+                    CollectiveOp::kReduce, CollectiveOp::kBroadcast, CollectiveOp::kAllToAll}) {
       CollectiveSpec spec;
       spec.op = op;
       spec.group = all(t);
@@ -153,7 +232,8 @@ TEST(Collectives, FlowBundlesMatchStepByStepTransfersWhenHopsAreAlike) {
     req.spec.granularity = Granularity::kFlow;
     const auto flow = run_collective(t, req);
     EXPECT_GE(flow.seconds, step.seconds * (1 - 1e-6));
-    EXPECT_NEAR(flow.seconds, step.seconds, c.tolerance * step.seconds) << c.system << " " << op_name(c.op) << " " << c.algo;
+    EXPECT_NEAR(flow.seconds, step.seconds, c.tolerance * step.seconds)
+        << c.system << " " << op_name(c.op) << " " << c.algo;
     EXPECT_LT(flow.graph.size(), step.graph.size() / 4);
   }
 }
@@ -225,7 +305,8 @@ TEST(Collectives, DeterministicTimelines) {
   EXPECT_EQ(a.sim.makespan, b.sim.makespan);
   EXPECT_EQ(a.sim.events, b.sim.events);
   ASSERT_EQ(a.sim.timeline.size(), b.sim.timeline.size());
-  for (std::size_t i = 0; i < a.sim.timeline.size(); ++i) EXPECT_EQ(a.sim.timeline[i].done, b.sim.timeline[i].done);
+  for (std::size_t i = 0; i < a.sim.timeline.size(); ++i)
+    EXPECT_EQ(a.sim.timeline[i].done, b.sim.timeline[i].done);
   EXPECT_EQ(chrome_trace_json(t, a.graph, a.sim), chrome_trace_json(t, b.graph, b.sim));
 }
 
@@ -241,7 +322,8 @@ TEST(Collectives, BadRequestsAreRejectedWithReasons) {
     add_collective(t, g, spec, "tree");
     FAIL();
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("tree implements allreduce, broadcast and reduce only"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("tree implements allreduce, broadcast and reduce only"),
+              std::string::npos);
   }
   spec.op = CollectiveOp::kAllReduce;
   EXPECT_THROW(add_collective(t, g, spec, "nvls"), std::invalid_argument);  // multi-node

@@ -13,6 +13,7 @@ std::unique_ptr<CollectiveAlgorithm> make_tree();
 std::unique_ptr<CollectiveAlgorithm> make_direct();
 std::unique_ptr<CollectiveAlgorithm> make_hierarchical();
 std::unique_ptr<CollectiveAlgorithm> make_nvls();
+std::unique_ptr<CollectiveAlgorithm> make_nvls_tree();
 
 void register_builtin(AlgorithmRegistry& registry);
 
@@ -37,6 +38,28 @@ std::vector<TaskId> ring_phase(BuildContext& ctx, std::span<const hw::Rank> ring
 TaskId add_bundle(BuildContext& ctx, std::span<const std::pair<hw::Rank, hw::Rank>> hops,
                   double payload_per_hop, double latency, std::int32_t label, std::span<const Dep> deps,
                   int lane);
+
+// A tree over members (tree.cc): chains inside nodes, a binary heap over nodes.
+struct TreeShape {
+  std::vector<hw::Rank> members;
+  std::vector<int> parent;  // index into members; -1 for the root
+  std::vector<std::vector<int>> children;
+  int root = 0;
+  std::vector<int> preorder;  // parents before children, from the root
+  int depth = 0;              // hops from the root to the deepest member: pipeline stages in one direction
+};
+// Chains inside nodes (members in the given order, the first heads the chain) and the heap over `order`
+// (node indices) across nodes: the parent of position p is (p-1)/2. A node's chain head hangs off its parent
+// node's member at gateway[node].
+TreeShape make_tree(const std::vector<std::vector<hw::Rank>>& nodes, const std::vector<int>& order,
+                    const std::vector<std::size_t>& gateway);
+// The whole pipelined tree (reduce up and/or broadcast down) as one flow bundle: `chunks` chunks of `chunk`
+// payload bytes through its D pipeline stages take (K + D - 1) chunk times, then the deepest paths' latency.
+TaskId tree_flow_bundle(BuildContext& ctx, const TreeShape& shape, bool do_up, bool do_down, double chunk,
+                        int chunks, TaskId start, std::int32_t label, int lane);
+
+// The GPU's links to and from the NVSwitch of its node (nvls.cc); -1 where there is none.
+std::pair<hw::LinkId, hw::LinkId> nvswitch_port(const hw::Topology& topo, hw::Rank gpu);
 
 // Latency of the slowest chain of `steps` consecutive hops around a ring whose hop latencies are `lat`
 // (step s of rank i waits for step s-1 of rank i-1, so latencies add along windows of the ring).

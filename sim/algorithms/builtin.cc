@@ -12,6 +12,7 @@ void register_builtin(AlgorithmRegistry& registry) {
   registry.add(make_direct());
   registry.add(make_hierarchical());
   registry.add(make_nvls());
+  registry.add(make_nvls_tree());
 }
 
 TaskId begin_collective(BuildContext& ctx) {

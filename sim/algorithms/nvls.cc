@@ -24,8 +24,7 @@ class Nvls final : public CollectiveAlgorithm {
     if (!topo.nvls_capable()) return "the system has no NVSwitch with in-switch reduction (NVSwitch gen3+)";
     const int node = topo.node_of(spec.group[0]);
     for (hw::Rank r : spec.group)
-      if (topo.node_of(r) != node)
-        return "nvls works within one node (NCCL's multi-node NVLSTree is not modelled)";
+      if (topo.node_of(r) != node) return "nvls works within one node (across nodes: nvls-tree)";
     if (static_cast<int>(spec.group.size()) != topo.gpus_per_node())
       return "nvls needs every GPU of the node in the group (the NVLS model is calibrated on full-node "
              "groups)";
@@ -42,16 +41,7 @@ class Nvls final : public CollectiveAlgorithm {
     std::vector<Dep> finals;
     const auto up = ctx.label("up"), down = ctx.label("down");
     for (hw::Rank r : ctx.spec.group) {
-      const hw::VertexId g = ctx.topo.gpu_vertex(r);
-      hw::LinkId to_switch = -1, from_switch = -1;
-      for (hw::LinkId l = 0; l < static_cast<hw::LinkId>(ctx.topo.links().size()); ++l) {
-        const auto& lk = ctx.topo.link(l);
-        const auto other = lk.src == g ? lk.dst : (lk.dst == g ? lk.src : -1);
-        if (other < 0 ||
-            ctx.topo.vertices()[static_cast<std::size_t>(other)].kind != hw::VertexKind::kNvSwitch)
-          continue;
-        (lk.src == g ? to_switch : from_switch) = l;
-      }
+      const auto [to_switch, from_switch] = nvswitch_port(ctx.topo, r);
       finals.push_back({ctx.graph.add_transfer_on(CustomRoute{{to_switch}, {}}, r, r, wire, lat, up, deps)});
       finals.push_back(
           {ctx.graph.add_transfer_on(CustomRoute{{from_switch}, {}}, r, r, wire, lat, down, deps)});
@@ -61,6 +51,19 @@ class Nvls final : public CollectiveAlgorithm {
 };
 
 }  // namespace
+
+std::pair<hw::LinkId, hw::LinkId> nvswitch_port(const hw::Topology& topo, hw::Rank gpu) {
+  const hw::VertexId g = topo.gpu_vertex(gpu);
+  hw::LinkId to_switch = -1, from_switch = -1;
+  for (hw::LinkId l = 0; l < static_cast<hw::LinkId>(topo.links().size()); ++l) {
+    const auto& lk = topo.link(l);
+    const auto other = lk.src == g ? lk.dst : (lk.dst == g ? lk.src : -1);
+    if (other < 0 || topo.vertices()[static_cast<std::size_t>(other)].kind != hw::VertexKind::kNvSwitch)
+      continue;
+    (lk.src == g ? to_switch : from_switch) = l;
+  }
+  return {to_switch, from_switch};
+}
 
 std::unique_ptr<CollectiveAlgorithm> make_nvls() {
   return std::make_unique<Nvls>();

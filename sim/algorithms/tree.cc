@@ -24,19 +24,12 @@ double tree_chunk_bytes(double per_tree, int depth) {
   return chunk;
 }
 
-struct TreeShape {
-  std::vector<hw::Rank> members;
-  std::vector<int> parent;  // index into members; -1 for the root
-  std::vector<std::vector<int>> children;
-  int root = 0;
-  std::vector<int> preorder;  // parents before children, from the root
-  int depth = 0;              // hops from the root to the deepest member: pipeline stages in one direction
-};
-
 // One tree: chains inside nodes (members in the given order, the first heads the chain), and the heap over
 // `order` (node indices) across nodes: the parent of position p is (p-1)/2. A node's chain head hangs off
 // its parent node's gateway, the member at gateway[node] of that node's chain (the GPU whose NIC the
 // channel uses; the head except on the root node of broadcast/reduce, whose chain starts at the root GPU).
+}  // namespace
+
 TreeShape make_tree(const std::vector<std::vector<hw::Rank>>& nodes, const std::vector<int>& order,
                     const std::vector<std::size_t>& gateway) {
   TreeShape t;
@@ -72,6 +65,8 @@ TreeShape make_tree(const std::vector<std::vector<hw::Rank>>& nodes, const std::
   }
   return t;
 }
+
+namespace {
 
 // The members of each node (in `nodes` order) in the order `ring` visits them.
 std::vector<std::vector<hw::Rank>> node_chains(const BuildContext& ctx,
@@ -160,7 +155,7 @@ class Tree final : public CollectiveAlgorithm {
               : std::max(1, static_cast<int>(std::ceil(per_tree / tree_chunk_bytes(per_tree, shape.depth))));
       const double chunk = per_tree / chunks;
       if (ctx.spec.granularity == Granularity::kFlow)
-        finals.push_back({build_flow(ctx, shape, do_up, do_down, chunk, chunks, start, up_label, t)});
+        finals.push_back({tree_flow_bundle(ctx, shape, do_up, do_down, chunk, chunks, start, up_label, t)});
       else
         build_steps(ctx, shape, do_up, do_down, chunk, chunks, start, up_label, down_label, t, finals);
     }
@@ -168,30 +163,6 @@ class Tree final : public CollectiveAlgorithm {
   }
 
  private:
-  // Flow granularity: the whole pipelined tree is one bundle. With D pipeline stages along the deepest
-  // path (up, then down) and K chunks, the last chunk finishes after (K + D - 1) chunk times at the
-  // bottleneck rate, plus the path's latencies.
-  static TaskId build_flow(BuildContext& ctx, const TreeShape& s, bool do_up, bool do_down, double chunk,
-                           int chunks, TaskId start, std::int32_t label, int lane) {
-    const std::size_t m = s.members.size();
-    std::vector<std::pair<hw::Rank, hw::Rank>> hops;
-    std::vector<double> lat_to_root(m, 0.0), lat_from_root(m, 0.0);
-    for (int v : s.preorder) {
-      const auto vi = static_cast<std::size_t>(v);
-      if (s.parent[vi] < 0) continue;
-      const auto p = static_cast<std::size_t>(s.parent[vi]);
-      lat_to_root[vi] = lat_to_root[p] + ctx.step_latency(s.members[vi], s.members[p]);
-      lat_from_root[vi] = lat_from_root[p] + ctx.step_latency(s.members[p], s.members[vi]);
-      if (do_up) hops.push_back({s.members[vi], s.members[p]});
-      if (do_down) hops.push_back({s.members[p], s.members[vi]});
-    }
-    const int stages = s.depth * ((do_up ? 1 : 0) + (do_down ? 1 : 0));
-    const double latency = (do_up ? *std::max_element(lat_to_root.begin(), lat_to_root.end()) : 0.0) +
-                           (do_down ? *std::max_element(lat_from_root.begin(), lat_from_root.end()) : 0.0);
-    const std::array<Dep, 1> deps{Dep{start}};
-    return add_bundle(ctx, hops, chunk * (chunks + stages - 1), latency, label, deps, lane);
-  }
-
   // Step granularity: every chunk on every edge is a transfer. A node forwards chunk k up once all its
   // children's chunk k arrived and its link is free of chunk k-1; the root turns chunks around.
   static void build_steps(BuildContext& ctx, const TreeShape& s, bool do_up, bool do_down, double chunk,
@@ -273,6 +244,30 @@ class Tree final : public CollectiveAlgorithm {
 };
 
 }  // namespace
+
+// Flow granularity: the whole pipelined tree is one bundle. With D pipeline stages along the deepest
+// path (up, then down) and K chunks, the last chunk finishes after (K + D - 1) chunk times at the
+// bottleneck rate, plus the path's latencies.
+TaskId tree_flow_bundle(BuildContext& ctx, const TreeShape& s, bool do_up, bool do_down, double chunk,
+                        int chunks, TaskId start, std::int32_t label, int lane) {
+  const std::size_t m = s.members.size();
+  std::vector<std::pair<hw::Rank, hw::Rank>> hops;
+  std::vector<double> lat_to_root(m, 0.0), lat_from_root(m, 0.0);
+  for (int v : s.preorder) {
+    const auto vi = static_cast<std::size_t>(v);
+    if (s.parent[vi] < 0) continue;
+    const auto p = static_cast<std::size_t>(s.parent[vi]);
+    lat_to_root[vi] = lat_to_root[p] + ctx.step_latency(s.members[vi], s.members[p]);
+    lat_from_root[vi] = lat_from_root[p] + ctx.step_latency(s.members[p], s.members[vi]);
+    if (do_up) hops.push_back({s.members[vi], s.members[p]});
+    if (do_down) hops.push_back({s.members[p], s.members[vi]});
+  }
+  const int stages = s.depth * ((do_up ? 1 : 0) + (do_down ? 1 : 0));
+  const double latency = (do_up ? *std::max_element(lat_to_root.begin(), lat_to_root.end()) : 0.0) +
+                         (do_down ? *std::max_element(lat_from_root.begin(), lat_from_root.end()) : 0.0);
+  const std::array<Dep, 1> deps{Dep{start}};
+  return add_bundle(ctx, hops, chunk * (chunks + stages - 1), latency, label, deps, lane);
+}
 
 std::unique_ptr<CollectiveAlgorithm> make_tree() {
   return std::make_unique<Tree>();

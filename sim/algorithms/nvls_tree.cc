@@ -1,0 +1,125 @@
+// NVLS-Tree (NCCL >= 2.18, NCCL_ALGO_NVLS_TREE): all-reduce across nodes of NVSwitch gen3+ systems. Inside
+// each node the switch reduces and multicasts as in NVLS; every GPU is the "head" of 1/n of the buffer and
+// carries that share across nodes over its own NIC through a double binary tree of the heads of the other
+// nodes (channels alternate between the two mirrored trees). The four parts run concurrently in one kernel
+// (scatter, reduce-and-send-up, receive-and-broadcast, gather warps), so in flow form they are concurrent
+// flows:
+//  - each GPU's NVSwitch port carries S + S/n each way, at NCCL's nvlsEfficiency, as in NVLS;
+//  - each head moves S/n through its two trees (S/(2n) each) over the network: on 2 nodes each NIC direction
+//    carries S/(2n) per tree, half of what a ring needs, which is why NCCL doubles NVLS-Tree's inter-node
+//    bandwidth on <= 2 nodes; on more nodes an interior node carries about 2 S/n each way, like the ring.
+// Sources (NVIDIA/nccl 5067397c): src/device/all_reduce.h RunWorkColl<..., NCCL_ALGO_NVLS_TREE, ...> (the
+// warp roles), src/graph/connect.cc (nvls.treeUp / treeDown: the local NVLS "down" plus up to two remote
+// children, tree c % 2 per channel), src/enqueue.cc (chunk size rule below), src/transport/nvls.cc (16 NVLS
+// channels on SM90, 128 KiB chunks, tree chunks at most 64 KiB from 4 nodes), src/graph/tuning.cc (latency
+// intraLat + 2 log2(nodes) interLat; NVLSTree hop latencies NVLink 25 us, NET 20.9 us).
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "sim/algorithms/algorithms.h"
+#include "sim/nccl_model.h"
+
+namespace strata::sim::algorithms {
+namespace {
+
+// NCCL's NVLS channels on Hopper (NVLS_NCHANNELS_SM90) and its NVLS chunk size (NCCL_NVLS_CHUNKSIZE default).
+constexpr int kNvlsChannels = 16;
+constexpr double kNvlsChunk = 128 * 1024.0;
+
+// NCCL's NVLS-Tree chunk size for an all-reduce of `bytes` (src/enqueue.cc): at most the tree's maximum chunk
+// (64 KiB from 4 nodes on, else the NVLS chunk), smaller for messages that give each of the channels x heads
+// concurrent operations few chunks.
+double nvls_tree_chunk(double bytes, int nodes, int heads) {
+  double chunk = std::min(kNvlsChunk, nodes >= 4 ? 65536.0 : kNvlsChunk);
+  const double ops = static_cast<double>(kNvlsChannels) * heads;
+  if (bytes < 32 * ops * chunk && chunk > 262144) chunk = 262144;
+  if (bytes < 16 * ops * chunk && chunk > 131072) chunk = 131072;
+  if (bytes < 4 * ops * chunk && chunk > 65536) chunk = 65536;
+  if (bytes < 1 * ops * chunk && chunk > 32768) chunk = 32768;
+  return chunk;
+}
+
+class NvlsTree final : public CollectiveAlgorithm {
+ public:
+  std::string_view name() const override { return "nvls-tree"; }
+  std::string_view description() const override {
+    return "NVLS inside each node with a double binary tree of per-NIC heads across nodes (all-reduce, "
+           "NVSwitch "
+           "gen3+, 2+ nodes)";
+  }
+  nccl::Family family() const override { return nccl::Family::kNvlsTree; }
+  std::string unsupported_reason(const CollectiveSpec& spec, const hw::Topology& topo) const override {
+    if (spec.op != CollectiveOp::kAllReduce) return "nvls-tree implements allreduce only";
+    if (!topo.nvls_capable()) return "the system has no NVSwitch with in-switch reduction (NVSwitch gen3+)";
+    if (spec.protocol != Protocol::kSimple) return "nvls-tree uses the simple protocol only";
+    std::map<int, int> per_node;
+    for (hw::Rank r : spec.group) ++per_node[topo.node_of(r)];
+    if (per_node.size() < 2) return "nvls-tree spans nodes (NCCL disables it on one node; use nvls)";
+    for (const auto& [node, count] : per_node)
+      if (count != topo.gpus_per_node())
+        return "nvls-tree needs every GPU of each of its nodes in the group (NVLS works on whole nodes)";
+    if (topo.nics_per_node() != topo.gpus_per_node())
+      return "nvls-tree is modelled with one NIC per GPU (one tree head per NIC, as on DGX H100)";
+    return {};
+  }
+
+  TaskId build(BuildContext& ctx) const override {
+    const TaskId start = begin_collective(ctx);
+    const auto nodes = ctx.members_by_node();
+    const int heads = static_cast<int>(nodes.front().size());
+    const int num_nodes = static_cast<int>(nodes.size());
+    const double bytes = ctx.spec.bytes;
+    // Across nodes: per head, two mirrored heap-ordered trees over the nodes, each carrying S/(2 heads), in
+    // chunks per channel (half of the channels per tree): K chunks through D stages cost (K + D - 1) chunks.
+    std::vector<int> order(static_cast<std::size_t>(num_nodes));
+    for (int i = 0; i < num_nodes; ++i) order[static_cast<std::size_t>(i)] = i;
+    const double per_tree = bytes / (2.0 * heads);
+    const double per_channel = per_tree / (kNvlsChannels / 2);
+    const int chunks =
+        std::max(1, static_cast<int>(std::ceil(per_channel / nvls_tree_chunk(bytes, num_nodes, heads))));
+    const auto tree_label = ctx.label("tree");
+    std::vector<Dep> finals;
+    double tree_latency = 0;
+    for (int h = 0; h < heads; ++h) {
+      std::vector<std::vector<hw::Rank>> chains;
+      for (const auto& members : nodes) chains.push_back({members[static_cast<std::size_t>(h)]});
+      const std::vector<std::size_t> gateway(chains.size(), 0);
+      for (int mirror = 0; mirror < 2; ++mirror) {
+        std::vector<int> tree_order = order;
+        if (mirror == 1) std::reverse(tree_order.begin(), tree_order.end());
+        const TreeShape shape = make_tree(chains, tree_order, gateway);
+        tree_latency = std::max(tree_latency, 2.0 * shape.depth *
+                                                  ctx.step_latency(nodes[0][static_cast<std::size_t>(h)],
+                                                                   nodes[1][static_cast<std::size_t>(h)]));
+        finals.push_back({tree_flow_bundle(ctx, shape, true, true, per_tree / chunks, chunks, start,
+                                           tree_label, 2 * h + mirror)});
+      }
+    }
+    // Inside each node: NVLS on every GPU's switch port. Its latency carries the whole pipeline's (NVLS, then
+    // the trees up and down, then the multicast): NCCL's intraLat + 2 log2(nodes) interLat.
+    const int n = heads;
+    const double wire = bytes * (n + 1.0) / n / nccl::kNvlsEfficiency;
+    const double lat =
+        nccl::hop_latency(hw::Transport::kNvlink, nccl::Family::kNvlsTree, Protocol::kSimple) + tree_latency;
+    const std::array<Dep, 1> deps{Dep{start}};
+    const auto up = ctx.label("nvls up"), down = ctx.label("nvls down");
+    for (const auto& members : nodes)
+      for (hw::Rank r : members) {
+        const auto [to_switch, from_switch] = nvswitch_port(ctx.topo, r);
+        finals.push_back(
+            {ctx.graph.add_transfer_on(CustomRoute{{to_switch}, {}}, r, r, wire, lat, up, deps)});
+        finals.push_back(
+            {ctx.graph.add_transfer_on(CustomRoute{{from_switch}, {}}, r, r, wire, lat, down, deps)});
+      }
+    return join(ctx, finals);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<CollectiveAlgorithm> make_nvls_tree() {
+  return std::make_unique<NvlsTree>();
+}
+
+}  // namespace strata::sim::algorithms
