@@ -21,32 +21,38 @@ namespace strata::cli {
 namespace {
 
 struct CollectiveOptions {
-  std::string hw, op = "allreduce", algo = "auto", protocol = "auto", sizes = "8B:8GiB", dtype = "fp32", group,
-              trace, granularity = "flow";
+  std::string hw, op = "allreduce", algo = "auto", protocol = "auto", sizes = "8B:8GiB", dtype = "fp32",
+                  group, trace, granularity = "flow";
   int nodes = 0, channels = 0;
 };
 
 void run_collective_command(const CollectiveOptions& o) {
   if (!o.trace.empty()) util::check_output_path(o.trace);  // refuse a bad --trace before the sweep runs
-  const auto topo = hw::load_system(o.hw, hw::LoadOptions{o.nodes > 0 ? std::optional<int>(o.nodes) : std::nullopt});
+  const auto topo =
+      hw::load_system(o.hw, hw::LoadOptions{o.nodes > 0 ? std::optional<int>(o.nodes) : std::nullopt});
   experiments::SweepConfig cfg;
   auto op = sim::parse_op(o.op);
-  if (!op) throw ConfigError(fmt::format("--op: unknown collective '{}' (expected one of: {})", o.op, sim::kOpNames));
+  if (!op)
+    throw ConfigError(
+        fmt::format("--op: unknown collective '{}' (expected one of: {})", o.op, sim::kOpNames));
   cfg.op = *op;
-  if (o.algo != "auto" && !sim::AlgorithmRegistry::instance().find(o.algo))
-    throw ConfigError(fmt::format("--algo: unknown algorithm '{}' (expected auto or one of: {})", o.algo,
-                                  sim::AlgorithmRegistry::instance().names()));
+  if (!sim::is_tuner_choice(o.algo) && !sim::AlgorithmRegistry::instance().find(o.algo))
+    throw ConfigError(fmt::format("--algo: unknown algorithm '{}' (expected auto, best or one of: {})",
+                                  o.algo, sim::AlgorithmRegistry::instance().names()));
   cfg.algorithm = o.algo;
   if (o.protocol != "auto") {
     auto p = sim::parse_protocol(o.protocol);
-    if (!p) throw ConfigError(fmt::format("--protocol: expected auto, simple, ll or ll128, got '{}'", o.protocol));
+    if (!p)
+      throw ConfigError(fmt::format("--protocol: expected auto, simple, ll or ll128, got '{}'", o.protocol));
     cfg.protocol = *p;
   }
   auto g = sim::parse_granularity(o.granularity);
   if (!g) throw ConfigError(fmt::format("--granularity: expected flow or step, got '{}'", o.granularity));
   cfg.granularity = *g;
   auto dt = hw::parse_dtype(o.dtype);
-  if (!dt) throw ConfigError(fmt::format("--dtype: expected fp64, fp32, tf32, fp16, bf16 or fp8, got '{}'", o.dtype));
+  if (!dt)
+    throw ConfigError(
+        fmt::format("--dtype: expected fp64, fp32, tf32, fp16, bf16 or fp8, got '{}'", o.dtype));
   cfg.dtype = *dt;
   for (const auto bytes : util::parse_size_range(o.sizes, "--sizes"))
     cfg.sizes.push_back(static_cast<double>(bytes));
@@ -76,9 +82,10 @@ void run_collective_command(const CollectiveOptions& o) {
   const auto usage = result.sim.link_usage(topo);
   for (std::size_t i = 0; i < std::min<std::size_t>(5, usage.size()); ++i) {
     const auto& l = topo.link(usage[i].link);
-    std::cout << fmt::format("#   {} -> {}: {:.1f}% utilized, {}\n", topo.vertices()[static_cast<std::size_t>(l.src)].name,
-                             topo.vertices()[static_cast<std::size_t>(l.dst)].name, usage[i].utilization * 100,
-                             units::format_bytes(usage[i].bytes));
+    std::cout << fmt::format("#   {} -> {}: {:.1f}% utilized, {}\n",
+                             topo.vertices()[static_cast<std::size_t>(l.src)].name,
+                             topo.vertices()[static_cast<std::size_t>(l.dst)].name,
+                             usage[i].utilization * 100, units::format_bytes(usage[i].bytes));
   }
 }
 
@@ -89,14 +96,17 @@ void add_sim_commands(CLI::App& app) {
   sim_cmd->require_subcommand(1);
   auto o = std::make_shared<CollectiveOptions>();
   auto* coll = sim_cmd->add_subcommand(
-      "collective", "Simulate a collective over a size sweep and print an nccl-tests style table (size, count, "
-                    "type, time, algbw, busbw)");
+      "collective",
+      "Simulate a collective over a size sweep and print an nccl-tests style table (size, count, "
+      "type, time, algbw, busbw)");
   coll->add_option("--hw", o->hw, "System YAML file")->required();
-  add_int_option(*coll, "--nodes", o->nodes, {1, hw::limits::kMaxNodes}, "Number of nodes (overrides the file)",
-                 false);
-  coll->add_option("--op", o->op, std::string("Collective: ") + std::string(sim::kOpNames))->capture_default_str();
+  add_int_option(*coll, "--nodes", o->nodes, {1, hw::limits::kMaxNodes},
+                 "Number of nodes (overrides the file)", false);
+  coll->add_option("--op", o->op, std::string("Collective: ") + std::string(sim::kOpNames))
+      ->capture_default_str();
   coll->add_option("--algo", o->algo,
-                   "Algorithm: auto (NCCL-like choice) or one of: " + sim::AlgorithmRegistry::instance().names())
+                   "Algorithm: " + std::string(sim::kTunerChoicesHelp) +
+                       ", or one of: " + sim::AlgorithmRegistry::instance().names())
       ->capture_default_str();
   coll->add_option("--protocol", o->protocol, "Protocol: auto, simple, ll, ll128")->capture_default_str();
   coll->add_option(
@@ -115,7 +125,8 @@ void add_sim_commands(CLI::App& app) {
                    "flow: each pipelined ring/tree/chain of a channel is one flow bundle (fast); step: every "
                    "per-rank step and chunk is its own transfer (detailed traces, small groups)")
       ->capture_default_str();
-  coll->add_option("--trace", o->trace, "Write a Chrome/Perfetto trace of the largest size to this JSON file");
+  coll->add_option("--trace", o->trace,
+                   "Write a Chrome/Perfetto trace of the largest size to this JSON file");
   coll->callback([o] { run_collective_command(*o); });
   auto* algos = sim_cmd->add_subcommand("algorithms", "List the registered collective algorithms");
   algos->callback([] {

@@ -38,7 +38,7 @@ std::vector<SweepRow> run_sweep(const hw::Topology& topo, const SweepConfig& con
     req.spec.protocol = config.protocol.value_or(sim::Protocol::kSimple);
     req.algorithm = config.algorithm;
     req.auto_protocol = !config.protocol.has_value();
-    if (config.algorithm != "auto" && !config.protocol) {
+    if (!sim::is_tuner_choice(config.algorithm) && !config.protocol) {
       // Explicit algorithm, automatic protocol: the tuner's best protocol for that algorithm.
       sim::Protocol best = sim::Protocol::kSimple;
       double best_t = 1e300;

@@ -67,8 +67,8 @@ SweepExperiment parse(const ExperimentFile& file) {
     for (std::size_t i = 0; i < a->size(); ++i) {
       const auto item = a->at(i);
       const std::string algo = item.as_string();
-      if (algo != "auto" && !sim::AlgorithmRegistry::instance().find(algo))
-        throw item.error(fmt::format("unknown algorithm '{}' (expected auto or one of: {})", algo,
+      if (!sim::is_tuner_choice(algo) && !sim::AlgorithmRegistry::instance().find(algo))
+        throw item.error(fmt::format("unknown algorithm '{}' (expected auto, best or one of: {})", algo,
                                      sim::AlgorithmRegistry::instance().names()));
       x.algorithms.push_back(algo);
     }

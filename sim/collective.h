@@ -108,9 +108,10 @@ class CollectiveAlgorithm {
   // Empty when the algorithm can run `spec` (op, group, protocol) on `topo`; otherwise why not. The tuner,
   // the CLI and search/reduce ask only this.
   virtual std::string unsupported_reason(const CollectiveSpec& spec, const hw::Topology& topo) const = 0;
-  // Empty when NCCL itself would run this algorithm for `spec`; otherwise why not. search/reduce, which
-  // reproduces programs of NCCL calls (P²), forces an algorithm only where this is empty. Default: the same
-  // as unsupported_reason (strata's own algorithms have no NCCL counterpart to differ from).
+  // Empty when NCCL itself would run this algorithm for `spec`; otherwise why not. The tuner's "auto" choice
+  // (NCCL's) considers only these; search/reduce, which reproduces programs of NCCL calls (P²), forces an
+  // algorithm only where this is empty. Default: the same as unsupported_reason (an algorithm models one of
+  // NCCL's unless it says otherwise, as strata's own schedules direct and hierarchical do).
   virtual std::string nccl_unsupported_reason(const CollectiveSpec& spec, const hw::Topology& topo) const {
     return unsupported_reason(spec, topo);
   }

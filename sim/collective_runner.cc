@@ -12,10 +12,11 @@ CollectiveResult run_collective(const hw::Topology& topo, const CollectiveReques
   CollectiveResult out;
   CollectiveSpec spec = request.spec;
   std::string algorithm = request.algorithm;
-  if (algorithm == "auto") {
-    // Like NCCL's tuner: every registered algorithm that can run the spec, at every protocol it can use,
-    // ranked by its own estimate.
-    auto estimates = nccl::estimate_all(topo, spec);
+  if (is_tuner_choice(algorithm)) {
+    // Like NCCL's tuner: every algorithm that can run the spec (auto: NCCL's; best: strata's own schedules
+    // too), at every protocol it can use, ranked by its own estimate.
+    auto estimates = nccl::estimate_all(
+        topo, spec, {}, algorithm == "auto" ? nccl::Candidates::kNccl : nccl::Candidates::kAll);
     if (!request.auto_protocol)
       std::erase_if(estimates, [&](const auto& e) { return e.protocol != spec.protocol; });
     if (estimates.empty())

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "hw/topology.h"
 #include "sim/collective.h"
@@ -10,9 +11,19 @@
 
 namespace strata::sim {
 
+// The tuner's choices an --algo may name besides a registered algorithm: "auto", NCCL's choice among the
+// algorithms NCCL has (nccl::Candidates::kNccl), and "best", the fastest of every registered algorithm,
+// strata's own schedules included (kAll).
+inline bool is_tuner_choice(std::string_view algorithm) {
+  return algorithm == "auto" || algorithm == "best";
+}
+inline constexpr std::string_view kTunerChoicesHelp =
+    "auto (NCCL's choice among the algorithms NCCL has), best (fastest of all, strata's own schedules "
+    "included)";
+
 struct CollectiveRequest {
   CollectiveSpec spec;
-  std::string algorithm = "auto";  // a registered name or "auto"
+  std::string algorithm = "auto";  // a registered name, "auto" (NCCL's choice) or "best" (is_tuner_choice)
   bool auto_protocol = true;       // with "auto": let the tuner choose the protocol too
   bool record_timeline = false;
 };

@@ -119,7 +119,7 @@ double expansion_estimate(const EstimateInputs& in, const CollectiveAlgorithm& a
 }
 
 std::vector<Estimate> estimate_all(const hw::Topology& topo, const CollectiveSpec& spec,
-                                   std::string_view only) {
+                                   std::string_view only, Candidates candidates) {
   const GroupShape g = group_shape(topo, spec.group);
   const hw::Transport intra_t = g.nvlink ? hw::Transport::kNvlink : hw::Transport::kPcie;
   std::vector<Estimate> out;
@@ -131,6 +131,9 @@ std::vector<Estimate> estimate_all(const hw::Topology& topo, const CollectiveSpe
       CollectiveSpec trial = spec;
       trial.protocol = p;
       if (!algo->unsupported_reason(trial, topo).empty()) continue;
+      if (only.empty() && candidates == Candidates::kNccl &&
+          !algo->nccl_unsupported_reason(trial, topo).empty())
+        continue;
       const EstimateInputs in{topo,
                               trial,
                               g,

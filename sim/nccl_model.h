@@ -55,11 +55,17 @@ struct Estimate {
   Protocol protocol;
   double seconds;
 };
+// Which algorithms a choice considers: NCCL's (what `--algo auto` models: NCCL's tuner picks among the
+// algorithms NCCL has, CollectiveAlgorithm::nccl_unsupported_reason) or every registered one, strata's own
+// schedules included (`--algo best`: what-if studies).
+enum class Candidates { kNccl, kAll };
+
 // NCCL-style predictions for every (registered algorithm, protocol) pair that can run the spec, fastest
-// first (ties keep registration order). An algorithm takes part when its unsupported_reason is empty for
-// the spec at that protocol; NCCL's global protocol rule applies on top: LL128 only over NVLink.
-// `only`: estimate just that algorithm's protocols (an explicit --algo without --protocol).
+// first (ties keep registration order). An algorithm takes part when its unsupported_reason (with kNccl also
+// its nccl_unsupported_reason) is empty for the spec at that protocol; NCCL's global protocol rule applies on
+// top: LL128 only over NVLink. `only`: estimate just that algorithm's protocols (an explicit --algo without
+// --protocol; `candidates` does not apply).
 std::vector<Estimate> estimate_all(const hw::Topology& topo, const CollectiveSpec& spec,
-                                   std::string_view only = {});
+                                   std::string_view only = {}, Candidates candidates = Candidates::kNccl);
 
 }  // namespace strata::sim::nccl

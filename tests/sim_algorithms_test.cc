@@ -84,6 +84,25 @@ TEST(Algorithms, ARegisteredAlgorithmIsSelectableByTheTunerAndTheCli) {
   EXPECT_EQ(AlgorithmRegistry::instance().first_eligible(pair, t)->name(), "ring");  // registration order
 }
 
+TEST(Algorithms, AutoIsNcclsChoiceAndBestIsTheFastestOfAll) {
+  // NCCL runs rings, trees and NVLS for an all-reduce, never strata's own direct or hierarchical schedules:
+  // auto chooses among NCCL's, best among all. On one DGX A100 at 4 MiB direct is the fastest in the model.
+  const hw::Topology t = hw::load_system(test::preset("dgx-a100.yaml"));
+  const auto all8 = range(0, 8);
+  const auto best = run(t, CollectiveOp::kAllReduce, all8, 4 << 20, "best", std::nullopt);
+  const auto nccl = run(t, CollectiveOp::kAllReduce, all8, 4 << 20, "auto", std::nullopt);
+  EXPECT_EQ(best.algorithm, "direct");
+  EXPECT_TRUE(nccl.algorithm == "ring" || nccl.algorithm == "tree") << nccl.algorithm;
+  EXPECT_LT(best.seconds, nccl.seconds);
+  // All-to-all is grouped point-to-point sends in NCCL, which is the direct schedule.
+  EXPECT_EQ(run(t, CollectiveOp::kAllToAll, all8, 4 << 20, "auto", std::nullopt).algorithm, "direct");
+  const auto* hier = AlgorithmRegistry::instance().find("hierarchical");
+  CollectiveSpec spec;
+  spec.group = all8;
+  spec.bytes = 1 << 20;
+  EXPECT_NE(hier->nccl_unsupported_reason(spec, t), "");
+}
+
 TEST(Algorithms, TunerNeverPicksNvlsForPartOfANode) {
   const hw::Topology t = hw::load_system(test::preset("dgx-h100.yaml"));
   for (double bytes : {1024.0, 1048576.0, 1073741824.0})

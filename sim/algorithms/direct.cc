@@ -55,6 +55,13 @@ class Direct final : public CollectiveAlgorithm {
     const double lat = in.base_latency + phases * (in.group.nodes > 1 ? in.inter_latency : in.intra_latency);
     return lat + phases * busiest * in.wire_factor;
   }
+  // NCCL runs all-to-all and send/recv as grouped point-to-point sends, which is this schedule; it has no
+  // direct schedule for the other collectives (it runs rings, trees or NVLS for them).
+  std::string nccl_unsupported_reason(const CollectiveSpec& spec, const hw::Topology& topo) const override {
+    if (spec.op != CollectiveOp::kAllToAll && spec.op != CollectiveOp::kSendRecv)
+      return "NCCL has no direct schedule for this collective (strata's own)";
+    return unsupported_reason(spec, topo);
+  }
   std::string unsupported_reason(const CollectiveSpec& spec, const hw::Topology& topo) const override {
     if (spec.op == CollectiveOp::kAllToAll || spec.op == CollectiveOp::kSendRecv) return {};
     // The one-shot forms of the other collectives are intra-node schedules (like the one-shot all-reduce

@@ -18,6 +18,9 @@ class Hierarchical final : public CollectiveAlgorithm {
     return "intra-node ring reduce-scatter, inter-node ring all-reduce per local rank, intra-node all-gather";
   }
   nccl::Family family() const override { return nccl::Family::kRing; }
+  std::string nccl_unsupported_reason(const CollectiveSpec&, const hw::Topology&) const override {
+    return "NCCL has no hierarchical algorithm (strata's own; P2 builds it from NCCL calls)";
+  }
   std::string unsupported_reason(const CollectiveSpec& spec, const hw::Topology& topo) const override {
     if (spec.op != CollectiveOp::kAllReduce) return "hierarchical implements allreduce only";
     std::map<int, int> per_node;

@@ -95,7 +95,7 @@ TEST(OpPlan, DataParallelAndExpertPlans) {
 //   max(compute, end of mm2 backward + AR(w2)) + AR(w1).
 TEST(OpSim, DataParallelStepIsComputePlusGradientAllReduce) {
   const auto topo = hw::load_system("configs/hw/dgx-a100.yaml");
-  const std::int64_t b = 512, k = 4096, h = 4096, o = 1024;
+  const std::int64_t b = 512, k = 4096, h = 4096, o = 256;
   const Graph g = mlp(b, k, h, o);
   const models::CostModel cm(topo.gpu());
   const PlanSpace space(g, 8);
