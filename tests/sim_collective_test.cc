@@ -79,26 +79,9 @@ TEST(Collectives, NvlsOnH100MatchesNcclsRule) {
   EXPECT_NEAR(r.busbw / 1e9, 480, 0.10 * 480);
 }
 
-// Nodes of `gpus` GPUs on an NVLS-capable switch (ports `port_gbps` per direction), one NIC of `nic_gbps` per
-// GPU.
+// Nodes of `gpus` GPUs on an NVLS-capable switch (ports `port_gbps` per direction), one NIC of `nic_gbps` per GPU.
 hw::Topology nvls_nodes(int nodes, int gpus, double port_gbps, double nic_gbps) {
-  return hw::load_system_from_string(fmt::format(R"(
-name: nvls-test
-gpu: h100-sxm
-nodes: {}
-node:
-  gpus: {}
-  fabric:
-    wiring: switch
-    switch: nvswitch3
-    link: {{kind: nvlink4, bandwidth: {} GB/s, efficiency: 1.0, latency: 0.2 us}}
-    links_per_gpu: 1
-  host: {{cpus: 1, pcie_switches: 0, pcie: {{kind: pcie5, bandwidth: 50 GB/s, efficiency: 1.0}}}}
-  nics: {{count: {}, link: {{kind: ib-ndr, bandwidth: {} GB/s, efficiency: 1.0, latency: 0.2 us}}}}
-network: {{wiring: fat-tree}}
-)",
-                                                 nodes, gpus, port_gbps, gpus, nic_gbps),
-                                     "nvls-test.yaml");
+  return test::uniform_switch(nodes, gpus, port_gbps, nic_gbps, -1, "nvswitch3");
 }
 
 TEST(Collectives, NvlsTreeIsBoundByTheSwitchPortOrByTheNicsTwoNodeTrees) {
