@@ -20,6 +20,7 @@
 #include <span>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "hw/topology.h"
@@ -91,8 +92,15 @@ class CommEmitter {
   bool fixed_duration(const CommOp& op) const {
     return timing_ == CommTiming::kAlone || isolated(op.cls) || (!op.p2p && op.instances.front().size() < 2);
   }
-  // Seconds `op` takes alone on instance 0's links (memoized).
-  double alone_seconds(const CommOp& op) { return (*alone_)(op); }
+  // Seconds `op` takes alone on instance 0's links (memoized, also by the address of `op`: operations passed
+  // to emit() and alone_seconds() must outlive the emitter, as a StepDescription's do).
+  double alone_seconds(const CommOp& op) {
+    // Per operation object first (a step emits each of its described operations thousands of times), then
+    // the shared memo.
+    auto [it, fresh] = alone_by_op_.try_emplace(&op, 0.0);
+    if (fresh) it->second = (*alone_)(op);
+    return it->second;
+  }
 
  private:
   struct Expansion {  // a merged expansion, instantiated once per emission
@@ -118,6 +126,7 @@ class CommEmitter {
   std::vector<CommOp> declared_;
   std::unique_ptr<AloneTimes> own_alone_;
   AloneTimes* alone_;
+  std::unordered_map<const CommOp*, double> alone_by_op_;  // CommOps outlive the emitter (step descriptions)
   bool isolated_[kNumCommClasses] = {};
   CommTiming timing_ = CommTiming::kSimulated;
   bool finalized_ = false;

@@ -242,6 +242,12 @@ class Builder {
   }
 
   std::int32_t label(const std::string& base, const PipelineOp& op) {
+    // Coarse graphs are never traced: one label per name, without formatting a string per pass.
+    if (coarse_) {
+      auto [it, fresh] = labels_.try_emplace(base, 0);
+      if (fresh) it->second = out_.graph.intern(base);
+      return it->second;
+    }
     const auto text =
         fmt::format("{} mb{}{}", base, op.micro_batch, d_.v > 1 ? fmt::format(" c{}", op.chunk) : "");
     auto [it, fresh] = labels_.try_emplace(text, 0);
