@@ -22,5 +22,6 @@ void add_model_commands(CLI::App& app);  // strata model list|show|sim|export (m
 void add_synth_command(CLI::App& app);  // strata synth (placements + reduction programs, search/reduce)
 void add_subst_commands(CLI::App& app);  // strata subst verify|coverage|show|axioms (search/subst)
 void add_optimize_commands(CLI::App& app);  // strata subst generate (after add_subst_commands)
+void add_validate_commands(CLI::App& app);  // strata validate cluster|calibrate|collectives|synth (validate/)
 
 }  // namespace strata::cli

@@ -1,4 +1,5 @@
 // strata hw show|list
+#include <algorithm>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -53,7 +54,9 @@ void show_system(const hw::Topology& topo) {
   if (topo.gpus_per_node() > 1) print_route(0, 1);
   if (topo.gpus_per_node() > 4) print_route(0, topo.gpus_per_node() - 1);
   if (topo.nodes() > 1) print_route(0, topo.gpus_per_node());
-  if (topo.nodes() > 1 && topo.gpus_per_node() > 1) print_route(1, topo.gpus_per_node() + 2);
+  // GPU 1 to a GPU of node 1 other than its first (GPU 2 of that node when there is one).
+  if (topo.nodes() > 1 && topo.gpus_per_node() > 1)
+    print_route(1, topo.gpus_per_node() + std::min(2, topo.gpus_per_node() - 1));
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/interrupt.h"
+#include "util/subprocess.h"
 #include "util/path.h"
 
 extern char** environ;
@@ -253,33 +254,9 @@ bool run_plot_script(const std::string& script, const std::vector<std::string>& 
   }
   std::vector<std::string> argv_text{python, script_path.string()};
   argv_text.insert(argv_text.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_text) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  // The child starts with no signal blocked (strata blocks SIGINT and SIGTERM for its interrupt thread,
-  // util/interrupt.h, and a spawned process inherits the mask).
-  posix_spawnattr_t attributes;
-  posix_spawnattr_init(&attributes);
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attributes, &none);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
-  pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, python.c_str(), nullptr, &attributes, argv.data(), environ);
-  posix_spawnattr_destroy(&attributes);
-  int status = 0;
-  if (spawned == 0) {
-    {
-      const util::ForwardInterruptTo forward(pid);
-      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
-    }
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
-    // Ctrl-C or kill while plotting stops strata too (with the signal's exit status), instead of being
-    // reported as a missing matplotlib; the staging folder is removed and the previous results stay in place.
-    if (WIFSIGNALED(status) && (WTERMSIG(status) == SIGINT || WTERMSIG(status) == SIGTERM))
-      util::exit_interrupted(WTERMSIG(status));
-  }
+  // Ctrl-C or kill while plotting stops strata too (util::run_process), instead of being reported as a
+  // missing matplotlib; the staging folder is removed and the previous results stay in place.
+  if (util::run_process(argv_text, util::ProcessOptions{.capture = false, .stdin_text = {}}).ok()) return true;
   std::cerr << "warning: plotting failed (needs /usr/bin/python3 with matplotlib); CSV and summary are "
                "written\n";
   return false;

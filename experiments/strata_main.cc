@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   cli::add_synth_command(app);
   cli::add_subst_commands(app);
   cli::add_optimize_commands(app);
+  cli::add_validate_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -47,6 +47,7 @@ std::string_view arch_name(GpuArch a) {
     case GpuArch::kAmpere: return "ampere";
     case GpuArch::kHopper: return "hopper";
     case GpuArch::kBlackwell: return "blackwell";
+    case GpuArch::kHostCpu: return "host-cpu";
   }
   return "?";
 }
@@ -70,7 +71,7 @@ constexpr double T = 1e12;
 // Throughput figures are dense (no 2:4 sparsity). Sources: NVIDIA V100/A100/H100/H200/B200 datasheets, as
 // tabulated at https://glennklockwood.com/garden/processors/ (A100, H100, B200 pages); NVLink links per GPU
 // (NVLink2 6, NVLink3 12, NVLink4 and NVLink5 18) from the same datasheets.
-const std::array<GpuSpec, 7> kCatalog{{
+const std::array<GpuSpec, 8> kCatalog{{
     {"v100-sxm2", "NVIDIA V100 SXM2 32 GB", GpuArch::kVolta, 7.8 * T, 15.7 * T, 0, 125 * T, 0, 0, 900 * kGB,
      32 * kGB, 4e-6, 6, "nvlink2", "pcie3"},
     {"a100-sxm4-40gb", "NVIDIA A100 SXM4 40 GB", GpuArch::kAmpere, 9.7 * T, 19.5 * T, 156 * T, 312 * T,
@@ -87,6 +88,12 @@ const std::array<GpuSpec, 7> kCatalog{{
     // B200 figures vary between NVIDIA documents (FP64 37 vs 40 TFLOPS); the lower end of each range is used.
     {"b200", "NVIDIA B200 (HGX, 1000 W) 180 GB usable", GpuArch::kBlackwell, 37 * T, 75 * T, 1100 * T,
      2250 * T, 2250 * T, 4500 * T, 8000 * kGB, 180 * kGB, 3e-6, 18, "nvlink5", "pcie6"},
+    // One x86 server core as the device of an emulated cluster (strata validate: one MPI rank per core). Two
+    // 256-bit FMA units per core (Intel 64 and IA-32 Architectures Optimization Reference Manual) give 16 FP64
+    // and 32 FP32 FLOP per cycle, at an assumed 2.5 GHz; ~10 GB/s is one core's typical STREAM bandwidth. The
+    // collectives validate measures use none of these figures.
+    {"host-cpu", "One host CPU core (an MPI rank of an emulated cluster)", GpuArch::kHostCpu, 40e9, 80e9, 0,
+     0, 0, 0, 10 * kGB, 4 * kGB, 0, 0, "", "pcie4"},
 }};
 }  // namespace
 

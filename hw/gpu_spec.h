@@ -17,7 +17,8 @@ std::optional<DType> parse_dtype(std::string_view name);
 int dtype_bytes(DType t);
 
 // GPU generation; NCCL's tuning constants are indexed by it.
-enum class GpuArch { kVolta, kAmpere, kHopper, kBlackwell };
+// kHostCpu: a CPU core standing in for a device (one MPI rank of an emulated cluster, strata validate).
+enum class GpuArch { kVolta, kAmpere, kHopper, kBlackwell, kHostCpu };
 std::string_view arch_name(GpuArch a);
 
 struct GpuSpec {
@@ -38,7 +39,7 @@ struct GpuSpec {
   [[nodiscard]] double peak_flops(DType t) const;
 };
 
-// The built-in catalogue (V100, A100 40/80 GB, H100 SXM, H200, B200).
+// The built-in catalogue (V100, A100 40/80 GB, H100 SXM, H200, B200, and host-cpu for emulated clusters).
 std::span<const GpuSpec> gpu_catalog();
 const GpuSpec* find_gpu(std::string_view name);
 

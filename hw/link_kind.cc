@@ -28,7 +28,7 @@ constexpr double kUs = 1e-6;
 // RoCE assumes the same transport overhead as IB. Latencies are physical one-hop estimates (NVLink/NVSwitch
 // ~0.5 us GPU to GPU, PCIe ~0.5 us per hop, IB ~1 us NIC to NIC through a switch); the per-step software
 // latency of collectives comes from NCCL's tables in sim/, not from here.
-const std::array<LinkKind, 16> kLinks{{
+const std::array<LinkKind, 17> kLinks{{
     {"nvlink2", "NVLink 2 (V100), one link", Transport::kNvlink, 25 * kGB, 20.0 / 25.0, 0.5 * kUs},
     {"nvlink3", "NVLink 3 (A100), one link", Transport::kNvlink, 25 * kGB, 20.0 / 25.0, 0.5 * kUs},
     {"nvlink4", "NVLink 4 (H100/H200), one link", Transport::kNvlink, 25 * kGB, 20.6 / 25.0, 0.5 * kUs},
@@ -48,6 +48,12 @@ const std::array<LinkKind, 16> kLinks{{
     // Intel UPI and 16 GB/s for AMD, both already effective figures.
     {"shm", "Host shared memory across the CPU interconnect (UPI-class)", Transport::kHost, 40 * kGB, 1.0,
      1.0 * kUs},
+    // An emulated node's port (strata validate): a veth pair shaped by tc, carrying TCP over IPv4 with a
+    // 1500-byte MTU. tc counts every segment's Ethernet frame (1514 B without FCS) while TCP with timestamps
+    // carries 1448 B of it (RFC 7323), so the payload rate is 1448/1514 of the shaped rate. The line rate is
+    // whatever `validate cluster up` shapes; 1 Gb/s here, ~10 us one way through the kernel's stack.
+    {"tcp-veth", "Emulated Ethernet: veth pair shaped by tc, TCP/IPv4, MTU 1500", Transport::kNet, 0.125 * kGB,
+     1448.0 / 1514.0, 10.0 * kUs},
 }};
 }  // namespace
 

@@ -47,7 +47,8 @@ constexpr std::array kBandwidth{
     UnitFactor{"B/s", 1.0},      UnitFactor{"KB/s", kKB},     UnitFactor{"MB/s", kMB},
     UnitFactor{"GB/s", kGB},     UnitFactor{"TB/s", kTB},     UnitFactor{"KiB/s", kKiB},
     UnitFactor{"MiB/s", kMiB},   UnitFactor{"GiB/s", kGiB},   UnitFactor{"Mb/s", kMB / 8},
-    UnitFactor{"Gb/s", kGB / 8}, UnitFactor{"Tb/s", kTB / 8}, UnitFactor{"Gbps", kGB / 8}};
+    UnitFactor{"Gb/s", kGB / 8}, UnitFactor{"Tb/s", kTB / 8}, UnitFactor{"Gbps", kGB / 8},
+    UnitFactor{"Mbit/s", kMB / 8}, UnitFactor{"Gbit/s", kGB / 8}, UnitFactor{"Mbps", kMB / 8}};
 constexpr std::array kDuration{UnitFactor{"ps", 1e-12}, UnitFactor{"ns", kNano}, UnitFactor{"us", kMicro},
                                UnitFactor{"ms", kMilli}, UnitFactor{"s", 1.0}};
 constexpr std::array kFlops{UnitFactor{"GFLOPS", 1e9}, UnitFactor{"TFLOPS", 1e12},

@@ -16,8 +16,10 @@
 namespace strata::sim {
 
 namespace nccl {
-// NCCL's algorithm families, which index its latency tables (src/graph/tuning.cc).
-enum class Family { kTree, kRing, kNvls, kNvlsTree };
+// NCCL's algorithm families, which index its latency tables (src/graph/tuning.cc). kHostMpi is not NCCL's: a
+// host MPI library's schedules (sim/algorithms/openmpi.cc), whose steps have no library latency table and
+// cost the route's physical latency, which `strata validate calibrate` measures per link class.
+enum class Family { kTree, kRing, kNvls, kNvlsTree, kHostMpi };
 struct EstimateInputs;
 }  // namespace nccl
 

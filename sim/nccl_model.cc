@@ -12,13 +12,14 @@ constexpr double kUs = 1e-6;
 constexpr int idx(Protocol p) {
   return p == Protocol::kLL ? 0 : (p == Protocol::kLL128 ? 1 : 2);
 }
-// [family Tree, Ring, NVLS, NVLSTree][LL, LL128, Simple], microseconds.
-constexpr double kBase[4][3] = {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}};
-// [transport NVLink, PCI, NET][family Tree, Ring, NVLS, NVLSTree][LL, LL128, Simple], microseconds.
-constexpr double kHop[3][4][3] = {
-    {{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 25}, {0, 0, 25}},
-    {{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 0}, {0, 0, 0}},
-    {{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 18}, {0, 0, 20.9}},
+// [family Tree, Ring, NVLS, NVLSTree, HostMpi][LL, LL128, Simple], microseconds. HostMpi (not NCCL's) has no
+// table: zeros, so its steps cost the route's physical latency alone (BuildContext::step_latency).
+constexpr double kBase[5][3] = {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
+// [transport NVLink, PCI, NET][family Tree, Ring, NVLS, NVLSTree, HostMpi][LL, LL128, Simple], microseconds.
+constexpr double kHop[3][5][3] = {
+    {{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 25}, {0, 0, 25}, {0, 0, 0}},
+    {{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}},
+    {{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 18}, {0, 0, 20.9}, {0, 0, 0}},
 };
 int fam(Family f) {
   switch (f) {
@@ -30,6 +31,8 @@ int fam(Family f) {
       return 2;
     case Family::kNvlsTree:
       return 3;
+    case Family::kHostMpi:
+      return 4;
   }
   return 1;
 }
@@ -126,6 +129,9 @@ std::vector<Estimate> estimate_all(const hw::Topology& topo, const CollectiveSpe
   for (const CollectiveAlgorithm* algo : AlgorithmRegistry::instance().all()) {
     if (!only.empty() && algo->name() != only) continue;
     const Family f = algo->family();
+    // A host MPI library's schedules are another runtime than the GPUs' collective library: they run only
+    // when named, never as a tuner's pick.
+    if (only.empty() && f == Family::kHostMpi) continue;
     for (Protocol p : {Protocol::kLL, Protocol::kLL128, Protocol::kSimple}) {
       if (p == Protocol::kLL128 && !g.nvlink) continue;  // NCCL enables LL128 on NVLink only
       CollectiveSpec trial = spec;

@@ -63,7 +63,7 @@ enum class Candidates { kNccl, kAll };
 // NCCL-style predictions for every (registered algorithm, protocol) pair that can run the spec, fastest
 // first (ties keep registration order). An algorithm takes part when its unsupported_reason (with kNccl also
 // its nccl_unsupported_reason) is empty for the spec at that protocol; NCCL's global protocol rule applies on
-// top: LL128 only over NVLink. `only`: estimate just that algorithm's protocols (an explicit --algo without
+// top: LL128 only over NVLink. Host-MPI schedules (Family::kHostMpi) take part only when named by `only`. `only`: estimate just that algorithm's protocols (an explicit --algo without
 // --protocol; `candidates` does not apply).
 std::vector<Estimate> estimate_all(const hw::Topology& topo, const CollectiveSpec& spec,
                                    std::string_view only = {}, Candidates candidates = Candidates::kNccl);

@@ -34,6 +34,9 @@ std::string_view algorithm_for(const hw::Topology& topo, const sim::CollectiveSp
   if (!algo) throw std::invalid_argument(fmt::format("--algo: unknown algorithm '{}' (expected one of: {})", requested,
                                                      registry.names()));
   if (algo->nccl_unsupported_reason(call, topo).empty()) return algo->name();
+  // A host MPI library's schedules (validate's ground truth) run every call themselves.
+  if (algo->family() == sim::nccl::Family::kHostMpi && algo->unsupported_reason(call, topo).empty())
+    return algo->name();
   const sim::CollectiveAlgorithm* fallback = registry.first_eligible(call, topo);
   if (!fallback)
     throw std::invalid_argument(fmt::format("no registered algorithm can run {} on this group", sim::op_name(call.op)));

@@ -20,7 +20,8 @@ namespace strata::search::reduce {
 // The algorithm a collective of a program runs with when `requested` (a registered name) is forced: the
 // requested one where NCCL would run it for the call (its nccl_unsupported_reason), otherwise the first
 // registered algorithm that can run the call (ring). E.g. NCCL's tree implements all-reduce only, so every
-// other step of a "tree" program uses rings, as NCCL does.
+// other step of a "tree" program uses rings, as NCCL does. A host-MPI library's schedule (openmpi) runs every
+// call it can.
 std::string_view algorithm_for(const hw::Topology& topo, const sim::CollectiveSpec& call, std::string_view requested);
 
 // Simulates a lowered program on the physical topology: each call becomes a collective on one task graph and

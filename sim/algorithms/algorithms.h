@@ -14,6 +14,7 @@ std::unique_ptr<CollectiveAlgorithm> make_direct();
 std::unique_ptr<CollectiveAlgorithm> make_hierarchical();
 std::unique_ptr<CollectiveAlgorithm> make_nvls();
 std::unique_ptr<CollectiveAlgorithm> make_nvls_tree();
+std::unique_ptr<CollectiveAlgorithm> make_openmpi();
 
 void register_builtin(AlgorithmRegistry& registry);
 
@@ -32,6 +33,14 @@ std::vector<std::vector<hw::Rank>> ring_orders(const BuildContext& ctx, int chan
 // granularity the last transfer of every position, at flow granularity the single bundle.
 std::vector<TaskId> ring_phase(BuildContext& ctx, std::span<const hw::Rank> ring, int steps, double slice,
                                TaskId start, std::int32_t label, int lane);
+
+// The hops of a chain (root first): broadcast flows root -> end, reduce end -> root (ring.cc).
+std::vector<std::pair<hw::Rank, hw::Rank>> chain_hops(std::span<const hw::Rank> chain, CollectiveOp op);
+// `chunks` chunks of `chunk` payload bytes pipelined along `hops` (each hop forwards a chunk once it has
+// arrived and its previous chunk has left): per-chunk transfers at step granularity, one bundle of
+// (chunks + hops - 1) chunk times plus the chain's latency at flow granularity. Returns the last delivery.
+TaskId chain_pipeline(BuildContext& ctx, std::span<const std::pair<hw::Rank, hw::Rank>> hops, double chunk,
+                      int chunks, TaskId start, std::int32_t label, int lane);
 
 // A pipelined flow bundle: every hop carries `payload_per_hop` bytes (before protocol overhead) at one common
 // rate, then the whole bundle is done after `latency` seconds.

@@ -13,6 +13,7 @@ void register_builtin(AlgorithmRegistry& registry) {
   registry.add(make_hierarchical());
   registry.add(make_nvls());
   registry.add(make_nvls_tree());
+  registry.add(make_openmpi());
 }
 
 TaskId begin_collective(BuildContext& ctx) {

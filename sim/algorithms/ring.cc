@@ -130,35 +130,7 @@ class Ring final : public CollectiveAlgorithm {
                                : std::clamp(static_cast<int>(per_channel / (512 * 1024.0)), 1, 64);
         const double chunk = per_channel / chunks;
         const auto label = ctx.label(op == CollectiveOp::kBroadcast ? "chain" : "chain-reduce");
-        std::vector<std::pair<hw::Rank, hw::Rank>> hops;
-        std::vector<double> lat;
-        for (int i = 0; i + 1 < n; ++i) {
-          // Broadcast flows root -> chain end; reduce flows chain end -> root.
-          hops.push_back(op == CollectiveOp::kBroadcast ? std::pair{chain[i], chain[i + 1]}
-                                                        : std::pair{chain[n - 1 - i], chain[n - 2 - i]});
-          lat.push_back(ctx.step_latency(hops.back().first, hops.back().second));
-        }
-        if (ctx.spec.granularity == Granularity::kFlow) {
-          // K chunks through n-1 stages: (K + n - 2) chunk times at the pipeline's pace, plus the chain's
-          // latency.
-          double chain_latency = 0;
-          for (double l : lat) chain_latency += l;
-          const std::array<Dep, 1> deps{Dep{start}};
-          finals.push_back({add_bundle(ctx, hops, chunk * (chunks + n - 2), chain_latency, label, deps, c)});
-          continue;
-        }
-        std::vector<TaskId> prev_chunk(static_cast<std::size_t>(n - 1), -1);
-        for (int k = 0; k < chunks; ++k) {
-          TaskId upstream = -1;
-          for (std::size_t i = 0; i < hops.size(); ++i) {
-            std::vector<Dep> deps{upstream < 0 ? Dep{start} : Dep{upstream, DepKind::kDone}};
-            if (prev_chunk[i] >= 0) deps.push_back({prev_chunk[i], DepKind::kSent});
-            upstream = ctx.graph.add_transfer(hops[i].first, hops[i].second, ctx.wire(chunk), lat[i], label,
-                                              deps, c);
-            prev_chunk[i] = upstream;
-          }
-          if (k == chunks - 1) finals.push_back({upstream});
-        }
+        finals.push_back({chain_pipeline(ctx, chain_hops(chain, op), chunk, chunks, start, label, c)});
         continue;
       }
       const int steps = op == CollectiveOp::kAllReduce ? 2 * (n - 1) : n - 1;
@@ -171,6 +143,42 @@ class Ring final : public CollectiveAlgorithm {
 };
 
 }  // namespace
+
+std::vector<std::pair<hw::Rank, hw::Rank>> chain_hops(std::span<const hw::Rank> chain, CollectiveOp op) {
+  std::vector<std::pair<hw::Rank, hw::Rank>> hops;
+  const std::size_t n = chain.size();
+  for (std::size_t i = 0; i + 1 < n; ++i)
+    hops.push_back(op == CollectiveOp::kReduce ? std::pair{chain[n - 1 - i], chain[n - 2 - i]}
+                                               : std::pair{chain[i], chain[i + 1]});
+  return hops;
+}
+
+TaskId chain_pipeline(BuildContext& ctx, std::span<const std::pair<hw::Rank, hw::Rank>> hops, double chunk,
+                      int chunks, TaskId start, std::int32_t label, int lane) {
+  std::vector<double> lat;
+  for (const auto& [a, b] : hops) lat.push_back(ctx.step_latency(a, b));
+  const int stages = static_cast<int>(hops.size());
+  if (ctx.spec.granularity == Granularity::kFlow) {
+    // K chunks through the stages: (K + stages - 1) chunk times at the pipeline's pace, plus the chain's
+    // latency.
+    double chain_latency = 0;
+    for (double l : lat) chain_latency += l;
+    const std::array<Dep, 1> deps{Dep{start}};
+    return add_bundle(ctx, hops, chunk * (chunks + stages - 1), chain_latency, label, deps, lane);
+  }
+  std::vector<TaskId> prev_chunk(hops.size(), -1);
+  TaskId upstream = -1;
+  for (int k = 0; k < chunks; ++k) {
+    upstream = -1;
+    for (std::size_t i = 0; i < hops.size(); ++i) {
+      std::vector<Dep> deps{upstream < 0 ? Dep{start} : Dep{upstream, DepKind::kDone}};
+      if (prev_chunk[i] >= 0) deps.push_back({prev_chunk[i], DepKind::kSent});
+      upstream = ctx.graph.add_transfer(hops[i].first, hops[i].second, ctx.wire(chunk), lat[i], label, deps, lane);
+      prev_chunk[i] = upstream;
+    }
+  }
+  return upstream;
+}
 
 std::vector<std::vector<hw::Rank>> ring_orders(const BuildContext& ctx, int channels) {
   const auto nodes = ctx.members_by_node();

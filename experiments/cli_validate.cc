@@ -1,0 +1,210 @@
+// strata validate: measured ground truth for the simulator on an emulated cluster (validate/,
+// docs/validate.md).
+//   cluster up|down   network namespaces + tc-shaped ports + the cluster's system file
+//   calibrate         exchange microbenchmarks per link class, written into the system file
+//   collectives       one collective over a size range, measured beside simulated
+//   synth             P2 placements x reduction programs, measured, with the simulator's ranking statistics
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "experiments/cli.h"
+#include "experiments/cli_options.h"
+#include "hw/system_loader.h"
+#include "hw/units.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
+#include "util/interrupt.h"
+#include "validate/calibrate.h"
+#include "validate/cluster.h"
+#include "validate/collectives.h"
+
+namespace strata::cli {
+namespace {
+
+namespace v = validate;
+
+double parse_bandwidth_option(const std::string& text, const std::string& option) {
+  const auto b = units::parse_bandwidth(text);
+  if (!b || *b <= 0)
+    throw util::InputError(fmt::format(
+        "{} '{}': expected a bandwidth with a unit, e.g. 1Gbit/s, 200Mb/s, 25MB/s", option, text));
+  return *b;
+}
+
+double parse_duration_option(const std::string& text, const std::string& option) {
+  const auto d = units::parse_duration(text);
+  if (!d || *d < 0)
+    throw util::InputError(
+        fmt::format("{} '{}': expected a duration with a unit, e.g. 0us, 100us, 1ms", option, text));
+  return *d;
+}
+
+struct ClusterOptions {
+  std::string name = "strata", dir, bandwidth = "1Gbit/s", latency = "0us", subnet = "10.213.0";
+  int nodes = 2, ranks_per_node = 1;
+};
+
+void add_cluster_commands(CLI::App& validate) {
+  auto* cluster = validate.add_subcommand("cluster", "Create or remove an emulated cluster (needs root)");
+  cluster->require_subcommand(1);
+  auto o = std::make_shared<ClusterOptions>();
+
+  auto* up = cluster->add_subcommand(
+      "up",
+      "Create the cluster: one network namespace per node with a tc-shaped veth port to a bridge; writes "
+      "the\n"
+      "system file <dir>/<name>.yaml that --cluster takes (configured link figures until `calibrate`)");
+  up->add_option("--name", o->name, "Prefix of everything the cluster creates ([a-z][a-z0-9]{0,7})")
+      ->capture_default_str();
+  up->add_option("--dir", o->dir, "State folder (default /run/strata/<name>)");
+  add_int_option(*up, "--nodes", o->nodes, {1, 16}, "Emulated nodes");
+  add_int_option(*up, "--ranks-per-node", o->ranks_per_node, {1, 8}, "MPI ranks per node");
+  up->add_option("--inter-bandwidth", o->bandwidth,
+                 "Line rate of each node's port, per direction (e.g. 1Gbit/s)")
+      ->capture_default_str();
+  up->add_option("--inter-latency", o->latency,
+                 "Delay added one way on each node's egress by tc netem (kernels without netem: only 0)")
+      ->capture_default_str();
+  up->add_option("--subnet", o->subnet, "First three octets of the ports' /24")->capture_default_str();
+  up->callback([o] {
+    v::ClusterSpec s;
+    s.name = o->name;
+    s.nodes = o->nodes;
+    s.ranks_per_node = o->ranks_per_node;
+    s.inter_bandwidth = parse_bandwidth_option(o->bandwidth, "--inter-bandwidth");
+    s.inter_latency = parse_duration_option(o->latency, "--inter-latency");
+    s.subnet = o->subnet;
+    s.dir = o->dir.empty() ? v::default_state_dir(s.name) : std::filesystem::path(o->dir);
+    v::cluster_up(s);
+    std::cout << fmt::format(
+        "cluster '{}' is up: {} nodes x {} ranks, ports shaped to {}{}\nsystem file: {}\nnext: strata "
+        "validate "
+        "calibrate --cluster {}\n",
+        s.name, s.nodes, s.ranks_per_node, v::format_rate(s.inter_bandwidth),
+        s.inter_latency > 0 ? fmt::format(" + {} one way", units::format_duration(s.inter_latency)) : "",
+        s.system_file().string(), s.system_file().string());
+  });
+
+  auto* down = cluster->add_subcommand("down", "Remove the cluster: namespaces, ports, bridge, state folder");
+  down->add_option("--name", o->name, "Prefix the cluster was created with")->capture_default_str();
+  down->add_option("--dir", o->dir, "State folder (default /run/strata/<name>)");
+  down->callback([o] {
+    v::check_can_emulate();
+    const auto removed = v::cluster_down(
+        o->name, o->dir.empty() ? v::default_state_dir(o->name) : std::filesystem::path(o->dir));
+    if (removed.empty()) std::cout << fmt::format("nothing of cluster '{}' was left\n", o->name);
+    for (const auto& r : removed) std::cout << "removed " << r << "\n";
+  });
+}
+
+struct MeasureOptions {
+  std::string cluster, op = "allreduce", sizes = "64KiB:4MiB:4", ranks, output;
+  int warmup = 1, iterations = 5;
+};
+
+void add_calibrate_command(CLI::App& validate) {
+  auto o = std::make_shared<MeasureOptions>();
+  o->iterations = 5;
+  auto* cmd = validate.add_subcommand(
+      "calibrate",
+      "Measure each link class of the cluster with MPI_Sendrecv exchanges (8 B .. 4 MiB) and write the "
+      "fitted\n"
+      "latency and bandwidth into its system file. Collective times are never used for calibration");
+  cmd->add_option("--cluster", o->cluster, "The system file written by `cluster up`")->required();
+  add_int_option(*cmd, "--warmup", o->warmup, {0, 100}, "Untimed runs per size");
+  add_int_option(*cmd, "--iterations", o->iterations, {1, 1000}, "Timed runs per size");
+  cmd->callback([o] {
+    const v::ClusterSpec spec = v::load_cluster(o->cluster);
+    std::cerr << "calibrating (MPI_Sendrecv, " << v::calibration_sizes().size()
+              << " sizes per link class)...\n";
+    const v::Calibration c = v::calibrate(spec, o->warmup, o->iterations);
+    const auto show = [](const char* what, const std::optional<v::LinkCalibration>& m) {
+      if (!m) return;
+      std::cout << fmt::format("{}: {} one way, {} per direction (worst spread {:.1f}%)\n", what,
+                               units::format_duration(m->figures.latency),
+                               v::format_rate(m->figures.bandwidth), 100 * m->worst_spread);
+      for (const auto& s : m->samples)
+        std::cout << fmt::format("  {:>10}  {:>12}\n", units::format_bytes(s.bytes),
+                                 units::format_duration(s.seconds));
+    };
+    show("shared memory (ranks of one node)", c.intra);
+    show("network (ranks of two nodes)", c.inter);
+    v::write_calibrated_system(spec, c);
+    std::cout << "written: " << spec.system_file().string() << "\n";
+  });
+}
+
+void add_collectives_command(CLI::App& validate) {
+  auto o = std::make_shared<MeasureOptions>();
+  auto* cmd = validate.add_subcommand(
+      "collectives",
+      "Measure one collective over a size range on the cluster (Open MPI, schedules forced to the ones "
+      "strata\n"
+      "models) and print it beside the simulated time in nccl-tests' columns, with the error per size");
+  cmd->add_option("--cluster", o->cluster, "The system file written by `cluster up` (after `calibrate`)")
+      ->required();
+  cmd->add_option("--op", o->op, std::string("Collective: ") + std::string(sim::kOpNames))
+      ->capture_default_str();
+  cmd->add_option("--sizes", o->sizes, "MIN:MAX[:FACTOR] as nccl-tests' -b/-e/-f")->capture_default_str();
+  cmd->add_option("--ranks", o->ranks, "MPI ranks of the group, root first (e.g. 0,2 or 0-3; default all)");
+  add_int_option(*cmd, "--warmup", o->warmup, {0, 100}, "Untimed runs per size");
+  add_int_option(*cmd, "--iterations", o->iterations, {1, 1000}, "Timed runs per size");
+  cmd->add_option("-o,--output", o->output, "Also write the rows as CSV to this file");
+  cmd->callback([o] {
+    const v::ClusterSpec spec = v::load_cluster(o->cluster);
+    const hw::Topology topo = hw::load_system(spec.system_file().string());
+    if (!o->output.empty()) util::check_output_path(o->output);
+    v::CollectiveCheckRequest req;
+    const auto op = sim::parse_op(o->op);
+    if (!op) throw util::InputError(fmt::format("--op '{}': expected one of {}", o->op, sim::kOpNames));
+    req.op = *op;
+    for (auto b : util::parse_size_range(o->sizes, "--sizes"))
+      req.sizes.push_back(static_cast<std::int64_t>(b));
+    if (!o->ranks.empty())
+      for (auto r : parse_rank_list(o->ranks, spec.ranks(), "--ranks")) req.group.push_back(r);
+    req.warmup = o->warmup;
+    req.iterations = o->iterations;
+    const int n = req.group.empty() ? spec.ranks() : static_cast<int>(req.group.size());
+    std::cerr << fmt::format("measuring {} on {} ranks at {} sizes...\n", sim::op_name(req.op), n,
+                             req.sizes.size());
+    const auto rows = v::check_collectives(spec, topo, req);
+    std::cout << fmt::format(
+        "# {} on {} of {} ranks of cluster '{}'; measured: Open MPI (coll/tuned, forced "
+        "schedules); simulated: algorithm openmpi on {}\n",
+        sim::op_name(req.op), n, spec.ranks(), spec.name, spec.system_file().string());
+    std::cout << v::collective_table(req.op, n, rows);
+    std::vector<double> err;
+    for (const auto& r : rows) err.push_back(std::abs(r.error()));
+    double mean = 0, mean_large = 0;
+    int large = 0;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      mean += err[i];
+      if (rows[i].bytes >= (1 << 20)) {
+        mean_large += err[i];
+        ++large;
+      }
+    }
+    std::cout << fmt::format("# mean |error| {:.1f}% over {} sizes",
+                             100 * mean / static_cast<double>(rows.size()), rows.size());
+    if (large > 0)
+      std::cout << fmt::format("; {:.1f}% over the {} sizes >= 1 MiB", 100 * mean_large / large, large);
+    std::cout << "\n";
+    if (!o->output.empty()) util::write_file_atomically(o->output, v::collective_csv(req.op, n, rows));
+  });
+}
+
+}  // namespace
+
+void add_validate_commands(CLI::App& app) {
+  auto* validate = app.add_subcommand(
+      "validate",
+      "Measure for real and compare with the simulator: emulated clusters (network namespaces + tc), MPI\n"
+      "collectives and reduction programs, calibration from microbenchmarks (docs/validate.md)");
+  validate->require_subcommand(1);
+  add_cluster_commands(*validate);
+  add_calibrate_command(*validate);
+  add_collectives_command(*validate);
+}
+
+}  // namespace strata::cli

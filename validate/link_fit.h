@@ -1,0 +1,28 @@
+// Latency and bandwidth of one link class from exchange microbenchmarks (`strata validate calibrate`): every
+// size's median time t(S) of a two-rank MPI_Sendrecv (each rank sends S and receives S at once, loading the
+// link in both directions as the collectives do) is fitted by t = latency + S / bandwidth. These are the
+// only measurements calibration uses; collective and program times are never fitted.
+#pragma once
+
+#include <span>
+#include <string>
+
+namespace strata::validate {
+
+struct LinkFigures {
+  double bandwidth = 0;  // bytes/s per direction
+  double latency = 0;    // seconds one way (rank to rank)
+  std::string source;    // "configured" or how it was measured
+};
+
+struct SizeTime {
+  double bytes = 0;
+  double seconds = 0;
+};
+
+// latency = the time of the smallest size; bandwidth = the least-squares slope through (S, t - latency) of
+// the sizes of at least `min_bytes`: sum(S^2) / sum(S (t - latency)). Throws std::invalid_argument when no
+// size qualifies or the fitted slope is not positive.
+LinkFigures fit_link(std::span<const SizeTime> samples, double min_bytes);
+
+}  // namespace strata::validate
