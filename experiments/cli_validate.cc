@@ -18,6 +18,7 @@
 #include "validate/calibrate.h"
 #include "validate/cluster.h"
 #include "validate/collectives.h"
+#include "validate/synth_check.h"
 
 namespace strata::cli {
 namespace {
@@ -194,6 +195,65 @@ void add_collectives_command(CLI::App& validate) {
   });
 }
 
+struct SynthOptions {
+  std::string cluster, axes, reduce = "0", bytes = "1MiB", output;
+  int max_size = 5, top = 10, sample = 10, warmup = 1, iterations = 5;
+  double tolerance = 0.02;
+  std::int64_t seed = 1;
+};
+
+void add_validate_synth_command(CLI::App& validate) {
+  auto o = std::make_shared<SynthOptions>();
+  auto* cmd =
+      validate.add_subcommand("synth",
+                              "Measure P2's placements x reduction programs (as `strata synth` enumerates "
+                              "them on the cluster's system\n"
+                              "file, simulated with Open MPI's schedules) on the cluster and report how well "
+                              "the simulator ranked them:\n"
+                              "top-1/5/10 accuracy, Spearman, regret of its pick, error of its times");
+  cmd->add_option("--cluster", o->cluster, "The system file written by `cluster up` (after `calibrate`)")
+      ->required();
+  cmd->add_option("--axes", o->axes, "Parallelism axis sizes, multiplying to the rank count, e.g. 2,2")
+      ->required();
+  cmd->add_option("--reduce", o->reduce, "Reduction axes (indices into --axes), e.g. 0 or 0,1")
+      ->capture_default_str();
+  cmd->add_option("--bytes", o->bytes, "Buffer each rank reduces")->capture_default_str();
+  add_int_option(*cmd, "--max-size", o->max_size, {1, 8}, "Program size bound (instructions)");
+  add_int_option(*cmd, "--top", o->top, {0, 1000}, "Measure the simulator's N fastest candidates ...");
+  add_int_option(*cmd, "--sample", o->sample, {0, 1000}, "... and N others drawn at random (all when fewer)");
+  add_int_option(*cmd, "--seed", o->seed, kSeedRange, "Seed of the random sample");
+  add_int_option(*cmd, "--warmup", o->warmup, {0, 100}, "Untimed runs per candidate");
+  add_int_option(*cmd, "--iterations", o->iterations, {1, 1000}, "Timed runs per candidate");
+  add_real_option(*cmd, "--tolerance", o->tolerance, 0, 1,
+                  "Top-k: candidates measured within this share of the best count as fastest (noise)");
+  cmd->add_option("-o,--output", o->output, "Also write the candidates as CSV to this file");
+  cmd->callback([o] {
+    const v::ClusterSpec spec = v::load_cluster(o->cluster);
+    const hw::Topology topo = hw::load_system(spec.system_file().string());
+    if (!o->output.empty()) util::check_output_path(o->output);
+    v::SynthCheckRequest req;
+    req.tolerance = o->tolerance;
+    for (auto a : util::parse_int_list(o->axes, {1, spec.ranks()}, "--axes", ','))
+      req.axes.push_back(static_cast<int>(a));
+    for (auto a : util::parse_int_list(o->reduce, {0, static_cast<std::int64_t>(req.axes.size()) - 1},
+                                       "--reduce", ','))
+      req.reduce_axes.push_back(static_cast<int>(a));
+    req.bytes = static_cast<double>(util::parse_size(o->bytes, "--bytes"));
+    req.max_size = o->max_size;
+    req.top = o->top;
+    req.sample = o->sample;
+    req.seed = static_cast<std::uint64_t>(o->seed);
+    req.warmup = o->warmup;
+    req.iterations = o->iterations;
+    std::cerr << "synthesizing, simulating and measuring candidates...\n";
+    const auto check = v::check_synth(spec, topo, req);
+    std::cout << fmt::format("# P2 synthesis on cluster '{}' ({} ranks): axes {}, reduce {}, {} per rank\n",
+                             spec.name, spec.ranks(), o->axes, o->reduce, units::format_bytes(req.bytes));
+    std::cout << v::synth_report(check);
+    if (!o->output.empty()) util::write_file_atomically(o->output, v::synth_csv(check));
+  });
+}
+
 }  // namespace
 
 void add_validate_commands(CLI::App& app) {
@@ -205,6 +265,7 @@ void add_validate_commands(CLI::App& app) {
   add_cluster_commands(*validate);
   add_calibrate_command(*validate);
   add_collectives_command(*validate);
+  add_validate_synth_command(*validate);
 }
 
 }  // namespace strata::cli

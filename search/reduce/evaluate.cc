@@ -28,18 +28,21 @@ std::vector<int> prime_factors(int n) {
 
 }  // namespace
 
-std::string_view algorithm_for(const hw::Topology& topo, const sim::CollectiveSpec& call, std::string_view requested) {
+std::string_view algorithm_for(const hw::Topology& topo, const sim::CollectiveSpec& call,
+                               std::string_view requested) {
   const auto& registry = sim::AlgorithmRegistry::instance();
   const sim::CollectiveAlgorithm* algo = registry.find(requested);
-  if (!algo) throw std::invalid_argument(fmt::format("--algo: unknown algorithm '{}' (expected one of: {})", requested,
-                                                     registry.names()));
+  if (!algo)
+    throw std::invalid_argument(
+        fmt::format("--algo: unknown algorithm '{}' (expected one of: {})", requested, registry.names()));
   if (algo->nccl_unsupported_reason(call, topo).empty()) return algo->name();
   // A host MPI library's schedules (validate's ground truth) run every call themselves.
   if (algo->family() == sim::nccl::Family::kHostMpi && algo->unsupported_reason(call, topo).empty())
     return algo->name();
   const sim::CollectiveAlgorithm* fallback = registry.first_eligible(call, topo);
   if (!fallback)
-    throw std::invalid_argument(fmt::format("no registered algorithm can run {} on this group", sim::op_name(call.op)));
+    throw std::invalid_argument(
+        fmt::format("no registered algorithm can run {} on this group", sim::op_name(call.op)));
   return fallback->name();
 }
 
@@ -61,7 +64,8 @@ double simulate_lowered(const hw::Topology& topo, const LoweredProgram& lowered,
       spec.op = call.op;
       spec.group = call.group;
       spec.bytes = call.bytes;
-      const sim::TaskId done = sim::add_collective(topo, graph, spec, algorithm_for(topo, spec, algorithm), deps);
+      const sim::TaskId done =
+          sim::add_collective(topo, graph, spec, algorithm_for(topo, spec, algorithm), deps);
       for (int d : call.group) updates.emplace_back(static_cast<std::size_t>(d), done);
     }
     for (const auto& [d, t] : updates) last[d] = t;
@@ -189,7 +193,9 @@ std::vector<PlacementEval> evaluate(const hw::Topology& topo, const EvalConfig& 
       std::vector<ProgramTime> ranked;
       for (std::size_t i = 0; i < programs.size(); ++i) {
         const double s = seconds[(first_task[p] + i) * num_algos + a];
-        ranked.push_back(ProgramTime{i, to_string(programs[i], h), shape_name(programs[i]), s});
+        ranked.push_back(ProgramTime{i, to_string(programs[i], h), shape_name(programs[i]), s, {}});
+        if (config.keep_all_programs && config.keep_lowered)
+          ranked.back().lowered = lower(programs[i], h, layouts[p], config.bytes_per_device);
         // The baseline is the single AllReduce over the whole reduction group (the first program of size 1).
         if (programs[i].size() == 1 && programs[i][0].slice == 0 &&
             programs[i][0].op == sim::CollectiveOp::kAllReduce)

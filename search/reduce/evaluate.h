@@ -22,7 +22,8 @@ namespace strata::search::reduce {
 // registered algorithm that can run the call (ring). E.g. NCCL's tree implements all-reduce only, so every
 // other step of a "tree" program uses rings, as NCCL does. A host-MPI library's schedule (openmpi) runs every
 // call it can.
-std::string_view algorithm_for(const hw::Topology& topo, const sim::CollectiveSpec& call, std::string_view requested);
+std::string_view algorithm_for(const hw::Topology& topo, const sim::CollectiveSpec& call,
+                               std::string_view requested);
 
 // Simulates a lowered program on the physical topology: each call becomes a collective on one task graph and
 // starts when all of its devices finished their previous call (no global barrier between steps, as with
@@ -46,6 +47,7 @@ struct EvalConfig {
   SynthesisOptions synthesis;
   bool split_non_switched = false;  // see PlacementHierarchy
   bool keep_all_programs = false;   // fill PlacementEval::ranked with every program, not only the best
+  bool keep_lowered = false;  // with keep_all_programs: also fill ProgramTime::lowered (validate runs them)
 };
 
 struct ProgramTime {
@@ -53,6 +55,7 @@ struct ProgramTime {
   std::string text;       // text form
   std::string shape;      // e.g. "ReduceScatter-AllReduce-AllGather"
   double seconds = 0;
+  LoweredProgram lowered;  // only with EvalConfig::keep_lowered
 };
 
 struct PlacementEval {

@@ -38,9 +38,10 @@ std::vector<TaskId> ring_phase(BuildContext& ctx, std::span<const hw::Rank> ring
 std::vector<std::pair<hw::Rank, hw::Rank>> chain_hops(std::span<const hw::Rank> chain, CollectiveOp op);
 // `chunks` chunks of `chunk` payload bytes pipelined along `hops` (each hop forwards a chunk once it has
 // arrived and its previous chunk has left): per-chunk transfers at step granularity, one bundle of
-// (chunks + hops - 1) chunk times plus the chain's latency at flow granularity. Returns the last delivery.
+// (chunks + hops - 1) chunk times at the slowest hop's pace plus the chain's latency at flow granularity
+// (which overstates the fill where hops differ in speed). Returns the last delivery.
 TaskId chain_pipeline(BuildContext& ctx, std::span<const std::pair<hw::Rank, hw::Rank>> hops, double chunk,
-                      int chunks, TaskId start, std::int32_t label, int lane);
+                      int chunks, TaskId start, std::int32_t label, int lane, Granularity granularity);
 
 // A pipelined flow bundle: every hop carries `payload_per_hop` bytes (before protocol overhead) at one common
 // rate, then the whole bundle is done after `latency` seconds.

@@ -63,8 +63,11 @@ class OpenMpi final : public CollectiveAlgorithm {
         const int segments = std::max(1, static_cast<int>(std::ceil(S / kOpenMpiSegmentBytes)));
         const auto label =
             ctx.label(ctx.spec.op == CollectiveOp::kBroadcast ? "pipeline" : "pipeline-reduce");
-        const TaskId done =
-            chain_pipeline(ctx, chain_hops(group, ctx.spec.op), S / segments, segments, start, label, 0);
+        // Per segment (step granularity) whatever the spec asks: validate's groups are small, and a chain
+        // through fast shared-memory hops and one slow network hop fills in one network segment time, not
+        // (hops - 1) of them as the flow form's common pace would charge.
+        const TaskId done = chain_pipeline(ctx, chain_hops(group, ctx.spec.op), S / segments, segments, start,
+                                           label, 0, Granularity::kStep);
         return join(ctx, std::array<Dep, 1>{Dep{done}});
       }
       case CollectiveOp::kAllToAll:

@@ -130,7 +130,8 @@ class Ring final : public CollectiveAlgorithm {
                                : std::clamp(static_cast<int>(per_channel / (512 * 1024.0)), 1, 64);
         const double chunk = per_channel / chunks;
         const auto label = ctx.label(op == CollectiveOp::kBroadcast ? "chain" : "chain-reduce");
-        finals.push_back({chain_pipeline(ctx, chain_hops(chain, op), chunk, chunks, start, label, c)});
+        finals.push_back({chain_pipeline(ctx, chain_hops(chain, op), chunk, chunks, start, label, c,
+                                         ctx.spec.granularity)});
         continue;
       }
       const int steps = op == CollectiveOp::kAllReduce ? 2 * (n - 1) : n - 1;
@@ -154,11 +155,11 @@ std::vector<std::pair<hw::Rank, hw::Rank>> chain_hops(std::span<const hw::Rank> 
 }
 
 TaskId chain_pipeline(BuildContext& ctx, std::span<const std::pair<hw::Rank, hw::Rank>> hops, double chunk,
-                      int chunks, TaskId start, std::int32_t label, int lane) {
+                      int chunks, TaskId start, std::int32_t label, int lane, Granularity granularity) {
   std::vector<double> lat;
   for (const auto& [a, b] : hops) lat.push_back(ctx.step_latency(a, b));
   const int stages = static_cast<int>(hops.size());
-  if (ctx.spec.granularity == Granularity::kFlow) {
+  if (granularity == Granularity::kFlow) {
     // K chunks through the stages: (K + stages - 1) chunk times at the pipeline's pace, plus the chain's
     // latency.
     double chain_latency = 0;
@@ -173,7 +174,8 @@ TaskId chain_pipeline(BuildContext& ctx, std::span<const std::pair<hw::Rank, hw:
     for (std::size_t i = 0; i < hops.size(); ++i) {
       std::vector<Dep> deps{upstream < 0 ? Dep{start} : Dep{upstream, DepKind::kDone}};
       if (prev_chunk[i] >= 0) deps.push_back({prev_chunk[i], DepKind::kSent});
-      upstream = ctx.graph.add_transfer(hops[i].first, hops[i].second, ctx.wire(chunk), lat[i], label, deps, lane);
+      upstream =
+          ctx.graph.add_transfer(hops[i].first, hops[i].second, ctx.wire(chunk), lat[i], label, deps, lane);
       prev_chunk[i] = upstream;
     }
   }
