@@ -11,7 +11,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "sim/algorithms/openmpi.h"
@@ -20,6 +22,7 @@
 #include "sim/nccl_model.h"
 #include "sim/simulator.h"
 #include "tests/validate/emulated_cluster.h"
+#include "validate/measure.h"
 
 namespace strata::sim {
 namespace {
@@ -169,6 +172,22 @@ TEST(OpenMpiSchedule, AllToAllPostsEveryPairAtOnce) {
   expect_time(simulate_openmpi(CollectiveOp::kAllToAll, {0, 1, 2, 3}, S), S / kB + kL);
 }
 
+TEST(OpenMpiSchedule, ForcedAlgorithmsAreTheModelledOnesInOpenMpisNumbering) {
+  // coll/tuned's forced-algorithm enumerations (Open MPI v4.1.x,
+  // ompi/mca/coll/tuned/coll_tuned_*_decision.c): allreduce 4 "ring", reduce_scatter 3 "ring", allgather 4
+  // "ring", bcast 3 "pipeline", reduce 3 "pipeline", alltoall 1 "linear"; forcing needs
+  // coll_tuned_use_dynamic_rules; segment sizes in bytes (128 KiB).
+  std::map<std::string, std::string> want{
+      {"coll_tuned_use_dynamic_rules", "1"},        {"coll_tuned_allreduce_algorithm", "4"},
+      {"coll_tuned_reduce_scatter_algorithm", "3"}, {"coll_tuned_allgather_algorithm", "4"},
+      {"coll_tuned_bcast_algorithm", "3"},          {"coll_tuned_bcast_algorithm_segmentsize", "131072"},
+      {"coll_tuned_reduce_algorithm", "3"},         {"coll_tuned_reduce_algorithm_segmentsize", "131072"},
+      {"coll_tuned_alltoall_algorithm", "1"}};
+  std::map<std::string, std::string> got;
+  for (const auto& [name, value] : algorithms::openmpi_forced_algorithms()) got[name] = value;
+  EXPECT_EQ(got, want);
+}
+
 TEST(OpenMpiSchedule, OnlySimpleProtocol) {
   CollectiveSpec spec;
   spec.group = {0, 1, 2, 3};
@@ -220,3 +239,28 @@ TEST(OpenMpiSchedule, NeverATunersPick) {
 
 }  // namespace
 }  // namespace strata::sim
+
+namespace strata::validate {
+namespace {
+
+using sim::CollectiveOp;
+
+TEST(OpenMpiSchedule, SimulatedPlanCaseRunsStepsInOrderAndCallsConcurrently) {
+  // What `strata validate` predicts for a measured case (validate::simulate_case), on the same cluster.
+  // Step 0: send/recv on {0, 2} and on {1, 3} at once; node 0's port carries 0->2 and 1->3 (node 1's the
+  // replies), so each gets B/2: 2 S / B + L. Step 1, once its members are done: all-reduce on {0, 1} (a
+  // 2-rank ring inside node 0: 2 steps of S/2 at Bs, latency 2 ls: S / Bs + 2 ls) beside a broadcast on
+  // {2, 3} (one hop: its K segments back to back, S / Bs + ls, the shorter of the two).
+  const double S = 1 << 20, B = 25e6, L = 100e-6, Bs = 40e9, ls = 2e-6;
+  PlanCase c;
+  c.name = "program";
+  c.steps.push_back(PlanStep{{PlanCall{CollectiveOp::kSendRecv, {0, 2}, 1 << 20},
+                              PlanCall{CollectiveOp::kSendRecv, {1, 3}, 1 << 20}}});
+  c.steps.push_back(PlanStep{{PlanCall{CollectiveOp::kAllReduce, {0, 1}, 1 << 20},
+                              PlanCall{CollectiveOp::kBroadcast, {2, 3}, 1 << 20}}});
+  const double expected = 2 * S / B + L + S / Bs + 2 * ls;
+  EXPECT_NEAR(simulate_case(test::emulated_cluster(), c), expected, 1e-9 + 1e-9 * expected);
+}
+
+}  // namespace
+}  // namespace strata::validate
