@@ -196,6 +196,43 @@ class HwCommands(unittest.TestCase):
         self.assertEqual(r2.rc, 0, r2)
         self.assertRegex(r2.out, rf"= {2 * gpus} GPUs")
 
+    def test_hw_show_emulated_cluster_of_two_nodes_of_two_ranks(self):
+        # Regression (issue 14): on 2 nodes x 2 GPUs `hw show` printed a sample route to GPU gpus_per_node + 2 = 4,
+        # one past the last GPU, and crashed. The system is an emulated cluster as `strata validate cluster up`
+        # writes one. Its sample routes end at GPUs 1 (same node), 2 (first of node 1) and 3 (node 1's other).
+        # A nics link's latency is NIC to NIC, half on each side of the bridge (docs/hardware.md), and PCIe adds
+        # 0 here: a route between nodes takes 250 us; the shared-memory wire 3 us.
+        yaml = """name: emulated
+gpu: host-cpu
+nodes: {nodes}
+node:
+  gpus: {gpus}
+  fabric: {fabric}
+  host: {{cpus: 1, pcie: {{kind: pcie4, latency: 0 us}}}}
+  nics: {{count: 1, link: {{kind: tcp-veth, bandwidth: 1Gbit/s, efficiency: 1, latency: 250 us}}}}
+network: {{wiring: fat-tree}}
+"""
+        shm = "{wiring: fully-connected, link: {kind: shm, bandwidth: 40000 MB/s, efficiency: 1, latency: 3 us}}"
+        with tempfile.TemporaryDirectory() as d:
+            path = write_text(os.path.join(d, "emulated.yaml"), yaml.format(nodes=2, gpus=2, fabric=shm))
+            r = strata("hw", "show", path)
+            self.assertEqual(r.rc, 0, r)
+            self.assertRegex(r.out, r"= 4 GPUs")
+            routes = dict(((int(a), int(b)), lat) for a, b, lat in
+                          re.findall(r"^    gpu (\d+) -> gpu (\d+): .*latency ([0-9.]+ (?:ns|us))\)$", r.out, re.M))
+            self.assertEqual(routes, {(0, 1): "3.00 us", (0, 2): "250.00 us", (1, 3): "250.00 us"}, r)
+            # Three GPUs per node: the cross-node sample still goes to node 1's third GPU (1 -> 3 + 2 = 5).
+            path3 = write_text(os.path.join(d, "emulated3.yaml"), yaml.format(nodes=2, gpus=3, fabric=shm))
+            r3 = strata("hw", "show", path3)
+            self.assertEqual(r3.rc, 0, r3)
+            self.assertRegex(r3.out, r"(?m)^    gpu 1 -> gpu 5: ", r3)
+            # One GPU per node: no intra-node or second cross-node sample, and no crash.
+            path1 = write_text(os.path.join(d, "emulated1.yaml"),
+                               yaml.format(nodes=2, gpus=1, fabric="{wiring: none}"))
+            r1 = strata("hw", "show", path1)
+            self.assertEqual(r1.rc, 0, r1)
+            self.assertEqual(re.findall(r"^    gpu (\d+) -> gpu (\d+):", r1.out, re.M), [("0", "1")], r1)
+
 
 class SimCollective(unittest.TestCase):
     def test_table_structure_and_nccl_tests_definitions(self):
