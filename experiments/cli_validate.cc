@@ -106,10 +106,10 @@ struct MeasureOptions {
 
 void add_calibrate_command(CLI::App& validate) {
   auto o = std::make_shared<MeasureOptions>();
-  o->iterations = 5;
+  o->iterations = 10;
   auto* cmd = validate.add_subcommand(
       "calibrate",
-      "Measure each link class of the cluster with MPI_Sendrecv exchanges (8 B .. 4 MiB) and write the "
+      "Measure each link class of the cluster with MPI_Sendrecv exchanges (8 B .. 8 MiB) and write the "
       "fitted\n"
       "latency and bandwidth into its system file. Collective times are never used for calibration");
   cmd->add_option("--cluster", o->cluster, "The system file written by `cluster up`")->required();

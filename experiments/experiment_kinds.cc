@@ -8,6 +8,7 @@ ExperimentKind collective_sweep_kind();  // collective_sweep_kind.cc
 ExperimentKind p2_reproduction_kind();   // p2_reproduction.cc
 ExperimentKind subst_optimizers_kind();  // subst_optimizers.cc
 ExperimentKind parallel_sweep_kind();    // parallel_sweep.cc
+ExperimentKind emulated_validation_kind();  // emulated_validation.cc
 
 const std::vector<ExperimentKind>& experiment_kinds() {
   static const std::vector<ExperimentKind> kinds{
@@ -15,6 +16,7 @@ const std::vector<ExperimentKind>& experiment_kinds() {
       p2_reproduction_kind(),
       subst_optimizers_kind(),
       parallel_sweep_kind(),
+      emulated_validation_kind(),
   };
   return kinds;
 }

@@ -32,7 +32,8 @@ std::string format_duration(double seconds);
 std::string format_bandwidth(double bytes_per_second);
 
 // The unit lists the parsers accept, for error messages.
-inline constexpr std::string_view kBandwidthUnits = "B/s, KB/s, MB/s, GB/s, TB/s, KiB/s, MiB/s, GiB/s, Gb/s, Tb/s";
+inline constexpr std::string_view kBandwidthUnits =
+    "B/s, KB/s, MB/s, GB/s, TB/s, KiB/s, MiB/s, GiB/s, Mb/s, Gb/s, Tb/s, Gbps, Mbit/s, Gbit/s, Mbps";
 inline constexpr std::string_view kByteUnits = util::kSizeRule;
 inline constexpr std::string_view kDurationUnits = "ps, ns, us, ms, s";
 inline constexpr std::string_view kFlopsUnits = "GFLOPS, TFLOPS, PFLOPS";

@@ -35,7 +35,7 @@ LinkCalibration fit_class(const PlanResult& r, const std::string& prefix,
 }  // namespace
 
 std::vector<std::int64_t> calibration_sizes() {
-  return {8, 64 << 10, 256 << 10, 1 << 20, 2 << 20, 4 << 20};
+  return {8, 64 << 10, 256 << 10, 1 << 20, 2 << 20, 4 << 20, 8 << 20};
 }
 
 Calibration calibrate(const ClusterSpec& spec, int warmup, int iterations) {

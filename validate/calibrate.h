@@ -23,7 +23,7 @@ struct Calibration {
   std::optional<LinkCalibration> inter;  // only with 2+ nodes
 };
 
-// The exchange sizes: 8 B (latency) and 64 KiB .. 4 MiB; the bandwidth fit uses sizes >= 256 KiB.
+// The exchange sizes: 8 B (latency) and 64 KiB .. 8 MiB; the bandwidth fit uses sizes >= 256 KiB.
 std::vector<std::int64_t> calibration_sizes();
 inline constexpr double kBandwidthFitMinBytes = 256 * 1024;
 

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <climits>
+#include <limits>
 #include <set>
 #include <stdexcept>
+#include <type_traits>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -22,13 +24,40 @@ bool splits(sim::CollectiveOp op) {
   throw std::invalid_argument(fmt::format("{}: {}", source, what));
 }
 
+// A whole number within T's range: JSON has one number type, and get<int>() would truncate 1.9 to 1 and wrap
+// 2^32 to 0.
+template <class T>
+T whole(const json& v, std::string_view source, const std::string& path) {
+  const bool fits = v.is_number_unsigned()
+                        ? v.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<T>::max())
+                        : v.is_number_integer() && v.get<std::int64_t>() >= std::numeric_limits<T>::min() &&
+                              v.get<std::int64_t>() <= std::numeric_limits<T>::max();
+  if (!fits)
+    fail(source, fmt::format("{}: expected an integer in {}..{}, got {}", path, std::numeric_limits<T>::min(),
+                             std::numeric_limits<T>::max(), v.dump()));
+  return static_cast<T>(v.is_number_unsigned() ? static_cast<std::int64_t>(v.get<std::uint64_t>())
+                                               : v.get<std::int64_t>());
+}
+
 template <class T>
 T field(const json& j, const char* key, std::string_view source, const std::string& where) {
   if (!j.is_object() || !j.contains(key)) fail(source, fmt::format("{}: missing field '{}'", where, key));
-  try {
-    return j.at(key).get<T>();
-  } catch (const json::exception&) {
-    fail(source, fmt::format("{}.{}: wrong type", where, key));
+  const json& v = j.at(key);
+  const std::string path = fmt::format("{}.{}", where, key);
+  if constexpr (std::is_integral_v<T>) {
+    return whole<T>(v, source, path);
+  } else if constexpr (std::is_same_v<T, std::vector<int>>) {
+    if (!v.is_array()) fail(source, path + ": expected a list of integers");
+    std::vector<int> out;
+    for (std::size_t i = 0; i < v.size(); ++i)
+      out.push_back(whole<int>(v[i], source, fmt::format("{}[{}]", path, i)));
+    return out;
+  } else {
+    try {
+      return v.get<T>();
+    } catch (const json::exception&) {
+      fail(source, path + ": wrong type");
+    }
   }
 }
 
@@ -54,7 +83,10 @@ void check_plan(const MeasurementPlan& plan) {
         const auto& call = c.steps[s].calls[k];
         const std::string where = fmt::format("case '{}' step {} call {}", c.name, s, k);
         if (call.group.empty()) throw std::invalid_argument(where + ": empty group");
+        std::set<int> members;
         for (int r : call.group) {
+          if (!members.insert(r).second)
+            throw std::invalid_argument(fmt::format("{}: rank {} appears twice in the group", where, r));
           if (r < 0 || r >= plan.ranks)
             throw std::invalid_argument(fmt::format("{}: rank {} outside 0..{}", where, r, plan.ranks - 1));
           if (!used.insert(r).second)

@@ -36,11 +36,11 @@ TEST(EmulatedClusterHw, BitRateUnits) {
   EXPECT_FALSE(units::parse_bandwidth("0 Mbit/s"));
 }
 
-// BUG (hw/units.h kBandwidthUnits, the unit list bad YAML bandwidths are answered with,
-// hw/yaml_reader.cc): it still reads "B/s, ..., Gb/s, Tb/s" while parse_bandwidth also accepts Gbps, Mbit/s,
-// Gbit/s and Mbps (hw/units.cc kBandwidth), so the error message does not list units that work. Expected:
-// every accepted unit listed. Disabled until fixed.
-TEST(EmulatedClusterHw, DISABLED_ErrorMessagesListEveryAcceptedBitRateUnit) {
+// Regression (found by these tests, fixed in validate/ and hw/; hw/units.h kBandwidthUnits, the unit list bad
+// YAML bandwidths are answered with, hw/yaml_reader.cc): it still reads "B/s, ..., Gb/s, Tb/s" while
+// parse_bandwidth also accepts Gbps, Mbit/s, Gbit/s and Mbps (hw/units.cc kBandwidth), so the error message
+// does not list units that work. Expected: every accepted unit listed.
+TEST(EmulatedClusterHw, ErrorMessagesListEveryAcceptedBitRateUnit) {
   for (const char* unit : {"Mb/s", "Gb/s", "Gbps", "Mbit/s", "Gbit/s", "Mbps"}) {
     ASSERT_TRUE(units::parse_bandwidth(std::string("1 ") + unit)) << unit;
     EXPECT_NE(std::string(units::kBandwidthUnits).find(unit), std::string::npos) << unit;
@@ -92,15 +92,14 @@ TEST(EmulatedClusterHw, ConfiguredFiguresAreTheShapedRateAndDelay) {
   EXPECT_DOUBLE_EQ(inter.latency, 100e-6);
 }
 
-// BUG (validate/cluster.cc, cluster_system_yaml, "latency: inter.latency / 2"): the system file halves the
-// node-to-node latency, and the loader halves the nics link's latency again on each side of the bridge
-// (hw/system_loader.cc add_network: nl.latency / 2 per NIC-bridge wire), so a route between nodes carries
-// half the configured or measured one-way latency. netem delays only each node's egress (cluster_up:
-// shape(ns, "eth0", rate, latency), the host-side port gets delay 0), so one way between two nodes is
-// inter.latency, and fit_link's latency is the one-way time of the smallest exchange. Expected
-// route_latency(0, 2) = 100 us; the code gives 50 us. Disabled until fixed (run with
-// --gtest_also_run_disabled_tests to see it fail).
-TEST(EmulatedClusterHw, DISABLED_SystemFileRouteBetweenNodesHasTheOneWayLatency) {
+// Regression (found by these tests, fixed in validate/ and hw/; validate/cluster.cc, cluster_system_yaml,
+// "latency: inter.latency / 2"): the system file halves the node-to-node latency, and the loader halves the
+// nics link's latency again on each side of the bridge (hw/system_loader.cc add_network: nl.latency / 2 per
+// NIC-bridge wire), so a route between nodes carries half the configured or measured one-way latency. netem
+// delays only each node's egress (cluster_up: shape(ns, "eth0", rate, latency), the host-side port gets delay
+// 0), so one way between two nodes is inter.latency, and fit_link's latency is the one-way time of the
+// smallest exchange. Expected route_latency(0, 2) = 100 us; the code gave 50 us.
+TEST(EmulatedClusterHw, SystemFileRouteBetweenNodesHasTheOneWayLatency) {
   const ClusterSpec spec = two_by_two();
   const LinkFigures intra{3e9, 1.5e-6, "measured"}, inter{23.9e6, 180e-6, "measured"};
   const auto t = hw::load_system_from_string(cluster_system_yaml(spec, intra, inter, "test"), "t.yaml");
@@ -124,14 +123,14 @@ TEST(EmulatedClusterHw, SystemFileCarriesTheLinkBandwidths) {
   EXPECT_NEAR(t1.route_bandwidth(0, 1), 23.9e6, 23.9e6 * 1e-6);
 }
 
-// BUG (validate/cluster.cc, cluster_system_yaml: the shm wire beside "pcie: {kind: pcie4, latency: 0 us}"):
-// routes inside a node take the cheapest path by latency + 1 MiB / bandwidth (docs/hardware.md), and the
-// path rank -> CPU -> rank over two zero-latency PCIe Gen4 hops (25.6 GB/s each: cost 2 x 41 us) beats a
-// calibrated shared-memory wire slower than about 12.8 GB/s (1 MiB / 3 GB/s = 350 us). Shared memory measured
-// at a few GB/s, as vader typically gives, is then never used: ranks of a node talk at PCIe's 25.6 GB/s
-// with 0 latency. Expected route_bandwidth(0, 1) = 3 GB/s and latency 1.5 us (the measured figures); the code
-// gives the PCIe path. Disabled until fixed.
-TEST(EmulatedClusterHw, DISABLED_SystemFileRanksOfANodeUseTheMeasuredSharedMemory) {
+// Regression (found by these tests, fixed in validate/ and hw/; validate/cluster.cc, cluster_system_yaml: the
+// shm wire beside "pcie: {kind: pcie4, latency: 0 us}"): routes inside a node take the cheapest path by
+// latency + 1 MiB / bandwidth (docs/hardware.md), and the path rank -> CPU -> rank over two zero-latency PCIe
+// Gen4 hops (25.6 GB/s each: cost 2 x 41 us) beats a calibrated shared-memory wire slower than about 12.8
+// GB/s (1 MiB / 3 GB/s = 350 us). Shared memory measured at a few GB/s, as vader typically gives, is then
+// never used: ranks of a node talk at PCIe's 25.6 GB/s with 0 latency. Expected route_bandwidth(0, 1) = 3
+// GB/s and latency 1.5 us (the measured figures); the code gave the PCIe path.
+TEST(EmulatedClusterHw, SystemFileRanksOfANodeUseTheMeasuredSharedMemory) {
   const ClusterSpec spec = two_by_two();
   const LinkFigures intra{3e9, 1.5e-6, "measured"}, inter{23.9e6, 180e-6, "measured"};
   const auto t = hw::load_system_from_string(cluster_system_yaml(spec, intra, inter, "test"), "t.yaml");
