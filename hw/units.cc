@@ -44,10 +44,10 @@ std::optional<double> parse_with(std::string_view text, const std::array<UnitFac
 }
 
 constexpr std::array kBandwidth{
-    UnitFactor{"B/s", 1.0},      UnitFactor{"KB/s", kKB},     UnitFactor{"MB/s", kMB},
-    UnitFactor{"GB/s", kGB},     UnitFactor{"TB/s", kTB},     UnitFactor{"KiB/s", kKiB},
-    UnitFactor{"MiB/s", kMiB},   UnitFactor{"GiB/s", kGiB},   UnitFactor{"Mb/s", kMB / 8},
-    UnitFactor{"Gb/s", kGB / 8}, UnitFactor{"Tb/s", kTB / 8}, UnitFactor{"Gbps", kGB / 8},
+    UnitFactor{"B/s", 1.0},        UnitFactor{"KB/s", kKB},       UnitFactor{"MB/s", kMB},
+    UnitFactor{"GB/s", kGB},       UnitFactor{"TB/s", kTB},       UnitFactor{"KiB/s", kKiB},
+    UnitFactor{"MiB/s", kMiB},     UnitFactor{"GiB/s", kGiB},     UnitFactor{"Mb/s", kMB / 8},
+    UnitFactor{"Gb/s", kGB / 8},   UnitFactor{"Tb/s", kTB / 8},   UnitFactor{"Gbps", kGB / 8},
     UnitFactor{"Mbit/s", kMB / 8}, UnitFactor{"Gbit/s", kGB / 8}, UnitFactor{"Mbps", kMB / 8}};
 constexpr std::array kDuration{UnitFactor{"ps", 1e-12}, UnitFactor{"ns", kNano}, UnitFactor{"us", kMicro},
                                UnitFactor{"ms", kMilli}, UnitFactor{"s", 1.0}};
@@ -68,7 +68,9 @@ std::optional<double> parse_bytes(std::string_view text) {
     return std::nullopt;
   }
 }
-std::optional<double> parse_duration(std::string_view text) { return parse_with(text, kDuration); }
+std::optional<double> parse_duration(std::string_view text) {
+  return parse_with(text, kDuration);
+}
 std::optional<double> parse_flops(std::string_view text) {
   auto v = parse_with(text, kFlops);
   if (v && *v <= 0) return std::nullopt;
@@ -93,6 +95,8 @@ std::string format_duration(double seconds) {
 }
 
 std::string format_bandwidth(double bytes_per_second) {
+  // Emulated and slow links (25 MB/s) would read "0.0 GB/s".
+  if (bytes_per_second < 0.1 * kGB) return fmt::format("{:.2f} MB/s", bytes_per_second / kMB);
   return fmt::format("{:.1f} GB/s", bytes_per_second / kGB);
 }
 

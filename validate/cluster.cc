@@ -216,6 +216,14 @@ void cluster_up(const ClusterSpec& spec) {
   check_spec(spec);
   check_can_emulate();
   cluster_down(spec.name, spec.dir);
+  // Another cluster (or anything else) on the same /24 would take the daemons' connections: refuse.
+  std::istringstream addresses(run({"ip", "-o", "-4", "addr", "show"}).out);
+  for (std::string line; std::getline(addresses, line);)
+    if (line.find(" inet " + spec.subnet + ".") != std::string::npos)
+      throw InputError(
+          fmt::format("--subnet {}: {}.0/24 is already in use here ({}); take that cluster down "
+                      "(strata validate cluster down --name ...) or choose another --subnet",
+                      spec.subnet, spec.subnet, line.substr(0, line.find(" inet "))));
   try {
     fs::create_directories(spec.dir);
     const std::string br = spec.bridge();

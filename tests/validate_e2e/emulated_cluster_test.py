@@ -45,8 +45,13 @@ def main():
         state = os.path.join(tmp, "cluster")
         system = os.path.join(state, f"{name}.yaml")
         try:
+            subnet = f"10.213.{os.getpid() % 200 + 40}"
             run([strata, "validate", "cluster", "up", "--name", name, "--dir", state, "--nodes", "2",
-                 "--ranks-per-node", "2", "--inter-bandwidth", "200Mbit/s"])
+                 "--ranks-per-node", "2", "--inter-bandwidth", "200Mbit/s", "--subnet", subnet])
+            # A second cluster on the same subnet is refused (it would take the first one's connections).
+            p = run([strata, "validate", "cluster", "up", "--name", name + "b", "--dir", state + "b", "--subnet",
+                     subnet], check=False)
+            assert p.returncode == 2 and "already in use" in p.stderr, p.stderr
             namespaces = run(["ip", "netns", "list"]).stdout
             assert f"{name}-n0" in namespaces and f"{name}-n1" in namespaces, namespaces
 
