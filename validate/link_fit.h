@@ -20,9 +20,10 @@ struct SizeTime {
   double seconds = 0;
 };
 
-// latency = the time of the smallest size; bandwidth = the least-squares slope through (S, t - latency) of
-// the sizes of at least `min_bytes`: sum(S^2) / sum(S (t - latency)). Throws std::invalid_argument when no
-// size qualifies or the fitted slope is not positive.
+// latency = the time of the smallest size; bandwidth = 1 / x for the x that minimises the relative residuals
+// sum_i (1 - (latency + S_i x) / t_i)^2 over the sizes of at least `min_bytes`, with u_i = S_i / t_i:
+// x = sum u_i (1 - latency / t_i) / sum u_i^2. Throws std::invalid_argument when no size qualifies or the
+// fitted slope is not positive.
 LinkFigures fit_link(std::span<const SizeTime> samples, double min_bytes);
 
 }  // namespace strata::validate

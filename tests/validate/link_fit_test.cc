@@ -19,8 +19,8 @@ std::vector<SizeTime> on_the_line(const std::vector<double>& sizes) {
 }
 
 TEST(LinkFit, RecoversLatencyAndBandwidthOfAnExactLine) {
-  // With a 0-byte exchange among the sizes its time is a itself, and every t - a is S / B: the slope
-  // sum(S^2) / sum(S (t - a)) = sum(S^2) / (sum(S^2) / B) = B. Sizes out of order on purpose.
+  // With a 0-byte exchange among the sizes its time is a itself, and every 1 - a / t is S / (B t): with
+  // u = S / t, x = sum u (1 - a/t) / sum u^2 = (1/B) sum u^2 / sum u^2 = 1/B. Sizes out of order on purpose.
   const auto samples = on_the_line({1 << 20, 0, 65536, 4 << 20, 262144});
   const auto f = fit_link(samples, 65536);
   EXPECT_NEAR(f.latency, kA, 1e-15);
@@ -28,34 +28,44 @@ TEST(LinkFit, RecoversLatencyAndBandwidthOfAnExactLine) {
 }
 
 TEST(LinkFit, SmallestSizeSetsTheLatency) {
-  // Calibration's sizes start at 8 B (validate/calibrate.cc): the latency is t(8) = a + 8 / B, and the slope
-  // through (S, t - t(8)) = (S, (S - 8) / B) is B sum(S^2) / (sum(S^2) - 8 sum(S)) over the fitted sizes.
+  // Calibration's sizes start at 8 B (validate/calibrate.cc): the latency is t(8) = a + 8 / B, so
+  // 1 - t(8) / t = (S - 8) / (B t), and with u = S / t the fit gives B sum u^2 / sum u (S - 8) / t.
   const std::vector<double> fitted{65536, 262144, 1 << 20, 2 << 20, 4 << 20};
   std::vector<double> sizes{8};
   sizes.insert(sizes.end(), fitted.begin(), fitted.end());
   const auto f = fit_link(on_the_line(sizes), 65536);
   EXPECT_NEAR(f.latency, kA + 8 / kB, 1e-15);
-  double ss = 0, s1 = 0;
+  double uu = 0, ud = 0;
   for (double s : fitted) {
-    ss += s * s;
-    s1 += s;
+    const double t = kA + s / kB, u = s / t;
+    uu += u * u;
+    ud += u * (s - 8) / t;
   }
-  const double expected = kB * ss / (ss - 8 * s1);
+  const double expected = kB * uu / ud;
   EXPECT_NEAR(f.bandwidth, expected, expected * 1e-12);
-  EXPECT_NEAR(f.bandwidth, kB, kB * 1e-5);  // the 8-byte offset is negligible
+  EXPECT_NEAR(f.bandwidth, kB, kB * 8 / 65536);  // the 8-byte offset: at most 8 B of the smallest fitted size
 }
 
 TEST(LinkFit, SizesBelowTheMinimumDoNotEnterTheSlope) {
   // A 1 KiB sample 1 ms off the line (a congested small exchange): below min_bytes it changes nothing, so B
-  // is exact; fitted with it (min_bytes 0) it adds 1024 x 1 ms to sum(S (t - a)) and lowers the bandwidth to
-  // sum(S^2) / (sum(S^2) / B + 1024e-3).
+  // is exact; fitted with it (min_bytes 0) the exact samples contribute u^2 / B to the numerator and the
+  // outlier u_o (1 - a / t_o) = u_o (1024 / B + 1 ms) / t_o, which lowers the bandwidth.
   auto samples = on_the_line({0, 1 << 20, 4 << 20});
-  samples.push_back({1024, kA + 1024 / kB + 1e-3});
+  const double t_o = kA + 1024 / kB + 1e-3;
+  samples.push_back({1024, t_o});
   const auto filtered = fit_link(samples, 65536);
   EXPECT_NEAR(filtered.bandwidth, kB, kB * 1e-12);
   EXPECT_NEAR(filtered.latency, kA, 1e-15);
-  const double ss = 1024.0 * 1024 + double(1 << 20) * (1 << 20) + double(4 << 20) * (4 << 20);
-  const double expected = ss / (ss / kB + 1024e-3);
+  double num = 0, den = 0;
+  for (double s : {double(1 << 20), double(4 << 20)}) {
+    const double u = s / (kA + s / kB);
+    num += u * u / kB;
+    den += u * u;
+  }
+  const double u_o = 1024 / t_o;
+  num += u_o * (1024 / kB + 1e-3) / t_o;
+  den += u_o * u_o;
+  const double expected = den / num;
   const auto unfiltered = fit_link(samples, 0);
   EXPECT_NEAR(unfiltered.bandwidth, expected, expected * 1e-12);
   EXPECT_LT(unfiltered.bandwidth, kB);
