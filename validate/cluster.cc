@@ -77,12 +77,14 @@ std::string agent_script(const ClusterSpec& spec) {
       "node's\n"
       "# network namespace, in a UTS namespace whose host name is the node's, so Open MPI tells nodes "
       "apart.\n"
+      "# Ranks run at the lowest priority (nice 19): ranks that poll must not delay the kernel's network\n"
+      "# processing (veth, bridge, TCP), which runs on the same cores.\n"
       "host=\"$1\"; shift\n"
       "case \"$host\" in\n"
       "  {0}-n[0-9]*) ;;\n"
       "  *) echo \"agent.sh: $host is not a node of cluster {0}\" >&2; exit 1 ;;\n"
       "esac\n"
-      "exec ip netns exec \"$host\" unshare --uts /bin/sh -c \"hostname $host && $*\"\n",
+      "exec ip netns exec \"$host\" nice -n 19 unshare --uts /bin/sh -c \"hostname $host && $*\"\n",
       spec.name);
 }
 
