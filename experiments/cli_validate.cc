@@ -43,7 +43,7 @@ double parse_duration_option(const std::string& text, const std::string& option)
 
 struct ClusterOptions {
   std::string name = "strata", dir, bandwidth = "1Gbit/s", latency = "0us", subnet = "10.213.0";
-  int nodes = 2, ranks_per_node = 1;
+  int nodes = 2, ranks_per_node = 1, nics_per_node = 1;
 };
 
 void add_cluster_commands(CLI::App& validate) {
@@ -61,6 +61,8 @@ void add_cluster_commands(CLI::App& validate) {
   up->add_option("--dir", o->dir, "State folder (default /run/strata/<name>)");
   add_int_option(*up, "--nodes", o->nodes, {1, 16}, "Emulated nodes");
   add_int_option(*up, "--ranks-per-node", o->ranks_per_node, {1, 8}, "MPI ranks per node");
+  add_int_option(*up, "--nic-per-node", o->nics_per_node, {1, 8},
+                 "Ports per node (at most --ranks-per-node); rank l of R uses port floor(l K / R) only");
   up->add_option("--inter-bandwidth", o->bandwidth,
                  "Line rate of each node's port, per direction (e.g. 1Gbit/s)")
       ->capture_default_str();
@@ -73,6 +75,7 @@ void add_cluster_commands(CLI::App& validate) {
     s.name = o->name;
     s.nodes = o->nodes;
     s.ranks_per_node = o->ranks_per_node;
+    s.nics_per_node = o->nics_per_node;
     s.inter_bandwidth = parse_bandwidth_option(o->bandwidth, "--inter-bandwidth");
     s.inter_latency = parse_duration_option(o->latency, "--inter-latency");
     s.subnet = o->subnet;

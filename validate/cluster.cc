@@ -92,6 +92,7 @@ nlohmann::json spec_json(const ClusterSpec& s) {
   return {{"name", s.name},
           {"nodes", s.nodes},
           {"ranks_per_node", s.ranks_per_node},
+          {"nics_per_node", s.nics_per_node},
           {"inter_bandwidth_bytes_per_s", s.inter_bandwidth},
           {"inter_latency_s", s.inter_latency},
           {"subnet", s.subnet}};
@@ -131,6 +132,9 @@ void check_spec(const ClusterSpec& spec) {
                                  spec.nodes));
   if (spec.ranks_per_node < 1 || spec.ranks_per_node > 8)
     throw InputError(fmt::format("--ranks-per-node {}: expected 1..8", spec.ranks_per_node));
+  if (spec.nics_per_node < 1 || spec.nics_per_node > spec.ranks_per_node)
+    throw InputError(fmt::format("--nic-per-node {}: expected 1..{} (at most one port per rank)",
+                                 spec.nics_per_node, spec.ranks_per_node));
   if (spec.inter_bandwidth < 125e3 || spec.inter_bandwidth > 1.25e9)
     throw InputError(fmt::format("--inter-bandwidth {}: expected 1 Mbit/s .. 10 Gbit/s",
                                  format_rate(spec.inter_bandwidth)));
@@ -206,10 +210,10 @@ std::string cluster_system_yaml(const ClusterSpec& spec, const LinkFigures& intr
   // A nics link's latency is NIC to NIC through the switch (hw splits it over the two ports): the whole
   // one-way latency between ranks of two nodes.
   y += fmt::format(
-      "  nics:  # the node's veth port, shaped by tc; {}\n"
-      "    count: 1\n"
+      "  nics:  # the node's veth ports, shaped by tc; {}\n"
+      "    count: {}\n"
       "    link: {{kind: tcp-veth, bandwidth: {:.6g} MB/s, efficiency: 1, latency: {:.3f} us}}\n",
-      inter.source, inter.bandwidth / 1e6, inter.latency * 1e6);
+      inter.source, spec.nics_per_node, inter.bandwidth / 1e6, inter.latency * 1e6);
   y += "network: {wiring: fat-tree}  # one Linux bridge\n";
   return y;
 }
@@ -233,16 +237,26 @@ void cluster_up(const ClusterSpec& spec) {
     must({"ip", "addr", "add", spec.subnet + ".254/24", "dev", br});
     must({"ip", "link", "set", br, "up"});
     for (int i = 0; i < spec.nodes; ++i) {
-      const std::string ns = spec.node_name(i), port = spec.port(i);
+      const std::string ns = spec.node_name(i);
       must({"ip", "netns", "add", ns});
-      must({"ip", "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", ns});
-      must({"ip", "link", "set", port, "master", br});
-      must({"ip", "link", "set", port, "up"});
-      must({"ip", "-n", ns, "addr", "add", fmt::format("{}.{}/24", spec.subnet, i + 1), "dev", "eth0"});
-      must({"ip", "-n", ns, "link", "set", "eth0", "up"});
       must({"ip", "-n", ns, "link", "set", "lo", "up"});
-      shape(ns, "eth0", spec.inter_bandwidth, spec.inter_latency);  // out of the node
-      shape("", port, spec.inter_bandwidth, 0);                     // into the node
+      for (int k = 0; k < spec.nics_per_node; ++k) {
+        const std::string port = spec.port(i, k), dev = fmt::format("eth{}", k), ip = spec.address(i, k);
+        must({"ip", "link", "add", port, "type", "veth", "peer", "name", dev, "netns", ns});
+        must({"ip", "link", "set", port, "master", br});
+        must({"ip", "link", "set", port, "up"});
+        must({"ip", "-n", ns, "addr", "add", ip + "/24", "dev", dev});
+        must({"ip", "-n", ns, "link", "set", dev, "up"});
+        if (spec.nics_per_node > 1) {
+          // Several ports on one subnet: without a rule Linux sends everything through the first of them.
+          const std::string table = std::to_string(100 + k);
+          must({"ip", "-n", ns, "rule", "add", "from", ip, "table", table});
+          must(
+              {"ip", "-n", ns, "route", "add", spec.subnet + ".0/24", "dev", dev, "src", ip, "table", table});
+        }
+        shape(ns, dev, spec.inter_bandwidth, spec.inter_latency);  // out of the node
+        shape("", port, spec.inter_bandwidth, 0);                  // into the node
+      }
     }
     util::write_file_atomically(spec.agent(), agent_script(spec));
     fs::permissions(spec.agent(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec);
@@ -306,6 +320,7 @@ ClusterSpec load_cluster(const fs::path& system_file_or_dir) {
     s.name = j.at("name").get<std::string>();
     s.nodes = j.at("nodes").get<int>();
     s.ranks_per_node = j.at("ranks_per_node").get<int>();
+    s.nics_per_node = j.value("nics_per_node", 1);
     s.inter_bandwidth = j.at("inter_bandwidth_bytes_per_s").get<double>();
     s.inter_latency = j.at("inter_latency_s").get<double>();
     s.subnet = j.at("subnet").get<std::string>();

@@ -21,6 +21,10 @@ struct ClusterSpec {
   std::string name = "strata";  // [a-z][a-z0-9]{0,7}: a prefix of interface names (15 characters at most)
   int nodes = 2;
   int ranks_per_node = 1;
+  // Ports (NICs) per node, all on the one bridge. Rank l of a node uses port floor(l K / R) only, as hw pairs
+  // device l with NIC floor(l K / R): each port's traffic leaves through it (policy routing by source
+  // address) and Open MPI is told to use that port alone (no striping of one message over ports).
+  int nics_per_node = 1;
   double inter_bandwidth = 125e6;   // bytes/s, the shaped line rate of each node's port, per direction
   double inter_latency = 0;         // seconds added one way by netem on each node's egress; 0 = none
   std::filesystem::path dir;        // state folder
@@ -29,7 +33,14 @@ struct ClusterSpec {
   int ranks() const { return nodes * ranks_per_node; }
   std::string node_name(int i) const { return name + "-n" + std::to_string(i); }
   std::string bridge() const { return name + "-br"; }
-  std::string port(int i) const { return name + "-v" + std::to_string(i); }
+  std::string port(int node, int nic) const {
+    return name + "-v" + std::to_string(node) + "k" + std::to_string(nic);
+  }
+  std::string address(int node, int nic) const {
+    return subnet + "." + std::to_string(1 + node * nics_per_node + nic);
+  }
+  // The port MPI rank r uses.
+  int nic_of_rank(int r) const { return (r % ranks_per_node) * nics_per_node / ranks_per_node; }
   std::filesystem::path state_file() const { return dir / "cluster.json"; }
   std::filesystem::path agent() const { return dir / "agent.sh"; }
   std::filesystem::path system_file() const { return dir / (name + ".yaml"); }

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -56,7 +57,9 @@ std::vector<std::string> mpirun_command(const ClusterSpec& spec, const fs::path&
   };
   mca("plm_rsh_agent", spec.agent().string());
   mca("oob_tcp_if_include", subnet);
-  mca("btl_tcp_if_include", subnet);
+  // One port per node: every rank uses the cluster's subnet. Several: each rank is told its own port (an
+  // application context per rank below), since a command-line MCA value would override it.
+  if (spec.nics_per_node == 1) mca("btl_tcp_if_include", subnet);
   mca("btl", "self,vader,tcp");
   // Without "put": Open MPI's TCP put path moves a large message as one fragment, during which the rank does
   // not progress its receives, so an exchange (MPI_Sendrecv, every ring step) runs one direction after the
@@ -65,7 +68,23 @@ std::vector<std::string> mpirun_command(const ClusterSpec& spec, const fs::path&
   mca("btl_tcp_flags", "send,inplace,need-ack,need-csum");
   mca("mpi_yield_when_idle", "1");
   for (const auto& [k, v] : sim::algorithms::openmpi_forced_algorithms()) mca(k, v);
-  argv.insert(argv.end(), {worker.string(), plan_file.string(), result_file.string()});
+  if (spec.nics_per_node == 1) {
+    argv.insert(argv.end(), {worker.string(), plan_file.string(), result_file.string()});
+    return argv;
+  }
+  // `--np N --host ...` above set the allocation; each rank gets its own context: its node and port.
+  const auto np = std::find(argv.begin(), argv.end(), "--np");
+  argv.erase(np, np + 2);
+  const auto host = std::find(argv.begin(), argv.end(), "--host");
+  argv.erase(host, host + 2);
+  for (int r = 0; r < spec.ranks(); ++r) {
+    if (r > 0) argv.push_back(":");
+    argv.insert(argv.end(),
+                {"--np", "1", "--host",
+                 fmt::format("{}:{}", spec.node_name(r / spec.ranks_per_node), spec.ranks_per_node), "-x",
+                 fmt::format("OMPI_MCA_btl_tcp_if_include=eth{}", spec.nic_of_rank(r)), worker.string(),
+                 plan_file.string(), result_file.string()});
+  }
   return argv;
 }
 

@@ -68,9 +68,15 @@ double regret(std::span<const double> predicted, std::span<const double> measure
   if (predicted.empty()) return 1;
   const double fastest = *std::min_element(predicted.begin(), predicted.end());
   const double best = *std::min_element(measured.begin(), measured.end());
+  // Tied for predicted-fastest: the simulator's pick is any of them, so the expected regret of a random pick.
   double charged = 0;
+  int tied = 0;
   for (std::size_t i = 0; i < predicted.size(); ++i)
-    if (predicted[i] == fastest) charged = std::max(charged, measured[i]);
+    if (predicted[i] == fastest) {
+      charged += measured[i];
+      ++tied;
+    }
+  charged /= tied;
   return best > 0 ? charged / best : 1;
 }
 

@@ -22,8 +22,8 @@ bool top_k_hit(std::span<const double> predicted, std::span<const double> measur
                double tolerance = 0);
 
 // Regret of the prediction's choice: the measured time of the predicted-fastest candidate over the measured
-// best (>= 1; 1 = the simulator picked the fastest). Among candidates tied for predicted-fastest, the worst
-// measured one is charged.
+// best (>= 1; 1 = the simulator picked the fastest). Candidates tied for predicted-fastest are all the
+// simulator's pick: their mean measured time is charged (the expected regret of picking one at random).
 double regret(std::span<const double> predicted, std::span<const double> measured);
 
 struct ErrorSummary {

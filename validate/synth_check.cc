@@ -34,12 +34,12 @@ PlanCase plan_case(const rd::LoweredProgram& lowered, const std::string& name) {
 
 }  // namespace
 
-RankingStats ranking_stats(const std::vector<SynthCandidate>& measured, double tolerance) {
+RankingStats ranking_stats(const std::vector<SynthCandidate>& measured, double tolerance, bool use_min) {
   RankingStats s;
   std::vector<double> p, m, spreads;
   for (const auto& c : measured) {
     p.push_back(c.predicted);
-    m.push_back(c.measured.median);
+    m.push_back(use_min ? c.measured.min : c.measured.median);
     spreads.push_back(c.measured.relative_spread());
   }
   s.candidates = static_cast<int>(measured.size());
@@ -110,6 +110,7 @@ SynthCheck check_synth(const ClusterSpec& spec, const hw::Topology& topo, const 
   }
   check.tolerance = request.tolerance;
   check.stats = ranking_stats(check.measured, request.tolerance);
+  check.stats_min = ranking_stats(check.measured, request.tolerance, true);
   return check;
 }
 
@@ -136,10 +137,14 @@ std::string synth_report(const SynthCheck& check) {
       "simulator's k fastest)\n"
       "# Spearman {:.3f}; regret of the simulator's pick {:.3f}x; predicted time error: mean |e| {:.1f}%, "
       "mean {:+.1f}%, max |e| {:.1f}%\n"
-      "# measurement noise: median spread (max - min) / median {:.1f}% over the timed iterations\n",
+      "# measurement noise: median spread (max - min) / median {:.1f}% over the timed iterations; on each "
+      "candidate's fastest run instead of its median: top-1 {}, top-5 {}, top-10 {}, Spearman {:.3f}, regret "
+      "{:.3f}x\n",
       check.measured.size(), check.total_candidates, s.top1 ? "hit" : "miss", s.top5 ? "hit" : "miss",
       s.top10 ? "hit" : "miss", 100 * check.tolerance, s.spearman, s.regret, 100 * s.error.mean_abs,
-      100 * s.error.mean, 100 * s.error.max_abs, 100 * s.median_spread);
+      100 * s.error.mean, 100 * s.error.max_abs, 100 * s.median_spread, check.stats_min.top1 ? "hit" : "miss",
+      check.stats_min.top5 ? "hit" : "miss", check.stats_min.top10 ? "hit" : "miss", check.stats_min.spearman,
+      check.stats_min.regret);
   return out;
 }
 

@@ -45,12 +45,16 @@ struct RankingStats {
   ErrorSummary error;
   double median_spread = 0;  // median relative spread of the measurements: differences below it are noise
 };
-RankingStats ranking_stats(const std::vector<SynthCandidate>& measured, double tolerance);
+// `use_min`: rank by each candidate's fastest run instead of its median. Interference on a shared machine
+// only ever slows a run down, so the fastest run estimates the undisturbed time the simulator predicts.
+RankingStats ranking_stats(const std::vector<SynthCandidate>& measured, double tolerance,
+                           bool use_min = false);
 
 struct SynthCheck {
   std::size_t total_candidates = 0;      // placements x programs before sampling
   std::vector<SynthCandidate> measured;  // in the simulator's order, fastest first
-  RankingStats stats;
+  RankingStats stats;                    // on the measured medians
+  RankingStats stats_min;  // on the fastest of each candidate's timed runs (the least disturbed one)
   double tolerance = 0;
 };
 

@@ -109,8 +109,9 @@ TEST(Stats, RegretIsThePickedMeasuredTimeOverTheMeasuredBest) {
   // Perfect pick.
   EXPECT_DOUBLE_EQ(regret(V{1, 2, 3}, V{4, 5, 6}), 1.0);
   // Indices 0 and 1 tied for predicted fastest, measured 10 and 15: the worse (15) is charged; best 5 -> 3.
-  EXPECT_DOUBLE_EQ(regret(V{1, 1, 2}, V{10, 15, 5}), 3.0);
-  EXPECT_DOUBLE_EQ(regret(V{1, 1, 2}, V{15, 10, 5}), 3.0);  // whichever order the tie comes in
+  // Tied for predicted-fastest (10 and 15 measured): the mean 12.5 against the best 5.
+  EXPECT_DOUBLE_EQ(regret(V{1, 1, 2}, V{10, 15, 5}), 2.5);
+  EXPECT_DOUBLE_EQ(regret(V{1, 1, 2}, V{15, 10, 5}), 2.5);  // whichever order the tie comes in
   EXPECT_THROW(regret(V{1, 2}, V{1}), std::invalid_argument);
 }
 

@@ -94,8 +94,36 @@ def main():
         assert f"{name}-n" not in left, left
         assert f"{name}-br" not in run(["ip", "-o", "link", "show"]).stdout
         assert not os.path.exists(state)
+    two_ports(strata)
     print("ok")
     return 0
+
+
+def two_ports(strata):
+    """Two ports per node: rank l of 2 uses port l; measured sanely and the system file says so."""
+    name = f"sw{os.getpid() % 100000}"
+    subnet = f"10.213.{os.getpid() % 200 + 41}"
+    with tempfile.TemporaryDirectory() as tmp:
+        state = os.path.join(tmp, "cluster")
+        system = os.path.join(state, f"{name}.yaml")
+        p = run([strata, "validate", "cluster", "up", "--name", name, "--dir", state, "--ranks-per-node", "2",
+                 "--nic-per-node", "3"], check=False)
+        assert p.returncode == 2 and "at most one port per rank" in p.stderr, p.stderr
+        try:
+            run([strata, "validate", "cluster", "up", "--name", name, "--dir", state, "--nodes", "2",
+                 "--ranks-per-node", "2", "--nic-per-node", "2", "--inter-bandwidth", "200Mbit/s", "--subnet",
+                 subnet])
+            assert "count: 2" in open(system).read()
+            run([strata, "validate", "calibrate", "--cluster", system])
+            out_csv = os.path.join(tmp, "allgather.csv")
+            run([strata, "validate", "collectives", "--cluster", system, "--op", "allgather", "--sizes",
+                 "1MiB:2MiB", "-o", out_csv])
+            rows = list(csv.DictReader(open(out_csv)))
+            assert len(rows) == 2 and all(float(r["measured_median_us"]) > 0 for r in rows), rows
+            print(f"two ports: allgather errors {[r['error_percent'] for r in rows]}")
+        finally:
+            run([strata, "validate", "cluster", "down", "--name", name, "--dir", state], check=False)
+        assert f"{name}-n" not in run(["ip", "netns", "list"]).stdout
 
 
 if __name__ == "__main__":
