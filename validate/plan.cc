@@ -61,6 +61,14 @@ T field(const json& j, const char* key, std::string_view source, const std::stri
   }
 }
 
+json parse(std::string_view text, std::string_view source) {
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    fail(source, fmt::format("not valid JSON: {}", e.what()));
+  }
+}
+
 }  // namespace
 
 std::int64_t byte_granularity(sim::CollectiveOp op, int group_size) {
@@ -121,12 +129,7 @@ std::string plan_to_json(const MeasurementPlan& plan) {
 }
 
 MeasurementPlan plan_from_json(std::string_view text, std::string_view source) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    fail(source, fmt::format("not valid JSON: {}", e.what()));
-  }
+  const json j = parse(text, source);
   MeasurementPlan plan;
   plan.ranks = field<int>(j, "ranks", source, "plan");
   plan.warmup = field<int>(j, "warmup", source, "plan");
@@ -173,16 +176,12 @@ std::string result_to_json(const PlanResult& result) {
 }
 
 PlanResult result_from_json(std::string_view text, std::string_view source) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    fail(source, fmt::format("not valid JSON: {}", e.what()));
-  }
+  const json j = parse(text, source);
   PlanResult r;
   r.ranks = field<int>(j, "ranks", source, "result");
   r.library = field<std::string>(j, "library", source, "result");
   const auto cases = field<json>(j, "cases", source, "result");
+  if (!cases.is_array()) fail(source, "result.cases: expected a list");
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const std::string where = fmt::format("cases[{}]", i);
     CaseResult c;
