@@ -33,34 +33,37 @@ std::vector<CollectiveCheck> check_collectives(const ClusterSpec& spec, const hw
     plan.cases.push_back(std::move(c));
   }
   const PlanResult measured = measure(spec, plan);
-  for (std::size_t i = 0; i < rows.size(); ++i) rows[i].measured = spread_of(measured.cases.at(i).seconds);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    rows[i].measured = spread_of(measured.cases.at(i).seconds);
+    rows[i].ranks = spread_of(measured.cases.at(i).rank_median_seconds);
+  }
   return rows;
 }
 
 std::string collective_table(sim::CollectiveOp op, int group_size, std::span<const CollectiveCheck> rows) {
   const double factor = sim::busbw_factor(op, group_size);
   const bool rooted = op == sim::CollectiveOp::kReduce || op == sim::CollectiveOp::kBroadcast;
-  std::string out = fmt::format(
-      "#{:>11} {:>11} {:>6} {:>6} {:>5}   {:>11} {:>7} {:>7} {:>7}   {:>11} {:>7} {:>7}   {:>7}\n", "size",
-      "count", "type", "redop", "root", "time", "algbw", "busbw", "spread", "time", "algbw", "busbw",
-      "error");
-  out += fmt::format(
-      "#{:>11} {:>11} {:>6} {:>6} {:>5}   {:>11} {:>7} {:>7} {:>7}   {:>11} {:>7} {:>7}   {:>7}\n", "(B)",
-      "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "(%)", "(us)", "(GB/s)", "(GB/s)", "(%)");
-  out += fmt::format("#{:>42}   {:^35}   {:^27}\n", "", "measured (median)", "simulated");
+  // spread: (max - min) / median of the slowest rank's time over the timed runs; ranks: the same over the
+  // ranks' own medians (a rank that leaves early sees a shorter call).
+  const std::string head =
+      "#{:>11} {:>11} {:>6} {:>6} {:>5}   {:>11} {:>7} {:>7} {:>7} {:>6}   {:>11} {:>7} {:>7}   {:>7}\n";
+  std::string out = fmt::format(fmt::runtime(head), "size", "count", "type", "redop", "root", "time", "algbw",
+                                "busbw", "spread", "ranks", "time", "algbw", "busbw", "error");
+  out += fmt::format(fmt::runtime(head), "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "(%)",
+                     "(%)", "(us)", "(GB/s)", "(GB/s)", "(%)");
+  out += fmt::format("#{:>42}   {:^42}   {:^27}\n", "", "measured (median)", "simulated");
+  const bool reduces = op == sim::CollectiveOp::kAllReduce || op == sim::CollectiveOp::kReduceScatter ||
+                       op == sim::CollectiveOp::kReduce;
   for (const auto& r : rows) {
     const double b = static_cast<double>(r.bytes);
     const double m = r.measured.median, s = r.simulated;
     out += fmt::format(
-        " {:>11} {:>11} {:>6} {:>6} {:>5}   {:>11.1f} {:>7.4f} {:>7.4f} {:>7.1f}   {:>11.1f} {:>7.4f} "
+        " {:>11} {:>11} {:>6} {:>6} {:>5}   {:>11.1f} {:>7.4f} {:>7.4f} {:>7.1f} {:>6.1f}   {:>11.1f} "
+        "{:>7.4f} "
         "{:>7.4f}   {:>+7.1f}\n",
-        r.bytes, r.bytes / 4, "float",
-        op == sim::CollectiveOp::kAllGather || op == sim::CollectiveOp::kBroadcast ||
-                op == sim::CollectiveOp::kAllToAll || op == sim::CollectiveOp::kSendRecv
-            ? "none"
-            : "sum",
-        rooted ? "0" : "-1", m * 1e6, b / m / 1e9, b / m / 1e9 * factor, 100 * r.measured.relative_spread(),
-        s * 1e6, b / s / 1e9, b / s / 1e9 * factor, 100 * r.error());
+        r.bytes, r.bytes / 4, "float", reduces ? "sum" : "none", rooted ? "0" : "-1", m * 1e6, b / m / 1e9,
+        b / m / 1e9 * factor, 100 * r.measured.relative_spread(), 100 * r.ranks.relative_spread(), s * 1e6,
+        b / s / 1e9, b / s / 1e9 * factor, 100 * r.error());
   }
   return out;
 }
@@ -69,13 +72,13 @@ std::string collective_csv(sim::CollectiveOp op, int group_size, std::span<const
   const double factor = sim::busbw_factor(op, group_size);
   std::string out =
       "op,ranks,size_bytes,measured_median_us,measured_min_us,measured_max_us,measured_busbw_GBps,"
-      "simulated_us,simulated_busbw_GBps,error_percent\n";
+      "simulated_us,simulated_busbw_GBps,error_percent,rank_spread_percent\n";
   for (const auto& r : rows) {
     const double b = static_cast<double>(r.bytes);
-    out += fmt::format("{},{},{},{:.3f},{:.3f},{:.3f},{:.6f},{:.3f},{:.6f},{:.3f}\n", sim::op_name(op),
+    out += fmt::format("{},{},{},{:.3f},{:.3f},{:.3f},{:.6f},{:.3f},{:.6f},{:.3f},{:.3f}\n", sim::op_name(op),
                        group_size, r.bytes, r.measured.median * 1e6, r.measured.min * 1e6,
                        r.measured.max * 1e6, b / r.measured.median / 1e9 * factor, r.simulated * 1e6,
-                       b / r.simulated / 1e9 * factor, 100 * r.error());
+                       b / r.simulated / 1e9 * factor, 100 * r.error(), 100 * r.ranks.relative_spread());
   }
   return out;
 }

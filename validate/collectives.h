@@ -17,6 +17,7 @@ namespace strata::validate {
 struct CollectiveCheck {
   std::int64_t bytes = 0;
   Spread measured;       // seconds over the timed iterations (slowest rank each)
+  Spread ranks;          // seconds: the ranks' own medians (how much the ranks' views of one call differ)
   double simulated = 0;  // seconds
   double error() const { return measured.median > 0 ? simulated / measured.median - 1 : 0; }
 };
