@@ -77,13 +77,15 @@ Config parse(const ExperimentFile& file) {
   c.name = file.name();
   c.description = file.description();
   const YamlReader cl = root.at("cluster");
-  cl.expect_map({"name", "nodes", "ranks_per_node", "nics_per_node", "inter_bandwidth", "inter_latency"});
+  cl.expect_map(
+      {"name", "nodes", "ranks_per_node", "nics_per_node", "inter_bandwidth", "inter_latency", "subnet"});
   if (auto n = cl.maybe("name")) c.cluster.name = n->as_string();
   c.cluster.nodes = cl.at("nodes").as_int32_in(1, 16);
   c.cluster.ranks_per_node = cl.at("ranks_per_node").as_int32_in(1, 8);
   if (auto k = cl.maybe("nics_per_node")) c.cluster.nics_per_node = k->as_int32_in(1, 8);
   c.cluster.inter_bandwidth = cl.at("inter_bandwidth").as_bandwidth();
   if (auto l = cl.maybe("inter_latency")) c.cluster.inter_latency = l->as_duration();
+  if (auto n = cl.maybe("subnet")) c.cluster.subnet = n->as_string();
   try {
     v::check_spec(c.cluster);
   } catch (const util::InputError& e) {
@@ -203,47 +205,9 @@ std::string calibration_section(const Config& c, const Results& r, std::string& 
   return md;
 }
 
-void report(const Config& c, const Results& r, ResultsDir& out, const RunOptions& options) {
-  std::string md = fmt::format(
-      "# {}\n\n{}\n\nEmulated cluster: {} nodes x {} MPI ranks, ports shaped to {}; {} timed "
-      "iterations per point after {} warm-up (median; spread = (max - min) / median).\n\n",
-      c.name, c.description, c.cluster.nodes, c.cluster.ranks_per_node,
-      v::format_rate(c.cluster.inter_bandwidth), c.iterations, c.warmup);
-  std::string cal_csv;
-  md += calibration_section(c, r, cal_csv);
-  out.write("calibration.csv", cal_csv);
-
-  std::string coll_csv =
-      "op,ranks,size_bytes,measured_median_us,measured_min_us,measured_max_us,simulated_us,error_percent\n";
-  md +=
-      "\n## Collectives (Open MPI, forced schedules, vs algorithm openmpi)\n\n"
-      "| op | sizes | mean abs error | mean abs error >= 1 MiB | max abs error | median spread "
-      "|\n|---|---|---|---|---|---|\n";
-  for (const auto& cr : r.collectives) {
-    double sum = 0, sum_large = 0, worst = 0;
-    int large = 0;
-    std::vector<double> spreads;
-    for (const auto& row : cr.rows) {
-      const double e = std::fabs(row.error());
-      sum += e;
-      worst = std::max(worst, e);
-      if (row.bytes >= (1 << 20)) {
-        sum_large += e;
-        ++large;
-      }
-      spreads.push_back(row.measured.relative_spread());
-      coll_csv += fmt::format("{},{},{},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f}\n", sim::op_name(cr.entry.op),
-                              c.cluster.ranks(), row.bytes, row.measured.median * 1e6, row.measured.min * 1e6,
-                              row.measured.max * 1e6, row.simulated * 1e6, 100 * row.error());
-    }
-    const double n = static_cast<double>(std::max<std::size_t>(cr.rows.size(), 1));
-    md += fmt::format("| {} | {} | {:.1f}% | {} | {:.1f}% | {:.1f}% |\n", sim::op_name(cr.entry.op),
-                      cr.entry.sizes_text, 100 * sum / n,
-                      large ? fmt::format("{:.1f}%", 100 * sum_large / large) : "-", 100 * worst,
-                      100 * v::spread_of(spreads).median);
-  }
-  out.write("collectives.csv", coll_csv);
-
+// The P2 synthesis cases: one table row per case, synth.csv (every candidate) and synth_cases.csv.
+std::string synth_section(const Config& c, const Results& r, ResultsDir& out) {
+  std::string md;
   std::string synth_csv =
       "case,predicted_rank,placement,shape,predicted_ms,measured_median_ms,measured_min_ms,"
       "measured_max_ms,error_percent\n";
@@ -300,6 +264,51 @@ void report(const Config& c, const Results& r, ResultsDir& out, const RunOptions
   }
   out.write("synth.csv", synth_csv);
   out.write("synth_cases.csv", cases_csv);
+  return md;
+}
+
+void report(const Config& c, const Results& r, ResultsDir& out, const RunOptions& options) {
+  std::string md = fmt::format(
+      "# {}\n\n{}\n\nEmulated cluster: {} nodes x {} MPI ranks, ports shaped to {}; {} timed "
+      "iterations per point after {} warm-up (median; spread = (max - min) / median).\n\n",
+      c.name, c.description, c.cluster.nodes, c.cluster.ranks_per_node,
+      v::format_rate(c.cluster.inter_bandwidth), c.iterations, c.warmup);
+  std::string cal_csv;
+  md += calibration_section(c, r, cal_csv);
+  out.write("calibration.csv", cal_csv);
+
+  std::string coll_csv =
+      "op,ranks,size_bytes,measured_median_us,measured_min_us,measured_max_us,simulated_us,error_percent\n";
+  md +=
+      "\n## Collectives (Open MPI, forced schedules, vs algorithm openmpi)\n\n"
+      "| op | sizes | mean abs error | mean abs error >= 1 MiB | max abs error | median spread "
+      "|\n|---|---|---|---|---|---|\n";
+  for (const auto& cr : r.collectives) {
+    double sum = 0, sum_large = 0, worst = 0;
+    int large = 0;
+    std::vector<double> spreads;
+    for (const auto& row : cr.rows) {
+      const double e = std::fabs(row.error());
+      sum += e;
+      worst = std::max(worst, e);
+      if (row.bytes >= (1 << 20)) {
+        sum_large += e;
+        ++large;
+      }
+      spreads.push_back(row.measured.relative_spread());
+      coll_csv += fmt::format("{},{},{},{:.3f},{:.3f},{:.3f},{:.3f},{:.3f}\n", sim::op_name(cr.entry.op),
+                              c.cluster.ranks(), row.bytes, row.measured.median * 1e6, row.measured.min * 1e6,
+                              row.measured.max * 1e6, row.simulated * 1e6, 100 * row.error());
+    }
+    const double n = static_cast<double>(std::max<std::size_t>(cr.rows.size(), 1));
+    md += fmt::format("| {} | {} | {:.1f}% | {} | {:.1f}% | {:.1f}% |\n", sim::op_name(cr.entry.op),
+                      cr.entry.sizes_text, 100 * sum / n,
+                      large ? fmt::format("{:.1f}%", 100 * sum_large / large) : "-", 100 * worst,
+                      100 * v::spread_of(spreads).median);
+  }
+  out.write("collectives.csv", coll_csv);
+
+  md += synth_section(c, r, out);
   md +=
       "\nFiles: `calibration.csv`, `collectives.csv`, `synth.csv` (every measured candidate), "
       "`synth_cases.csv`, "
