@@ -110,7 +110,8 @@ PlanResult measure(const ClusterSpec& spec, const MeasurementPlan& plan, int tim
   if (!r.ok() || !in) {
     std::string output = r.err + r.out;
     if (output.size() > 4000) output = output.substr(output.size() - 4000);
-    throw std::runtime_error(
+    // Not strata's fault but the cluster's or Open MPI's: an error for the user (exit 2), with mpirun's words.
+    throw util::InputError(
         fmt::format("the measurement failed ({}):\n`{}`\n{}",
                     r.started ? fmt::format("mpirun exit status {}", r.exit_code) : r.error,
                     util::shell_quote(argv), output));

@@ -27,7 +27,7 @@ std::vector<std::string> mpirun_command(const ClusterSpec& spec, const std::file
                                         const std::filesystem::path& result_file, int timeout_seconds);
 
 // Writes the plan into the cluster's state folder, runs it, reads the result and removes both files. Throws
-// std::runtime_error with mpirun's output when the run fails or times out.
+// util::InputError with the command and mpirun's output when the run fails or times out.
 PlanResult measure(const ClusterSpec& spec, const MeasurementPlan& plan, int timeout_seconds = 900);
 
 // The simulated time of a case on `topo` with Open MPI's schedules (collective algorithm "openmpi"); MPI
