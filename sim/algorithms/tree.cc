@@ -13,15 +13,30 @@
 namespace strata::sim::algorithms {
 namespace {
 
-// NCCL's tree chunk size: it starts at the Simple protocol's 512 KiB and halves for messages that would
-// otherwise fill a deep pipeline with few chunks (fewer than 8x, 4x, 1x the tree depth chunks, down to 128,
-// 64, 32 KiB), keeping the pipeline's fill cost small (NCCL src/enqueue.cc, tree chunk-size tuning).
-double tree_chunk_bytes(double per_tree, int depth) {
-  double chunk = 512 * 1024.0;
-  while (per_tree / chunk < 8.0 * depth && chunk > 128 * 1024.0) chunk /= 2;
-  while (per_tree / chunk < 4.0 * depth && chunk > 64 * 1024.0) chunk /= 2;
-  while (per_tree / chunk < 1.0 * depth && chunk > 32 * 1024.0) chunk /= 2;
-  return chunk;
+// NCCL's tree chunk, one FIFO step of the protocol's buffer (NCCL v2.21.5-1, ab2b89c4, src/enqueue.cc,
+// computeCollChunkInfo): Simple 4 MiB / 8 steps = 512 KiB; LL a 64 KiB step, half of it flags: 32 KiB; LL128
+// a 614,400 B step, 15/16 of it data: 576,000 B, halved while a channel would carry fewer than nsteps x 64 /
+// ppn chunks (down to 128 KiB) and nsteps x 16 / ppn (down to 32 KiB), nsteps = 1 + floor(log2 nodes) + 0.1
+// ppn, ppn = ranks per node. Up to NCCL 2.19 the Simple chunk also shrank for small messages; from 2.20 it is
+// fixed.
+double tree_chunk_bytes(double per_channel, Protocol protocol, int nodes, double ranks_per_node) {
+  switch (protocol) {
+    case Protocol::kSimple:
+      return 512 * 1024.0;
+    case Protocol::kLL:
+      return 32 * 1024.0;
+    case Protocol::kLL128:
+      break;
+  }
+  long long chunk = 614400 / 16 * 15;
+  const double ppn = std::max(ranks_per_node, 1.0);
+  const double nsteps = 1 + std::floor(std::log2(std::max(nodes, 1))) + 0.1 * ppn;
+  const auto fewer = [&](double factor) {
+    return std::floor(per_channel / static_cast<double>(chunk)) < nsteps * factor / ppn;
+  };
+  while (fewer(64) && chunk > 131072) chunk /= 2;
+  while (fewer(16) && chunk > 32768) chunk /= 2;
+  return static_cast<double>(chunk);
 }
 
 // One tree: chains inside nodes (members in the given order, the first heads the chain), and the heap over
@@ -152,7 +167,11 @@ class Tree final : public CollectiveAlgorithm {
       const int chunks =
           ctx.spec.pipeline_chunks > 0
               ? ctx.spec.pipeline_chunks
-              : std::max(1, static_cast<int>(std::ceil(per_tree / tree_chunk_bytes(per_tree, shape.depth))));
+              : std::max(1, static_cast<int>(std::ceil(
+                                per_tree / tree_chunk_bytes(per_tree, ctx.spec.protocol,
+                                                            static_cast<int>(nodes.size()),
+                                                            static_cast<double>(ctx.group_size()) /
+                                                                static_cast<double>(nodes.size())))));
       const double chunk = per_tree / chunks;
       if (ctx.spec.granularity == Granularity::kFlow)
         finals.push_back({tree_flow_bundle(ctx, shape, do_up, do_down, chunk, chunks, start, up_label, t)});
