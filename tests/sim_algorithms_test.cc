@@ -59,6 +59,27 @@ CollectiveResult run(const hw::Topology& t, CollectiveOp op, std::vector<hw::Ran
 
 }  // namespace
 
+TEST(Algorithms, TreeChunkIsNccl221s) {
+  using sim::algorithms::tree_chunk_bytes;
+  // NCCL v2.21.5-1 src/enqueue.cc computeCollChunkInfo: one step of the protocol's buffer. Simple: 4 MiB / 8,
+  // whatever the size (NCCL <= 2.19 shrank it for small messages; 2.20 stopped). LL: a 64 KiB step, half
+  // flags.
+  for (double bytes : {64.0 * 1024, 4.0 * 1024 * 1024, 1e9}) {
+    EXPECT_EQ(tree_chunk_bytes(bytes, sim::Protocol::kSimple, 8, 8), 512 * 1024.0);
+    EXPECT_EQ(tree_chunk_bytes(bytes, sim::Protocol::kLL, 8, 8), 32 * 1024.0);
+  }
+  // LL128: 614,400 B step x 15/16 = 576,000 B. 8 nodes x 8: nsteps = 1 + 3 + 0.8 = 4.8. With 4 MiB per
+  // channel, floor(4194304 / c) against 4.8 x 64 / 8 = 38.4: 7, 14, 29 are below it, so 576000 -> 288000 ->
+  // 144000 -> 72000 (the first loop stops at 131072); then floor(4194304 / 72000) = 58 is not below 4.8 x 16
+  // / 8 = 9.6.
+  EXPECT_EQ(tree_chunk_bytes(4194304, sim::Protocol::kLL128, 8, 8), 72000.0);
+  // 1 GB per channel: 1736 chunks, no halving.
+  EXPECT_EQ(tree_chunk_bytes(1e9, sim::Protocol::kLL128, 8, 8), 576000.0);
+  // 2 nodes x 8, 256 KiB: nsteps = 1 + 1 + 0.8 = 2.8; 0, 0, 1 < 22.4 -> 72000; then 3 < 5.6 -> 36000, and
+  // 7 is not below 5.6.
+  EXPECT_EQ(tree_chunk_bytes(262144, sim::Protocol::kLL128, 2, 8), 36000.0);
+}
+
 TEST(Algorithms, ARegisteredAlgorithmIsSelectableByTheTunerAndTheCli) {
   ASSERT_TRUE(kSwapRegistered);
   const hw::Topology t = hw::load_system(test::preset("dgx-a100.yaml"));

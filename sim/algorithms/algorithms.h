@@ -68,6 +68,10 @@ TreeShape make_tree(const std::vector<std::vector<hw::Rank>>& nodes, const std::
 TaskId tree_flow_bundle(BuildContext& ctx, const TreeShape& shape, bool do_up, bool do_down, double chunk,
                         int chunks, TaskId start, std::int32_t label, int lane);
 
+// Payload bytes of one tree chunk as NCCL 2.21 sizes it (tree.cc): `per_channel` bytes a channel carries,
+// over `nodes` nodes with `ranks_per_node` ranks each.
+double tree_chunk_bytes(double per_channel, Protocol protocol, int nodes, double ranks_per_node);
+
 // The GPU's links to and from the NVSwitch of its node (nvls.cc); -1 where there is none.
 std::pair<hw::LinkId, hw::LinkId> nvswitch_port(const hw::Topology& topo, hw::Rank gpu);
 

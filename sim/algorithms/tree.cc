@@ -13,12 +13,18 @@
 namespace strata::sim::algorithms {
 namespace {
 
-// NCCL's tree chunk, one FIFO step of the protocol's buffer (NCCL v2.21.5-1, ab2b89c4, src/enqueue.cc,
-// computeCollChunkInfo): Simple 4 MiB / 8 steps = 512 KiB; LL a 64 KiB step, half of it flags: 32 KiB; LL128
-// a 614,400 B step, 15/16 of it data: 576,000 B, halved while a channel would carry fewer than nsteps x 64 /
-// ppn chunks (down to 128 KiB) and nsteps x 16 / ppn (down to 32 KiB), nsteps = 1 + floor(log2 nodes) + 0.1
-// ppn, ppn = ranks per node. Up to NCCL 2.19 the Simple chunk also shrank for small messages; from 2.20 it is
-// fixed.
+// One tree: chains inside nodes (members in the given order, the first heads the chain), and the heap over
+// `order` (node indices) across nodes: the parent of position p is (p-1)/2. A node's chain head hangs off
+// its parent node's gateway, the member at gateway[node] of that node's chain (the GPU whose NIC the
+// channel uses; the head except on the root node of broadcast/reduce, whose chain starts at the root GPU).
+}  // namespace
+
+// NCCL's tree chunk (algorithms.h), one FIFO step of the protocol's buffer (NCCL v2.21.5-1, ab2b89c4,
+// src/enqueue.cc, computeCollChunkInfo): Simple 4 MiB / 8 steps = 512 KiB; LL a 64 KiB step, half of it
+// flags: 32 KiB; LL128 a 614,400 B step, 15/16 of it data: 576,000 B, halved while a channel would carry
+// fewer than nsteps x 64 / ppn chunks (down to 128 KiB) and nsteps x 16 / ppn (down to 32 KiB), nsteps = 1 +
+// floor(log2 nodes) + 0.1 ppn, ppn = ranks per node. Up to NCCL 2.19 the Simple chunk also shrank for small
+// messages; from 2.20 it is fixed.
 double tree_chunk_bytes(double per_channel, Protocol protocol, int nodes, double ranks_per_node) {
   switch (protocol) {
     case Protocol::kSimple:
@@ -38,12 +44,6 @@ double tree_chunk_bytes(double per_channel, Protocol protocol, int nodes, double
   while (fewer(16) && chunk > 32768) chunk /= 2;
   return static_cast<double>(chunk);
 }
-
-// One tree: chains inside nodes (members in the given order, the first heads the chain), and the heap over
-// `order` (node indices) across nodes: the parent of position p is (p-1)/2. A node's chain head hangs off
-// its parent node's gateway, the member at gateway[node] of that node's chain (the GPU whose NIC the
-// channel uses; the head except on the root node of broadcast/reduce, whose chain starts at the root GPU).
-}  // namespace
 
 TreeShape make_tree(const std::vector<std::vector<hw::Rank>>& nodes, const std::vector<int>& order,
                     const std::vector<std::size_t>& gateway) {
