@@ -1,0 +1,326 @@
+// models/ operators lowered to oneDNN 2.x primitives (https://oneapi-src.github.io/oneDNN/v2.6/), one
+// lowering per operator in the table at the end. Tensors keep the graph's plain layouts (NCHW activations,
+// OIHW weights, row-major matrices): oneDNN picks the fastest implementation it has for those layouts, and
+// no reorder into its blocked formats is done (that is the next step; docs/validate.md).
+#include "validate/onednn_kernels.h"
+
+#include <algorithm>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <oneapi/dnnl/dnnl.hpp>
+
+namespace strata::validate::detail {
+namespace {
+
+using dnnl::algorithm;
+using dnnl::memory;
+using dnnl::prop_kind;
+using Dims = memory::dims;
+using models::Shape;
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+dnnl::stream& cpu_stream() {
+  static dnnl::stream stream(cpu_engine());
+  return stream;
+}
+
+// A configuration the lowering does not handle (the reference kernel runs instead).
+struct Unsupported {
+  std::string why;
+};
+
+// The node's types and attributes, what every lowering reads.
+struct NodeView {
+  std::vector<models::TensorType> in, out;
+  const models::Attrs& attrs;
+  const Shape& in_shape(std::size_t i) const { return in.at(i).shape; }
+  const Shape& out_shape(std::size_t i = 0) const { return out.at(i).shape; }
+};
+
+Dims row_major_strides(const Dims& d) {
+  Dims st(d.size(), 1);
+  for (std::size_t i = d.size(); i-- > 1;) st[i - 1] = st[i] * d[i];
+  return st;
+}
+// A dense row-major f32 tensor (models::Shape is memory::dims); a 0-D tensor is one element.
+memory::desc dense(Dims d) {
+  if (d.empty()) d.push_back(1);
+  if (d.size() > DNNL_MAX_NDIMS) throw Unsupported{fmt::format("rank {} > {}", d.size(), DNNL_MAX_NDIMS)};
+  return memory::desc(d, memory::data_type::f32, row_major_strides(d));
+}
+// `s` right-aligned to `rank` dimensions with leading 1s (numpy broadcasting).
+Dims aligned(const Shape& s, std::size_t rank) {
+  Dims d(rank - std::min(rank, s.size()), 1);
+  d.insert(d.end(), s.begin(), s.end());
+  return d;
+}
+
+// A primitive and its arguments; argument memories are bound to the node's buffers at each run.
+class PrimitiveNode final : public OneDnnNode {
+ public:
+  struct Binding {
+    int arg;
+    std::size_t index;  // into the node's inputs (or outputs)
+    memory::desc desc;
+  };
+  PrimitiveNode(dnnl::primitive prim, std::string impl, const std::vector<Binding>& ins,
+                const std::vector<Binding>& outs)
+      : prim_(std::move(prim)), impl_(std::move(impl)) {
+    for (const auto& b : ins) in_.push_back(bind(b));
+    for (const auto& b : outs) out_.push_back(bind(b));
+  }
+  void run(std::span<const float* const> in, std::span<float* const> out) override {
+    // oneDNN takes non-const handles for every argument; inputs are only read.
+    for (auto& [index, mem] : in_) mem.set_data_handle(const_cast<float*>(in[index]));
+    for (auto& [index, mem] : out_) mem.set_data_handle(out[index]);
+    prim_.execute(cpu_stream(), args_);
+    cpu_stream().wait();
+  }
+  std::string implementation() const override { return impl_; }
+
+ private:
+  std::pair<std::size_t, memory> bind(const Binding& b) {
+    memory mem(b.desc, cpu_engine(), DNNL_MEMORY_NONE);
+    args_.emplace(b.arg, mem);  // memory is a shared handle: both copies see set_data_handle
+    return {b.index, mem};
+  }
+  dnnl::primitive prim_;
+  std::string impl_;
+  std::unordered_map<int, memory> args_;
+  std::vector<std::pair<std::size_t, memory>> in_, out_;
+};
+
+template <class Primitive, class PrimitiveDesc>
+std::unique_ptr<OneDnnNode> make(const PrimitiveDesc& pd, const std::vector<PrimitiveNode::Binding>& ins,
+                                 const std::vector<PrimitiveNode::Binding>& outs) {
+  return std::make_unique<PrimitiveNode>(Primitive(pd), pd.impl_info_str(), ins, outs);
+}
+
+dnnl::primitive_attr fused_activation(const models::Attrs& a) {
+  dnnl::primitive_attr attr;
+  if (a.has("activation") && a.s("activation") == "relu") {
+    dnnl::post_ops po;
+    po.append_eltwise(1.0f, algorithm::eltwise_relu, 0.0f, 0.0f);
+    attr.set_post_ops(po);
+  }
+  return attr;
+}
+
+// matmul / batch_matmul: op(a) @ op(b), batch dims broadcast; a transpose is a stride swap of the last two
+// dims (no copy), a broadcast batch dim has extent 1 (oneDNN matmul broadcasts those).
+std::unique_ptr<OneDnnNode> lower_matmul(const NodeView& v) {
+  const std::size_t rank = v.out_shape().size();
+  auto operand = [&](const Shape& s, bool transposed) {
+    const Dims d = aligned(s, rank);
+    Dims st = row_major_strides(d), logical = d;
+    if (transposed) {
+      std::swap(logical[rank - 1], logical[rank - 2]);
+      std::swap(st[rank - 1], st[rank - 2]);
+    }
+    if (rank > DNNL_MAX_NDIMS) throw Unsupported{fmt::format("rank {} > {}", rank, DNNL_MAX_NDIMS)};
+    return memory::desc(logical, memory::data_type::f32, st);
+  };
+  const auto a = operand(v.in_shape(0), v.attrs.i("trans_a") != 0);
+  const auto b = operand(v.in_shape(1), v.attrs.i("trans_b") != 0);
+  const auto o = dense(v.out_shape());
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, o), fused_activation(v.attrs), cpu_engine());
+  return make<dnnl::matmul>(pd, {{DNNL_ARG_SRC, 0, a}, {DNNL_ARG_WEIGHTS, 1, b}}, {{DNNL_ARG_DST, 0, o}});
+}
+
+// conv2d: NCHW input, OIHW weight (grouped: [g, O/g, C/g, kh, kw], the same memory), optional bias [O],
+// pads [top, left, bottom, right], dilations (oneDNN counts the gaps: d - 1), fused relu.
+std::unique_ptr<OneDnnNode> lower_conv(const NodeView& v) {
+  const auto& x = v.in_shape(0);
+  const auto& w = v.in_shape(1);
+  const auto& st = v.attrs.ints("strides");
+  const auto& p = v.attrs.ints("pads");
+  const auto& dil = v.attrs.ints("dilations");
+  const std::int64_t groups = v.attrs.i("groups");
+  const auto src = dense(x);
+  const auto wei = groups == 1 ? dense(w) : dense(Dims{groups, w[0] / groups, w[1], w[2], w[3]});
+  const auto dst = dense(v.out_shape());
+  const bool bias = v.in.size() == 3;
+  const auto b = bias ? dense(v.in_shape(2)) : memory::desc();
+  const Dims strides{st[0], st[1]}, dilates{dil[0] - 1, dil[1] - 1}, pad_l{p[0], p[1]}, pad_r{p[2], p[3]};
+  const auto desc =
+      bias ? dnnl::convolution_forward::desc(prop_kind::forward_inference, algorithm::convolution_direct, src,
+                                             wei, b, dst, strides, dilates, pad_l, pad_r)
+           : dnnl::convolution_forward::desc(prop_kind::forward_inference, algorithm::convolution_direct, src,
+                                             wei, dst, strides, dilates, pad_l, pad_r);
+  const dnnl::convolution_forward::primitive_desc pd(desc, fused_activation(v.attrs), cpu_engine());
+  std::vector<PrimitiveNode::Binding> ins{{DNNL_ARG_SRC, 0, src}, {DNNL_ARG_WEIGHTS, 1, wei}};
+  if (bias) ins.push_back({DNNL_ARG_BIAS, 2, b});
+  return make<dnnl::convolution_forward>(pd, ins, {{DNNL_ARG_DST, 0, dst}});
+}
+
+// maxpool2d / avgpool2d. The output size comes from the graph (ceil mode included): the right/bottom pad
+// given to oneDNN is the declared one plus whatever the ceil-mode windows overhang. The reference's average
+// with count_include_pad divides by the window's part inside the declared pads; oneDNN's include-padding
+// divides by the whole kernel, so the two agree only when no window overhangs (otherwise not lowered).
+template <bool kAvg>
+std::unique_ptr<OneDnnNode> lower_pool(const NodeView& v) {
+  const auto& x = v.in_shape(0);
+  const auto& o = v.out_shape();
+  const auto& k = v.attrs.ints("kernel");
+  const auto& st = v.attrs.ints("strides");
+  const auto& p = v.attrs.ints("pads");
+  auto right_pad = [](std::int64_t in, std::int64_t out, std::int64_t ker, std::int64_t s, std::int64_t lead,
+                      std::int64_t trail) {
+    return trail + std::max<std::int64_t>(0, (out - 1) * s + ker - (in + lead + trail));
+  };
+  const Dims pad_l{p[0], p[1]};
+  const Dims pad_r{right_pad(x[2], o[2], k[0], st[0], p[0], p[2]),
+                   right_pad(x[3], o[3], k[1], st[1], p[1], p[3])};
+  algorithm alg = algorithm::pooling_max;
+  if constexpr (kAvg) {
+    const bool include = v.attrs.i("count_include_pad") != 0;
+    if (include && (pad_r[0] != p[2] || pad_r[1] != p[3]))
+      throw Unsupported{"count_include_pad with ceil-mode windows past the padding"};
+    alg = include ? algorithm::pooling_avg_include_padding : algorithm::pooling_avg_exclude_padding;
+  }
+  const auto src = dense(x), dst = dense(o);
+  const dnnl::pooling_forward::primitive_desc pd(
+      dnnl::pooling_forward::desc(prop_kind::forward_inference, alg, src, dst, {st[0], st[1]}, {k[0], k[1]},
+                                  pad_l, pad_r),
+      cpu_engine());
+  return make<dnnl::pooling_forward>(pd, {{DNNL_ARG_SRC, 0, src}}, {{DNNL_ARG_DST, 0, dst}});
+}
+
+std::unique_ptr<OneDnnNode> lower_softmax(const NodeView& v) {
+  if (v.attrs.i("causal") != 0) throw Unsupported{"causal softmax (oneDNN's softmax has no mask)"};
+  const auto& x = v.in_shape(0);
+  if (x.empty()) throw Unsupported{"0-D softmax"};
+  auto axis = v.attrs.i("axis");
+  if (axis < 0) axis += static_cast<std::int64_t>(x.size());
+  const auto data = dense(x);
+  const dnnl::softmax_forward::primitive_desc pd(
+      dnnl::softmax_forward::desc(prop_kind::forward_inference, data, static_cast<int>(axis)), cpu_engine());
+  return make<dnnl::softmax_forward>(pd, {{DNNL_ARG_SRC, 0, data}}, {{DNNL_ARG_DST, 0, data}});
+}
+
+// Unary activations: oneDNN's eltwise algorithm with its alpha (swish(x) = x * sigmoid(alpha x)).
+template <algorithm kAlg, int kAlpha = 0>
+std::unique_ptr<OneDnnNode> lower_unary(const NodeView& v) {
+  const auto data = dense(v.in_shape(0));
+  const dnnl::eltwise_forward::primitive_desc pd(
+      dnnl::eltwise_forward::desc(prop_kind::forward_inference, kAlg, data, static_cast<float>(kAlpha), 0.0f),
+      cpu_engine());
+  return make<dnnl::eltwise_forward>(pd, {{DNNL_ARG_SRC, 0, data}}, {{DNNL_ARG_DST, 0, data}});
+}
+
+// ewadd / ewsub / ewmul / scalar_mul with numpy broadcasting. oneDNN's binary broadcasts only its second
+// source (dims of 1), so the first must have the output's shape; for add and mul the operands are swapped
+// when only the second does. A 0-D scalar is a tensor of 1s in every dim.
+template <algorithm kAlg>
+std::unique_ptr<OneDnnNode> lower_binary(const NodeView& v) {
+  const std::size_t rank = std::max<std::size_t>(v.out_shape().size(), 1);
+  const Dims out = aligned(v.out_shape(), rank);
+  Dims a = aligned(v.in_shape(0), rank), b = aligned(v.in_shape(1), rank);
+  std::size_t first = 0, second = 1;
+  if (a != out) {
+    if (b != out || kAlg == algorithm::binary_sub)
+      throw Unsupported{"the first operand broadcasts (oneDNN broadcasts only the second)"};
+    std::swap(a, b);
+    std::swap(first, second);
+  }
+  const auto s0 = dense(a), s1 = dense(b), dst = dense(out);
+  const dnnl::binary::primitive_desc pd(dnnl::binary::desc(kAlg, s0, s1, dst), cpu_engine());
+  return make<dnnl::binary>(pd, {{DNNL_ARG_SRC_0, first, s0}, {DNNL_ARG_SRC_1, second, s1}},
+                            {{DNNL_ARG_DST, 0, dst}});
+}
+
+// layernorm over dims [axis, rank): the input seen as [outer, inner] rows; gamma (and beta) are [inner].
+std::unique_ptr<OneDnnNode> lower_layernorm(const NodeView& v) {
+  const auto& x = v.in_shape(0);
+  auto axis = v.attrs.i("axis");
+  if (axis < 0) axis += static_cast<std::int64_t>(x.size());
+  std::int64_t outer = 1, inner = 1;
+  for (std::size_t i = 0; i < x.size(); ++i) (static_cast<std::int64_t>(i) < axis ? outer : inner) *= x[i];
+  const auto data = dense(Dims{outer, inner}), param = dense(Dims{inner});
+  const bool shift = v.in.size() == 3;
+  auto flags = dnnl::normalization_flags::use_scale;
+  if (shift) flags = flags | dnnl::normalization_flags::use_shift;
+  const dnnl::layer_normalization_forward::primitive_desc pd(
+      dnnl::layer_normalization_forward::desc(prop_kind::forward_inference, data,
+                                              static_cast<float>(v.attrs.f("epsilon")), flags),
+      cpu_engine());
+  std::vector<PrimitiveNode::Binding> ins{{DNNL_ARG_SRC, 0, data}, {DNNL_ARG_SCALE, 1, param}};
+  if (shift) ins.push_back({DNNL_ARG_SHIFT, 2, param});
+  return make<dnnl::layer_normalization_forward>(pd, ins, {{DNNL_ARG_DST, 0, data}});
+}
+
+// batchnorm (x, scale, bias, mean, var) with the given statistics; x seen as [N, C, rest, 1].
+std::unique_ptr<OneDnnNode> lower_batchnorm(const NodeView& v) {
+  const auto& x = v.in_shape(0);
+  std::int64_t rest = 1;
+  for (std::size_t i = 2; i < x.size(); ++i) rest *= x[i];
+  const auto data = dense(Dims{x[0], x[1], rest, 1}), channel = dense(Dims{x[1]});
+  const auto flags = dnnl::normalization_flags::use_global_stats | dnnl::normalization_flags::use_scale |
+                     dnnl::normalization_flags::use_shift;
+  const dnnl::batch_normalization_forward::primitive_desc pd(
+      dnnl::batch_normalization_forward::desc(prop_kind::forward_inference, data,
+                                              static_cast<float>(v.attrs.f("epsilon")), flags),
+      cpu_engine());
+  return make<dnnl::batch_normalization_forward>(pd,
+                                                 {{DNNL_ARG_SRC, 0, data},
+                                                  {DNNL_ARG_SCALE, 1, channel},
+                                                  {DNNL_ARG_SHIFT, 2, channel},
+                                                  {DNNL_ARG_MEAN, 3, channel},
+                                                  {DNNL_ARG_VARIANCE, 4, channel}},
+                                                 {{DNNL_ARG_DST, 0, data}});
+}
+
+using LowerFn = std::unique_ptr<OneDnnNode> (*)(const NodeView&);
+// The lowerings, by operator name (models/ops); every other operator runs on the reference kernel.
+const std::unordered_map<std::string_view, LowerFn>& lowerings() {
+  static const std::unordered_map<std::string_view, LowerFn> table{
+      {"matmul", lower_matmul},
+      {"batch_matmul", lower_matmul},
+      {"conv2d", lower_conv},
+      {"maxpool2d", lower_pool<false>},
+      {"avgpool2d", lower_pool<true>},
+      {"softmax", lower_softmax},
+      {"relu", lower_unary<algorithm::eltwise_relu>},
+      {"sigmoid", lower_unary<algorithm::eltwise_logistic>},
+      {"tanh", lower_unary<algorithm::eltwise_tanh>},
+      {"gelu", lower_unary<algorithm::eltwise_gelu_erf>},
+      {"silu", lower_unary<algorithm::eltwise_swish, 1>},
+      {"ewadd", lower_binary<algorithm::binary_add>},
+      {"ewsub", lower_binary<algorithm::binary_sub>},
+      {"ewmul", lower_binary<algorithm::binary_mul>},
+      {"scalar_mul", lower_binary<algorithm::binary_mul>},
+      {"layernorm", lower_layernorm},
+      {"batchnorm", lower_batchnorm},
+  };
+  return table;
+}
+
+}  // namespace
+
+OneDnnLowering lower_to_onednn(const models::Graph& g, const models::Node& n) {
+  const auto& table = lowerings();
+  const auto it = table.find(n.op->name);
+  if (it == table.end()) return {nullptr, fmt::format("no oneDNN lowering for {}", n.op->name)};
+  for (auto v : n.inputs)
+    if (g.type(v).dtype != models::DType::kF32)
+      return {nullptr, fmt::format("input '{}' is {}, the replay runs f32 graphs", g.value(v).name,
+                                   models::dtype_name(g.type(v).dtype))};
+  NodeView view{{}, {}, n.attrs};
+  for (auto v : n.inputs) view.in.push_back(g.type(v));
+  for (auto v : n.outputs) view.out.push_back(g.type(v));
+  try {
+    return {it->second(view), {}};
+  } catch (const Unsupported& u) {
+    return {nullptr, u.why};
+  } catch (const dnnl::error& e) {
+    return {nullptr, fmt::format("oneDNN refused it: {}", e.what())};
+  }
+}
+
+}  // namespace strata::validate::detail
