@@ -259,6 +259,8 @@ void add_validate_synth_command(CLI::App& validate) {
 
 }  // namespace
 
+void add_validate_profile_command(CLI::App& validate);  // cli_validate_profile.cc
+
 void add_validate_commands(CLI::App& app) {
   auto* validate = app.add_subcommand(
       "validate",
@@ -269,6 +271,7 @@ void add_validate_commands(CLI::App& app) {
   add_calibrate_command(*validate);
   add_collectives_command(*validate);
   add_validate_synth_command(*validate);
+  add_validate_profile_command(*validate);
 }
 
 }  // namespace strata::cli
