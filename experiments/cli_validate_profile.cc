@@ -4,9 +4,11 @@
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "experiments/cli.h"
 #include "experiments/cli_options.h"
@@ -59,6 +61,7 @@ void run_profile(const ProfileOptions& o) {
   struct Row {
     int instances = 0, onednn = 0, reference = 0;
     double seconds = 0;
+    std::set<std::string> implementations;  // oneDNN's, as it names them
   };
   std::map<std::string, Row> by_op;
   double total = 0;
@@ -67,7 +70,10 @@ void run_profile(const ProfileOptions& o) {
     auto& r = by_op[std::string(g.node(op.node).op->name)];
     r.instances += op.instances;
     (op.timing.backend.backend == validate::CpuBackend::kOneDnn ? r.onednn : r.reference) += op.instances;
-    distinct_onednn += op.timing.backend.backend == validate::CpuBackend::kOneDnn;
+    if (op.timing.backend.backend == validate::CpuBackend::kOneDnn) {
+      ++distinct_onednn;
+      r.implementations.insert(op.timing.backend.detail);
+    }
     r.seconds += op.timing.median_seconds * op.instances;
     total += op.timing.median_seconds * op.instances;
   }
@@ -75,11 +81,12 @@ void run_profile(const ProfileOptions& o) {
       "# {}: {} distinct operator instances ({} on oneDNN, {} on the reference kernel), "
       "{} views untimed\n",
       g.name(), p.ops.size(), distinct_onednn, p.ops.size() - distinct_onednn, p.view_nodes);
-  std::cout << fmt::format("{:<16} {:>9} {:>7} {:>9} {:>12} {:>7}\n", "operator", "instances", "oneDNN",
-                           "reference", "time", "share");
+  std::cout << fmt::format("{:<16} {:>9} {:>7} {:>9} {:>12} {:>7}  {}\n", "operator", "instances", "oneDNN",
+                           "reference", "time", "share", "oneDNN implementations");
   for (const auto& [name, r] : by_op)
-    std::cout << fmt::format("{:<16} {:>9} {:>7} {:>9} {:>12} {:>6.1f}%\n", name, r.instances, r.onednn,
-                             r.reference, units::format_duration(r.seconds), 100 * r.seconds / total);
+    std::cout << fmt::format("{:<16} {:>9} {:>7} {:>9} {:>12} {:>6.1f}%  {}\n", name, r.instances, r.onednn,
+                             r.reference, units::format_duration(r.seconds), 100 * r.seconds / total,
+                             fmt::join(r.implementations, ", "));
   std::cout << fmt::format("sum of node medians: {} (nodes one after another)\n",
                            units::format_duration(total));
   for (const auto& op : p.ops)
@@ -88,7 +95,7 @@ void run_profile(const ProfileOptions& o) {
                                g.node(op.node).op->name, op.timing.backend.detail);
   std::cout << fmt::format(
       "wrote {} entries (device {}) to {}; use them with:\n  strata model sim {} --hw "
-      "configs/hw/host-cpu.yaml --dtype f32{}{} --profile {}\n",
+      "configs/validate/host-cpu.yaml --dtype f32{}{} --profile {}\n",
       p.db.size(), validate::kHostCpuDevice, o.output, o.model,
       o.batch ? fmt::format(" --batch {}", o.batch) : "", o.seq ? fmt::format(" --seq {}", o.seq) : "",
       o.output);

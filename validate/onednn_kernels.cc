@@ -276,6 +276,45 @@ std::unique_ptr<OneDnnNode> lower_batchnorm(const NodeView& v) {
                                                  {{DNNL_ARG_DST, 0, data}});
 }
 
+// concat along an axis: oneDNN's concat primitive (its sources are DNNL_ARG_MULTIPLE_SRC + i).
+std::unique_ptr<OneDnnNode> lower_concat(const NodeView& v) {
+  const auto rank = static_cast<std::int64_t>(v.out_shape().size());
+  auto axis = v.attrs.i("axis");
+  if (axis < 0) axis += rank;
+  if (rank == 0 || axis < 0 || axis >= rank) throw Unsupported{"axis out of range"};
+  std::vector<memory::desc> srcs;
+  std::vector<PrimitiveNode::Binding> ins;
+  for (std::size_t i = 0; i < v.in.size(); ++i) {
+    srcs.push_back(dense(v.in_shape(i)));
+    ins.push_back({DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i), i, srcs.back()});
+  }
+  const auto dst = dense(v.out_shape());
+  const dnnl::concat::primitive_desc pd(dst, static_cast<int>(axis), srcs, cpu_engine());
+  return make<dnnl::concat>(pd, ins, {{DNNL_ARG_DST, 0, dst}});
+}
+
+// transpose (both forms compute the permuted tensor): a reorder from the input read through permuted
+// strides into a dense output.
+std::unique_ptr<OneDnnNode> lower_transpose(const NodeView& v) {
+  const auto& x = v.in_shape(0);
+  const auto rank = x.size();
+  if (rank == 0) throw Unsupported{"0-D transpose"};
+  auto perm = v.attrs.ints("perm");
+  if (perm.empty())
+    for (std::size_t i = rank; i-- > 0;) perm.push_back(static_cast<std::int64_t>(i));
+  const Dims in_strides = row_major_strides(x);
+  Dims dims(rank), strides(rank);
+  for (std::size_t i = 0; i < rank; ++i) {
+    dims[i] = x[static_cast<std::size_t>(perm[i])];
+    strides[i] = in_strides[static_cast<std::size_t>(perm[i])];
+  }
+  if (rank > DNNL_MAX_NDIMS) throw Unsupported{fmt::format("rank {} > {}", rank, DNNL_MAX_NDIMS)};
+  const memory::desc src(dims, memory::data_type::f32, strides);
+  const auto dst = dense(v.out_shape());
+  const dnnl::reorder::primitive_desc pd(cpu_engine(), src, cpu_engine(), dst);
+  return make<dnnl::reorder>(pd, {{DNNL_ARG_FROM, 0, src}}, {{DNNL_ARG_TO, 0, dst}});
+}
+
 using LowerFn = std::unique_ptr<OneDnnNode> (*)(const NodeView&);
 // The lowerings, by operator name (models/ops); every other operator runs on the reference kernel.
 const std::unordered_map<std::string_view, LowerFn>& lowerings() {
@@ -297,6 +336,8 @@ const std::unordered_map<std::string_view, LowerFn>& lowerings() {
       {"scalar_mul", lower_binary<algorithm::binary_mul>},
       {"layernorm", lower_layernorm},
       {"batchnorm", lower_batchnorm},
+      {"concat", lower_concat},
+      {"transpose", lower_transpose},
   };
   return table;
 }
