@@ -75,9 +75,11 @@ class PreparedNode {
   const NodeBackend& backend() const { return backend_; }
 
   void load(std::span<const float* const> in, std::span<float* const> out) {
-    in_.assign(in.begin(), in.end());
     out_.assign(out.begin(), out.end());
-    if (onednn_) return;
+    if (onednn_) {
+      onednn_->bind(in, out);
+      return;
+    }
     in_d_.resize(n_.inputs.size());
     out_d_.resize(n_.outputs.size());
     ins_.clear();
@@ -95,7 +97,7 @@ class PreparedNode {
   }
   void kernel() {
     if (onednn_)
-      onednn_->run(in_, out_);
+      onednn_->run();
     else  // the reference executor's kernel (models/exec), in double precision
       n_.op->kernel.real(models::KernelCall<double>{ins_, outs_, n_.attrs});
   }
@@ -111,7 +113,6 @@ class PreparedNode {
   const Node& n_;
   NodeBackend backend_;
   std::unique_ptr<detail::OneDnnNode> onednn_;
-  std::vector<const float*> in_;
   std::vector<float*> out_;
   std::vector<std::vector<double>> in_d_, out_d_;
   std::vector<models::In<double>> ins_;

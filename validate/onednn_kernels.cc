@@ -5,6 +5,7 @@
 #include "validate/onednn_kernels.h"
 
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -75,10 +76,12 @@ class PrimitiveNode final : public OneDnnNode {
     for (const auto& b : ins) in_.push_back(bind(b));
     for (const auto& b : outs) out_.push_back(bind(b));
   }
-  void run(std::span<const float* const> in, std::span<float* const> out) override {
+  void bind(std::span<const float* const> in, std::span<float* const> out) override {
     // oneDNN takes non-const handles for every argument; inputs are only read.
     for (auto& [index, mem] : in_) mem.set_data_handle(const_cast<float*>(in[index]));
     for (auto& [index, mem] : out_) mem.set_data_handle(out[index]);
+  }
+  void run() override {
     prim_.execute(cpu_stream(), args_);
     cpu_stream().wait();
   }
@@ -133,8 +136,68 @@ std::unique_ptr<OneDnnNode> lower_matmul(const NodeView& v) {
   return make<dnnl::matmul>(pd, {{DNNL_ARG_SRC, 0, a}, {DNNL_ARG_WEIGHTS, 1, b}}, {{DNNL_ARG_DST, 0, o}});
 }
 
+// A convolution in the layouts oneDNN prefers for it (format `any`: blocked, e.g. nChw16c): bind() packs the
+// weights once; run() reorders the NCHW input in, convolves, and reorders the output back to NCHW, so the
+// graph's plain tensors are what goes in and out and the timing includes the activation reorders a framework
+// with plain tensors between operators pays. Where oneDNN picks plain layouts anyway, no reorder runs.
+class BlockedConvNode final : public OneDnnNode {
+ public:
+  BlockedConvNode(const dnnl::convolution_forward::primitive_desc& pd, const memory::desc& src,
+                  const memory::desc& wei, const memory::desc& dst, bool bias, const memory::desc& bias_desc)
+      : conv_(pd),
+        user_src_(src, cpu_engine(), DNNL_MEMORY_NONE),
+        user_wei_(wei, cpu_engine(), DNNL_MEMORY_NONE),
+        user_dst_(dst, cpu_engine(), DNNL_MEMORY_NONE) {
+    impl_ = pd.impl_info_str();
+    src_ = stage(user_src_, pd.src_desc(), src_in_, true);
+    wei_ = stage(user_wei_, pd.weights_desc(), wei_in_, true);
+    dst_ = stage(user_dst_, pd.dst_desc(), dst_out_, false);
+    args_ = {{DNNL_ARG_SRC, src_}, {DNNL_ARG_WEIGHTS, wei_}, {DNNL_ARG_DST, dst_}};
+    if (bias) {
+      bias_ = memory(bias_desc, cpu_engine(), DNNL_MEMORY_NONE);
+      args_.emplace(DNNL_ARG_BIAS, bias_);
+    }
+    if (src_in_ || dst_out_) impl_ += " (+ NCHW reorders)";
+  }
+  void bind(std::span<const float* const> in, std::span<float* const> out) override {
+    user_src_.set_data_handle(const_cast<float*>(in[0]));
+    user_wei_.set_data_handle(const_cast<float*>(in[1]));
+    if (bias_) bias_.set_data_handle(const_cast<float*>(in[2]));
+    user_dst_.set_data_handle(out[0]);
+    if (wei_in_) {  // packed once per binding
+      wei_in_->execute(cpu_stream(), user_wei_, wei_);
+      cpu_stream().wait();
+    }
+  }
+  void run() override {
+    if (src_in_) src_in_->execute(cpu_stream(), user_src_, src_);
+    conv_.execute(cpu_stream(), args_);
+    if (dst_out_) dst_out_->execute(cpu_stream(), dst_, user_dst_);
+    cpu_stream().wait();
+  }
+  std::string implementation() const override { return impl_; }
+
+ private:
+  // The memory the convolution uses for a plain user tensor: the user's own when the layouts agree, else an
+  // owned buffer in the wanted layout with the reorder between them.
+  static memory stage(const memory& user, const memory::desc& wanted, std::optional<dnnl::reorder>& reorder,
+                      bool into) {
+    if (wanted == user.get_desc()) return user;
+    memory staged(wanted, cpu_engine());
+    reorder = into ? dnnl::reorder(user, staged) : dnnl::reorder(staged, user);
+    return staged;
+  }
+  dnnl::convolution_forward conv_;
+  memory user_src_, user_wei_, user_dst_, src_, wei_, dst_, bias_;
+  std::optional<dnnl::reorder> src_in_, wei_in_, dst_out_;
+  std::unordered_map<int, memory> args_;
+  std::string impl_;
+};
+
 // conv2d: NCHW input, OIHW weight (grouped: [g, O/g, C/g, kh, kw], the same memory), optional bias [O],
-// pads [top, left, bottom, right], dilations (oneDNN counts the gaps: d - 1), fused relu.
+// pads [top, left, bottom, right], dilations (oneDNN counts the gaps: d - 1), fused relu; oneDNN chooses the
+// layouts (BlockedConvNode). Measured on resnet50 (batch 1, one Zen 5 core): 43 ms in all for its 53
+// convolutions against 77 ms with the plain layouts (oneDNN's im2col GEMM), reorders included.
 std::unique_ptr<OneDnnNode> lower_conv(const NodeView& v) {
   const auto& x = v.in_shape(0);
   const auto& w = v.in_shape(1);
@@ -147,16 +210,17 @@ std::unique_ptr<OneDnnNode> lower_conv(const NodeView& v) {
   const auto dst = dense(v.out_shape());
   const bool bias = v.in.size() == 3;
   const auto b = bias ? dense(v.in_shape(2)) : memory::desc();
+  auto any = [](const memory::desc& d) {
+    return memory::desc(d.dims(), memory::data_type::f32, memory::format_tag::any);
+  };
   const Dims strides{st[0], st[1]}, dilates{dil[0] - 1, dil[1] - 1}, pad_l{p[0], p[1]}, pad_r{p[2], p[3]};
   const auto desc =
-      bias ? dnnl::convolution_forward::desc(prop_kind::forward_inference, algorithm::convolution_direct, src,
-                                             wei, b, dst, strides, dilates, pad_l, pad_r)
-           : dnnl::convolution_forward::desc(prop_kind::forward_inference, algorithm::convolution_direct, src,
-                                             wei, dst, strides, dilates, pad_l, pad_r);
+      bias ? dnnl::convolution_forward::desc(prop_kind::forward_inference, algorithm::convolution_direct,
+                                             any(src), any(wei), b, any(dst), strides, dilates, pad_l, pad_r)
+           : dnnl::convolution_forward::desc(prop_kind::forward_inference, algorithm::convolution_direct,
+                                             any(src), any(wei), any(dst), strides, dilates, pad_l, pad_r);
   const dnnl::convolution_forward::primitive_desc pd(desc, fused_activation(v.attrs), cpu_engine());
-  std::vector<PrimitiveNode::Binding> ins{{DNNL_ARG_SRC, 0, src}, {DNNL_ARG_WEIGHTS, 1, wei}};
-  if (bias) ins.push_back({DNNL_ARG_BIAS, 2, b});
-  return make<dnnl::convolution_forward>(pd, ins, {{DNNL_ARG_DST, 0, dst}});
+  return std::make_unique<BlockedConvNode>(pd, src, wei, dst, bias, b);
 }
 
 // maxpool2d / avgpool2d. The output size comes from the graph (ceil mode included): the right/bottom pad

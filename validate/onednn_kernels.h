@@ -13,13 +13,16 @@
 
 namespace strata::validate::detail {
 
-// A compiled node: run() reads the inputs and writes the outputs, each a dense f32 buffer of the node's
-// value shapes (row-major, as the graph stores them). Runs on one process-wide oneDNN CPU engine and stream,
-// so one thread at a time.
+// A compiled node. bind() gives it the node's inputs and outputs, each a dense f32 buffer of the node's value
+// shapes (row-major, as the graph stores them), and packs weights into the layout the kernel wants
+// (convolutions: oneDNN's blocked formats; an inference weight is packed once, as frameworks do); run()
+// computes from the bound inputs into the bound outputs, as often as asked. Runs on one process-wide oneDNN
+// CPU engine and stream, so one thread at a time.
 class OneDnnNode {
  public:
   virtual ~OneDnnNode() = default;
-  virtual void run(std::span<const float* const> in, std::span<float* const> out) = 0;
+  virtual void bind(std::span<const float* const> in, std::span<float* const> out) = 0;
+  virtual void run() = 0;
   // oneDNN's implementation name ("brg:avx512_core", "jit:avx2", "gemm:jit", "ref:any", ...).
   virtual std::string implementation() const = 0;
 };
