@@ -110,6 +110,12 @@ TEST(CpuReplayOps, ConvolutionStridesPadsDilationsGroupsBias) {
                            2 * 9);
   expect_matches_reference(one_node("conv2d", {{1, 6, 8, 8}, {6, 1, 3, 3}}, {{"groups", std::int64_t{6}}}),
                            9);
+  // Wide enough for oneDNN's blocked layouts (nChw8c/16c): the input and output reorders run too.
+  const Graph wide = one_node("conv2d", {{1, 32, 10, 10}, {64, 32, 3, 3}, {64}},
+                              {{"pads", Ints{1, 1, 1, 1}}, {"activation", std::string("relu")}});
+  expect_matches_reference(wide, 32 * 9 + 1);
+  const auto detail = replay_on_cpu(wide).nodes[0].detail;
+  EXPECT_NE(detail.find("reorders"), std::string::npos) << detail;
 }
 
 TEST(CpuReplayOps, MaxAndAveragePoolingWithPadsAndCeilMode) {
