@@ -278,6 +278,31 @@ std::unique_ptr<OneDnnNode> lower_unary(const NodeView& v) {
   return make<dnnl::eltwise_forward>(pd, {{DNNL_ARG_SRC, 0, data}}, {{DNNL_ARG_DST, 0, data}});
 }
 
+// rsqrt: eltwise pow, alpha · x^beta with alpha 1, beta -1/2.
+std::unique_ptr<OneDnnNode> lower_rsqrt(const NodeView& v) {
+  const auto data = dense(v.in_shape(0));
+  const dnnl::eltwise_forward::primitive_desc pd(
+      dnnl::eltwise_forward::desc(prop_kind::forward_inference, algorithm::eltwise_pow, data, 1.0f, -0.5f),
+      cpu_engine());
+  return make<dnnl::eltwise_forward>(pd, {{DNNL_ARG_SRC, 0, data}}, {{DNNL_ARG_DST, 0, data}});
+}
+
+// reduce_sum / reduce_mean over `axes` (empty: all): oneDNN's reduction writes the input's dims with the
+// reduced ones set to 1, which is the output's memory with or without keepdims.
+template <algorithm kAlg>
+std::unique_ptr<OneDnnNode> lower_reduce(const NodeView& v) {
+  const auto& x = v.in_shape(0);
+  const auto rank = static_cast<std::int64_t>(x.size());
+  if (rank == 0) throw Unsupported{"0-D reduction"};
+  Dims out = x;
+  const auto& axes = v.attrs.ints("axes");
+  if (axes.empty()) std::fill(out.begin(), out.end(), 1);
+  for (auto a : axes) out[static_cast<std::size_t>(a < 0 ? a + rank : a)] = 1;
+  const auto src = dense(x), dst = dense(out);
+  const dnnl::reduction::primitive_desc pd(dnnl::reduction::desc(kAlg, src, dst, 0.0f, 0.0f), cpu_engine());
+  return make<dnnl::reduction>(pd, {{DNNL_ARG_SRC, 0, src}}, {{DNNL_ARG_DST, 0, dst}});
+}
+
 // ewadd / ewsub / ewmul / scalar_mul with numpy broadcasting. oneDNN's binary broadcasts only its second
 // source (dims of 1), so the first must have the output's shape; for add and mul the operands are swapped
 // when only the second does. A 0-D scalar is a tensor of 1s in every dim.
@@ -394,6 +419,9 @@ const std::unordered_map<std::string_view, LowerFn>& lowerings() {
       {"tanh", lower_unary<algorithm::eltwise_tanh>},
       {"gelu", lower_unary<algorithm::eltwise_gelu_erf>},
       {"silu", lower_unary<algorithm::eltwise_swish, 1>},
+      {"rsqrt", lower_rsqrt},
+      {"reduce_sum", lower_reduce<algorithm::reduction_sum>},
+      {"reduce_mean", lower_reduce<algorithm::reduction_mean>},
       {"ewadd", lower_binary<algorithm::binary_add>},
       {"ewsub", lower_binary<algorithm::binary_sub>},
       {"ewmul", lower_binary<algorithm::binary_mul>},

@@ -193,6 +193,23 @@ TEST(CpuReplayOps, ConcatAndTranspose) {
       one_node("transpose", {{3, 4}}, {{"perm", Ints{1, 0}}, {"shuffle", std::int64_t{0}}}), 1);
 }
 
+TEST(CpuReplayOps, ReductionsAndRsqrt) {
+  SKIP_WITHOUT_ONEDNN();
+  for (const char* op : {"reduce_sum", "reduce_mean"}) {
+    SCOPED_TRACE(op);
+    expect_matches_reference(one_node(op, {{3, 4, 5}}, {{"axes", Ints{1}}, {"keepdims", std::int64_t{0}}}),
+                             4);
+    expect_matches_reference(one_node(op, {{3, 4, 5}}, {{"axes", Ints{-1, 0}}}), 15);
+    expect_matches_reference(one_node(op, {{3, 4, 5}}, {{"axes", Ints{}}, {"keepdims", std::int64_t{0}}}),
+                             60);
+  }
+  // rsqrt needs positive inputs: literal data.
+  Graph g("rsqrt");
+  const auto x = g.add_constant("x", TensorType{{2, 3}, DType::kF32}, {0.25, 1, 2, 4, 9, 0.01});
+  g.mark_output(g.add("rsqrt", {x}));
+  expect_matches_reference(g, 1);
+}
+
 // Weights scaled by 1/sqrt(fan-in) (He et al. 2015, as trained networks keep activations of order 1); the
 // executors' own [-1, 1] draws make a 26-layer network's activations grow by ~sqrt(fan-in) per layer, and
 // the comparison below would then measure the growth, not the kernels.
