@@ -256,13 +256,64 @@ std::unique_ptr<OneDnnNode> lower_pool(const NodeView& v) {
   return make<dnnl::pooling_forward>(pd, {{DNNL_ARG_SRC, 0, src}}, {{DNNL_ARG_DST, 0, dst}});
 }
 
+// Causal softmax over the last axis of [..., S, Skv]: query row q sees keys k <= q + Skv - S (the IR's
+// rule). oneDNN's softmax has no mask, so a binary add writes the input plus a mask (0 where visible, a very
+// negative finite number elsewhere, whose exp oneDNN flushes to 0) into the output, and the softmax then runs
+// in place there. Needs Skv >= S, so that every row sees at least one key.
+class CausalSoftmaxNode final : public OneDnnNode {
+ public:
+  CausalSoftmaxNode(const memory::desc& data, const memory::desc& mask_desc, std::int64_t s, std::int64_t skv)
+      : mask_(mask_desc, cpu_engine()),
+        src_(data, cpu_engine(), DNNL_MEMORY_NONE),
+        dst_(data, cpu_engine(), DNNL_MEMORY_NONE) {
+    auto* m = static_cast<float*>(mask_.get_data_handle());
+    for (std::int64_t q = 0; q < s; ++q)
+      for (std::int64_t k = 0; k < skv; ++k) m[q * skv + k] = k <= q + skv - s ? 0.0f : kMasked;
+    const dnnl::binary::primitive_desc add_pd(
+        dnnl::binary::desc(algorithm::binary_add, data, mask_desc, data), cpu_engine());
+    const auto rank = static_cast<int>(data.dims().size());
+    const dnnl::softmax_forward::primitive_desc softmax_pd(
+        dnnl::softmax_forward::desc(prop_kind::forward_inference, data, rank - 1), cpu_engine());
+    add_ = dnnl::binary(add_pd);
+    softmax_ = dnnl::softmax_forward(softmax_pd);
+    impl_ = fmt::format("{} + {}", add_pd.impl_info_str(), softmax_pd.impl_info_str());
+  }
+  void bind(std::span<const float* const> in, std::span<float* const> out) override {
+    src_.set_data_handle(const_cast<float*>(in[0]));
+    dst_.set_data_handle(out[0]);
+  }
+  void run() override {
+    add_.execute(cpu_stream(), {{DNNL_ARG_SRC_0, src_}, {DNNL_ARG_SRC_1, mask_}, {DNNL_ARG_DST, dst_}});
+    softmax_.execute(cpu_stream(), {{DNNL_ARG_SRC, dst_}, {DNNL_ARG_DST, dst_}});
+    cpu_stream().wait();
+  }
+  std::string implementation() const override { return impl_; }
+
+ private:
+  static constexpr float kMasked = -1e30f;  // finite: x + kMasked never overflows for |x| < 1e37
+  memory mask_, src_, dst_;
+  dnnl::binary add_;
+  dnnl::softmax_forward softmax_;
+  std::string impl_;
+};
+
 std::unique_ptr<OneDnnNode> lower_softmax(const NodeView& v) {
-  if (v.attrs.i("causal") != 0) throw Unsupported{"causal softmax (oneDNN's softmax has no mask)"};
   const auto& x = v.in_shape(0);
   if (x.empty()) throw Unsupported{"0-D softmax"};
+  const auto rank = static_cast<std::int64_t>(x.size());
   auto axis = v.attrs.i("axis");
-  if (axis < 0) axis += static_cast<std::int64_t>(x.size());
+  if (axis < 0) axis += rank;
   const auto data = dense(x);
+  if (v.attrs.i("causal") != 0) {
+    if (rank < 2 || axis != rank - 1) throw Unsupported{"causal softmax not over the last of >= 2 axes"};
+    const std::int64_t s = x[static_cast<std::size_t>(rank - 2)], skv = x[static_cast<std::size_t>(rank - 1)];
+    if (skv < s)
+      throw Unsupported{"causal softmax with fewer keys than queries (rows without a visible key)"};
+    Dims mask(static_cast<std::size_t>(rank), 1);
+    mask[static_cast<std::size_t>(rank - 2)] = s;
+    mask[static_cast<std::size_t>(rank - 1)] = skv;
+    return std::make_unique<CausalSoftmaxNode>(data, dense(mask), s, skv);
+  }
   const dnnl::softmax_forward::primitive_desc pd(
       dnnl::softmax_forward::desc(prop_kind::forward_inference, data, static_cast<int>(axis)), cpu_engine());
   return make<dnnl::softmax_forward>(pd, {{DNNL_ARG_SRC, 0, data}}, {{DNNL_ARG_DST, 0, data}});

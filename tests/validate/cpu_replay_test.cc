@@ -137,14 +137,24 @@ TEST(CpuReplayOps, MaxAndAveragePoolingWithPadsAndCeilMode) {
   expect_matches_reference(one_node("avgpool2d", {{1, 2, 8, 8}}, include_ceil), 9, /*onednn=*/false);
 }
 
-TEST(CpuReplayOps, SoftmaxAnyAxisAndCausalFallsBack) {
+TEST(CpuReplayOps, SoftmaxAnyAxisAndCausal) {
   SKIP_WITHOUT_ONEDNN();
   expect_matches_reference(one_node("softmax", {{3, 4, 10}}), 10);
   expect_matches_reference(one_node("softmax", {{3, 7, 5}}, {{"axis", std::int64_t{1}}}), 7);
-  // The causal mask has no oneDNN lowering: the reference kernel, same result.
-  expect_matches_reference(one_node("softmax", {{2, 6, 6}}, {{"causal", std::int64_t{1}}}), 6, false);
-  const auto replay = replay_on_cpu(one_node("softmax", {{2, 6, 6}}, {{"causal", std::int64_t{1}}}));
-  EXPECT_NE(replay.nodes[0].detail.find("causal"), std::string::npos) << replay.nodes[0].detail;
+  // Causal: square (self-attention) and with more keys than queries (a KV cache), over [B, H, S, Skv].
+  expect_matches_reference(one_node("softmax", {{2, 3, 6, 6}}, {{"causal", std::int64_t{1}}}), 6);
+  expect_matches_reference(one_node("softmax", {{2, 4, 9}}, {{"causal", std::int64_t{1}}}), 9);
+  // The masked probabilities are exactly 0 (query 0 of a square mask sees key 0 only).
+  const auto square = one_node("softmax", {{1, 4, 4}}, {{"causal", std::int64_t{1}}});
+  const auto square_replay = replay_on_cpu(square);
+  const auto& p = square_replay.values[static_cast<std::size_t>(square.outputs()[0])];
+  EXPECT_EQ(p[0], 1.0f);
+  EXPECT_EQ(p[1], 0.0f);
+  EXPECT_EQ(p[3], 0.0f);
+  // Fewer keys than queries leaves rows without a visible key: not lowered, the reference kernel runs.
+  const auto replay = replay_on_cpu(one_node("softmax", {{2, 6, 4}}, {{"causal", std::int64_t{1}}}));
+  EXPECT_EQ(replay.nodes[0].backend, CpuBackend::kReference);
+  EXPECT_NE(replay.nodes[0].detail.find("fewer keys"), std::string::npos) << replay.nodes[0].detail;
 }
 
 TEST(CpuReplayOps, ActivationsAndBroadcastingBinaryOps) {
