@@ -1,6 +1,7 @@
 // models/ operators that take several oneDNN primitives (or owned buffers) per node: convolutions in blocked
 // layouts with their reorders, causal softmax (mask + softmax), fused attention (matmul, mask, softmax,
 // matmul). Lowered from the table in onednn_kernels.cc.
+#include <cmath>
 #include <optional>
 
 #include "validate/onednn_common.h"
@@ -162,6 +163,98 @@ std::unique_ptr<OneDnnNode> lower_softmax(const NodeView& v) {
   const dnnl::softmax_forward::primitive_desc pd(
       dnnl::softmax_forward::desc(prop_kind::forward_inference, data, static_cast<int>(axis)), cpu_engine());
   return make<dnnl::softmax_forward>(pd, {{DNNL_ARG_SRC, 0, data}}, {{DNNL_ARG_DST, 0, data}});
+}
+
+namespace {
+
+// Fused attention o = softmax(scale · q kᵀ [causal mask]) v with grouped key/value heads, as oneDNN
+// primitives: q [B, H, S, D] read as [B, Hkv, G·S, D] (G = H / Hkv query heads per key/value head, adjacent
+// in memory, so the view is free), scores = q kᵀ · scale by a matmul (k through transposed strides, the
+// scale as its output scale) into an owned [B, Hkv, G·S, Skv] buffer, the causal mask added by a binary
+// primitive, the softmax in place, and p v by a matmul straight into o, which is [B, Hkv, G·S, D] in memory.
+// Unlike FlashAttention the scores are materialized (B·H·S·Skv floats), so its time is that of the unfused
+// computation on this CPU.
+class AttentionNode final : public OneDnnNode {
+ public:
+  AttentionNode(std::int64_t b, std::int64_t h, std::int64_t hkv, std::int64_t s, std::int64_t skv,
+                std::int64_t d, float scale, bool causal) {
+    const std::int64_t rows = h / hkv * s;  // G·S
+    const memory::desc q(Dims{b, hkv, rows, d}, memory::data_type::f32, Dims{hkv * rows * d, rows * d, d, 1});
+    const memory::desc kt(Dims{b, hkv, d, skv}, memory::data_type::f32,
+                          Dims{hkv * skv * d, skv * d, 1, d});  // k [B, Hkv, Skv, D] transposed
+    const auto scores = dense(Dims{b, hkv, rows, skv});
+    const auto v = dense(Dims{b, hkv, skv, d});
+    const auto o = dense(Dims{b, hkv, rows, d});
+    dnnl::primitive_attr scaled;
+    scaled.set_output_scales(0, {scale});
+    const dnnl::matmul::primitive_desc qk_pd(dnnl::matmul::desc(q, kt, scores), scaled, cpu_engine());
+    const dnnl::softmax_forward::primitive_desc softmax_pd(
+        dnnl::softmax_forward::desc(prop_kind::forward_inference, scores, 3), cpu_engine());
+    const dnnl::matmul::primitive_desc pv_pd(dnnl::matmul::desc(scores, v, o), cpu_engine());
+    q_ = memory(q, cpu_engine(), DNNL_MEMORY_NONE);
+    k_ = memory(kt, cpu_engine(), DNNL_MEMORY_NONE);
+    v_ = memory(v, cpu_engine(), DNNL_MEMORY_NONE);
+    o_ = memory(o, cpu_engine(), DNNL_MEMORY_NONE);
+    scores_ = memory(scores, cpu_engine());
+    qk_ = dnnl::matmul(qk_pd);
+    softmax_ = dnnl::softmax_forward(softmax_pd);
+    pv_ = dnnl::matmul(pv_pd);
+    impl_ =
+        fmt::format("{} + {} + {}", qk_pd.impl_info_str(), softmax_pd.impl_info_str(), pv_pd.impl_info_str());
+    if (causal) {
+      // Row r of a group is query r mod S; it sees keys k <= q + Skv - S (the IR's rule).
+      const auto mask = dense(Dims{1, 1, rows, skv});
+      mask_ = memory(mask, cpu_engine());
+      auto* m = static_cast<float*>(mask_.get_data_handle());
+      for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t k = 0; k < skv; ++k) m[r * skv + k] = k <= r % s + skv - s ? 0.0f : kMasked;
+      const dnnl::binary::primitive_desc add_pd(
+          dnnl::binary::desc(algorithm::binary_add, scores, mask, scores), cpu_engine());
+      add_mask_ = dnnl::binary(add_pd);
+      impl_ = fmt::format("{} + {} (mask) + {} + {}", qk_pd.impl_info_str(), add_pd.impl_info_str(),
+                          softmax_pd.impl_info_str(), pv_pd.impl_info_str());
+    }
+  }
+  void bind(std::span<const float* const> in, std::span<float* const> out) override {
+    q_.set_data_handle(const_cast<float*>(in[0]));
+    k_.set_data_handle(const_cast<float*>(in[1]));
+    v_.set_data_handle(const_cast<float*>(in[2]));
+    o_.set_data_handle(out[0]);
+  }
+  void run() override {
+    auto& stream = cpu_stream();
+    qk_.execute(stream, {{DNNL_ARG_SRC, q_}, {DNNL_ARG_WEIGHTS, k_}, {DNNL_ARG_DST, scores_}});
+    if (add_mask_)
+      add_mask_->execute(stream,
+                         {{DNNL_ARG_SRC_0, scores_}, {DNNL_ARG_SRC_1, mask_}, {DNNL_ARG_DST, scores_}});
+    softmax_.execute(stream, {{DNNL_ARG_SRC, scores_}, {DNNL_ARG_DST, scores_}});
+    pv_.execute(stream, {{DNNL_ARG_SRC, scores_}, {DNNL_ARG_WEIGHTS, v_}, {DNNL_ARG_DST, o_}});
+    stream.wait();
+  }
+  std::string implementation() const override { return impl_; }
+
+ private:
+  static constexpr float kMasked = -1e30f;  // as CausalSoftmaxNode's
+  memory q_, k_, v_, o_, scores_, mask_;
+  dnnl::matmul qk_, pv_;
+  dnnl::softmax_forward softmax_;
+  std::optional<dnnl::binary> add_mask_;
+  std::string impl_;
+};
+
+}  // namespace
+
+// attention(q [B,H,S,D], k [B,Hkv,Skv,D], v [B,Hkv,Skv,D]), attributes causal and scale (0: 1/sqrt(D)).
+std::unique_ptr<OneDnnNode> lower_attention(const NodeView& v) {
+  const auto& q = v.in_shape(0);
+  const auto& k = v.in_shape(1);
+  const bool causal = v.attrs.i("causal") != 0;
+  if (causal && k[2] < q[2])  // the shape rule refuses these already; the mask below assumes it
+    throw Unsupported{"causal attention with fewer keys than queries (rows without a visible key)"};
+  const double scale =
+      v.attrs.f("scale") == 0 ? 1 / std::sqrt(static_cast<double>(q[3])) : v.attrs.f("scale");
+  return std::make_unique<AttentionNode>(q[0], q[1], k[1], q[2], k[2], q[3], static_cast<float>(scale),
+                                         causal);
 }
 
 }  // namespace strata::validate::detail

@@ -209,6 +209,7 @@ const std::unordered_map<std::string_view, LowerFn>& lowerings() {
       {"maxpool2d", lower_pool<false>},
       {"avgpool2d", lower_pool<true>},
       {"softmax", lower_softmax},
+      {"attention", lower_attention},
       {"relu", lower_unary<algorithm::eltwise_relu>},
       {"sigmoid", lower_unary<algorithm::eltwise_logistic>},
       {"tanh", lower_unary<algorithm::eltwise_tanh>},

@@ -220,6 +220,18 @@ TEST(CpuReplayOps, ReductionsAndRsqrt) {
   expect_matches_reference(g, 1);
 }
 
+TEST(CpuReplayOps, FusedAttentionGroupedCausalAndScaled) {
+  SKIP_WITHOUT_ONEDNN();
+  // Multi-head (H = Hkv), grouped-query (4 query heads per key/value head), causal with a longer KV, and an
+  // explicit scale; each checked against the reference kernel (FlashAttention's math in double).
+  expect_matches_reference(one_node("attention", {{2, 3, 5, 8}, {2, 3, 5, 8}, {2, 3, 5, 8}}), 8);
+  expect_matches_reference(
+      one_node("attention", {{1, 8, 6, 4}, {1, 2, 6, 4}, {1, 2, 6, 4}}, {{"causal", std::int64_t{1}}}), 6);
+  expect_matches_reference(one_node("attention", {{2, 4, 3, 8}, {2, 2, 7, 8}, {2, 2, 7, 8}},
+                                    {{"causal", std::int64_t{1}}, {"scale", 0.3}}),
+                           8);
+}
+
 // Weights scaled by 1/sqrt(fan-in) (He et al. 2015, as trained networks keep activations of order 1); the
 // executors' own [-1, 1] draws make a 26-layer network's activations grow by ~sqrt(fan-in) per layer, and
 // the comparison below would then measure the growth, not the kernels.
