@@ -2,9 +2,10 @@
 // docs/validate.md). Every node runs in f32 on oneDNN (Intel's deep-learning primitives library, Debian
 // libdnnl-dev) when its operator and configuration have a lowering (validate/onednn_kernels.cc and
 // onednn_composite.cc: matmul, batch_matmul, conv2d, max/avg pooling, softmax (causal too), fused attention,
-// relu/sigmoid/tanh/gelu/silu, rsqrt, ewadd/ewsub/ewmul/scalar_mul, layernorm, batchnorm, concat, transpose,
-// reduce_sum/reduce_mean); every other node runs the reference executor's kernel (models/exec, in double
-// precision, its result rounded to f32): correct, just slower. The replay says which node ran where and why.
+// relu/sigmoid/tanh/gelu/silu, rsqrt, ewadd/ewsub/ewmul/scalar_mul, layernorm, rmsnorm, batchnorm, concat,
+// transpose, reduce_sum/reduce_mean); every other node runs the reference executor's kernel (models/exec, in
+// double precision, its result rounded to f32): correct, just slower. The replay says which node ran where
+// and why.
 //
 // Timing (time_node, profile_on_cpu) measures one node's kernel with warm-up runs and repetitions and keeps
 // the median, per distinct operator instance (models::profile_key), into the profile database that

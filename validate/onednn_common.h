@@ -120,5 +120,6 @@ inline dnnl::primitive_attr fused_activation(const models::Attrs& a) {
 std::unique_ptr<OneDnnNode> lower_conv(const NodeView& v);
 std::unique_ptr<OneDnnNode> lower_softmax(const NodeView& v);
 std::unique_ptr<OneDnnNode> lower_attention(const NodeView& v);
+std::unique_ptr<OneDnnNode> lower_rmsnorm(const NodeView& v);
 
 }  // namespace strata::validate::detail

@@ -257,4 +257,68 @@ std::unique_ptr<OneDnnNode> lower_attention(const NodeView& v) {
                                          causal);
 }
 
+namespace {
+
+// rmsnorm over the last dim, x / sqrt(mean(x²) + eps) · gamma (oneDNN 2.x has no RMS normalization): a
+// reduction to Σx² per row with post-ops (1/n)·s + eps and s^(-1/2) into an owned [rows, 1] buffer, then x
+// times that (broadcast over the row) with gamma multiplied in as a binary post-op.
+class RmsNormNode final : public OneDnnNode {
+ public:
+  RmsNormNode(std::int64_t rows, std::int64_t n, float eps) {
+    const auto x = dense(Dims{rows, n}), r = dense(Dims{rows, 1}), gamma = dense(Dims{1, n});
+    dnnl::post_ops rstd_ops;
+    rstd_ops.append_eltwise(1.0f, algorithm::eltwise_linear, 1.0f / static_cast<float>(n), eps);
+    rstd_ops.append_eltwise(1.0f, algorithm::eltwise_pow, 1.0f, -0.5f);
+    dnnl::primitive_attr rstd_attr;
+    rstd_attr.set_post_ops(rstd_ops);
+    const dnnl::reduction::primitive_desc sum_pd(
+        dnnl::reduction::desc(algorithm::reduction_norm_lp_power_p_sum, x, r, 2.0f, 0.0f), rstd_attr,
+        cpu_engine());
+    dnnl::post_ops scale_ops;
+    scale_ops.append_binary(algorithm::binary_mul, gamma);
+    dnnl::primitive_attr scale_attr;
+    scale_attr.set_post_ops(scale_ops);
+    const dnnl::binary::primitive_desc mul_pd(dnnl::binary::desc(algorithm::binary_mul, x, r, x), scale_attr,
+                                              cpu_engine());
+    x_ = memory(x, cpu_engine(), DNNL_MEMORY_NONE);
+    gamma_ = memory(gamma, cpu_engine(), DNNL_MEMORY_NONE);
+    y_ = memory(x, cpu_engine(), DNNL_MEMORY_NONE);
+    rstd_ = memory(r, cpu_engine());
+    sum_ = dnnl::reduction(sum_pd);
+    mul_ = dnnl::binary(mul_pd);
+    impl_ = fmt::format("{} + {}", sum_pd.impl_info_str(), mul_pd.impl_info_str());
+  }
+  void bind(std::span<const float* const> in, std::span<float* const> out) override {
+    x_.set_data_handle(const_cast<float*>(in[0]));
+    gamma_.set_data_handle(const_cast<float*>(in[1]));
+    y_.set_data_handle(out[0]);
+  }
+  void run() override {
+    auto& stream = cpu_stream();
+    sum_.execute(stream, {{DNNL_ARG_SRC, x_}, {DNNL_ARG_DST, rstd_}});
+    mul_.execute(stream, {{DNNL_ARG_SRC_0, x_},
+                          {DNNL_ARG_SRC_1, rstd_},
+                          {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, gamma_},
+                          {DNNL_ARG_DST, y_}});
+    stream.wait();
+  }
+  std::string implementation() const override { return impl_; }
+
+ private:
+  memory x_, gamma_, y_, rstd_;
+  dnnl::reduction sum_;
+  dnnl::binary mul_;
+  std::string impl_;
+};
+
+}  // namespace
+
+std::unique_ptr<OneDnnNode> lower_rmsnorm(const NodeView& v) {
+  const auto& x = v.in_shape(0);
+  if (x.empty() || x.back() == 0) throw Unsupported{"empty normalized dim"};
+  std::int64_t rows = 1;
+  for (std::size_t i = 0; i + 1 < x.size(); ++i) rows *= x[i];
+  return std::make_unique<RmsNormNode>(rows, x.back(), static_cast<float>(v.attrs.f("epsilon")));
+}
+
 }  // namespace strata::validate::detail

@@ -224,6 +224,7 @@ const std::unordered_map<std::string_view, LowerFn>& lowerings() {
       {"scalar_mul", lower_binary<algorithm::binary_mul>},
       {"layernorm", lower_layernorm},
       {"batchnorm", lower_batchnorm},
+      {"rmsnorm", lower_rmsnorm},
       {"concat", lower_concat},
       {"transpose", lower_transpose},
   };

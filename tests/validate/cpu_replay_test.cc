@@ -176,10 +176,12 @@ TEST(CpuReplayOps, ActivationsAndBroadcastingBinaryOps) {
   expect_matches_reference(one_node("scalar_mul", {{3, 4}, {}}), 1);
 }
 
-TEST(CpuReplayOps, LayerAndBatchNormalization) {
+TEST(CpuReplayOps, LayerRmsAndBatchNormalization) {
   SKIP_WITHOUT_ONEDNN();
   expect_matches_reference(one_node("layernorm", {{5, 16}, {16}, {16}}), 16);
   expect_matches_reference(one_node("layernorm", {{5, 16}, {16}}), 16);  // no beta
+  expect_matches_reference(one_node("rmsnorm", {{2, 5, 16}, {16}}), 16);
+  expect_matches_reference(one_node("rmsnorm", {{3, 7}, {7}}, {{"epsilon", 0.5}}), 7);
   expect_matches_reference(one_node("layernorm", {{2, 3, 4, 5}, {4, 5}, {4, 5}}, {{"axis", std::int64_t{2}}}),
                            20);
   // batchnorm's variance must be positive: fed explicitly.
