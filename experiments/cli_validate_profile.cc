@@ -90,6 +90,11 @@ void run_profile(const ProfileOptions& o) {
   std::cout << fmt::format("sum of node medians: {} (nodes one after another)\n",
                            units::format_duration(total));
   for (const auto& op : p.ops)
+    if (op.timing.backend.backend == validate::CpuBackend::kOneDnn &&
+        op.timing.backend.detail.find("ref:") != std::string::npos)
+      std::cout << fmt::format("oneDNN's reference implementation (slow): {} ({}): {}\n",
+                               g.node(op.node).name, g.node(op.node).op->name, op.timing.backend.detail);
+  for (const auto& op : p.ops)
     if (op.timing.backend.backend == validate::CpuBackend::kReference)
       std::cout << fmt::format("reference kernel: {} ({}): {}\n", g.node(op.node).name,
                                g.node(op.node).op->name, op.timing.backend.detail);
