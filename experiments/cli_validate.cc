@@ -4,6 +4,7 @@
 //   calibrate         exchange microbenchmarks per link class, written into the system file
 //   collectives       one collective over a size range, measured beside simulated
 //   synth             P2 placements x reduction programs, measured, with the simulator's ranking statistics
+//   profile           a model's operators timed on the CPU with oneDNN (cli_validate_profile.cc)
 #include <iostream>
 
 #include <fmt/format.h>
