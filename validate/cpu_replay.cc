@@ -167,6 +167,9 @@ NodeBuffers buffers(const Node& n, std::vector<std::vector<float>>& values) {
 CpuReplay replay_on_cpu(const Graph& g, const models::Feeds<double>& feeds,
                         const models::ExecOptions& options) {
   check_f32(g);
+  for (const auto& [id, values] : feeds)  // as the reference executor: a feed must name a value
+    if (id < 0 || static_cast<std::size_t>(id) >= g.values().size())
+      throw models::GraphError(fmt::format("feed for unknown value id {}", id));
   CpuReplay r;
   r.values.resize(g.values().size());
   for (std::size_t i = 0; i < g.values().size(); ++i) {

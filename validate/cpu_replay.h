@@ -51,7 +51,8 @@ struct CpuReplay {
 // Runs `g` (every value f32, integer-typed index values aside) node by node. Sources without a feed or
 // literal data get the reference executor's pseudo-random values (options.seed, options.random_index_bound;
 // models::random_values), rounded to f32, so execute<double>(g, feeds, options) sees the same inputs up to
-// that rounding. Throws models::GraphError for a non-f32 float value or a mis-sized feed.
+// that rounding. Every value is kept (options.keep_intermediates is not used). Throws models::GraphError for
+// a non-f32 float value, a feed for an unknown value or a mis-sized feed.
 CpuReplay replay_on_cpu(const models::Graph& g, const models::Feeds<double>& feeds = {},
                         const models::ExecOptions& options = {});
 

@@ -234,6 +234,34 @@ TEST(CpuReplayOps, FusedAttentionGroupedCausalAndScaled) {
                            8);
 }
 
+TEST(CpuReplayInput, BadGraphsAndFeedsAreErrorsNamingTheValue) {
+  SKIP_WITHOUT_ONEDNN();
+  Graph g = one_node("relu", {{2, 3}});
+  auto message = [&](const models::Feeds<double>& feeds) {
+    try {
+      replay_on_cpu(g, feeds);
+    } catch (const models::GraphError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message({{0, {1, 2}}}).find("feed for 'x0' has 2 elements"), std::string::npos)
+      << message({{0, {1, 2}}});
+  EXPECT_NE(message({{99, {1}}}).find("unknown value id 99"), std::string::npos);
+  models::ExecOptions strict;
+  strict.randomize_missing = false;
+  EXPECT_THROW(replay_on_cpu(g, {}, strict), models::GraphError);
+  // f16 graphs: the replay computes in f32, so it refuses them rather than mislabel what it ran.
+  Graph half("half");
+  half.mark_output(half.add("relu", {half.add_input("h", TensorType{{4}, DType::kF16})}));
+  try {
+    replay_on_cpu(half);
+    ADD_FAILURE() << "an f16 graph was replayed";
+  } catch (const models::GraphError& e) {
+    EXPECT_NE(std::string(e.what()).find("'h' is f16"), std::string::npos) << e.what();
+  }
+}
+
 // Weights scaled by 1/sqrt(fan-in) (He et al. 2015, as trained networks keep activations of order 1); the
 // executors' own [-1, 1] draws make a 26-layer network's activations grow by ~sqrt(fan-in) per layer, and
 // the comparison below would then measure the growth, not the kernels.
