@@ -4,6 +4,7 @@
 //   calibrate         exchange microbenchmarks per link class, written into the system file
 //   collectives       one collective over a size range, measured beside simulated
 //   synth             P2 placements x reduction programs, measured, with the simulator's ranking statistics
+//   profile           a model's operators timed on the CPU with oneDNN (cli_validate_profile.cc)
 #include <iostream>
 
 #include <fmt/format.h>
@@ -259,6 +260,8 @@ void add_validate_synth_command(CLI::App& validate) {
 
 }  // namespace
 
+void add_validate_profile_command(CLI::App& validate);  // cli_validate_profile.cc
+
 void add_validate_commands(CLI::App& app) {
   auto* validate = app.add_subcommand(
       "validate",
@@ -269,6 +272,7 @@ void add_validate_commands(CLI::App& app) {
   add_calibrate_command(*validate);
   add_collectives_command(*validate);
   add_validate_synth_command(*validate);
+  add_validate_profile_command(*validate);
 }
 
 }  // namespace strata::cli

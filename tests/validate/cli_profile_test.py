@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""`strata validate profile` end to end (docs/validate.md §9): a profile of squeezenet is written, and
+`strata model sim --profile` reads it back and predicts exactly the profile's sum of node medians with every
+kernel timed from it (the roofline's prediction differs); `--device cuda` and an unknown device are refused
+with exit status 2 and no file written. Reports itself skipped (exit 77) when strata was built without oneDNN.
+
+Usage: cli_profile_test.py <strata binary>   (run from the source root)
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+STRATA = sys.argv[1]
+ENV = dict(os.environ, OMP_NUM_THREADS="1")  # one thread: a shared 2-core machine stalls OpenMP barriers
+failures = []
+
+
+def run(*args):
+    p = subprocess.run([STRATA, *args], capture_output=True, text=True, timeout=300, env=ENV)
+    return p.returncode, p.stdout, p.stderr
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    profile = os.path.join(tmp, "squeezenet.json")
+    rc, out, err = run("validate", "profile", "--model", "squeezenet", "--device", "cuda", "-o", profile)
+    if rc != 2 or "not built yet" not in err or os.path.exists(profile):
+        failures.append(f"--device cuda: expected exit 2 saying 'not built yet', no file; got {rc}, {err!r}")
+    rc, out, err = run("validate", "profile", "--model", "squeezenet", "--device", "tpu", "-o", profile)
+    if rc != 2 or "expected cpu or cuda" not in err:
+        failures.append(f"--device tpu: expected exit 2 naming cpu and cuda; got {rc}, {err!r}")
+
+    rc, out, err = run("validate", "profile", "--model", "squeezenet", "--repeat", "3", "--warmup", "1", "-o",
+                       profile)
+    if rc == 2 and "oneDNN was not found" in err:
+        print("skipped: strata was built without oneDNN")
+        sys.exit(77)
+    total = re.search(r"sum of node medians: (\S+ \S+)", out)
+    if rc != 0 or not total or not os.path.exists(profile):
+        failures.append(f"validate profile failed: exit {rc}, stdout {out[:300]!r}, stderr {err[:300]!r}")
+    else:
+        sim = ["model", "sim", "squeezenet", "--hw", "configs/validate/host-cpu.yaml", "--dtype", "f32"]
+        rc, with_profile, err = run(*sim, "--profile", profile)
+        step = re.search(r"step time: (\S+ \S+)", with_profile)
+        kernels = re.search(r"kernels: (\d+) .*, (\d+) timed from the profile database", with_profile)
+        if rc != 0 or not step or not kernels:
+            failures.append(f"model sim --profile failed: exit {rc}, {with_profile[:300]!r}, {err[:300]!r}")
+        else:
+            if step.group(1) != total.group(1):
+                failures.append(f"model sim step time {step.group(1)} != profile's sum {total.group(1)}")
+            if kernels.group(1) != kernels.group(2):
+                failures.append(f"not every kernel timed from the profile: {kernels.group(0)}")
+        rc, roofline, err = run(*sim)
+        step_roofline = re.search(r"step time: (\S+ \S+)", roofline)
+        if rc != 0 or not step_roofline or (step and step_roofline.group(1) == step.group(1)):
+            failures.append(f"roofline prediction missing or equal to the profile's: {roofline[:200]!r}")
+
+for f in failures:
+    print("FAIL:", f)
+print(f"{len(failures)} failure(s)" if failures else "validate profile end-to-end checks passed")
+sys.exit(1 if failures else 0)

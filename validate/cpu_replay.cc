@@ -1,0 +1,273 @@
+#include "validate/cpu_replay.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "util/timer.h"
+
+#if STRATA_HAVE_ONEDNN
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "validate/onednn_kernels.h"
+#endif
+
+namespace strata::validate {
+
+using models::Graph;
+using models::Node;
+using models::NodeId;
+using models::ValueId;
+
+std::string_view cpu_backend_name(CpuBackend b) {
+  return b == CpuBackend::kOneDnn ? "onednn" : "reference";
+}
+
+int CpuReplay::onednn_nodes() const {
+  return static_cast<int>(std::count_if(
+      nodes.begin(), nodes.end(), [](const NodeBackend& n) { return n.backend == CpuBackend::kOneDnn; }));
+}
+
+namespace {
+constexpr std::string_view kNoOneDnn =
+    "oneDNN was not found when strata was built (install libdnnl-dev and re-run CMake); the CPU replay needs "
+    "it";
+}  // namespace
+
+#if STRATA_HAVE_ONEDNN
+
+bool onednn_available() {
+  return true;
+}
+
+std::string onednn_description() {
+  const auto* v = dnnl::version();
+  const char* runtime = v->cpu_runtime == DNNL_RUNTIME_OMP   ? "OpenMP"
+                        : v->cpu_runtime == DNNL_RUNTIME_TBB ? "TBB"
+                        : v->cpu_runtime == DNNL_RUNTIME_SEQ ? "sequential"
+                                                             : "other runtime";
+  return fmt::format("oneDNN {}.{}.{} ({} threading)", v->major, v->minor, v->patch, runtime);
+}
+
+namespace {
+
+// One node ready to run on f32 buffers: its oneDNN primitive, or the reference kernel on double copies.
+// load() binds the buffers (for the reference kernel: converts the inputs to double), kernel() computes,
+// store() writes the reference kernel's outputs back in f32; timing repeats kernel() alone, so the reference
+// kernel's timings do not include the conversions.
+class PreparedNode {
+ public:
+  PreparedNode(const Graph& g, const Node& n) : g_(g), n_(n) {
+    auto lowered = detail::lower_to_onednn(g, n);
+    backend_.node = static_cast<NodeId>(&n - g.nodes().data());
+    if (lowered.kernel) {
+      onednn_ = std::move(lowered.kernel);
+      backend_.backend = CpuBackend::kOneDnn;
+      backend_.detail = onednn_->implementation();
+    } else {
+      backend_.backend = CpuBackend::kReference;
+      backend_.detail = std::move(lowered.why_not);
+    }
+  }
+  const NodeBackend& backend() const { return backend_; }
+
+  void load(std::span<const float* const> in, std::span<float* const> out) {
+    out_.assign(out.begin(), out.end());
+    if (onednn_) {
+      onednn_->bind(in, out);
+      return;
+    }
+    in_d_.resize(n_.inputs.size());
+    out_d_.resize(n_.outputs.size());
+    ins_.clear();
+    outs_.clear();
+    for (std::size_t i = 0; i < n_.inputs.size(); ++i) {
+      const auto& type = g_.type(n_.inputs[i]);
+      in_d_[i].assign(in[i], in[i] + type.numel());
+      ins_.push_back({in_d_[i].data(), &type.shape, type.numel()});
+    }
+    for (std::size_t i = 0; i < n_.outputs.size(); ++i) {
+      const auto& type = g_.type(n_.outputs[i]);
+      out_d_[i].assign(static_cast<std::size_t>(type.numel()), 0.0);
+      outs_.push_back({out_d_[i].data(), &type.shape, type.numel()});
+    }
+  }
+  void kernel() {
+    if (onednn_)
+      onednn_->run();
+    else  // the reference executor's kernel (models/exec), in double precision
+      n_.op->kernel.real(models::KernelCall<double>{ins_, outs_, n_.attrs});
+  }
+  void store() {
+    if (onednn_) return;
+    for (std::size_t i = 0; i < out_d_.size(); ++i)
+      std::transform(out_d_[i].begin(), out_d_[i].end(), out_[i],
+                     [](double x) { return static_cast<float>(x); });
+  }
+
+ private:
+  const Graph& g_;
+  const Node& n_;
+  NodeBackend backend_;
+  std::unique_ptr<detail::OneDnnNode> onednn_;
+  std::vector<float*> out_;
+  std::vector<std::vector<double>> in_d_, out_d_;
+  std::vector<models::In<double>> ins_;
+  std::vector<models::Out<double>> outs_;
+};
+
+void check_f32(const Graph& g) {
+  for (const auto& v : g.values())
+    if (models::is_float(v.type.dtype) && v.type.dtype != models::DType::kF32)
+      throw models::GraphError(
+          fmt::format("cpu replay runs f32 graphs; value '{}' is {} (build the model with "
+                      "--dtype f32)",
+                      v.name, models::dtype_name(v.type.dtype)));
+}
+
+// A source's data as the reference executor materializes it (feed, literal data, or pseudo-random values),
+// rounded to f32.
+std::vector<float> source_values(const Graph& g, ValueId id, const models::Feeds<double>& feeds,
+                                 const models::ExecOptions& options) {
+  const auto& v = g.value(id);
+  std::vector<double> d;
+  if (auto it = feeds.find(id); it != feeds.end()) {
+    if (static_cast<std::int64_t>(it->second.size()) != v.type.numel())
+      throw models::GraphError(fmt::format("feed for '{}' has {} elements, its type {} needs {}", v.name,
+                                           it->second.size(), models::type_str(v.type), v.type.numel()));
+    d = it->second;
+  } else if (v.data) {
+    d = *v.data;
+  } else if (options.randomize_missing) {
+    d = models::random_values<double>(v.type.numel(), options.seed, v.name, !models::is_float(v.type.dtype),
+                                      options.random_index_bound);
+  } else {
+    throw models::GraphError(fmt::format("no value fed for {} '{}' ({})", models::value_kind_name(v.kind),
+                                         v.name, models::type_str(v.type)));
+  }
+  return {d.begin(), d.end()};
+}
+
+struct NodeBuffers {
+  std::vector<const float*> in;
+  std::vector<float*> out;
+};
+NodeBuffers buffers(const Node& n, std::vector<std::vector<float>>& values) {
+  NodeBuffers b;
+  for (auto v : n.inputs) b.in.push_back(values[static_cast<std::size_t>(v)].data());
+  for (auto v : n.outputs) b.out.push_back(values[static_cast<std::size_t>(v)].data());
+  return b;
+}
+
+}  // namespace
+
+CpuReplay replay_on_cpu(const Graph& g, const models::Feeds<double>& feeds,
+                        const models::ExecOptions& options) {
+  check_f32(g);
+  for (const auto& [id, values] : feeds)  // as the reference executor: a feed must name a value
+    if (id < 0 || static_cast<std::size_t>(id) >= g.values().size())
+      throw models::GraphError(fmt::format("feed for unknown value id {}", id));
+  CpuReplay r;
+  r.values.resize(g.values().size());
+  for (std::size_t i = 0; i < g.values().size(); ++i) {
+    const auto& v = g.values()[i];
+    if (v.producer < 0)
+      r.values[i] = source_values(g, static_cast<ValueId>(i), feeds, options);
+    else
+      r.values[i].assign(static_cast<std::size_t>(v.type.numel()), 0.0f);
+  }
+  for (const auto& n : g.nodes()) {
+    PreparedNode node(g, n);
+    auto b = buffers(n, r.values);
+    node.load(b.in, b.out);
+    node.kernel();
+    node.store();
+    r.nodes.push_back(node.backend());
+  }
+  return r;
+}
+
+NodeTiming time_node(const Graph& g, NodeId id, const TimingOptions& options) {
+  if (id < 0 || static_cast<std::size_t>(id) >= g.nodes().size())
+    throw std::out_of_range(fmt::format("time_node: graph '{}' has no node {}", g.name(), id));
+  if (options.warmup < 0 || options.repeat < 1)
+    throw std::invalid_argument(fmt::format("time_node: warm-up {} must be >= 0 and repetitions {} >= 1",
+                                            options.warmup, options.repeat));
+  check_f32(g);
+  const Node& n = g.node(id);
+  models::ExecOptions exec;
+  exec.seed = options.seed;
+  std::vector<std::vector<float>> values(g.values().size());
+  for (auto v : n.inputs) values[static_cast<std::size_t>(v)] = source_values(g, v, {}, exec);
+  for (auto v : n.outputs)
+    values[static_cast<std::size_t>(v)].assign(static_cast<std::size_t>(g.type(v).numel()), 0.0f);
+  PreparedNode node(g, n);
+  auto b = buffers(n, values);
+  node.load(b.in, b.out);
+  for (int i = 0; i < options.warmup; ++i) node.kernel();
+  std::vector<double> seconds;
+  for (int i = 0; i < options.repeat; ++i) {
+    util::Stopwatch watch;
+    node.kernel();
+    seconds.push_back(watch.seconds());
+  }
+  std::sort(seconds.begin(), seconds.end());
+  NodeTiming t;
+  const std::size_t mid = seconds.size() / 2;
+  t.median_seconds = seconds.size() % 2 ? seconds[mid] : (seconds[mid - 1] + seconds[mid]) / 2;
+  t.min_seconds = seconds.front();
+  t.max_seconds = seconds.back();
+  t.backend = node.backend();
+  return t;
+}
+
+#else  // oneDNN not found at configure time
+
+namespace {
+[[noreturn]] void no_onednn() {
+  throw std::runtime_error(std::string(kNoOneDnn));
+}
+}  // namespace
+
+bool onednn_available() {
+  return false;
+}
+std::string onednn_description() {
+  return "oneDNN not found at build time (install libdnnl-dev)";
+}
+CpuReplay replay_on_cpu(const Graph&, const models::Feeds<double>&, const models::ExecOptions&) {
+  no_onednn();
+}
+NodeTiming time_node(const Graph&, NodeId, const TimingOptions&) {
+  no_onednn();
+}
+
+#endif
+
+CpuProfile profile_on_cpu(const Graph& g, const TimingOptions& options, std::string_view device) {
+  if (!onednn_available()) throw std::runtime_error(std::string(kNoOneDnn));
+  CpuProfile p;
+  std::map<std::string, std::size_t> seen;  // key -> index into p.ops
+  for (std::size_t i = 0; i < g.nodes().size(); ++i) {
+    const Node& n = g.nodes()[i];
+    if (models::is_view(n) || models::split_is_view(g, n)) {
+      ++p.view_nodes;
+      continue;
+    }
+    auto key = models::profile_key(g, n, device);
+    if (auto it = seen.find(key); it != seen.end()) {
+      ++p.ops[it->second].instances;
+      continue;
+    }
+    ProfiledOp op{key, static_cast<NodeId>(i), 1, time_node(g, static_cast<NodeId>(i), options)};
+    p.db.add(key, op.timing.median_seconds);
+    seen.emplace(std::move(key), p.ops.size());
+    p.ops.push_back(std::move(op));
+  }
+  return p;
+}
+
+}  // namespace strata::validate

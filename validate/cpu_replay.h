@@ -1,0 +1,91 @@
+// Replaying models/ graphs on the host CPU with real kernels (issue 15, part 2 of validate/;
+// docs/validate.md). Every node runs in f32 on oneDNN (Intel's deep-learning primitives library, Debian
+// libdnnl-dev) when its operator and configuration have a lowering (validate/onednn_kernels.cc and
+// onednn_composite.cc: matmul, batch_matmul, conv2d, max/avg pooling, softmax (causal too), fused attention,
+// relu/sigmoid/tanh/gelu/silu, rsqrt, ewadd/ewsub/ewmul/scalar_mul, layernorm, rmsnorm, batchnorm, concat,
+// transpose, reduce_sum/reduce_mean); every other node runs the reference executor's kernel (models/exec, in
+// double precision, its result rounded to f32): correct, just slower. The replay says which node ran where
+// and why.
+//
+// Timing (time_node, profile_on_cpu) measures one node's kernel with warm-up runs and repetitions and keeps
+// the median, per distinct operator instance (models::profile_key), into the profile database that
+// `strata model sim --profile` reads.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/cost/cost_model.h"
+#include "models/exec/executor.h"
+#include "models/ir/graph.h"
+
+namespace strata::validate {
+
+// Whether this build has oneDNN (CMake found the `dnnl` package). Without it every function below throws
+// std::runtime_error saying so.
+bool onednn_available();
+// "oneDNN 2.6.3 (OpenMP, 2 threads)" or why it is absent.
+std::string onednn_description();
+
+// The device name under which CPU measurements go into a profile database: the hw catalogue's GPU entry for
+// a host CPU, so that a system YAML with `gpu: host-cpu` looks them up (docs/validate.md).
+inline constexpr std::string_view kHostCpuDevice = "host-cpu";
+
+enum class CpuBackend : std::uint8_t { kOneDnn, kReference };
+std::string_view cpu_backend_name(CpuBackend b);  // "onednn", "reference"
+
+struct NodeBackend {
+  models::NodeId node = -1;
+  CpuBackend backend = CpuBackend::kReference;
+  // oneDNN: the implementation it chose ("jit:avx2", "gemm:jit", ...); reference: why not oneDNN.
+  std::string detail;
+};
+
+struct CpuReplay {
+  std::vector<std::vector<float>> values;  // every value's data, by ValueId
+  std::vector<NodeBackend> nodes;          // one per node, graph order
+  int onednn_nodes() const;
+};
+
+// Runs `g` (every value f32, integer-typed index values aside) node by node. Sources without a feed or
+// literal data get the reference executor's pseudo-random values (options.seed, options.random_index_bound;
+// models::random_values), rounded to f32, so execute<double>(g, feeds, options) sees the same inputs up to
+// that rounding. Every value is kept (options.keep_intermediates is not used). Throws models::GraphError for
+// a non-f32 float value, a feed for an unknown value or a mis-sized feed.
+CpuReplay replay_on_cpu(const models::Graph& g, const models::Feeds<double>& feeds = {},
+                        const models::ExecOptions& options = {});
+
+struct TimingOptions {
+  int warmup = 3;   // untimed runs first (caches, oneDNN's JIT, page faults)
+  int repeat = 20;  // timed runs; the median is kept
+  std::uint64_t seed = 0;
+};
+
+struct NodeTiming {
+  double median_seconds = 0;
+  double min_seconds = 0, max_seconds = 0;
+  NodeBackend backend;
+};
+
+// One node of `g` timed on its own on pseudo-random inputs (keyed by value name and seed).
+NodeTiming time_node(const models::Graph& g, models::NodeId node, const TimingOptions& options = {});
+
+struct ProfiledOp {
+  std::string key;           // models::profile_key(g, node, device)
+  models::NodeId node = -1;  // the first node with this key
+  int instances = 0;         // nodes of the graph with this key
+  NodeTiming timing;
+};
+
+struct CpuProfile {
+  models::ProfileDb db;
+  std::vector<ProfiledOp> ops;  // graph order of first appearance
+  int view_nodes = 0;           // nodes without a kernel (views), not timed: the cost model charges 0
+};
+
+// Times every distinct operator instance of `g` (views skipped) under `device`.
+CpuProfile profile_on_cpu(const models::Graph& g, const TimingOptions& options = {},
+                          std::string_view device = kHostCpuDevice);
+
+}  // namespace strata::validate
