@@ -250,7 +250,8 @@ class Search {
     release_if_unused(state);
   }
   void release_if_unused(std::size_t state) {
-    if (states_[state].waiting == 0 && state != best_ && !options_.record_path) states_[state].graph = Graph{};
+    if (states_[state].waiting == 0 && state != best_ && !options_.record_path)
+      states_[state].graph = Graph{};
   }
 
   void xfer_candidates(const Expansion& x, std::size_t r, std::vector<Pending>& out) {
