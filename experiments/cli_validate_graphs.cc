@@ -25,7 +25,7 @@ namespace ss = search::subst;
 struct GraphsOptions {
   std::string model, device = "cpu", hw = "configs/validate/host-cpu.yaml", rules, output;
   std::int64_t batch = 0, seq = 0, seed = 1;
-  int sample = 5, repeat = 3, node_repeat = 10, warmup = 2, budget = 1000;
+  int sample = 5, path_steps = 16, repeat = 3, node_repeat = 10, warmup = 2, budget = 1000;
   double alpha = 1.05, tolerance = 1e-3;
 };
 
@@ -95,6 +95,7 @@ void run_graphs(const GraphsOptions& o) {
   co.backtrack.budget = o.budget;
   co.backtrack.xfers = ss::make_xfers({});
   co.sample = o.sample;
+  co.max_path_steps = o.path_steps;
   co.seed = static_cast<std::uint64_t>(o.seed);
   const char* omp = std::getenv("OMP_NUM_THREADS");
   std::cerr << fmt::format("{} ({} nodes), {} rules, device {}; {} ({})\n", g.name(), g.nodes().size(),
@@ -156,6 +157,8 @@ void add_validate_graphs_command(CLI::App& validate) {
   add_real_option(*cmd, "--alpha", o->alpha, 1.0, 10.0, "Backtracking search: relaxation");
   add_int_option(*cmd, "--budget", o->budget, {1, 100000000}, "Backtracking search: graphs expanded");
   add_int_option(*cmd, "--sample", o->sample, {0, 100000}, "Graphs one rewrite away from the original");
+  add_int_option(*cmd, "--path-steps", o->path_steps, {0, 100000},
+                 "Intermediate graphs of the backtracking path measured, evenly spaced (0: all)");
   add_int_option(*cmd, "--seed", o->seed, kSeedRange, "Seed of the sample's draw");
   add_int_option(*cmd, "--repeat", o->repeat, {1, 1000}, "Measurements of every candidate (interleaved)");
   add_int_option(*cmd, "--node-repeat", o->node_repeat, {1, 100000},

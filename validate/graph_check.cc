@@ -102,7 +102,18 @@ CandidateSet optimizer_candidates(const models::Graph& input, std::span<const ss
   bopt.record_path = true;
   const auto br = ss::optimize(g, rules, cost, bopt);
   const auto steps = br.path_graphs.size();
-  for (std::size_t i = 0; i + 1 < steps; ++i)
+  std::vector<std::size_t> kept;  // indices into path_graphs of the intermediate graphs measured
+  const std::size_t intermediate = steps > 0 ? steps - 1 : 0;
+  const auto max = static_cast<std::size_t>(std::max(options.max_path_steps, 0));
+  if (max == 0 || intermediate <= max) {
+    for (std::size_t i = 0; i < intermediate; ++i) kept.push_back(i);
+  } else {
+    for (std::size_t j = 1; j <= max; ++j) {
+      const std::size_t step = (j * intermediate + max) / (max + 1);  // ⌈j·n/(max+1)⌉, 1-based, <= n
+      if (kept.empty() || kept.back() != step - 1) kept.push_back(step - 1);
+    }
+  }
+  for (std::size_t i : kept)
     add_candidate(out, seen,
                   {fmt::format("backtrack step {}/{}", i + 1, steps),
                    describe(std::span(br.applied).first(i + 1)), br.path_graphs[i]});
