@@ -215,6 +215,7 @@ GraphCheckReport summarize_candidates(std::vector<CandidateRow> rows, std::size_
   if (predicted.empty()) return r;
   r.noise = median_of(spreads);
   r.top1 = top_k_hit(predicted, measured, 1, r.noise);
+  r.top1_exact = top_k_hit(predicted, measured, 1);
   r.top3 = top_k_hit(predicted, measured, 3, r.noise);
   r.top5 = top_k_hit(predicted, measured, 5, r.noise);
   r.spearman = spearman(predicted, measured);

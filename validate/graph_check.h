@@ -86,6 +86,8 @@ struct GraphCheckReport {
   int ranked = 0;                                      // equivalent rows, the ones the statistics use
   double noise = 0;  // median spread of the ranked rows: the top-k tolerance
   bool top1 = false, top3 = false, top5 = false;
+  bool top1_exact =
+      false;  // top-1 without the noise tolerance: the predicted fastest is the measured fastest
   double spearman = 0, regret = 0;
   ErrorSummary errors;
   double backtrack_speedup = 0, eqsat_speedup = 0;  // measured original / measured choice
