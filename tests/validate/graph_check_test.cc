@@ -5,6 +5,7 @@
 #include <cmath>
 #include <set>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "hw/gpu_spec.h"
@@ -47,14 +48,16 @@ Graph test_graph() {
   return g;
 }
 
-CandidateSet candidates(std::uint64_t seed, int sample) {
+CandidateSet candidates(std::uint64_t seed, int sample, int max_path_steps = 16,
+                        const Graph& g = test_graph()) {
   const auto rs = rules();
   const models::CostModel cost(*hw::find_gpu("host-cpu"));
   CandidateOptions o;
   o.backtrack.xfers = ss::make_xfers({});
   o.sample = sample;
   o.seed = seed;
-  return optimizer_candidates(test_graph(), rs, cost, o);
+  o.max_path_steps = max_path_steps;
+  return optimizer_candidates(g, rs, cost, o);
 }
 
 std::vector<std::uint64_t> hashes(const CandidateSet& s) {
@@ -100,6 +103,41 @@ TEST(GraphCheck, CandidatesAreDeterministicForASeedAndOneRewriteAway) {
   EXPECT_LT(ss::graph_cost(a.candidates[a.backtrack].graph, cost), ss::graph_cost(g, cost));
   EXPECT_LE(ss::graph_cost(a.candidates[a.eqsat].graph, cost), ss::graph_cost(g, cost));
   EXPECT_GT(a.backtrack, 0u);
+}
+
+std::vector<std::string> step_names(const CandidateSet& s) {
+  std::vector<std::string> names;
+  for (const auto& c : s.candidates)
+    if (c.name.starts_with("backtrack step")) names.push_back(c.name);
+  return names;
+}
+
+// Four conv -> relu pairs in a row: four fusions, one per step of the backtracking path.
+Graph conv_relu_chain() {
+  Graph g("chain");
+  auto x = g.add_input("x", TensorType{{1, 16, 14, 14}});
+  for (int i = 0; i < 4; ++i) {
+    const auto w = g.add_param(fmt::format("w{}", i), TensorType{{16, 16, 3, 3}});
+    x = g.add("relu", {g.add("conv2d", {x, w}, {{"pads", models::Ints{1, 1, 1, 1}}})});
+  }
+  g.mark_output(x);
+  return g;
+}
+
+// --path-steps: all intermediate graphs with 0, else steps ⌈j·n/(max+1)⌉ of the n, j = 1..max.
+TEST(GraphCheck, PathStepsAreThinnedEvenly) {
+  const Graph g = conv_relu_chain();
+  const auto all = step_names(candidates(1, 0, 0, g));
+  const std::size_t n = all.size();
+  ASSERT_EQ(n, 3u) << "four fusions: three intermediate graphs";
+  for (std::size_t i = 0; i < n; ++i) EXPECT_EQ(all[i], fmt::format("backtrack step {}/{}", i + 1, n + 1));
+  const auto one = step_names(candidates(1, 0, 1, g));
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0], "backtrack step 2/4");
+  EXPECT_EQ(step_names(candidates(1, 0, static_cast<int>(n), g)), all);
+  // Two of three: steps ⌈3/3⌉ = 1 and ⌈6/3⌉ = 2; one of three: step ⌈3/2⌉ = 2.
+  EXPECT_EQ(step_names(candidates(1, 0, 2, g)),
+            (std::vector<std::string>{"backtrack step 1/4", "backtrack step 2/4"}));
 }
 
 TEST(GraphCheck, EveryCandidateIsEquivalentAndAWrongGraphIsNot) {
