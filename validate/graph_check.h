@@ -37,12 +37,12 @@ struct CandidateOptions {
 };
 
 // The candidate set, in this order: the original (dead nodes removed, as the optimizers see it), the
-// backtracking search's intermediate graphs (at most max_path_steps of them: steps ⌈j·n/(max+1)⌉ of the n-1,
-// j = 1..max, so a long path such as ResNet-50's 86 steps is measured in minutes) and its result, the eqsat
-// result, then the sample. The sample draws from every rule match and hand-written transformation site on the
-// original (rules in order, their matches in find_matches order, then the transformations), shuffled by a
-// Fisher-Yates pass driven by std::mt19937_64(seed) (fully specified by the standard, so the draw is the same
-// everywhere), keeping the first `sample` that build and differ from every candidate before them.
+// backtracking search's intermediate graphs (at most max_path_steps of them: steps ⌈j·n/(max+1)⌉ of the n,
+// j = 1..max, so a long path such as ResNet-50's 86 steps is measured in under a minute) and its result, the
+// eqsat result, then the sample. The sample draws from every rule match and hand-written transformation site
+// on the original (rules in order, their matches in find_matches order, then the transformations), shuffled
+// by a Fisher-Yates pass driven by std::mt19937_64(seed) (fully specified by the standard, so the draw is the
+// same everywhere), keeping the first `sample` that build and differ from every candidate before them.
 // Structurally equal graphs (search::subst::graph_hash) appear once, under the joined names. Deterministic
 // for a seed.
 struct CandidateSet {
