@@ -120,7 +120,14 @@ CandidateSet optimizer_candidates(const models::Graph& input, std::span<const ss
   set.backtrack = add_candidate(out, seen, {"backtrack", describe(br.applied), br.graph});
 
   const auto er = ss::eqsat_optimize(g, rules, cost, options.eqsat);
-  set.eqsat = add_candidate(out, seen, {"eqsat", "equality saturation + extraction", er.graph});
+  std::vector<std::string> unions;
+  for (const auto& [rule, n] : er.rule_applications) unions.push_back(fmt::format("{}x{}", rule, n));
+  set.eqsat = add_candidate(
+      out, seen,
+      {"eqsat",
+       fmt::format("equality saturation ({}), {} extraction; unions: {}", ss::stop_reason_name(er.stop),
+                   ss::extraction_name(er.extraction), fmt::join(unions, " ")),
+       er.graph});
 
   auto sites = rewrite_sites(g, rules, cost, options.backtrack);
   std::mt19937_64 rng(options.seed);

@@ -44,7 +44,8 @@ struct CandidateOptions {
 // by a Fisher-Yates pass driven by std::mt19937_64(seed) (fully specified by the standard, so the draw is the
 // same everywhere), keeping the first `sample` that build and differ from every candidate before them.
 // Structurally equal graphs (search::subst::graph_hash) appear once, under the joined names. Deterministic
-// for a seed.
+// for a seed, except where eqsat stops at a wall-clock limit (its time_limit_s, or Z3's ILP time limit
+// falling back to greedy extraction): then its result depends on the machine's speed.
 struct CandidateSet {
   std::vector<GraphCandidate> candidates;  // the original first
   std::size_t backtrack = 0, eqsat = 0;    // the optimizers' results (the same index when they are equal)
