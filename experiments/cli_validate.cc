@@ -261,6 +261,7 @@ void add_validate_synth_command(CLI::App& validate) {
 }  // namespace
 
 void add_validate_profile_command(CLI::App& validate);  // cli_validate_profile.cc
+void add_validate_graphs_command(CLI::App& validate);   // cli_validate_graphs.cc
 
 void add_validate_commands(CLI::App& app) {
   auto* validate = app.add_subcommand(
@@ -273,6 +274,7 @@ void add_validate_commands(CLI::App& app) {
   add_collectives_command(*validate);
   add_validate_synth_command(*validate);
   add_validate_profile_command(*validate);
+  add_validate_graphs_command(*validate);
 }
 
 }  // namespace strata::cli

@@ -111,6 +111,7 @@ struct State {
   double cost = 0;
   std::vector<AppliedSubstitution> path;
   std::size_t waiting = 0;  // candidates in the queue whose parent this is
+  std::size_t parent = 0;   // the state this one was rewritten from (0 for the input itself)
 };
 
 // A candidate waiting in the queue: a rule match on a parent state, materialized only when popped (most
@@ -135,7 +136,7 @@ class Search {
  public:
   Search(const Graph& input, std::span<const Rule> rules, const models::CostModel& cost,
          const OptimizerOptions& options)
-      : rules_(rules), cost_(cost), options_(options), res_{input, 0, 0, {}, 0, 0, 0} {
+      : rules_(rules), cost_(cost), options_(options), res_{input, 0, 0, {}, {}, 0, 0, 0} {
     Graph start_graph = remove_dead_nodes(input);
     const double c0 = graph_cost(start_graph, cost);
     res_.cost_before = res_.cost_after = c0;
@@ -167,7 +168,7 @@ class Search {
       if (c >= options_.alpha * states_[best_].cost) continue;
       auto path = states_[p.parent].path;
       path.push_back(std::move(p.step));
-      states_.push_back({std::move(*next), c, std::move(path)});
+      states_.push_back({std::move(*next), c, std::move(path), 0, p.parent});
       if (c < states_[best_].cost) {
         const std::size_t previous_best = best_;
         best_ = states_.size() - 1;
@@ -181,6 +182,10 @@ class Search {
     res_.graph = states_[best_].graph;
     res_.cost_after = states_[best_].cost;
     res_.applied = states_[best_].path;
+    if (options_.record_path) {
+      for (std::size_t s = best_; s != 0; s = states_[s].parent) res_.path_graphs.push_back(states_[s].graph);
+      std::reverse(res_.path_graphs.begin(), res_.path_graphs.end());
+    }
     res_.seconds = watch_.seconds();
     return std::move(res_);
   }
@@ -245,7 +250,8 @@ class Search {
     release_if_unused(state);
   }
   void release_if_unused(std::size_t state) {
-    if (states_[state].waiting == 0 && state != best_) states_[state].graph = Graph{};
+    if (states_[state].waiting == 0 && state != best_ && !options_.record_path)
+      states_[state].graph = Graph{};
   }
 
   void xfer_candidates(const Expansion& x, std::size_t r, std::vector<Pending>& out) {

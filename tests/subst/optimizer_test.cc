@@ -1,6 +1,7 @@
 // The cost-based optimizer: matching respects operators, parameters and outside consumers; rewrites lower the
 // predicted time and leave the computed function unchanged (reference executor on random data); results are
 // deterministic.
+#include <algorithm>
 #include <cmath>
 
 #include <tbb/task_arena.h>
@@ -121,6 +122,45 @@ TEST(Optimizer, LowersCostKeepsFunctionDeterministic) {
   EXPECT_EQ(r1.explored, r2.explored);
   ASSERT_EQ(r1.applied.size(), r2.applied.size());
   for (std::size_t i = 0; i < r1.applied.size(); ++i) EXPECT_EQ(r1.applied[i].nodes, r2.applied[i].nodes);
+}
+
+// record_path (for `strata validate graphs`): the graph after every applied substitution, each rebuilt here
+// independently by applying that step's rule at its named nodes to the previous graph; the search is
+// unchanged.
+TEST(Optimizer, RecordPathKeepsTheGraphOfEveryStep) {
+  const auto rs = rules();
+  const Graph g = test_graph(false);
+  const auto cost = a100();
+  const auto plain = optimize(g, rs, cost);
+  EXPECT_TRUE(plain.path_graphs.empty());
+  OptimizerOptions recording;
+  recording.record_path = true;
+  const auto r = optimize(g, rs, cost, recording);
+  EXPECT_EQ(graph_hash(r.graph), graph_hash(plain.graph));
+  EXPECT_EQ(r.explored, plain.explored);
+  ASSERT_EQ(r.applied.size(), plain.applied.size());
+  ASSERT_EQ(r.path_graphs.size(), r.applied.size());
+  ASSERT_GE(r.applied.size(), 2u);  // conv + relu fused, matmuls merged
+  Graph previous = g;
+  for (std::size_t i = 0; i < r.applied.size(); ++i) {
+    // The rule at these nodes (a pair of matmuls matches in both orders: either binding may be the step).
+    std::vector<std::uint64_t> expected;
+    for (std::size_t k = 0; k < rs.size(); ++k) {
+      if (rs[k].name != r.applied[i].rule) continue;
+      for (const auto& m : find_matches(previous, rs[k], k)) {
+        std::vector<std::string> names;
+        for (auto n : m.nodes) names.push_back(previous.node(n).name);
+        if (names != r.applied[i].nodes) continue;
+        if (const auto next = apply_match(previous, rs[k], m, "x_")) expected.push_back(graph_hash(*next));
+      }
+    }
+    ASSERT_FALSE(expected.empty()) << "step " << i;
+    EXPECT_NE(std::find(expected.begin(), expected.end(), graph_hash(r.path_graphs[i])), expected.end())
+        << "step " << i;
+    EXPECT_LT(max_abs_difference(g, r.path_graphs[i], 5), 1e-9);
+    previous = r.path_graphs[i];
+  }
+  EXPECT_EQ(graph_hash(r.path_graphs.back()), graph_hash(r.graph));
 }
 
 // ---- hand-written transformations (search/subst/xfers.h) ----

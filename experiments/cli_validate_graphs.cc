@@ -1,0 +1,174 @@
+// strata validate graphs: the graph optimizers' candidates predicted by the cost model and replayed for real
+// on this machine's CPU (validate/graph_check.h, docs/validate.md §10): measured vs predicted time, top-k,
+// Spearman, regret, and the measured speedup of the optimizers' choices over the original graph.
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "experiments/cli.h"
+#include "experiments/cli_options.h"
+#include "hw/config_error.h"
+#include "hw/system_loader.h"
+#include "models/zoo/model_ref.h"
+#include "search/subst/xfers.h"
+#include "util/atomic_file.h"
+#include "util/path.h"
+#include "validate/graph_check.h"
+
+namespace strata::cli {
+namespace {
+
+namespace ss = search::subst;
+
+struct GraphsOptions {
+  std::string model, device = "cpu", hw = "configs/validate/host-cpu.yaml", rules, output;
+  std::int64_t batch = 0, seq = 0, seed = 1;
+  int sample = 5, path_steps = 16, repeat = 3, node_repeat = 10, warmup = 2, budget = 1000;
+  double alpha = 1.05, tolerance = 1e-3;
+};
+
+std::string csv_field(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+void print_report(const validate::GraphCheckReport& r, const std::string& output) {
+  std::cout << fmt::format("{:<34} {:>6} {:>13} {:>13} {:>8} {:>8}  {}\n", "candidate", "nodes",
+                           "predicted ms", "measured ms", "spread", "error", "equivalent (max rel. error)");
+  std::string csv =
+      "candidate,nodes,predicted_ms,measured_ms,spread,error,equivalent,max_rel_error,runs_ms,how\n";
+  for (const auto& row : r.rows) {
+    const double err = row.measured() > 0 ? row.predicted / row.measured() - 1 : 0;
+    std::cout << fmt::format("{:<34} {:>6} {:>13.4f} {:>13.4f} {:>7.1f}% {:>+7.0f}%  {} ({:.1e})\n", row.name,
+                             row.nodes, row.predicted * 1e3, row.measured() * 1e3, 100 * row.spread(),
+                             100 * err, row.equivalent ? "yes" : "NO: BUG, not ranked", row.max_rel_error);
+    std::string runs;
+    for (double x : row.measured_runs) runs += fmt::format("{}{:.4f}", runs.empty() ? "" : " ", x * 1e3);
+    csv += fmt::format("{},{},{:.6f},{:.6f},{:.4f},{:.4f},{},{:.3g},{},{}\n", csv_field(row.name), row.nodes,
+                       row.predicted * 1e3, row.measured() * 1e3, row.spread(), err, row.equivalent ? 1 : 0,
+                       row.max_rel_error, runs, csv_field(row.how));
+  }
+  std::cout << fmt::format(
+      "ranked {} candidates; noise (median spread of the repeats) {:.1f}%, the top-k tolerance\n"
+      "top-1 {} (without the tolerance: {}), top-3 {}, top-5 {}; Spearman {:.3f}; regret {:.3f}; |error| "
+      "mean {:.0f}%, median {:.0f}%, "
+      "max {:.0f}% (mean signed {:+.0f}%)\n",
+      r.ranked, 100 * r.noise, r.top1 ? "hit" : "miss", r.top1_exact ? "hit" : "miss",
+      r.top3 ? "hit" : "miss", r.top5 ? "hit" : "miss", r.spearman, r.regret, 100 * r.errors.mean_abs,
+      100 * r.errors.median_abs, 100 * r.errors.max_abs, 100 * r.errors.mean);
+  for (auto [label, idx, speedup, slower] :
+       {std::tuple{"backtrack", r.backtrack, r.backtrack_speedup, r.backtrack_slower},
+        std::tuple{"eqsat", r.eqsat, r.eqsat_speedup, r.eqsat_slower}})
+    std::cout << fmt::format(
+        "{} choice ({}): measured speedup over the original {:.3f}x (predicted {:.3f}x){}\n", label,
+        r.rows[idx].name, speedup,
+        r.rows[idx].predicted > 0 ? r.rows[r.original].predicted / r.rows[idx].predicted : 0.0,
+        slower ? "; SLOWER than the original beyond the noise" : "");
+  if (!output.empty()) {
+    util::write_file_atomically(output, csv);
+    std::cout << fmt::format("wrote {}\n", output);
+  }
+}
+
+void run_graphs(const GraphsOptions& o) {
+  if (o.device == "cuda")
+    throw ConfigError(
+        "--device cuda: the GPU backend (issue 15) is not built yet; only --device cpu (oneDNN)");
+  if (o.device != "cpu") throw ConfigError(fmt::format("--device: expected cpu or cuda, got '{}'", o.device));
+  if (!validate::onednn_available())
+    throw ConfigError(fmt::format("validate graphs --device cpu: {}", validate::onednn_description()));
+  if (!o.output.empty()) util::check_output_path(o.output);
+  const auto topo = hw::load_system(util::find_data_file(o.hw).string());
+  models::zoo::ModelRefOptions mo;
+  mo.batch = o.batch;
+  mo.seq = o.seq;
+  mo.dtype = models::DType::kF32;  // the replay computes in f32
+  const auto g = models::zoo::build_model_ref(models::zoo::resolve_model_ref(o.model), mo);
+  const auto rules = ss::load_rules(
+      o.rules.empty() ? util::find_data_file("configs/subst/taso_shipped_verified.rules").string() : o.rules,
+      ss::RuleFileFormat::kAutomatic, ss::TasoShapes::kUnknown);
+  const models::CostModel cost(topo.gpu());
+  validate::CandidateOptions co;
+  co.backtrack.alpha = o.alpha;
+  co.backtrack.budget = o.budget;
+  co.backtrack.xfers = ss::make_xfers({});
+  co.sample = o.sample;
+  co.max_path_steps = o.path_steps;
+  co.seed = static_cast<std::uint64_t>(o.seed);
+  const char* omp = std::getenv("OMP_NUM_THREADS");
+  std::cerr << fmt::format("{} ({} nodes), {} rules, device {}; {} ({})\n", g.name(), g.nodes().size(),
+                           rules.size(), topo.gpu().name, validate::onednn_description(),
+                           omp ? fmt::format("OMP_NUM_THREADS={}", omp)
+                               : fmt::format("all {} hardware threads", std::thread::hardware_concurrency()));
+  const auto set = validate::optimizer_candidates(g, rules, cost, co);
+  const auto& cands = set.candidates;
+  std::vector<validate::CandidateRow> rows;
+  for (std::size_t i = 0; i < cands.size(); ++i) {
+    const auto& c = cands[i];
+    const auto check = validate::check_equivalent(cands[0].graph, c.graph, o.tolerance);
+    if (!check.pass) std::cerr << fmt::format("NOT EQUIVALENT: {} ({}): {}\n", c.name, c.how, check.failure);
+    rows.push_back({c.name,
+                    c.how,
+                    c.graph.nodes().size(),
+                    ss::graph_cost(c.graph, cost),
+                    {},
+                    check.pass,
+                    check.max_rel_error});
+  }
+  // Rounds interleave the candidates, so slow drift of the machine (another process, frequency) spreads over
+  // all of them instead of biasing the ones measured last.
+  const validate::TimingOptions timing{.warmup = o.warmup, .repeat = o.node_repeat, .seed = 0};
+  for (int round = 0; round < o.repeat; ++round)
+    for (auto& row : rows) {
+      if (!row.equivalent) continue;
+      const auto& c = cands[static_cast<std::size_t>(&row - rows.data())];
+      row.measured_runs.push_back(validate::measure_graph_seconds(c.graph, timing));
+      std::cerr << fmt::format("round {}/{}: {} {:.4f} ms\n", round + 1, o.repeat, row.name,
+                               row.measured_runs.back() * 1e3);
+    }
+  std::cout << fmt::format(
+      "model {}: {} candidates; predicted by the cost model on {} (f32), measured as the sum of node medians "
+      "({} warm-up + {} timed runs per distinct operator instance, weight-only nodes folded), {} repeats\n",
+      g.name(), rows.size(), topo.gpu().name, o.warmup, o.node_repeat, o.repeat);
+  const auto report = validate::summarize_candidates(std::move(rows), 0, set.backtrack, set.eqsat);
+  print_report(report, o.output);
+  if (report.ranked != static_cast<int>(report.rows.size()))
+    throw std::runtime_error(
+        "a candidate computes a different function than the original (a bug; see above)");
+}
+
+}  // namespace
+
+void add_validate_graphs_command(CLI::App& validate) {
+  auto o = std::make_shared<GraphsOptions>();
+  auto* cmd = validate.add_subcommand(
+      "graphs",
+      "Replay the graph optimizers' candidates (original, backtracking path and result, eqsat result, a "
+      "seeded\n"
+      "sample of one-rewrite graphs) on the CPU and compare measured with predicted times");
+  cmd->add_option("--model", o->model, "Zoo name, transformer:..., model YAML or ONNX file")->required();
+  add_int_option(*cmd, "--batch", o->batch, {0, kMaxModelDim}, "Batch size (0: the model's default)");
+  add_int_option(*cmd, "--seq", o->seq, {0, kMaxModelDim}, "Sequence length (0: the model's default)");
+  cmd->add_option("--device", o->device, "cpu (oneDNN) or cuda (not built yet)")->capture_default_str();
+  cmd->add_option("--hw", o->hw, "System YAML whose GPU entry prices the operators")->capture_default_str();
+  cmd->add_option("--rules", o->rules, "Rule file (default: configs/subst/taso_shipped_verified.rules)");
+  add_real_option(*cmd, "--alpha", o->alpha, 1.0, 10.0, "Backtracking search: relaxation");
+  add_int_option(*cmd, "--budget", o->budget, {1, 100000000}, "Backtracking search: graphs expanded");
+  add_int_option(*cmd, "--sample", o->sample, {0, 100000}, "Graphs one rewrite away from the original");
+  add_int_option(*cmd, "--path-steps", o->path_steps, {0, 100000},
+                 "Intermediate graphs of the backtracking path measured, evenly spaced (0: all)");
+  add_int_option(*cmd, "--seed", o->seed, kSeedRange, "Seed of the sample's draw");
+  add_int_option(*cmd, "--repeat", o->repeat, {1, 1000}, "Measurements of every candidate (interleaved)");
+  add_int_option(*cmd, "--node-repeat", o->node_repeat, {1, 100000},
+                 "Timed runs per operator instance in one measurement (median kept)");
+  add_int_option(*cmd, "--warmup", o->warmup, {0, 100000}, "Untimed runs per operator instance before them");
+  add_real_option(*cmd, "--tolerance", o->tolerance, 0, 1,
+                  "Equivalence: largest max |difference| / max |output| of the replayed outputs");
+  cmd->add_option("-o,--output", o->output, "CSV of the candidate table");
+  cmd->callback([o] { run_graphs(*o); });
+}
+
+}  // namespace strata::cli

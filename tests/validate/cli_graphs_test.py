@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""`strata validate graphs` end to end (docs/validate.md §10) on a small transformer: the command exits 0,
+writes one CSV row per printed candidate with the original first, every candidate equivalent, the three
+repeats in each row and their median as the measured time; the same seed draws the same candidates;
+`--device cuda` is refused with exit status 2 and no file written. Reports itself skipped (exit 77) when strata
+was built without oneDNN.
+
+Usage: cli_graphs_test.py <strata binary>   (run from the source root)
+"""
+import csv
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+STRATA = sys.argv[1]
+ENV = dict(os.environ, OMP_NUM_THREADS="1")  # one thread: a shared 2-core machine stalls OpenMP barriers
+MODEL = "transformer:layers=2,hidden=128,heads=4,vocab=100,seq=16"
+failures = []
+
+
+def run(*args):
+    p = subprocess.run([STRATA, *args], capture_output=True, text=True, timeout=300, env=ENV)
+    return p.returncode, p.stdout, p.stderr
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    rows_csv = os.path.join(tmp, "rows.csv")
+    rc, out, err = run("validate", "graphs", "--model", MODEL, "--device", "cuda", "-o", rows_csv)
+    if rc != 2 or "not built yet" not in err or os.path.exists(rows_csv):
+        failures.append(f"--device cuda: expected exit 2 saying 'not built yet', no file; got {rc}, {err!r}")
+
+    rc, out, err = run("validate", "graphs", "--model", MODEL, "--sample", "3", "--repeat", "3", "--node-repeat",
+                       "3", "--warmup", "1", "-o", rows_csv)
+    if rc == 2 and "oneDNN was not found" in err:
+        print("skipped: strata was built without oneDNN")
+        sys.exit(77)
+    if rc != 0 or not os.path.exists(rows_csv):
+        print(out, err)
+        sys.exit(f"validate graphs failed: exit {rc}")
+    rows = list(csv.DictReader(open(rows_csv)))
+    names = [r["candidate"] for r in rows]
+    if not names or not names[0].startswith("original"):
+        failures.append(f"the original is not the first candidate: {names}")
+    if not any("backtrack" in n for n in names) or not any("eqsat" in n for n in names):
+        failures.append(f"the optimizers' results are missing: {names}")
+    if sum(n.startswith("sample") for n in names) != 3:
+        failures.append(f"expected 3 sampled candidates: {names}")
+    for r in rows:
+        if r["equivalent"] != "1":
+            failures.append(f"{r['candidate']}: not equivalent")
+        runs = [float(x) for x in r["runs_ms"].split()]
+        if len(runs) != 3 or abs(statistics.median(runs) - float(r["measured_ms"])) > 1e-4:
+            failures.append(f"{r['candidate']}: runs {runs} vs measured {r['measured_ms']}")
+        if not r["candidate"] in out:
+            failures.append(f"{r['candidate']}: not in the printed table")
+    if "top-1" not in out or "measured speedup over the original" not in out:
+        failures.append(f"no statistics printed: {out!r}")
+
+    again = os.path.join(tmp, "again.csv")
+    rc, out, err = run("validate", "graphs", "--model", MODEL, "--sample", "3", "--repeat", "1", "--node-repeat",
+                       "1", "--warmup", "0", "-o", again)
+    names_again = [r["candidate"] + r["how"] for r in csv.DictReader(open(again))] if rc == 0 else []
+    if names_again != [r["candidate"] + r["how"] for r in rows]:
+        failures.append(f"the same seed drew different candidates: {names_again}")
+
+for f in failures:
+    print("FAIL:", f)
+sys.exit(1 if failures else 0)
