@@ -78,7 +78,8 @@ def main():
             rows = list(csv.DictReader(open(out_csv)))
             assert len(rows) == 3, rows
             times = [float(r["measured_median_us"]) for r in rows]
-            assert all(t > 0 for t in times) and times == sorted(times), times
+            # 16x the bytes take longer; neighbouring sizes (4x) may swap under a loaded machine's noise.
+            assert all(t > 0 for t in times) and times[-1] > times[0], times
             for r in rows:
                 # Bus bandwidth of a ring all-reduce is the per-link rate: never above the shaped rate.
                 assert float(r["measured_busbw_GBps"]) * 1e9 <= RATE * 1.02, r
