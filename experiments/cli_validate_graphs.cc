@@ -9,9 +9,9 @@
 
 #include "experiments/cli.h"
 #include "experiments/cli_options.h"
+#include "experiments/cli_validate_replay.h"
 #include "hw/config_error.h"
 #include "hw/system_loader.h"
-#include "models/zoo/model_ref.h"
 #include "search/subst/xfers.h"
 #include "util/atomic_file.h"
 #include "util/path.h"
@@ -22,9 +22,9 @@ namespace {
 
 namespace ss = search::subst;
 
-struct GraphsOptions {
-  std::string model, device = "cpu", hw = "configs/validate/host-cpu.yaml", rules, output;
-  std::int64_t batch = 0, seq = 0, seed = 1;
+struct GraphsOptions : ReplayModelOptions {
+  std::string hw = "configs/validate/host-cpu.yaml", rules, output;
+  std::int64_t seed = 1;
   int sample = 5, path_steps = 16, repeat = 3, node_repeat = 10, warmup = 2, budget = 1000;
   double alpha = 1.05, tolerance = 1e-3;
 };
@@ -74,19 +74,9 @@ void print_report(const validate::GraphCheckReport& r, const std::string& output
 }
 
 void run_graphs(const GraphsOptions& o) {
-  if (o.device == "cuda")
-    throw ConfigError(
-        "--device cuda: the GPU backend (issue 15) is not built yet; only --device cpu (oneDNN)");
-  if (o.device != "cpu") throw ConfigError(fmt::format("--device: expected cpu or cuda, got '{}'", o.device));
-  if (!validate::onednn_available())
-    throw ConfigError(fmt::format("validate graphs --device cpu: {}", validate::onednn_description()));
   if (!o.output.empty()) util::check_output_path(o.output);
   const auto topo = hw::load_system(util::find_data_file(o.hw).string());
-  models::zoo::ModelRefOptions mo;
-  mo.batch = o.batch;
-  mo.seq = o.seq;
-  mo.dtype = models::DType::kF32;  // the replay computes in f32
-  const auto g = models::zoo::build_model_ref(models::zoo::resolve_model_ref(o.model), mo);
+  const auto g = build_replay_model(o, "validate graphs", "cuBLAS/cuDNN kernels timed with CUDA events");
   const auto rules = ss::load_rules(
       o.rules.empty() ? util::find_data_file("configs/subst/taso_shipped_verified.rules").string() : o.rules,
       ss::RuleFileFormat::kAutomatic, ss::TasoShapes::kUnknown);
@@ -149,10 +139,7 @@ void add_validate_graphs_command(CLI::App& validate) {
       "Replay the graph optimizers' candidates (original, backtracking path and result, eqsat result, a "
       "seeded\n"
       "sample of one-rewrite graphs) on the CPU and compare measured with predicted times");
-  cmd->add_option("--model", o->model, "Zoo name, transformer:..., model YAML or ONNX file")->required();
-  add_int_option(*cmd, "--batch", o->batch, {0, kMaxModelDim}, "Batch size (0: the model's default)");
-  add_int_option(*cmd, "--seq", o->seq, {0, kMaxModelDim}, "Sequence length (0: the model's default)");
-  cmd->add_option("--device", o->device, "cpu (oneDNN) or cuda (not built yet)")->capture_default_str();
+  add_replay_model_options(*cmd, *o);
   cmd->add_option("--hw", o->hw, "System YAML whose GPU entry prices the operators")->capture_default_str();
   cmd->add_option("--rules", o->rules, "Rule file (default: configs/subst/taso_shipped_verified.rules)");
   add_real_option(*cmd, "--alpha", o->alpha, 1.0, 10.0, "Backtracking search: relaxation");

@@ -12,18 +12,18 @@
 
 #include "experiments/cli.h"
 #include "experiments/cli_options.h"
+#include "experiments/cli_validate_replay.h"
 #include "hw/config_error.h"
 #include "hw/units.h"
-#include "models/zoo/model_ref.h"
 #include "util/atomic_file.h"
 #include "validate/cpu_replay.h"
 
 namespace strata::cli {
 namespace {
 
-struct ProfileOptions {
-  std::string model, device = "cpu", output;
-  std::int64_t batch = 0, seq = 0, seed = 0;
+struct ProfileOptions : ReplayModelOptions {
+  std::string output;
+  std::int64_t seed = 0;
   int repeat = 20, warmup = 3;
 };
 
@@ -35,20 +35,8 @@ std::string threads_note() {
 }
 
 void run_profile(const ProfileOptions& o) {
-  if (o.device == "cuda")
-    throw ConfigError(
-        "--device cuda: the GPU backend (cuBLAS/cuDNN kernels timed with CUDA events, issue 15) is not built "
-        "yet; only --device cpu (oneDNN) profiles today");
-  if (o.device != "cpu") throw ConfigError(fmt::format("--device: expected cpu or cuda, got '{}'", o.device));
-  if (!validate::onednn_available())
-    throw ConfigError(fmt::format("validate profile --device cpu: {}", validate::onednn_description()));
   util::check_output_path(o.output);
-  const auto ref = models::zoo::resolve_model_ref(o.model);
-  models::zoo::ModelRefOptions mo;
-  mo.batch = o.batch;
-  mo.seq = o.seq;
-  mo.dtype = models::DType::kF32;  // the replay computes in f32; profile keys carry the graph's types
-  const auto g = models::zoo::build_model_ref(ref, mo);
+  const auto g = build_replay_model(o, "validate profile", "cuBLAS/cuDNN kernels timed with CUDA events");
   std::cerr << fmt::format(
       "profiling {} ({} nodes) on the host CPU with {} ({}): {} warm-up + {} timed runs "
       "per operator instance, median\n",
@@ -114,10 +102,7 @@ void add_validate_profile_command(CLI::App& validate) {
       "profile",
       "Time every distinct operator instance of a model on this machine (f32, oneDNN kernels on the CPU;\n"
       "the reference kernel where oneDNN has none) and write a profile database for `model sim --profile`");
-  cmd->add_option("--model", o->model, "Zoo name, transformer:..., model YAML or ONNX file")->required();
-  add_int_option(*cmd, "--batch", o->batch, {0, kMaxModelDim}, "Batch size (0: the model's default)");
-  add_int_option(*cmd, "--seq", o->seq, {0, kMaxModelDim}, "Sequence length (0: the model's default)");
-  cmd->add_option("--device", o->device, "cpu (oneDNN) or cuda (not built yet)")->capture_default_str();
+  add_replay_model_options(*cmd, *o);
   add_int_option(*cmd, "--repeat", o->repeat, {1, 100000}, "Timed runs per operator instance (median kept)");
   add_int_option(*cmd, "--warmup", o->warmup, {0, 100000}, "Untimed runs before them");
   add_int_option(*cmd, "--seed", o->seed, kSeedRange, "Seed of the pseudo-random inputs and weights");

@@ -39,18 +39,8 @@ std::vector<std::string> mpirun_command(const ClusterSpec& spec, const fs::path&
   for (int i = 0; i < spec.nodes; ++i)
     hosts += fmt::format("{}{}:{}", i ? "," : "", spec.node_name(i), spec.ranks_per_node);
   const std::string subnet = spec.subnet + ".0/24";
-  std::vector<std::string> argv{"mpirun",
-                                "--np",
-                                std::to_string(spec.ranks()),
-                                "--host",
-                                hosts,
-                                "--map-by",
-                                "slot",
-                                "--bind-to",
-                                "none",
-                                "--oversubscribe",
-                                "--timeout",
-                                std::to_string(timeout_seconds)};
+  std::vector<std::string> argv{"mpirun", "--map-by",        "slot",      "--bind-to",
+                                "none",   "--oversubscribe", "--timeout", std::to_string(timeout_seconds)};
   if (geteuid() == 0) argv.push_back("--allow-run-as-root");
   const auto mca = [&](const std::string& k, const std::string& v) {
     argv.insert(argv.end(), {"--mca", k, v});
@@ -68,22 +58,20 @@ std::vector<std::string> mpirun_command(const ClusterSpec& spec, const fs::path&
   mca("btl_tcp_flags", "send,inplace,need-ack,need-csum");
   mca("mpi_yield_when_idle", "1");
   for (const auto& [k, v] : sim::algorithms::openmpi_forced_algorithms()) mca(k, v);
+  const std::vector<std::string> program{worker.string(), plan_file.string(), result_file.string()};
   if (spec.nics_per_node == 1) {
-    argv.insert(argv.end(), {worker.string(), plan_file.string(), result_file.string()});
+    argv.insert(argv.end(), {"--np", std::to_string(spec.ranks()), "--host", hosts});
+    argv.insert(argv.end(), program.begin(), program.end());
     return argv;
   }
-  // `--np N --host ...` above set the allocation; each rank gets its own context: its node and port.
-  const auto np = std::find(argv.begin(), argv.end(), "--np");
-  argv.erase(np, np + 2);
-  const auto host = std::find(argv.begin(), argv.end(), "--host");
-  argv.erase(host, host + 2);
+  // Several ports: an application context per rank, with its node and its own port.
   for (int r = 0; r < spec.ranks(); ++r) {
     if (r > 0) argv.push_back(":");
     argv.insert(argv.end(),
                 {"--np", "1", "--host",
                  fmt::format("{}:{}", spec.node_name(r / spec.ranks_per_node), spec.ranks_per_node), "-x",
-                 fmt::format("OMPI_MCA_btl_tcp_if_include=eth{}", spec.nic_of_rank(r)), worker.string(),
-                 plan_file.string(), result_file.string()});
+                 fmt::format("OMPI_MCA_btl_tcp_if_include=eth{}", spec.nic_of_rank(r))});
+    argv.insert(argv.end(), program.begin(), program.end());
   }
   return argv;
 }
@@ -110,7 +98,8 @@ PlanResult measure(const ClusterSpec& spec, const MeasurementPlan& plan, int tim
   if (!r.ok() || !in) {
     std::string output = r.err + r.out;
     if (output.size() > 4000) output = output.substr(output.size() - 4000);
-    // Not strata's fault but the cluster's or Open MPI's: an error for the user (exit 2), with mpirun's words.
+    // Not strata's fault but the cluster's or Open MPI's: an error for the user (exit 2), with mpirun's
+    // words.
     throw util::InputError(
         fmt::format("the measurement failed ({}):\n`{}`\n{}",
                     r.started ? fmt::format("mpirun exit status {}", r.exit_code) : r.error,
