@@ -14,6 +14,7 @@
 #include "hw/system_loader.h"
 #include "hw/units.h"
 #include "models/cost/cost_model.h"
+#include "models/cost/cost_params.h"
 #include "models/onnx/onnx.h"
 #include "models/simulate/graph_sim.h"
 #include "models/train/training.h"
@@ -32,7 +33,7 @@ struct ModelOptions {
   std::int64_t batch = 0, seq = 0;
   bool nodes = false;
   // sim
-  std::string hw, profile, trace, optimizer = "adam";
+  std::string hw, profile, cost_params, trace, optimizer = "adam";
   bool train = false;
   int gpu = 0, top = 15;
 };
@@ -148,7 +149,7 @@ void sim_model(const ModelOptions& o) {
   }
   std::optional<ProfileDb> db;
   if (!o.profile.empty()) db = ProfileDb::load(o.profile);
-  const CostModel cost(topo.gpu(), RooflineParams::defaults(), db ? &*db : nullptr);
+  const CostModel cost(topo.gpu(), roofline_params_for(o.cost_params, topo.gpu().name), db ? &*db : nullptr);
   const auto r = simulate_graph(g, topo, cost, {.gpu = o.gpu, .record_timeline = !o.trace.empty()});
   const auto& gpu = topo.gpu();
   const DType dt = g.outputs().empty() ? DType::kF32 : g.type(g.outputs()[0]).dtype;
@@ -271,6 +272,7 @@ void add_model_commands(CLI::App& app) {
   add_int_option(*simc, "--gpu", so->gpu, {0, std::numeric_limits<int>::max()}, "GPU rank to run on");
   simc->add_option("--profile", so->profile,
                    "Measured-profile database (JSON) overriding the roofline per kernel");
+  add_cost_params_option(*simc, so->cost_params);
   simc->add_option("--trace", so->trace, "Write a Chrome/Perfetto trace of the step to this JSON file");
   add_int_option(*simc, "--top", so->top, {0, 10000}, "Operator types shown in the breakdown");
   simc->callback([so] { sim_model(*so); });

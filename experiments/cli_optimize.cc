@@ -17,6 +17,7 @@
 #include "hw/config_error.h"
 #include "hw/system_loader.h"
 #include "models/cost/cost_model.h"
+#include "models/cost/cost_params.h"
 #include "models/onnx/onnx.h"
 #include "models/zoo/model_ref.h"
 #include "models/zoo/zoo.h"
@@ -78,7 +79,7 @@ void run_generate(const GenerateCli& o) {
 constexpr std::string_view kDefaultRules = "configs/subst/taso_shipped_verified.rules";
 
 struct OptimizeCli {
-  std::string model, hw, rules, output;
+  std::string model, hw, rules, output, cost_params;
   double alpha = 1.05;
   int budget = 1000;
   std::int64_t batch = 0, seq = 0;
@@ -98,7 +99,7 @@ void run_optimize(const OptimizeCli& o) {
   models::Graph g = models::zoo::build_model_ref(models::zoo::resolve_model_ref(o.model), model_options);
   const auto rules = ss::load_rules(o.rules.empty() ? util::find_data_file(kDefaultRules).string() : o.rules,
                                     ss::RuleFileFormat::kAutomatic, ss::TasoShapes::kUnknown);
-  const models::CostModel cost(topo.gpu());
+  const models::CostModel cost(topo.gpu(), models::roofline_params_for(o.cost_params, topo.gpu().name));
   ss::OptimizerOptions opt;
   opt.alpha = o.alpha;
   opt.budget = o.budget;
@@ -181,6 +182,7 @@ void add_optimize_commands(CLI::App& app) {
   opt->add_option("--model", p->model, "zoo model name, transformer:key=value,..., model YAML or .onnx file")
       ->required();
   opt->add_option("--hw", p->hw, "system YAML; its GPU prices the operators")->required();
+  add_cost_params_option(*opt, p->cost_params);
   opt->add_option(
       "--rules", p->rules,
       "rule file (strata or TASO format); default: configs/subst/taso_shipped_verified.rules, the 129 of "

@@ -51,6 +51,15 @@ inline constexpr std::int64_t kMaxModelDim = std::int64_t{1} << 20;
 // Seeds: any non-negative 64-bit signed integer.
 inline constexpr util::IntRange kSeedRange{0, INT64_MAX};
 
+// --cost-params FILE: efficiency parameters for the roofline cost model (models/cost/cost_params.h), e.g.
+// written by `strata validate calibrate-cost`; without it the engineering priors are used. The command turns
+// the path into parameters with models::roofline_params_for(path, gpu name), which checks the device.
+inline CLI::Option* add_cost_params_option(CLI::App& cmd, std::string& target) {
+  return cmd.add_option("--cost-params", target,
+                        "Cost-model efficiencies (JSON from `strata validate calibrate-cost`, fitted on the "
+                        "system's GPU); default: the built-in priors");
+}
+
 // The GPUs named by `text` ("0-7", "0,8,16", see util::parse_rank_set) among `num_gpus`; "" means every GPU.
 std::vector<hw::Rank> parse_rank_list(const std::string& text, int num_gpus, const std::string& option);
 

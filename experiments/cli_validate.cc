@@ -5,6 +5,8 @@
 //   collectives       one collective over a size range, measured beside simulated
 //   synth             P2 placements x reduction programs, measured, with the simulator's ranking statistics
 //   profile           a model's operators timed on the CPU with oneDNN (cli_validate_profile.cc)
+//   graphs            the graph optimizers' candidates replayed and ranked (cli_validate_graphs.cc)
+//   calibrate-cost    the cost model's efficiencies fitted on CPU microbenchmarks (cli_validate_cost.cc)
 #include <iostream>
 
 #include <fmt/format.h>
@@ -260,8 +262,9 @@ void add_validate_synth_command(CLI::App& validate) {
 
 }  // namespace
 
-void add_validate_profile_command(CLI::App& validate);  // cli_validate_profile.cc
-void add_validate_graphs_command(CLI::App& validate);   // cli_validate_graphs.cc
+void add_validate_profile_command(CLI::App& validate);         // cli_validate_profile.cc
+void add_validate_graphs_command(CLI::App& validate);          // cli_validate_graphs.cc
+void add_validate_calibrate_cost_command(CLI::App& validate);  // cli_validate_cost.cc
 
 void add_validate_commands(CLI::App& app) {
   auto* validate = app.add_subcommand(
@@ -275,6 +278,7 @@ void add_validate_commands(CLI::App& app) {
   add_validate_synth_command(*validate);
   add_validate_profile_command(*validate);
   add_validate_graphs_command(*validate);
+  add_validate_calibrate_cost_command(*validate);
 }
 
 }  // namespace strata::cli

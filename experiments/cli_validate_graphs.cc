@@ -12,6 +12,7 @@
 #include "experiments/cli_validate_replay.h"
 #include "hw/config_error.h"
 #include "hw/system_loader.h"
+#include "models/cost/cost_params.h"
 #include "search/subst/xfers.h"
 #include "util/atomic_file.h"
 #include "util/path.h"
@@ -23,7 +24,7 @@ namespace {
 namespace ss = search::subst;
 
 struct GraphsOptions : ReplayModelOptions {
-  std::string hw = "configs/validate/host-cpu.yaml", rules, output;
+  std::string hw = "configs/validate/host-cpu.yaml", rules, output, cost_params;
   std::int64_t seed = 1;
   int sample = 5, path_steps = 16, repeat = 3, node_repeat = 10, warmup = 2, budget = 1000;
   double alpha = 1.05, tolerance = 1e-3;
@@ -80,7 +81,7 @@ void run_graphs(const GraphsOptions& o) {
   const auto rules = ss::load_rules(
       o.rules.empty() ? util::find_data_file("configs/subst/taso_shipped_verified.rules").string() : o.rules,
       ss::RuleFileFormat::kAutomatic, ss::TasoShapes::kUnknown);
-  const models::CostModel cost(topo.gpu());
+  const models::CostModel cost(topo.gpu(), models::roofline_params_for(o.cost_params, topo.gpu().name));
   validate::CandidateOptions co;
   co.backtrack.alpha = o.alpha;
   co.backtrack.budget = o.budget;
@@ -141,6 +142,7 @@ void add_validate_graphs_command(CLI::App& validate) {
       "sample of one-rewrite graphs) on the CPU and compare measured with predicted times");
   add_replay_model_options(*cmd, *o);
   cmd->add_option("--hw", o->hw, "System YAML whose GPU entry prices the operators")->capture_default_str();
+  add_cost_params_option(*cmd, o->cost_params);
   cmd->add_option("--rules", o->rules, "Rule file (default: configs/subst/taso_shipped_verified.rules)");
   add_real_option(*cmd, "--alpha", o->alpha, 1.0, 10.0, "Backtracking search: relaxation");
   add_int_option(*cmd, "--budget", o->budget, {1, 100000000}, "Backtracking search: graphs expanded");

@@ -14,15 +14,19 @@
 #include "experiments/cli_options.h"
 #include "experiments/cli_validate_replay.h"
 #include "hw/config_error.h"
+#include "hw/system_loader.h"
 #include "hw/units.h"
+#include "models/cost/cost_params.h"
 #include "util/atomic_file.h"
+#include "validate/cost_calibration.h"
 #include "validate/cpu_replay.h"
+#include "validate/stats.h"
 
 namespace strata::cli {
 namespace {
 
 struct ProfileOptions : ReplayModelOptions {
-  std::string output;
+  std::string output, hw, cost_params, errors_csv;
   std::int64_t seed = 0;
   int repeat = 20, warmup = 3;
 };
@@ -34,8 +38,63 @@ std::string threads_note() {
                            std::thread::hardware_concurrency());
 }
 
+// The cost model of `o.hw` (with `o.cost_params`) against the measured times: per operator and overall.
+void report_cost_model_errors(const ProfileOptions& o, const models::Graph& g,
+                              const validate::CpuProfile& p) {
+  const auto topo = hw::load_system(o.hw);
+  const models::CostModel cost(topo.gpu(), models::roofline_params_for(o.cost_params, topo.gpu().name));
+  const auto rows = validate::compare_with_cost_model(g, p, cost);
+  std::map<std::string, std::vector<const validate::OpError*>> by_op;
+  std::vector<double> predicted, measured;
+  double sum_predicted = 0, sum_measured = 0;
+  for (const auto& r : rows) {
+    by_op[r.op].push_back(&r);
+    predicted.push_back(r.predicted);
+    measured.push_back(r.measured);
+    sum_predicted += r.predicted * r.instances;
+    sum_measured += r.measured * r.instances;
+  }
+  std::cout << fmt::format(
+      "\n# cost model of {} ({}) against the measurements, per distinct instance\n", o.hw,
+      o.cost_params.empty() ? "built-in efficiencies" : "cost parameters " + o.cost_params);
+  std::cout << fmt::format("{:<16} {:>8} {:>12} {:>12} {:>10} {:>10}\n", "operator", "distinct", "measured",
+                           "predicted", "median|e|", "worst|e|");
+  for (const auto& [op, group] : by_op) {
+    std::vector<double> pr, me;
+    double sp = 0, sm = 0;
+    for (const auto* r : group) {
+      pr.push_back(r->predicted);
+      me.push_back(r->measured);
+      sp += r->predicted * r->instances;
+      sm += r->measured * r->instances;
+    }
+    const auto e = validate::error_summary(pr, me);
+    std::cout << fmt::format("{:<16} {:>8} {:>12} {:>12} {:>9.1f}% {:>9.1f}%\n", op, group.size(),
+                             units::format_duration(sm), units::format_duration(sp), 100 * e.median_abs,
+                             100 * e.max_abs);
+  }
+  const auto all = validate::error_summary(predicted, measured);
+  std::cout << fmt::format(
+      "per-operator error over {} distinct instances: median {:.1f}%, mean {:.1f}% (signed {:+.1f}%), "
+      "worst {:.1f}%\nwhole model (nodes in sequence): predicted {} vs measured {} ({:+.1f}%)\n",
+      rows.size(), 100 * all.median_abs, 100 * all.mean_abs, 100 * all.mean, 100 * all.max_abs,
+      units::format_duration(sum_predicted), units::format_duration(sum_measured),
+      100 * (sum_predicted / sum_measured - 1));
+  if (!o.errors_csv.empty()) {
+    std::string csv = "op,node,instances,measured_us,predicted_us,error\n";
+    for (const auto& r : rows)
+      csv += fmt::format("{},\"{}\",{},{:.3f},{:.3f},{:.4f}\n", r.op, r.node, r.instances, r.measured * 1e6,
+                         r.predicted * 1e6, r.error());
+    util::write_file_atomically(o.errors_csv, csv);
+    std::cout << fmt::format("wrote {}\n", o.errors_csv);
+  }
+}
+
 void run_profile(const ProfileOptions& o) {
   util::check_output_path(o.output);
+  if (!o.errors_csv.empty()) util::check_output_path(o.errors_csv);
+  if (!o.hw.empty())  // bad system or parameter files are refused before the measurements
+    (void)models::roofline_params_for(o.cost_params, hw::load_system(o.hw).gpu().name);
   const auto g = build_replay_model(o, "validate profile", "cuBLAS/cuDNN kernels timed with CUDA events");
   std::cerr << fmt::format(
       "profiling {} ({} nodes) on the host CPU with {} ({}): {} warm-up + {} timed runs "
@@ -92,6 +151,7 @@ void run_profile(const ProfileOptions& o) {
       p.db.size(), validate::kHostCpuDevice, o.output, o.model,
       o.batch ? fmt::format(" --batch {}", o.batch) : "", o.seq ? fmt::format(" --seq {}", o.seq) : "",
       o.output);
+  if (!o.hw.empty()) report_cost_model_errors(o, g, p);
 }
 
 }  // namespace
@@ -107,6 +167,13 @@ void add_validate_profile_command(CLI::App& validate) {
   add_int_option(*cmd, "--warmup", o->warmup, {0, 100000}, "Untimed runs before them");
   add_int_option(*cmd, "--seed", o->seed, kSeedRange, "Seed of the pseudo-random inputs and weights");
   cmd->add_option("-o,--output", o->output, "Profile database (JSON) to write")->required();
+  auto* hw =
+      cmd->add_option("--hw", o->hw,
+                      "Also compare the cost model of this system (gpu: host-cpu) with the measured times "
+                      "per operator");
+  add_cost_params_option(*cmd, o->cost_params)->needs(hw);
+  cmd->add_option("--errors-csv", o->errors_csv, "With --hw: every distinct instance, measured and predicted")
+      ->needs(hw);
   cmd->callback([o] { run_profile(*o); });
 }
 

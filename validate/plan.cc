@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "util/json.h"
+
 namespace strata::validate {
 namespace {
 
@@ -62,11 +64,7 @@ T field(const json& j, const char* key, std::string_view source, const std::stri
 }
 
 json parse(std::string_view text, std::string_view source) {
-  try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
-    fail(source, fmt::format("not valid JSON: {}", e.what()));
-  }
+  return util::parse_json_strict<std::invalid_argument>(text, source);
 }
 
 }  // namespace

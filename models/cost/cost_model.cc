@@ -16,6 +16,7 @@
 #include "hw/config_error.h"
 #include "hw/limits.h"
 #include "util/atomic_file.h"
+#include "util/json.h"
 
 namespace strata::models {
 
@@ -34,6 +35,11 @@ RooflineParams RooflineParams::defaults() {
   set(OpKind::kConstant, {0.50, 1e-6}, {0.90, 1e-6});
   set(OpKind::kOptimizer, {0.50, 1e-6}, {0.85, 1e-6});
   return p;
+}
+
+const KindEfficiency& RooflineParams::efficiency(const OpDef& op) const {
+  if (auto it = by_op.find(op.name); it != by_op.end()) return it->second;
+  return by_kind[static_cast<std::size_t>(op.kind)];
 }
 
 bool is_view(const Node& n) {
@@ -103,7 +109,7 @@ OpCost CostModel::node_cost(const Graph& g, const Node& n, const hw::GpuSpec& gp
       return c;
     }
   }
-  const auto& eff = params_.by_kind[static_cast<std::size_t>(n.op->kind)];
+  const auto& eff = params_.efficiency(*n.op);
   const double peak = gpu.peak_flops(compute);
   const double tc_ideal = c.flops / peak, tm_ideal = c.bytes / gpu.hbm_bandwidth;
   const double tc =
@@ -150,37 +156,8 @@ ProfileDb ProfileDb::load(const std::string& path) {
   return parse(text.str(), path);
 }
 
-namespace {
-
-// nlohmann::json keeps the last of repeated keys silently; the parser callback sees every key before it is
-// stored, so a key already seen in the same object is reported (the stack holds one key set per open object).
-nlohmann::json parse_json_without_duplicate_keys(std::string_view text, std::string_view source) {
-  std::vector<std::set<std::string>> open_objects;
-  auto check = [&](int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-    using Event = nlohmann::json::parse_event_t;
-    if (event == Event::object_start) {
-      open_objects.emplace_back();
-    } else if (event == Event::object_end) {
-      if (!open_objects.empty()) open_objects.pop_back();
-    } else if (event == Event::key && !open_objects.empty()) {
-      const auto& key = parsed.get_ref<const std::string&>();
-      if (!open_objects.back().insert(key).second)
-        throw ConfigError(fmt::format("{}: key \"{}\" appears twice in one object", source, key));
-    }
-    return true;
-  };
-  try {
-    return nlohmann::json::parse(text.begin(), text.end(), check);
-  } catch (const nlohmann::json::exception& e) {
-    // parse_error, and out_of_range for numbers beyond double ("1e999").
-    throw ConfigError(fmt::format("{}: not valid JSON: {}", source, e.what()));
-  }
-}
-
-}  // namespace
-
 ProfileDb ProfileDb::parse(std::string_view text, std::string_view source) {
-  const nlohmann::json j = parse_json_without_duplicate_keys(text, source);
+  const nlohmann::json j = util::parse_json_strict<ConfigError>(text, source);
   if (!j.is_object() || !j.contains("entries") || !j["entries"].is_array())
     throw ConfigError(fmt::format("{}: expected an object with an \"entries\" array", source));
   ProfileDb db;

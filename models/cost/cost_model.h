@@ -33,6 +33,10 @@ struct KindEfficiency {
 struct RooflineParams {
   // Indexed by OpKind.
   std::array<KindEfficiency, 7> by_kind;
+  // Per operator (its registered name), e.g. fitted by `strata validate calibrate-cost`; an entry here wins
+  // over the operator's kind (models/cost/cost_params.h reads and writes both).
+  std::map<std::string, KindEfficiency, std::less<>> by_op;
+  const KindEfficiency& efficiency(const OpDef& op) const;
   static RooflineParams defaults();
 };
 

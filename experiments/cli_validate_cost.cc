@@ -1,0 +1,132 @@
+// strata validate calibrate-cost: the cost model's efficiency curves fitted on microbenchmarks timed on this
+// machine's CPU (validate/cost_calibration.h, docs/validate.md §11), written for `--cost-params`.
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "experiments/cli.h"
+#include "experiments/cli_options.h"
+#include "hw/config_error.h"
+#include "hw/system_loader.h"
+#include "hw/units.h"
+#include "util/atomic_file.h"
+#include "validate/cost_calibration.h"
+
+namespace strata::cli {
+namespace {
+
+struct CalibrateCostOptions {
+  std::string hw = "configs/validate/host-cpu.yaml", output, points_csv;
+  bool quick = false;
+  int repeat = 20, warmup = 3, min_points = 4;
+  double target_seconds = 0.2;
+  std::int64_t seed = 0;
+};
+
+std::string points_csv(const std::vector<validate::CalibrationPoint>& points, const hw::GpuSpec& gpu,
+                       const models::RooflineParams& before, const models::RooflineParams& after) {
+  std::string csv = "benchmark,op,measured_us,predicted_prior_us,predicted_fitted_us\n";
+  for (const auto& p : points)
+    csv += fmt::format("\"{}\",{},{:.3f},{:.3f},{:.3f}\n", p.label, p.op, p.measured * 1e6,
+                       validate::predicted_seconds(p, gpu, before) * 1e6,
+                       validate::predicted_seconds(p, gpu, after) * 1e6);
+  return csv;
+}
+
+void run_calibrate_cost(const CalibrateCostOptions& o) {
+  util::check_output_path(o.output);
+  if (!o.points_csv.empty()) util::check_output_path(o.points_csv);
+  if (!validate::onednn_available()) throw std::runtime_error(validate::onednn_description());
+  const auto topo = hw::load_system(o.hw);
+  const auto& gpu = topo.gpu();
+  if (gpu.name != validate::kHostCpuDevice)
+    throw ConfigError(
+        fmt::format("--hw {}: its GPU is '{}'; the CPU microbenchmarks calibrate the device "
+                    "'{}' (a system file with gpu: host-cpu, e.g. from strata validate host)",
+                    o.hw, gpu.name, validate::kHostCpuDevice));
+  const auto suite = validate::calibration_suite(o.quick);
+  const char* omp = std::getenv("OMP_NUM_THREADS");
+  const std::string threads =
+      omp ? fmt::format("OMP_NUM_THREADS={}", omp)
+          : fmt::format("all {} hardware threads", std::thread::hardware_concurrency());
+  std::cerr << fmt::format(
+      "timing {} microbenchmarks on the CPU with {} ({}); device {} of {}: {} fp32, {}\n", suite.size(),
+      validate::onednn_description(), threads, gpu.name, o.hw,
+      fmt::format("{:.1f} GFLOP/s", gpu.peak_fp32 / 1e9), units::format_bandwidth(gpu.hbm_bandwidth));
+  validate::MeasureOptions mo;
+  mo.timing = {.warmup = o.warmup, .repeat = o.repeat, .seed = static_cast<std::uint64_t>(o.seed)};
+  mo.target_seconds = o.target_seconds;
+  mo.progress = [](std::size_t done, std::size_t total, const validate::CalibrationPoint& p) {
+    std::cerr << fmt::format("[{:>3}/{}] {:<44} {}\n", done, total, p.label,
+                             units::format_duration(p.measured));
+  };
+  const auto points = validate::measure_suite(suite, mo);
+  auto result = validate::fit_cost_params(points, gpu, o.min_points);
+
+  std::cout << fmt::format("{:<16} {:>6} {:>10} {:>10} {:>10}   {}\n", "fitted", "points", "prior", "fitted",
+                           "worst", "compute max / half, memory max / half");
+  for (const auto& f : result.fits)
+    std::cout << fmt::format("{:<16} {:>6} {:>9.1f}% {:>9.1f}% {:>9.1f}%   {:.3f} / {}, {:.3f} / {}\n",
+                             (f.is_kind ? "kind " : "") + f.name, f.points, 100 * f.median_abs_error_before,
+                             100 * f.median_abs_error_after, 100 * f.max_abs_error_after,
+                             f.fitted.compute.max, units::format_duration(f.fitted.compute.half_seconds),
+                             f.fitted.memory.max, units::format_duration(f.fitted.memory.half_seconds));
+  std::cout << "(median and worst |predicted/measured - 1| over each family's microbenchmarks)\n";
+
+  nlohmann::json fits = nlohmann::json::array();
+  for (const auto& f : result.fits)
+    fits.push_back({{"name", f.name},
+                    {"kind", f.is_kind},
+                    {"points", f.points},
+                    {"median_abs_error_prior", f.median_abs_error_before},
+                    {"median_abs_error_fitted", f.median_abs_error_after},
+                    {"max_abs_error_fitted", f.max_abs_error_after}});
+  result.params.fit = {{"command", "strata validate calibrate-cost"},
+                       {"system", o.hw},
+                       {"peak_fp32_flops", gpu.peak_fp32},
+                       {"memory_bandwidth_bytes_per_s", gpu.hbm_bandwidth},
+                       {"microbenchmarks", points.size()},
+                       {"quick", o.quick},
+                       {"onednn", validate::onednn_description()},
+                       {"threads", threads},
+                       {"families", fits}};
+  models::save_cost_params(o.output, result.params);
+  if (!o.points_csv.empty())
+    util::write_file_atomically(
+        o.points_csv, points_csv(points, gpu, models::RooflineParams::defaults(), result.params.roofline));
+  std::cout << fmt::format(
+      "wrote {}; use it with --cost-params {} --hw {} (model sim, optimize, validate "
+      "graphs, validate profile)\n",
+      o.output, o.output, o.hw);
+}
+
+}  // namespace
+
+void add_validate_calibrate_cost_command(CLI::App& validate) {
+  auto o = std::make_shared<CalibrateCostOptions>();
+  auto* cmd = validate.add_subcommand(
+      "calibrate-cost",
+      "Fit the cost model's efficiency curves (per operator and per operator kind) to microbenchmarks timed\n"
+      "on this machine's CPU with oneDNN: synthetic shapes, never the models it is then checked on");
+  cmd->add_option("--hw", o->hw,
+                  "System YAML of the device being calibrated (gpu: host-cpu; its peak FLOP/s and bandwidth, "
+                  "ideally measured by `strata validate host`)")
+      ->capture_default_str();
+  cmd->add_flag("--quick", o->quick, "About a tenth of the microbenchmarks (tests, CI)");
+  add_int_option(*cmd, "--repeat", o->repeat, {3, 100000},
+                 "Most timed runs per microbenchmark (median kept)");
+  add_int_option(*cmd, "--warmup", o->warmup, {0, 100000}, "Untimed runs before them");
+  add_real_option(*cmd, "--target-seconds", o->target_seconds, 0.001, 60,
+                  "Fewer repetitions (at least 3) for benchmarks slower than this per benchmark");
+  add_int_option(*cmd, "--min-points", o->min_points, {2, 1000},
+                 "Operators with fewer microbenchmarks use their kind's fitted curves");
+  add_int_option(*cmd, "--seed", o->seed, kSeedRange, "Seed of the pseudo-random inputs");
+  cmd->add_option("--points-csv", o->points_csv,
+                  "Also write every microbenchmark: measured, predicted with the priors and with the fit");
+  cmd->add_option("-o,--output", o->output, "Cost parameters (JSON) to write")->required();
+  cmd->callback([o] { run_calibrate_cost(*o); });
+}
+
+}  // namespace strata::cli

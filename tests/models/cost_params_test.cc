@@ -1,0 +1,131 @@
+// Cost parameters as a file (models/cost/cost_params.h): per-operator curves win over the kind's, the file
+// round-trips, every bad field is reported by name, and parameters of one device are refused on another.
+#include <cmath>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "hw/config_error.h"
+#include "hw/gpu_spec.h"
+#include "models/cost/cost_params.h"
+
+namespace strata::models {
+namespace {
+
+Graph matmul_graph(std::int64_t m, std::int64_t k, std::int64_t n) {
+  Graph g("mm");
+  auto a = g.add_input("a", TensorType{{m, k}, DType::kF32});
+  auto b = g.add_input("b", TensorType{{k, n}, DType::kF32});
+  g.mark_output(g.add("matmul", {a, b}));
+  return g;
+}
+
+std::string message_of(std::string_view text) {
+  try {
+    (void)parse_cost_params(text, "p.json");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(CostParams, PerOperatorCurveWinsOverTheKindAndFollowsTheRooflineFormula) {
+  const hw::GpuSpec gpu = *hw::find_gpu("host-cpu");  // 80 GFLOP/s fp32, 10 GB/s, no launch overhead
+  const auto g = matmul_graph(512, 512, 512);
+  // Hand-derived: 2·512³ FLOP = 268,435,456 FLOP; ideal 3.3554432 ms at 80 GFLOP/s. Bytes 3·512²·4 = 3 MiB,
+  // 0.3145728 ms at 10 GB/s: compute bound. With max 0.5 and half 1 ms: (3.3554432 + 1) / 0.5 ms.
+  auto params = RooflineParams::defaults();
+  params.by_kind[static_cast<std::size_t>(OpKind::kContraction)].compute = {0.25, 0};
+  params.by_op["matmul"] = {{0.5, 1e-3}, {1.0, 0}};
+  const CostModel with_op(gpu, params);
+  EXPECT_NEAR(with_op.node_cost(g, g.node(0)).seconds, (3.3554432e-3 + 1e-3) / 0.5, 1e-12);
+  params.by_op.clear();  // the kind's curve: 3.3554432 ms / 0.25
+  const CostModel kind_only(gpu, params);
+  EXPECT_NEAR(kind_only.node_cost(g, g.node(0)).seconds, 3.3554432e-3 / 0.25, 1e-12);
+}
+
+TEST(CostParams, FileRoundTripsAndKeepsUnlistedKindsAtTheirDefaults) {
+  CostParams p;
+  p.device = "host-cpu";
+  p.roofline = RooflineParams::defaults();
+  p.roofline.by_kind[static_cast<std::size_t>(OpKind::kReduction)] = {{0.125, 3e-6}, {2.5, 7e-7}};
+  p.roofline.by_op["conv2d"] = {{0.7, 1.5e-5}, {0.3, 0}};
+  p.fit = {{"note", "test"}};
+  const auto back = parse_cost_params(cost_params_json(p), "roundtrip");
+  EXPECT_EQ(back.device, "host-cpu");
+  const auto& r = back.roofline.by_kind[static_cast<std::size_t>(OpKind::kReduction)];
+  EXPECT_EQ(r.compute.max, 0.125);
+  EXPECT_EQ(r.compute.half_seconds, 3e-6);
+  EXPECT_EQ(r.memory.max, 2.5);
+  EXPECT_EQ(r.memory.half_seconds, 7e-7);
+  ASSERT_EQ(back.roofline.by_op.count("conv2d"), 1u);
+  EXPECT_EQ(back.roofline.by_op.at("conv2d").compute.half_seconds, 1.5e-5);
+  EXPECT_EQ(back.fit["note"], "test");
+
+  // Only one kind listed: the others keep RooflineParams::defaults().
+  const auto partial = parse_cost_params(
+      R"({"format": "strata-cost-params", "version": 1, "device": "host-cpu",
+          "kinds": {"elementwise": {"memory": {"max": 1.5, "half_seconds": 0}}}})",
+      "partial");
+  const auto d = RooflineParams::defaults();
+  const auto& ew = partial.roofline.by_kind[static_cast<std::size_t>(OpKind::kElementwise)];
+  EXPECT_EQ(ew.memory.max, 1.5);
+  EXPECT_EQ(ew.compute.max, d.by_kind[static_cast<std::size_t>(OpKind::kElementwise)].compute.max);
+  EXPECT_EQ(partial.roofline.by_kind[0].compute.max, d.by_kind[0].compute.max);
+}
+
+TEST(CostParams, BadFieldsAreNamed) {
+  const std::string head = R"({"format": "strata-cost-params", "version": 1, "device": "host-cpu", )";
+  EXPECT_NE(
+      message_of(R"({"version": 1, "device": "x"})").find("p.json: format: expected \"strata-cost-params\""),
+      std::string::npos);
+  EXPECT_NE(message_of(R"({"format": "strata-cost-params", "version": 2, "device": "x"})")
+                .find("version: expected 1"),
+            std::string::npos);
+  EXPECT_NE(message_of(R"({"format": "strata-cost-params", "version": 1})").find("device: expected"),
+            std::string::npos);
+  EXPECT_NE(message_of(head + R"("kinds": {"tensor": {}}})").find("kinds.tensor: unknown operator kind"),
+            std::string::npos);
+  EXPECT_NE(message_of(head + R"("ops": {"convolution": {}}})").find("ops.convolution: unknown operator"),
+            std::string::npos);
+  EXPECT_NE(message_of(head + R"("ops": {"conv2d": {"compute": {"max": 0, "half_seconds": 0}}}})")
+                .find("ops.conv2d.compute.max: expected a number in (0, 16], got 0"),
+            std::string::npos);
+  EXPECT_NE(message_of(head + R"("ops": {"conv2d": {"memory": {"max": 1, "half_seconds": -1}}}})")
+                .find("ops.conv2d.memory.half_seconds: expected a number in [0, 1], got -1"),
+            std::string::npos);
+  EXPECT_NE(message_of(head + R"("ops": {"conv2d": {"memory": {"max": 1}}}})")
+                .find("ops.conv2d.memory: missing field \"half_seconds\""),
+            std::string::npos);
+  EXPECT_NE(message_of(head + R"("ops": {"conv2d": {"memory": {"max": "1", "half_seconds": 0}}}})")
+                .find("ops.conv2d.memory.max: expected a number"),
+            std::string::npos);
+  EXPECT_NE(message_of(head + R"("kinds": {}, "extra": 1})").find("extra: unknown field"), std::string::npos);
+  EXPECT_NE(message_of(head + R"("kinds": {}, "kinds": {}})").find("key \"kinds\" appears twice"),
+            std::string::npos);
+  EXPECT_NE(message_of("{").find("p.json: not valid JSON"), std::string::npos);
+}
+
+TEST(CostParams, ParametersOfOneDeviceAreRefusedOnAnother) {
+  const auto dir = testing::TempDir();
+  CostParams p;
+  p.device = "host-cpu";
+  p.roofline = RooflineParams::defaults();
+  p.roofline.by_op["matmul"] = {{0.5, 0}, {0.5, 0}};
+  const std::string path = dir + "/cost_params_test.json";
+  save_cost_params(path, p);
+  EXPECT_EQ(roofline_params_for(path, "host-cpu").by_op.at("matmul").compute.max, 0.5);
+  EXPECT_TRUE(roofline_params_for("", "h100-sxm").by_op.empty());  // no file: the priors
+  try {
+    (void)roofline_params_for(path, "h100-sxm");
+    ADD_FAILURE() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("fitted on 'host-cpu' but the system's GPU is 'h100-sxm'"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW((void)load_cost_params(dir + "/no_such_file.json"), ConfigError);
+}
+
+}  // namespace
+}  // namespace strata::models
