@@ -27,12 +27,17 @@ struct GpuSpec {
   GpuArch arch;
   // Peak dense throughput per dtype in FLOP/s; 0 where the GPU has no such path (e.g. TF32 on V100).
   double peak_fp64 = 0, peak_fp32 = 0, peak_tf32 = 0, peak_fp16 = 0, peak_bf16 = 0, peak_fp8 = 0;
-  double hbm_bandwidth = 0;     // bytes/s
-  double hbm_capacity = 0;      // bytes
-  double launch_overhead = 0;   // seconds per kernel launch
-  int nvlink_links = 0;         // NVLink links per GPU
-  std::string nvlink_kind;      // link-kind name of its NVLink generation ("" if none)
-  std::string host_link_kind;   // link-kind name of its PCIe host interface
+  double hbm_bandwidth = 0;    // bytes/s
+  double hbm_capacity = 0;     // bytes
+  double launch_overhead = 0;  // seconds per kernel launch
+  int nvlink_links = 0;        // NVLink links per GPU
+  std::string nvlink_kind;     // link-kind name of its NVLink generation ("" if none)
+  std::string host_link_kind;  // link-kind name of its PCIe host interface
+  // A cache in front of that memory, for devices whose kernels run from cache (a CPU's last-level cache:
+  // `strata validate host` measures it). A kernel's first `cache_capacity` bytes move at `cache_bandwidth`,
+  // the rest at hbm_bandwidth (models/cost/cost_model.h). 0: not modelled (the GPU catalogue entries).
+  double cache_capacity = 0;   // bytes
+  double cache_bandwidth = 0;  // bytes/s
 
   // Peak for a dtype; falls back to the next-wider dtype the hardware runs when the dtype has no fast path
   // (e.g. TF32 requested on V100 runs at FP32 rate), so a cost is always defined.

@@ -49,7 +49,8 @@ LinkChoice read_link(const YamlReader& r) {
 }
 
 GpuSpec read_gpu(const YamlReader& r) {
-  if (r.is_map()) r.expect_map({"model", "hbm_bandwidth", "hbm_capacity", "launch_overhead", "peak"});
+  if (r.is_map())
+    r.expect_map({"model", "hbm_bandwidth", "hbm_capacity", "launch_overhead", "peak", "cache"});
   const YamlReader model_node = r.is_map() ? r.at("model") : r;
   const std::string name = model_node.as_string();
   const GpuSpec* base = find_gpu(name);
@@ -66,6 +67,13 @@ GpuSpec read_gpu(const YamlReader& r) {
     g.launch_overhead = v->as_duration();
     if (g.launch_overhead > limits::kMaxLatency)
       throw v->error("a kernel launch overhead above 1 s is not a GPU");
+  }
+  if (auto c = r.maybe("cache")) {
+    c->expect_map({"capacity", "bandwidth"});
+    g.cache_capacity = c->at("capacity").as_bytes();
+    g.cache_bandwidth = c->at("bandwidth").as_bandwidth();
+    if (g.cache_capacity <= 0) throw c->at("capacity").error("expected a cache capacity above 0 B");
+    if (g.cache_bandwidth <= 0) throw c->at("bandwidth").error("expected a cache bandwidth above 0 B/s");
   }
   if (auto p = r.maybe("peak")) {
     p->expect_map({"fp64", "fp32", "tf32", "fp16", "bf16", "fp8"});

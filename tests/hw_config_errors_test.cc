@@ -172,6 +172,23 @@ TEST(ConfigErrors, QuantitiesOutsideTheirRange) {
   EXPECT_NE(e.find("gpu.hbm_capacity: expected a size from 1 B to 1024 TiB"), std::string::npos) << e;
 }
 
+// A cache level in front of the device memory (a CPU's last-level cache, docs/validate.md §11).
+TEST(ConfigErrors, GpuCacheLevelIsReadAndChecked) {
+  const auto t = load_system_from_string(
+      replace(kGood, "gpu: h100-sxm\n",
+              "gpu: {model: h100-sxm, cache: {capacity: 8 MiB, bandwidth: 90 GB/s}}\n"),
+      "t.yaml");
+  EXPECT_EQ(t.gpu().cache_capacity, 8.0 * 1024 * 1024);
+  EXPECT_EQ(t.gpu().cache_bandwidth, 90e9);
+  EXPECT_EQ(load_system_from_string(kGood, "t.yaml").gpu().cache_capacity, 0);  // not given: not modelled
+  auto e = error_of(replace(kGood, "gpu: h100-sxm\n", "gpu: {model: h100-sxm, cache: {capacity: 8 MiB}}\n"));
+  EXPECT_NE(e.find("gpu.cache"), std::string::npos) << e;
+  EXPECT_NE(e.find("bandwidth"), std::string::npos) << e;
+  e = error_of(replace(kGood, "gpu: h100-sxm\n",
+                       "gpu: {model: h100-sxm, cache: {capacity: 8 MiB, bandwidth: 90 GB/s, ways: 16}}\n"));
+  EXPECT_NE(e.find("ways"), std::string::npos) << e;
+}
+
 }  // namespace strata::hw
 
 namespace strata::hw {

@@ -6,8 +6,8 @@
 // Why the curve can be fitted at all: with eff as above, the roofline's compute time of a kernel whose ideal
 // time is t is t / eff(t) = (t + half) / max: a straight line in t with slope 1/max and a fixed cost
 // half/max. The model's time is launch + max(compute line, memory line), so each operator's fit has four
-// parameters (max and half of the compute and the memory curve), found by minimizing the squared log ratio of
-// predicted to measured time over its microbenchmarks (Nelder-Mead in log-parameter space, from the priors).
+// parameters (max and half of the compute and the memory curve), found by minimizing the mean absolute log ratio
+// of predicted to measured time over its microbenchmarks (Nelder-Mead in log-parameter space, from the priors).
 #pragma once
 
 #include <cstdint>
