@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -133,6 +134,14 @@ class Sweep {
         ExperimentFile::for_point(file_.path(), std::move(root), std::move(hardware));
     p.run = kind_.parse(point);
     p.inputs = point.inputs();
+    const bool loads_hardware =
+        std::any_of(p.inputs.begin(), p.inputs.end(), [](const InputFile& f) { return f.hardware; });
+    for (const auto& axis : spec_.axes)
+      if (axis.target != AxisTarget::kExperiment && !loads_hardware)
+        throw axis.where.error(fmt::format(
+            "the {} experiment loads no hardware file through its experiment file here, so a hw. or scale. "
+            "axis has nothing to change",
+            file_.kind()));
     p.key = key_of(p);
     return p;
   }
@@ -229,9 +238,10 @@ std::string sweep_dry_run(const ExperimentFile& file, const RunOptions& options)
 }
 
 SweepOutcome run_sweep(const ExperimentFile& file, const RunOptions& options, const ExperimentKind* kind) {
-  const Sweep sweep(file, file_text(file, {}), kind_of(file, kind), options);
+  const std::string text = file_text(file, {});
+  const Sweep sweep(file, text, kind_of(file, kind), options);
   // Every point is checked (and keyed) before any runs: a bad point stops the sweep before it starts.
-  SweepReport report{&file, file_text(file, {}), &sweep.spec(), {}, {}, {}};
+  SweepReport report{&file, text, &sweep.spec(), {}, {}, {}};
   std::size_t missing = 0;
   for (std::size_t i = 0; i < sweep.size(); ++i) {
     report.keys.push_back(sweep.prepare(i).key);

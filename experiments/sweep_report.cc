@@ -165,12 +165,11 @@ std::string summary_md(const SweepReport& r, const std::vector<std::vector<CsvTa
   const SweepSpec& spec = *r.spec;
   const auto computed = static_cast<std::size_t>(std::count(r.computed.begin(), r.computed.end(), true));
   std::string md = fmt::format(
-      "# {}\n\n{}\n\nSweep of the **{}** experiment kind, mode {}, {} points ({} computed by this run, {} "
-      "from "
+      "# {}\n\n{}Sweep of the **{}** experiment kind, mode {}, {} points ({} computed by this run, {} from "
       "the result store). Each point ran the kind on the experiment file with the point's values written in; "
       "its effective configuration is in `points/<i>/effective/`.\n\n",
-      r.file->name(), r.file->description(), r.file->kind(), sweep_mode_name(spec.mode), spec.points.size(),
-      computed, spec.points.size() - computed);
+      r.file->name(), r.file->description().empty() ? "" : r.file->description() + "\n\n", r.file->kind(),
+      sweep_mode_name(spec.mode), spec.points.size(), computed, spec.points.size() - computed);
   const std::string row = plot.row < 0
                               ? (plot.row == -1 ? "last row" : fmt::format("row {} from the end", -plot.row))
                               : fmt::format("row {}", plot.row);

@@ -15,6 +15,7 @@ from collections import defaultdict
 import matplotlib
 
 matplotlib.use("Agg")
+import matplotlib.colors  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 
 UNITS = {"GBps": "GB/s", "us": "us", "ms": "ms", "s": "s", "GB": "GB", "GiB": "GiB", "B": "bytes",
@@ -89,7 +90,8 @@ def main() -> None:
     elif mode in ("random", "lhs") and numeric_x:
         colour = [number(values[p][1]) for p in points] if len(axes) > 1 else None
         if colour and all(c is not None for c in colour):
-            sc = ax.scatter(xs, [y[p] for p in points], c=colour, cmap="viridis")
+            norm = matplotlib.colors.LogNorm() if spans_decades(colour) else None
+            sc = ax.scatter(xs, [y[p] for p in points], c=colour, cmap="viridis", norm=norm)
             fig.colorbar(sc, ax=ax, label=axis_label(axes[1]))
         else:
             ax.scatter(xs, [y[p] for p in points])

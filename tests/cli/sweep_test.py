@@ -34,6 +34,12 @@ def read(path):
         return f.read()
 
 
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
 def tidy_rows(folder):
     with open(os.path.join(folder, "sweep.csv"), newline="") as f:
         return list(csv.DictReader(f))
@@ -171,16 +177,20 @@ class SweepInterrupted(unittest.TestCase):
 
 
 class SweepErrors(unittest.TestCase):
-    def check(self, sweep, expected):
+    def check(self, sweep, expected, hw=None):
+        """Runs, checks and dry-runs a file with `sweep` in place of LONG's: exit status 2, the message, nothing
+        written. `expected` may name the hardware file as {hw}."""
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "bad.yaml")
+            hw = hw(d) if hw else os.path.join(SOURCE, "configs/hw/dgx-h100.yaml")
             with open(path, "w") as f:
-                f.write(LONG.format(hw=os.path.join(SOURCE, "configs/hw/dgx-h100.yaml")).split("sweep:")[0] + sweep)
+                f.write(LONG.format(hw=hw).split("sweep:")[0] + sweep)
+            before = sorted(os.listdir(d))
             for args in (["run", path, "--output", d], ["run", "--check", path], ["run", "--dry-run", path]):
                 r = strata(*args)
                 self.assertEqual(r.returncode, 2, r)
-                self.assertEqual(r.stderr, f"strata: error: {path}:{expected}\n")
-            self.assertEqual(sorted(os.listdir(d)), ["bad.yaml"])
+                self.assertEqual(r.stderr, f"strata: error: {path}:{expected.format(hw=hw)}\n")
+            self.assertEqual(sorted(os.listdir(d)), before)
 
     def test_zip_lengths(self):
         self.check("sweep:\n  mode: zip\n  axes:\n    op: [allreduce, allgather]\n    systems.0.nodes: [1]\n",
@@ -189,13 +199,23 @@ class SweepErrors(unittest.TestCase):
 
     def test_unknown_path(self):
         self.check("sweep:\n  axes:\n    hw.node.nics.speed.x: [1]\n",
-                   "12:27: sweep.axes.hw.node.nics.speed.x: in the hardware description "
+                   "11:27: sweep.axes.hw.node.nics.speed.x: in the hardware description "
                    f"{os.path.join(SOURCE, 'configs/hw/dgx-h100.yaml')}: 'node.nics.speed' does not exist "
                    "(fields there: count, link) (sweep point 0: hw.node.nics.speed.x=1)")
 
-    def test_scale_without_such_figure(self):
+    def test_factor_not_a_number(self):
         self.check("sweep:\n  scale: {nic_bandwidth: [1, x]}\n",
-                   "11:30: sweep.scale.nic_bandwidth[1]: expected a scale factor: a number > 0")
+                   "10:30: sweep.scale.nic_bandwidth[1]: expected a scale factor: a number > 0")
+
+    def test_scale_without_such_figure(self):
+        def one_node_without_nics(d):
+            text = read(os.path.join(SOURCE, "configs/hw/dgx-h100.yaml"))
+            text = re.sub(r"\n  nics:.*", "", text).replace("network: {wiring: rail-optimized}", "")
+            return write(os.path.join(d, "no-nics.yaml"), text)
+        self.check("sweep:\n  axes: {systems.0.nodes: [1]}\n  scale: {nic_bandwidth: [2]}\n",
+                   "11:26: sweep.scale.nic_bandwidth: {hw}: node.nics: the system has no NICs, so scale "
+                   "nic_bandwidth has nothing to scale (sweep point 0: systems.0.nodes=1, scale.nic_bandwidth=2)",
+                   hw=one_node_without_nics)
 
 
 def main():
