@@ -123,7 +123,8 @@ class Sweep {
         if (const std::string why = hw::set_at_path(tree, axis.path, value.node); !why.empty())
           throw axis.where.error(fmt::format("in the experiment file: {}", why));
       } else if (axis.target == AxisTarget::kHardware) {
-        hardware.sets.push_back({axis.path, value.node, axis.where});
+        // Written in this file, placed in the hardware file's tree: errors name the field, not a line.
+        hardware.sets.push_back({axis.path, hw::copy_without_marks(value.node), axis.where});
       } else {
         hardware.scales.push_back({axis.path[0], *value.number, axis.where});
       }

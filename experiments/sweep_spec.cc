@@ -77,8 +77,9 @@ SweepRange read_range(const YamlReader& r) {
   if (auto i = r.maybe("integer")) range.integer = i->as_bool();
   if (auto u = r.maybe("unit")) range.unit = u->as_string();
   if (range.log && range.min <= 0) throw r.at("min").error("a log range needs min > 0");
-  if (range.integer && (range.min != std::floor(range.min) || range.max != std::floor(range.max)))
-    throw r.error("an integer range needs whole-number min and max");
+  if (range.integer && (range.min != std::floor(range.min) || range.max != std::floor(range.max) ||
+                        std::fabs(range.min) > 0x1p53 || std::fabs(range.max) > 0x1p53))
+    throw r.error("an integer range needs whole-number min and max within +-2^53");
   return range;
 }
 

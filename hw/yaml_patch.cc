@@ -62,6 +62,25 @@ YAML::Node shallow_copy(const YAML::Node& node) {
   return node;
 }
 
+YAML::Node copy_without_marks(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Scalar:
+      return YAML::Node(node.Scalar());
+    case YAML::NodeType::Sequence: {
+      YAML::Node copy(YAML::NodeType::Sequence);
+      for (const auto& item : node) copy.push_back(copy_without_marks(item));
+      return copy;
+    }
+    case YAML::NodeType::Map: {
+      YAML::Node copy(YAML::NodeType::Map);
+      for (const auto& kv : node) copy[copy_without_marks(kv.first)] = copy_without_marks(kv.second);
+      return copy;
+    }
+    default:
+      return YAML::Node(node.Type());
+  }
+}
+
 std::string set_at_path(YAML::Node root, std::span<const std::string> path, const YAML::Node& value) {
   if (path.empty()) return "an empty path";
   for (std::size_t i = 0; i < path.size(); ++i)

@@ -21,6 +21,11 @@ std::vector<std::string> split_dot_path(std::string_view path);
 // are.
 YAML::Node shallow_copy(const YAML::Node& node);
 
+// A deep copy of `node` whose nodes carry no position: a value written in one file and placed into the tree
+// of another, so that errors about it name the field without pointing at a line of the wrong file.
+// (YAML::Clone gives every node line 1 instead.)
+YAML::Node copy_without_marks(const YAML::Node& node);
+
 // Sets `value` at `path` below `root` (a tree of its own: its top-level mapping is changed in place). Every
 // segment but the last must exist: a mapping key, or a sequence index below its size; the last may be a new
 // key of a mapping (strict readers then report it if it is not a field). Returns an empty string, or what is

@@ -316,6 +316,14 @@ TEST(SweepPoints, BadPathsAreReportedAtTheAxis) {
             f2 + ":11:25: sweep.axes.hw.node.nicz.count: in the hardware description " + kHw +
                 ": 'node.nicz' does not exist (fields there: gpus, fabric, host, nics) (sweep point 0: "
                 "hw.node.nicz.count=1)");
+  // A bad value placed into the hardware file is reported by its loader without a line: the line of the value
+  // is in the experiment file, not in the hardware file the message names.
+  const std::string f4 =
+      d.write("s.yaml", experiment(kHw, "sweep:\n  axes:\n    hw.node.nics.count: [abc]\n"));
+  EXPECT_EQ(error_of([&] { check_experiment(f4); }),
+            f4 + ":7:9: systems[0].hw: in the hardware description it names: " + kHw +
+                ": node.nics.count: expected an integer from 1 to 1024, got 'abc' (sweep point 0: "
+                "hw.node.nics.count=abc)");
   // A new last key reaches the strict reader, which names it.
   const std::string f3 = d.write("s.yaml", experiment(kHw, "sweep:\n  axes:\n    dtypes: [fp32]\n"));
   EXPECT_EQ(error_of([&] { check_experiment(f3); }),
