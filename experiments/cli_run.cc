@@ -6,6 +6,7 @@
 
 #include "experiments/cli.h"
 #include "experiments/experiment.h"
+#include "experiments/sweep.h"
 #include "util/interrupt.h"
 
 namespace strata::cli {
@@ -13,7 +14,7 @@ namespace strata::cli {
 void add_run_command(CLI::App& app) {
   struct Options {
     std::string file, output = "results";
-    bool no_plots = false, check = false;
+    bool no_plots = false, check = false, dry_run = false;
   };
   auto o = std::make_shared<Options>();
   auto* run =
@@ -25,7 +26,9 @@ void add_run_command(CLI::App& app) {
       "\nPaths inside the file (hw:, rules:) are relative to the file's own directory. The results set "
       "is written to a staging folder and moved into place when complete; Ctrl-C (exit status 130) or "
       "SIGTERM "
-      "(143) removes it and leaves the previous results as they were.");
+      "(143) removes it and leaves the previous results as they were. A file with a `sweep:` section runs "
+      "the kind once per point (docs/experiments.md, \"Sweeps and what-if studies\"); finished points are "
+      "kept in <output>/.store/ and a re-run computes only the missing ones.");
   run->add_option("experiment", o->file, "Experiment YAML, e.g. configs/experiments/quickstart.yaml")
       ->required();
   run->add_option("--output", o->output, "Root folder for results")->capture_default_str();
@@ -33,7 +36,18 @@ void add_run_command(CLI::App& app) {
   run->add_flag(
       "--check", o->check,
       "Only validate the file and the files it names (hardware, rules); run nothing, write nothing");
+  run->add_flag("--dry-run", o->dry_run,
+                "List the points of a sweep, their store keys and which are already computed; run nothing");
   run->callback([o] {
+    if (o->dry_run) {
+      const auto file = experiments::check_experiment(o->file);
+      if (experiments::has_sweep(file))
+        std::cout << experiments::sweep_dry_run(file, experiments::RunOptions{o->output, !o->no_plots});
+      else
+        std::cout << fmt::format("{}: not a sweep (no `sweep:` section): one run of the {} experiment '{}'\n",
+                                 o->file, file.kind(), file.name());
+      return;
+    }
     if (o->check) {
       const auto file = experiments::check_experiment(o->file);
       std::cout << fmt::format("{}: valid {} experiment '{}'\n", o->file, file.kind(), file.name());

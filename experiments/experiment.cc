@@ -16,7 +16,10 @@
 
 #include <fmt/format.h>
 
-#include "hw/system_loader.h"
+#include "experiments/sweep.h"
+#include "hw/system_loader_tree.h"
+#include "hw/what_if.h"
+#include "hw/yaml_patch.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/interrupt.h"
@@ -113,17 +116,32 @@ ExperimentFile ExperimentFile::from_root(const std::string& path, YamlReader roo
   return f;
 }
 
+ExperimentFile ExperimentFile::for_point(const std::string& path, YamlReader root, HardwarePatch hardware) {
+  ExperimentFile f = from_root(path, std::move(root));
+  f.hardware_ = std::make_shared<const HardwarePatch>(std::move(hardware));
+  return f;
+}
+
+void ExperimentFile::record_input(InputFile input) const {
+  for (auto& known : *inputs_)
+    if (known.path == input.path) {
+      if (input.hardware) known = std::move(input);
+      return;
+    }
+  inputs_->push_back(std::move(input));
+}
+
 void ExperimentFile::expect_keys(std::initializer_list<std::string_view> kind_keys) const {
   if (!root_.is_map()) throw root_.error("expected a mapping");
   for (const auto& entry : root_.node()) {
     if (!entry.first.IsScalar())
       throw config_error(ConfigLocation{path_, "<top level>"}, entry.first, "expected a text key");
     const auto key = entry.first.as<std::string>();
-    if (key == "experiment" || key == "description" || key == "kind") continue;
+    if (key == "experiment" || key == "description" || key == "kind" || key == "sweep") continue;
     bool known = false;
     for (auto k : kind_keys) known = known || k == key;
     if (!known) {
-      std::string expected = "experiment, description, kind";
+      std::string expected = "experiment, description, kind, sweep";
       for (auto k : kind_keys) expected += fmt::format(", {}", k);
       throw config_error(ConfigLocation{path_, key}, entry.first,
                          fmt::format("unknown field for kind {} (expected: {})", kind_, expected));
@@ -142,15 +160,43 @@ std::string ExperimentFile::resolve_path(const YamlReader& field) const {
         fmt::format("cannot open '{}' (relative paths are taken from the directory of {}; "
                     "resolved to '{}')",
                     written, path_, fs::absolute(resolved, ec).string()));
+  record_input({resolved.string(), false, ""});
   return resolved.string();
 }
 
 hw::Topology ExperimentFile::load_system(const YamlReader& field, std::optional<int> nodes) const {
   const std::string file = resolve_path(field);
+  const auto in_hardware = [&](const ConfigError& e) {
+    return field.error(fmt::format("in the hardware description it names: {}", e.what()));
+  };
+  const YamlReader tree = [&] {
+    try {
+      return YamlReader::from_file(file);
+    } catch (const ConfigError& e) {
+      throw in_hardware(e);
+    }
+  }();
+  YAML::Node root = tree.node();  // a handle on the tree just read: the changes below are its own
+  if (hardware_) {
+    // Errors name the sweep axis (its line in this file) and the hardware file.
+    for (const auto& set : hardware_->sets)
+      if (const std::string why = hw::set_at_path(root, set.path, set.value); !why.empty())
+        throw set.where.error(fmt::format("in the hardware description {}: {}", file, why));
+    for (const auto& scale : hardware_->scales) {
+      try {
+        hw::apply_scale(root, file, scale.name, scale.factor);
+      } catch (const ConfigError& e) {
+        throw scale.where.error(e.what());
+      }
+    }
+  }
+  YAML::Emitter effective;
+  effective << root;
+  record_input({file, true, std::string(effective.c_str()) + "\n"});
   try {
-    return hw::load_system(file, hw::LoadOptions{nodes});
+    return hw::load_system(tree, hw::LoadOptions{nodes});
   } catch (const ConfigError& e) {
-    throw field.error(fmt::format("in the hardware description it names: {}", e.what()));
+    throw in_hardware(e);
   }
 }
 
@@ -276,17 +322,24 @@ std::string experiment_kind_names() {
 
 ExperimentFile check_experiment(const std::string& path) {
   ExperimentFile file = ExperimentFile::load(path);
-  find_experiment_kind(file.kind())->parse(file);
+  if (has_sweep(file))
+    check_sweep(file);
+  else
+    find_experiment_kind(file.kind())->parse(file);
   return file;
 }
 
 void check_experiment_text(std::string_view text, const std::string& path) {
   const ExperimentFile file = ExperimentFile::from_string(text, path);
-  find_experiment_kind(file.kind())->parse(file);
+  if (has_sweep(file))
+    check_sweep(file, text);
+  else
+    find_experiment_kind(file.kind())->parse(file);
 }
 
 std::string run_experiment(const std::string& path, const RunOptions& options) {
   const ExperimentFile file = ExperimentFile::load(path);
+  if (has_sweep(file)) return run_sweep(file, options).folder;
   // The whole file is validated (and its hardware files loaded) before anything runs or is written.
   const auto run_and_report = find_experiment_kind(file.kind())->parse(file);
   ResultsDir out(fs::path(options.output_root) / file.name());

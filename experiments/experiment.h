@@ -26,6 +26,32 @@
 
 namespace strata::experiments {
 
+// What a sweep point changes in every hardware file the experiment loads through ExperimentFile::load_system
+// (experiments/sweep_spec.h): values set at dot paths (hw/yaml_patch.h), then what-if scale factors
+// (hw/what_if.h). `where` is the axis in the sweep section, named by errors.
+struct HardwarePatch {
+  struct Set {
+    std::vector<std::string> path;
+    YAML::Node value;
+    YamlReader where;
+  };
+  struct Scale {
+    std::string name;
+    double factor = 1;
+    YamlReader where;
+  };
+  std::vector<Set> sets;
+  std::vector<Scale> scales;
+};
+
+// A file the parse step read through ExperimentFile (resolve_path, load_system): the inputs of a sweep
+// point's store key. Hardware files carry the text of their effective tree (after the point's patch).
+struct InputFile {
+  std::string path;
+  bool hardware = false;
+  std::string effective_yaml;  // hardware files only
+};
+
 struct RunOptions {
   std::string output_root = "results";  // results/<experiment>/
   bool plots = true;
@@ -39,6 +65,9 @@ class ExperimentFile {
   static ExperimentFile load(const std::string& path);
   // The same for text that stands for the file at `path` (relative paths resolve from its directory).
   static ExperimentFile from_string(std::string_view text, const std::string& path);
+  // One point of a sweep (experiments/sweep.h): `root` is the file's tree with the point's values written in
+  // and no `sweep:` section; `hardware` is applied to every hardware file load_system reads.
+  static ExperimentFile for_point(const std::string& path, YamlReader root, HardwarePatch hardware);
 
   const YamlReader& root() const { return root_; }
   const std::string& path() const { return path_; }
@@ -46,21 +75,28 @@ class ExperimentFile {
   const std::string& description() const { return description_; }
   const std::string& kind() const { return kind_; }
 
-  // Requires the top level to hold only the common keys and `kind_keys`.
+  // Every file resolve_path and load_system were asked for, in first-use order (each once).
+  const std::vector<InputFile>& inputs() const { return *inputs_; }
+
+  // Requires the top level to hold only the common keys (experiment, description, kind, sweep) and
+  // `kind_keys`.
   void expect_keys(std::initializer_list<std::string_view> kind_keys) const;
   // A path written in the file (the scalar at `field`), resolved relative to the experiment file's directory
   // (absolute paths stay as they are). Throws ConfigError naming file, line and field when it does not exist.
   std::string resolve_path(const YamlReader& field) const;
   // Loads the hardware description at `field` (a path, resolved as above); errors in that file are reported
-  // with this file's line and field in front.
+  // with this file's line and field in front. A sweep point's hardware patch is applied to the tree first.
   hw::Topology load_system(const YamlReader& field, std::optional<int> nodes = std::nullopt) const;
 
  private:
   ExperimentFile(std::string path, YamlReader root) : path_(std::move(path)), root_(std::move(root)) {}
   static ExperimentFile from_root(const std::string& path, YamlReader root);
+  void record_input(InputFile input) const;
   std::string path_;
   YamlReader root_;
   std::string name_, description_, kind_;
+  std::shared_ptr<const HardwarePatch> hardware_;  // null outside sweeps
+  std::shared_ptr<std::vector<InputFile>> inputs_ = std::make_shared<std::vector<InputFile>>();
 };
 
 // The folder one run writes. Files go to a staging folder beside the destination (<output>/.<name>.partial-*)

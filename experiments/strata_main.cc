@@ -6,12 +6,13 @@
 
 #include "experiments/cli.h"
 #include "hw/config_error.h"
+#include "util/version.h"
 
 int main(int argc, char** argv) {
   using namespace strata;
   CLI::App app{"strata: simulator-first discovery of ML-system optimizations for hierarchical GPU systems"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "strata 0.1.0");
+  app.set_version_flag("--version", std::string(util::kVersion));
   cli::add_hw_commands(app);
   cli::add_sim_commands(app);
   cli::add_parallel_commands(app);

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "hw/limits.h"
+#include "hw/system_loader_tree.h"
 #include "hw/yaml_reader.h"
 
 namespace strata::hw {
@@ -381,6 +382,10 @@ Topology load_system(const std::string& path, const LoadOptions& options) {
 
 Topology load_system_from_string(std::string_view yaml, const std::string& name, const LoadOptions& options) {
   return build_checked(YamlReader::from_string(yaml, name), options);
+}
+
+Topology load_system(const YamlReader& root, const LoadOptions& options) {
+  return build_checked(root, options);
 }
 
 }  // namespace strata::hw

@@ -1,0 +1,313 @@
+#include "experiments/sweep_report.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "util/version.h"
+
+namespace strata::experiments {
+namespace fs = std::filesystem;
+namespace {
+
+bool is_number(const std::string& text) {
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  return ec == std::errc{} && end == text.data() + text.size() && std::isfinite(v);
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The tables of one stored point: its top-level *.csv files in name order.
+std::vector<CsvTable> read_tables(const fs::path& folder) {
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(folder))
+    if (entry.is_regular_file() && entry.path().extension() == ".csv") files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  std::vector<CsvTable> tables;
+  for (const auto& f : files) tables.push_back(parse_csv(read_file(f), f.filename().string()));
+  return tables;
+}
+
+struct Columns {
+  std::map<std::string, std::vector<bool>> metric;  // per table: which columns are metrics
+  std::vector<std::string> ids;                     // text columns of every table, first-seen order
+};
+
+Columns classify(const std::vector<std::vector<CsvTable>>& tables) {
+  Columns c;
+  std::map<std::string, std::vector<bool>> any_value;
+  for (const auto& point : tables)
+    for (const auto& t : point) {
+      auto& metric = c.metric.try_emplace(t.name, t.header.size(), true).first->second;
+      auto& seen = any_value.try_emplace(t.name, t.header.size(), false).first->second;
+      metric.resize(std::max(metric.size(), t.header.size()), true);
+      seen.resize(metric.size(), false);
+      for (const auto& row : t.rows)
+        for (std::size_t k = 0; k < row.size(); ++k) {
+          if (row[k].empty()) continue;
+          seen[k] = true;
+          if (!is_number(row[k])) metric[k] = false;
+        }
+    }
+  for (auto& [name, metric] : c.metric)
+    for (std::size_t k = 0; k < metric.size(); ++k) metric[k] = metric[k] && any_value[name][k];
+  for (const auto& point : tables)
+    for (const auto& t : point)
+      for (std::size_t k = 0; k < t.header.size(); ++k)
+        if (!c.metric[t.name][k] && std::find(c.ids.begin(), c.ids.end(), t.header[k]) == c.ids.end())
+          c.ids.push_back(t.header[k]);
+  return c;
+}
+
+// The figure and key column: which table, metric and row (SweepPlot's defaults filled in).
+struct PlotChoice {
+  std::string table, metric;
+  long long row = -1;
+};
+
+PlotChoice choose_plot(const SweepReport& r, const std::vector<std::vector<CsvTable>>& tables,
+                       const Columns& columns) {
+  PlotChoice choice{r.spec->plot.table, r.spec->plot.metric, r.spec->plot.row.value_or(-1)};
+  const std::string where = fmt::format("{}: sweep.plot", r.file->path());
+  if (columns.metric.empty()) throw ConfigError(fmt::format("{}: the points wrote no CSV table", where));
+  if (choice.table.empty()) choice.table = columns.metric.begin()->first;
+  const auto table = columns.metric.find(choice.table);
+  if (table == columns.metric.end())
+    throw ConfigError(fmt::format("{}.table: no point wrote a table '{}'", where, choice.table));
+  std::vector<std::string> metrics;
+  for (const auto& point : tables)
+    for (const auto& t : point)
+      if (t.name == choice.table)
+        for (std::size_t k = 0; k < t.header.size(); ++k)
+          if (table->second[k] && std::find(metrics.begin(), metrics.end(), t.header[k]) == metrics.end())
+            metrics.push_back(t.header[k]);
+  if (metrics.empty())
+    throw ConfigError(fmt::format("{}: table '{}' has no numeric column", where, choice.table));
+  if (choice.metric.empty()) choice.metric = metrics.back();
+  if (std::find(metrics.begin(), metrics.end(), choice.metric) == metrics.end()) {
+    std::string list;
+    for (const auto& m : metrics) list += (list.empty() ? "" : ", ") + m;
+    throw ConfigError(fmt::format("{}.metric: '{}' is not a numeric column of {} (expected one of: {})",
+                                  where, choice.metric, choice.table, list));
+  }
+  return choice;
+}
+
+// The value of the chosen metric at point `p` ("" when the point's table has no such row).
+std::string key_value(const std::vector<CsvTable>& point, const PlotChoice& c) {
+  for (const auto& t : point) {
+    if (t.name != c.table) continue;
+    const auto col = std::find(t.header.begin(), t.header.end(), c.metric);
+    const auto n = static_cast<long long>(t.rows.size());
+    const long long row = c.row < 0 ? n + c.row : c.row;
+    if (col == t.header.end() || row < 0 || row >= n) return "";
+    const auto k = static_cast<std::size_t>(col - t.header.begin());
+    return k < t.rows[static_cast<std::size_t>(row)].size() ? t.rows[static_cast<std::size_t>(row)][k] : "";
+  }
+  return "";
+}
+
+nlohmann::json sweep_json(const SweepReport& r, const PlotChoice& plot) {
+  const SweepSpec& spec = *r.spec;
+  nlohmann::json axes = nlohmann::json::array();
+  for (const auto& a : spec.axes) {
+    nlohmann::json j = {{"name", a.name},
+                        {"target", a.target == AxisTarget::kExperiment ? "experiment"
+                                   : a.target == AxisTarget::kHardware ? "hardware"
+                                                                       : "scale"}};
+    if (a.range)
+      j["range"] = {{"min", a.range->min},
+                    {"max", a.range->max},
+                    {"log", a.range->log},
+                    {"integer", a.range->integer},
+                    {"unit", a.range->unit}};
+    nlohmann::json values = nlohmann::json::array();
+    for (const auto& v : a.values) values.push_back(v.text);
+    if (!a.values.empty()) j["values"] = values;
+    axes.push_back(j);
+  }
+  nlohmann::json points = nlohmann::json::array();
+  for (std::size_t i = 0; i < spec.points.size(); ++i) {
+    nlohmann::json values = nlohmann::json::object();
+    for (std::size_t a = 0; a < spec.axes.size(); ++a) values[spec.axes[a].name] = spec.points[i][a].text;
+    points.push_back({{"index", i}, {"key", r.keys[i]}, {"values", values}});
+  }
+  nlohmann::json j = {{"experiment", r.file->name()},
+                      {"description", r.file->description()},
+                      {"kind", r.file->kind()},
+                      {"strata_version", util::kVersion},
+                      {"mode", sweep_mode_name(spec.mode)},
+                      {"axes", axes},
+                      {"points", points},
+                      {"plot", {{"table", plot.table}, {"metric", plot.metric}, {"row", plot.row}}},
+                      {"config_yaml", r.config_yaml}};
+  if (spec.mode == SweepMode::kRandom || spec.mode == SweepMode::kLhs) {
+    j["seed"] = spec.seed;
+    j["samples"] = spec.samples;
+  }
+  return j;
+}
+
+std::string summary_md(const SweepReport& r, const std::vector<std::vector<CsvTable>>& tables,
+                       const PlotChoice& plot) {
+  const SweepSpec& spec = *r.spec;
+  const auto computed = static_cast<std::size_t>(std::count(r.computed.begin(), r.computed.end(), true));
+  std::string md = fmt::format(
+      "# {}\n\n{}Sweep of the **{}** experiment kind, mode {}, {} points ({} computed by this run, {} from "
+      "the result store). Each point ran the kind on the experiment file with the point's values written in; "
+      "its effective configuration is in `points/<i>/effective/`.\n\n",
+      r.file->name(), r.file->description().empty() ? "" : r.file->description() + "\n\n", r.file->kind(),
+      sweep_mode_name(spec.mode), spec.points.size(), computed, spec.points.size() - computed);
+  const std::string row = plot.row < 0
+                              ? (plot.row == -1 ? "last row" : fmt::format("row {} from the end", -plot.row))
+                              : fmt::format("row {}", plot.row);
+  md += "| point |";
+  for (const auto& a : spec.axes) md += fmt::format(" {} |", a.name);
+  md += fmt::format(" {} ({}, {}) |\n|---|", plot.metric, plot.table, row);
+  for (std::size_t a = 0; a <= spec.axes.size(); ++a) md += "---|";
+  md += "\n";
+  for (std::size_t i = 0; i < spec.points.size(); ++i) {
+    md += fmt::format("| {} |", i);
+    for (const auto& v : spec.points[i]) md += fmt::format(" {} |", v.text);
+    md += fmt::format(" {} |\n", key_value(tables[i], plot));
+  }
+  md +=
+      "\nFiles: `sweep.csv` (a row per point x table row x metric, swept columns first), `sweep.json` (the "
+      "configuration, points and store keys, strata's version), `sweep.png`, `points/<i>/` (each point's "
+      "own files and effective configuration).\n";
+  return md;
+}
+
+}  // namespace
+
+std::string csv_field(std::string_view text) {
+  if (text.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(text);
+  std::string quoted = "\"";
+  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+CsvTable parse_csv(std::string_view text, const std::string& name) {
+  CsvTable table{name, {}, {}};
+  std::vector<std::string> row;
+  std::string field;
+  bool quoted = false, any = false;
+  const auto end_row = [&] {
+    row.push_back(std::move(field));
+    field.clear();
+    if (table.header.empty())
+      table.header = std::move(row);
+    else if (row.size() != table.header.size())
+      throw ConfigError(fmt::format("{}: row {} has {} fields, the header {}", name, table.rows.size() + 1,
+                                    row.size(), table.header.size()));
+    else
+      table.rows.push_back(std::move(row));
+    row.clear();
+    any = false;
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        field += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        field += c;
+      }
+      continue;
+    }
+    any = true;
+    if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      row.push_back(std::move(field));
+      field.clear();
+    } else if (c == '\n') {
+      end_row();
+    } else if (c != '\r') {
+      field += c;
+    }
+  }
+  if (quoted) throw ConfigError(fmt::format("{}: a quoted field is not closed", name));
+  if (any) end_row();
+  return table;
+}
+
+std::string tidy_csv(const SweepSpec& spec, const std::vector<std::vector<CsvTable>>& tables) {
+  const Columns columns = classify(tables);
+  std::vector<std::string> header;
+  for (const auto& a : spec.axes) header.push_back(a.name);
+  for (auto fixed : {"point", "table", "row"}) header.emplace_back(fixed);
+  std::vector<std::string> id_names;
+  for (const auto& id : columns.ids) {
+    // A kind column named like an axis or a fixed column keeps its table's prefix.
+    const bool clash =
+        std::find(header.begin(), header.end(), id) != header.end() || id == "metric" || id == "value";
+    id_names.push_back(clash ? "kind." + id : id);
+  }
+  header.insert(header.end(), id_names.begin(), id_names.end());
+  header.emplace_back("metric");
+  header.emplace_back("value");
+  std::string csv;
+  for (std::size_t k = 0; k < header.size(); ++k) csv += (k ? "," : "") + csv_field(header[k]);
+  csv += "\n";
+  for (std::size_t i = 0; i < tables.size(); ++i) {
+    std::string lead;
+    for (const auto& v : spec.points[i]) lead += csv_field(v.text) + ",";
+    lead += fmt::format("{},", i);
+    for (const auto& t : tables[i]) {
+      const auto& metric = columns.metric.at(t.name);
+      for (std::size_t r = 0; r < t.rows.size(); ++r) {
+        std::string ids;
+        for (const auto& id : columns.ids) {
+          const auto col = std::find(t.header.begin(), t.header.end(), id);
+          const bool present =
+              col != t.header.end() && !metric[static_cast<std::size_t>(col - t.header.begin())];
+          ids +=
+              (present ? csv_field(t.rows[r][static_cast<std::size_t>(col - t.header.begin())]) : "") + ",";
+        }
+        for (std::size_t k = 0; k < t.header.size(); ++k) {
+          if (!metric[k] || t.rows[r][k].empty()) continue;
+          csv += fmt::format("{}{},{},{}{},{}\n", lead, csv_field(t.name), r, ids, csv_field(t.header[k]),
+                             csv_field(t.rows[r][k]));
+        }
+      }
+    }
+  }
+  return csv;
+}
+
+void write_sweep_report(const SweepReport& r, ResultsDir& out, const RunOptions& options) {
+  std::vector<std::vector<CsvTable>> tables;
+  for (std::size_t i = 0; i < r.spec->points.size(); ++i) {
+    tables.push_back(read_tables(r.stored[i]));
+    const fs::path copy = out.staged(fmt::format("points/{}", i));
+    fs::create_directories(copy);
+    fs::copy(r.stored[i], copy, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  }
+  const Columns columns = classify(tables);
+  const PlotChoice plot = choose_plot(r, tables, columns);
+  out.write("sweep.csv", tidy_csv(*r.spec, tables));
+  out.write("sweep.json", sweep_json(r, plot).dump(2) + "\n");
+  std::string md = summary_md(r, tables, plot);
+  draw_figures(md, options, "sweep.py",
+               {out.staged("sweep.csv").string(), out.staged("sweep.json").string(),
+                out.staged("sweep.png").string(), r.file->name()});
+  out.write("summary.md", md);
+}
+
+}  // namespace strata::experiments
