@@ -5,6 +5,8 @@
 //   collectives       one collective over a size range, measured beside simulated
 //   synth             P2 placements x reduction programs, measured, with the simulator's ranking statistics
 //   profile           a model's operators timed on the CPU with oneDNN (cli_validate_profile.cc)
+//   graphs            the graph optimizers' candidates replayed on the CPU (cli_validate_graphs.cc)
+//   host              this CPU's peak FLOP/s, bandwidth, kernel overhead as a system YAML (cli_validate_host.cc)
 #include <iostream>
 
 #include <fmt/format.h>
@@ -262,6 +264,7 @@ void add_validate_synth_command(CLI::App& validate) {
 
 void add_validate_profile_command(CLI::App& validate);  // cli_validate_profile.cc
 void add_validate_graphs_command(CLI::App& validate);   // cli_validate_graphs.cc
+void add_validate_host_command(CLI::App& validate);     // cli_validate_host.cc
 
 void add_validate_commands(CLI::App& app) {
   auto* validate = app.add_subcommand(
@@ -275,6 +278,7 @@ void add_validate_commands(CLI::App& app) {
   add_validate_synth_command(*validate);
   add_validate_profile_command(*validate);
   add_validate_graphs_command(*validate);
+  add_validate_host_command(*validate);
 }
 
 }  // namespace strata::cli
