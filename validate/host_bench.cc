@@ -22,7 +22,7 @@
 #if STRATA_HAVE_HOST_BENCH
 #include <omp.h>
 
-#include <oneapi/dnnl/dnnl.hpp>
+#include "validate/onednn_common.h"
 #endif
 
 namespace strata::validate {
@@ -218,9 +218,10 @@ namespace {
 using dnnl::memory;
 using Dt = memory::data_type;
 
+// The replay's engine and stream (validate/onednn_common.h): the overhead is that of a replayed node's run().
+using detail::cpu_stream;
 dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
+  return detail::cpu_engine();
 }
 
 // Times `run` (warm-up first), returns the median seconds.
@@ -253,7 +254,7 @@ memory filled(const memory::dims& dims, Dt dt, std::uint64_t salt, dnnl::stream&
 
 PeakResult gemm_peak(Dt dt, const std::vector<std::int64_t>& sizes, const HostBenchOptions& o) {
   PeakResult r;
-  dnnl::stream s(engine());
+  dnnl::stream& s = cpu_stream();
   for (const auto n : sizes) {
     const memory::dims d{n, n};
     dnnl::matmul::primitive_desc pd;
@@ -352,7 +353,7 @@ HostBench run_host_bench(const HostBenchOptions& o) {
   if (b.cpu.memory_bytes > 0) bytes = std::min(bytes, b.cpu.memory_bytes / 8);  // 3 arrays: 3/8 of memory
   b.stream = stream(bytes / 8, b.threads, o);
 
-  dnnl::stream s(engine());
+  dnnl::stream& s = cpu_stream();
   const memory::desc one({1}, Dt::f32, memory::format_tag::a);
   const dnnl::eltwise_forward::primitive_desc pd(
       dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_relu, one,
