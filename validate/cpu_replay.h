@@ -9,7 +9,8 @@
 //
 // Timing (time_node, profile_on_cpu) measures one node's kernel with warm-up runs and repetitions and keeps
 // the median, per distinct operator instance (models::profile_key), into the profile database that
-// `strata model sim --profile` reads.
+// `strata model sim --profile` reads; time_graph times whole passes of the graph, every node reading its
+// producers' outputs (what `strata validate graphs` ranks candidates by).
 #pragma once
 
 #include <cstdint>

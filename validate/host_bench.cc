@@ -38,12 +38,6 @@ std::string read_text(const std::filesystem::path& p) {
   return s;
 }
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const auto n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 // The last-level caches from sysfs: the caches of the highest level, one per distinct shared_cpu_list (an
 // L3 shared by 8 cores is listed under each of them), summed.
 std::int64_t llc_from_sysfs() {
@@ -222,6 +216,12 @@ using Dt = memory::data_type;
 using detail::cpu_stream;
 dnnl::engine& engine() {
   return detail::cpu_engine();
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const auto n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 // Times `run` (warm-up first), returns the median seconds.
