@@ -6,7 +6,7 @@
 //   synth             P2 placements x reduction programs, measured, with the simulator's ranking statistics
 //   profile           a model's operators timed on the CPU with oneDNN (cli_validate_profile.cc)
 //   graphs            the graph optimizers' candidates replayed on the CPU (cli_validate_graphs.cc)
-//   host              this CPU's peak FLOP/s, bandwidth, kernel overhead as a system YAML (cli_validate_host.cc)
+//   host              this CPU's peak FLOP/s, bandwidth, overhead as a system YAML (cli_validate_host.cc)
 #include <iostream>
 
 #include <fmt/format.h>
