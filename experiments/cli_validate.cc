@@ -6,6 +6,7 @@
 //   synth             P2 placements x reduction programs, measured, with the simulator's ranking statistics
 //   profile           a model's operators timed on the CPU with oneDNN (cli_validate_profile.cc)
 //   graphs            the graph optimizers' candidates replayed and ranked (cli_validate_graphs.cc)
+//   host              this CPU's peak FLOP/s, bandwidth, overhead as a system YAML (cli_validate_host.cc)
 //   calibrate-cost    the cost model's efficiencies fitted on CPU microbenchmarks (cli_validate_cost.cc)
 #include <iostream>
 
@@ -265,6 +266,7 @@ void add_validate_synth_command(CLI::App& validate) {
 void add_validate_profile_command(CLI::App& validate);         // cli_validate_profile.cc
 void add_validate_graphs_command(CLI::App& validate);          // cli_validate_graphs.cc
 void add_validate_calibrate_cost_command(CLI::App& validate);  // cli_validate_cost.cc
+void add_validate_host_command(CLI::App& validate);            // cli_validate_host.cc
 
 void add_validate_commands(CLI::App& app) {
   auto* validate = app.add_subcommand(
@@ -279,6 +281,7 @@ void add_validate_commands(CLI::App& app) {
   add_validate_profile_command(*validate);
   add_validate_graphs_command(*validate);
   add_validate_calibrate_cost_command(*validate);
+  add_validate_host_command(*validate);
 }
 
 }  // namespace strata::cli

@@ -9,11 +9,13 @@
 //
 // Timing (time_node, profile_on_cpu) measures one node's kernel with warm-up runs and repetitions and keeps
 // the median, per distinct operator instance (models::profile_key), into the profile database that
-// `strata model sim --profile` reads.
+// `strata model sim --profile` reads; time_graph times whole passes of the graph, every node reading its
+// producers' outputs (what `strata validate graphs` ranks candidates by).
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "models/cost/cost_model.h"
@@ -23,8 +25,11 @@
 namespace strata::validate {
 
 // Whether this build has oneDNN (CMake found the `dnnl` package). Without it every function below throws
-// std::runtime_error saying so.
+// std::runtime_error with kOneDnnMissing.
 bool onednn_available();
+inline constexpr std::string_view kOneDnnMissing =
+    "oneDNN was not found when strata was built (install libdnnl-dev and re-run CMake); the CPU replay needs "
+    "it";
 // "oneDNN 2.6.3 (OpenMP, 2 threads)" or why it is absent.
 std::string onednn_description();
 
@@ -70,6 +75,24 @@ struct NodeTiming {
 
 // One node of `g` timed on its own on pseudo-random inputs (keyed by value name and seed).
 NodeTiming time_node(const models::Graph& g, models::NodeId node, const TimingOptions& options = {});
+
+// The whole graph timed as one inference pass, the way a framework runs it: every node prepared and bound
+// once (oneDNN primitives created, weights packed) on shared value buffers, so each node reads what its
+// producers wrote; a first untimed pass in graph order runs every node, views included; then `warmup` untimed
+// and `repeat` timed passes run the kernels in graph order, each pass timed as a whole. Views
+// (models::is_view, models::split_is_view) are not run again: the cost model charges them nothing, and their
+// outputs, written in the first pass, do not change because the inputs do not. Reference-kernel nodes convert
+// their inputs to double and their outputs back to f32 inside the pass. Sources get pseudo-random values as
+// time_node's.
+struct GraphTiming {
+  double median_seconds = 0;
+  double min_seconds = 0, max_seconds = 0;
+  int kernels = 0;                         // nodes run in each timed pass
+  int view_nodes = 0;                      // run in the first pass only
+  std::vector<NodeBackend> nodes;          // one per node, graph order
+  std::vector<std::vector<float>> values;  // every value after the last pass, by ValueId
+};
+GraphTiming time_graph(const models::Graph& g, const TimingOptions& options = {});
 
 struct ProfiledOp {
   std::string key;           // models::profile_key(g, node, device)

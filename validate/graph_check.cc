@@ -193,8 +193,16 @@ double measure_graph_seconds(const models::Graph& g, const TimingOptions& timing
   return total;
 }
 
+double measure_whole_graph_seconds(const models::Graph& g, const TimingOptions& timing) {
+  return time_graph(ss::fold_weight_only(g), timing).median_seconds;
+}
+
 double CandidateRow::measured() const {
   return median_of(measured_runs);
+}
+
+double CandidateRow::node_sum() const {
+  return median_of(node_sum_runs);
 }
 
 double CandidateRow::spread() const {

@@ -64,20 +64,30 @@ struct EquivalenceCheck {
 EquivalenceCheck check_equivalent(const models::Graph& original, const models::Graph& candidate,
                                   double tolerance = 1e-3, std::uint64_t seed = 0);
 
-// The measured time of a graph: weight-only nodes folded first (search::subst::fold_weight_only: the cost
-// model charges them nothing, they run once before inference), then the sum over its kernels of each
+// The sum of node medians of a graph: weight-only nodes folded first (search::subst::fold_weight_only: the
+// cost model charges them nothing, they run once before inference), then the sum over its kernels of each
 // distinct operator instance's median time (profile_on_cpu) times its instances; views cost nothing.
 double measure_graph_seconds(const models::Graph& g, const TimingOptions& timing);
+
+// The whole-graph time of a graph: weight-only nodes folded as above, then time_graph's median over
+// `timing.repeat` passes of the whole graph (after its first pass and `timing.warmup` untimed ones). Unlike
+// the sum of node medians, each kernel reads its weights once per pass, after the other kernels ran, so small
+// weights do not stay in cache between repetitions of one node.
+double measure_whole_graph_seconds(const models::Graph& g, const TimingOptions& timing);
 
 // One row of the report.
 struct CandidateRow {
   std::string name, how;
   std::size_t nodes = 0;
-  double predicted = 0;               // seconds (graph_cost)
-  std::vector<double> measured_runs;  // seconds, one per repeat of the whole measurement
+  double predicted = 0;  // seconds (graph_cost)
+  // Seconds, one per repeat of the whole measurement: the ranked time (`validate graphs`: whole-graph time,
+  // measure_whole_graph_seconds) ...
+  std::vector<double> measured_runs;
+  std::vector<double> node_sum_runs;  // ... and the sum of node medians (measure_graph_seconds), reported
   bool equivalent = true;             // false: a bug in a rule or rewrite, reported and not ranked
   double max_rel_error = 0;
   double measured() const;  // median of measured_runs
+  double node_sum() const;  // median of node_sum_runs (0 when none)
   double spread() const;    // (max - min) / median of measured_runs; 0 with one run
 };
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """`strata validate graphs` end to end (docs/validate.md §10) on a small transformer: the command exits 0,
 writes one CSV row per printed candidate with the original first, every candidate equivalent, the three
-repeats in each row and their median as the measured time; the same seed draws the same candidates;
+repeats of the whole-graph time and of the sum of node medians in each row and their medians as the measured
+(ranked) time and the node sum; the same seed draws the same candidates;
 `--device cuda` is refused with exit status 2 and no file written. Reports itself skipped (exit 77) when strata
 was built without oneDNN.
 
@@ -53,9 +54,12 @@ with tempfile.TemporaryDirectory() as tmp:
         runs = [float(x) for x in r["runs_ms"].split()]
         if len(runs) != 3 or abs(statistics.median(runs) - float(r["measured_ms"])) > 1e-4:
             failures.append(f"{r['candidate']}: runs {runs} vs measured {r['measured_ms']}")
+        node_sums = [float(x) for x in r["node_sum_runs_ms"].split()]
+        if len(node_sums) != 3 or abs(statistics.median(node_sums) - float(r["node_sum_ms"])) > 1e-4:
+            failures.append(f"{r['candidate']}: node sums {node_sums} vs {r['node_sum_ms']}")
         if not r["candidate"] in out:
             failures.append(f"{r['candidate']}: not in the printed table")
-    if "top-1" not in out or "measured speedup over the original" not in out:
+    if "top-1" not in out or "measured speedup over the original" not in out or "by whole-graph time" not in out:
         failures.append(f"no statistics printed: {out!r}")
 
     again = os.path.join(tmp, "again.csv")

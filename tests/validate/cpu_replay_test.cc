@@ -352,5 +352,52 @@ TEST(CpuProfile, WrittenProfileIsReadBackAndOverridesTheCostModel) {
   EXPECT_DOUBLE_EQ(measured.node_cost(g, g.node(1)).seconds, p.ops[0].timing.median_seconds);
 }
 
+// time_graph: one pass over the whole graph contains a run of every kernel, so its time is at least the
+// larger node's fastest run on its own; the values it leaves are the replay's.
+TEST(CpuTimeGraph, TwoNodesTakeAtLeastTheLargerNodeAndComputeTheReplaysOutput) {
+  SKIP_WITHOUT_ONEDNN();
+  Graph g("two");
+  const auto x = g.add_input("x", TensorType{{256, 256}, DType::kF32});
+  const auto w = g.add_param("w", TensorType{{256, 256}, DType::kF32});
+  const auto z = g.add("gelu", {g.add("matmul", {x, w})});
+  g.mark_output(z);
+  const TimingOptions timing{.warmup = 2, .repeat = 15};
+  const auto t = time_graph(g, timing);
+  EXPECT_EQ(t.kernels, 2);
+  EXPECT_EQ(t.view_nodes, 0);
+  ASSERT_EQ(t.nodes.size(), 2u);
+  for (const auto& n : t.nodes) EXPECT_EQ(n.backend, CpuBackend::kOneDnn) << n.detail;
+  const auto a = time_node(g, 0, timing), b = time_node(g, 1, timing);
+  EXPECT_GE(t.median_seconds, std::max(a.min_seconds, b.min_seconds));
+  EXPECT_LE(t.min_seconds, t.median_seconds);
+  EXPECT_LE(t.median_seconds, t.max_seconds);
+  const auto replay = replay_on_cpu(g);
+  EXPECT_EQ(t.values[static_cast<std::size_t>(z)], replay.values[static_cast<std::size_t>(z)]);
+}
+
+// A view between two kernels (run in the first pass only) and a reference-kernel node reading a oneDNN
+// node's output: every value equals the replay's.
+TEST(CpuTimeGraph, ViewsAndReferenceNodesReadTheirProducersOutputs) {
+  SKIP_WITHOUT_ONEDNN();
+  Graph g("mixed");
+  const auto x = g.add_input("x", TensorType{{4, 8}, DType::kF32});
+  const auto w = g.add_param("w", TensorType{{8, 8}, DType::kF32});
+  const auto bias = g.add_param("b", TensorType{{4}, DType::kF32});
+  const auto h = g.add("gelu", {g.add("reshape", {g.add("matmul", {x, w})}, {{"shape", Ints{8, 4}}})});
+  g.mark_output(g.add("ewsub", {bias, h}));  // the first operand broadcasts: the reference kernel
+  const auto t = time_graph(g, {.warmup = 0, .repeat = 3});
+  const auto replay = replay_on_cpu(g);
+  EXPECT_EQ(t.kernels, 3);
+  EXPECT_EQ(t.view_nodes, 1);
+  ASSERT_EQ(t.nodes.size(), replay.nodes.size());
+  for (std::size_t i = 0; i < t.nodes.size(); ++i) EXPECT_EQ(t.nodes[i].backend, replay.nodes[i].backend);
+  EXPECT_EQ(t.nodes.back().backend, CpuBackend::kReference);
+  ASSERT_EQ(t.values.size(), replay.values.size());
+  for (std::size_t v = 0; v < t.values.size(); ++v)
+    EXPECT_EQ(t.values[v], replay.values[v]) << g.values()[v].name;
+  EXPECT_THROW(time_graph(g, {.warmup = -1}), std::invalid_argument);
+  EXPECT_THROW(time_graph(g, {.repeat = 0}), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace strata::validate

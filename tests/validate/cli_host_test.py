@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""`strata validate host --quick` end to end (docs/validate.md §9): it prints the measurements and writes a
+system YAML whose comment header names this CPU (/proc/cpuinfo, read here) and the thread count, and whose
+gpu figures are the printed ones; `strata model sim resnet50 --hw FILE --dtype f32` loads it, runs on host-cpu
+with the machine's memory as its capacity (sysconf, read here) and predicts a different time than the
+catalogue's host-cpu; a missing output folder and --repeat 0 exit with status 2 and write nothing. Reports
+itself skipped (exit 77) when strata was built without oneDNN or OpenMP.
+
+Usage: cli_host_test.py <strata binary>   (run from the source root)
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+STRATA = sys.argv[1]
+ENV = dict(os.environ, OMP_NUM_THREADS="1")  # one thread: a shared 2-core machine stalls OpenMP barriers
+failures = []
+
+
+def run(*args):
+    p = subprocess.run([STRATA, *args], capture_output=True, text=True, timeout=300, env=ENV)
+    return p.returncode, p.stdout, p.stderr
+
+
+def number(pattern, text):
+    m = re.search(pattern, text)
+    return float(m.group(1)) if m else None
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    out_file = os.path.join(tmp, "host.yaml")
+    rc, out, err = run("validate", "host", "--quick", "--repeat", "0", "-o", out_file)
+    if rc != 2 or "--repeat" not in err or os.path.exists(out_file):
+        failures.append(f"--repeat 0: expected exit 2 naming --repeat, no file; got {rc}, {err!r}")
+    rc, out, err = run("validate", "host", "--quick", "-o", os.path.join(tmp, "missing", "host.yaml"))
+    if rc != 2 or "missing" not in err:
+        failures.append(f"missing output folder: expected exit 2 naming it; got {rc}, {err!r}")
+
+    rc, out, err = run("validate", "host", "--quick", "-o", out_file)
+    if rc == 2 and "not found when strata was built" in err:
+        print("skipped:", err.strip())
+        sys.exit(77)
+    if rc != 0 or not os.path.exists(out_file):
+        print(out, err)
+        sys.exit(f"validate host failed: exit {rc}")
+    yaml = open(out_file).read()
+    model = re.search(r"^model name\s*: (.*)$", open("/proc/cpuinfo").read(), re.M)
+    if model and f"# CPU: {model.group(1)} " not in yaml:
+        failures.append(f"the header does not name the CPU {model.group(1)!r}: {yaml[:400]!r}")
+    if "1 OpenMP threads" not in yaml or "1 threads" not in out:
+        failures.append(f"the thread count (OMP_NUM_THREADS=1) is not reported: {yaml[:400]!r}, {out[:300]!r}")
+    # The YAML's figures are the printed ones (6 significant digits in the file, 1-2 decimals printed).
+    printed_f32 = number(r"peak f32\s+([\d.]+) GFLOP/s", out)
+    printed_triad = number(r"STREAM triad\s+([\d.]+) GB/s", out)
+    yaml_f32 = re.search(r"fp32: ([\d.e+]+) (GFLOPS|TFLOPS)", yaml)
+    yaml_bw = re.search(r"hbm_bandwidth: ([\d.e+]+) (GB/s|TB/s)", yaml)
+    if not (printed_f32 and printed_triad and yaml_f32 and yaml_bw):
+        failures.append(f"figures missing: {out!r} {yaml!r}")
+    else:
+        f32 = float(yaml_f32.group(1)) * (1 if yaml_f32.group(2) == "GFLOPS" else 1e3)
+        bw = float(yaml_bw.group(1)) * (1 if yaml_bw.group(2) == "GB/s" else 1e3)
+        if abs(f32 - printed_f32) > 0.051 or abs(bw - printed_triad) > 0.0051:
+            failures.append(f"YAML fp32 {f32} GFLOPS / {bw} GB/s differ from printed {printed_f32} / {printed_triad}")
+    if "launch_overhead:" not in yaml or "model: host-cpu" not in yaml:
+        failures.append(f"gpu entry incomplete: {yaml!r}")
+
+    rc, sim, err = run("model", "sim", "resnet50", "--hw", out_file, "--dtype", "f32")
+    rc2, sim_catalogue, _ = run("model", "sim", "resnet50", "--hw", "configs/validate/host-cpu.yaml", "--dtype",
+                                "f32")
+    step = re.search(r"step time: (\S+ \S+)", sim)
+    step_catalogue = re.search(r"step time: (\S+ \S+)", sim_catalogue)
+    hbm = number(r"HBM ([\d.]+) GiB", sim)
+    memory_gib = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**30
+    if rc != 0 or rc2 != 0 or not step or not step_catalogue or "(host-cpu)" not in sim:
+        failures.append(f"model sim with the written file failed: exit {rc}, {sim[:300]!r}, {err[:300]!r}")
+    else:
+        if step.group(1) == step_catalogue.group(1):
+            failures.append(f"the measured figures did not change the prediction: {step.group(1)}")
+        if hbm is None or abs(hbm - memory_gib) > 0.01 * memory_gib + 0.01:
+            failures.append(f"HBM {hbm} GiB is not this machine's memory {memory_gib:.2f} GiB: {sim[:300]!r}")
+
+for f in failures:
+    print("FAIL:", f)
+print(f"{len(failures)} failure(s)" if failures else "validate host end-to-end checks passed")
+sys.exit(1 if failures else 0)

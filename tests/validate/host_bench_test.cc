@@ -1,0 +1,163 @@
+// The host microbenchmarks (validate/host_bench.h): measured figures are positive and physically plausible
+// (bounds derived here from /proc/cpuinfo, not from the code under test), and the system YAML written from
+// them loads with hw::load_system giving back the measured numbers. The YAML test runs everywhere; the
+// measuring ones skip only where the build has no oneDNN or OpenMP.
+#include "validate/host_bench.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "hw/system_loader.h"
+
+namespace strata::validate {
+namespace {
+
+std::string cpuinfo() {
+  std::ifstream in("/proc/cpuinfo");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The largest "cpu MHz" in /proc/cpuinfo, or 0.
+double cpuinfo_max_mhz() {
+  std::istringstream in(cpuinfo());
+  std::string line;
+  double mhz = 0;
+  while (std::getline(in, line))
+    if (line.rfind("cpu MHz", 0) == 0) mhz = std::max(mhz, std::stod(line.substr(line.find(':') + 1)));
+  return mhz;
+}
+
+// Loose physical bound on f32 FLOP/s: per thread two 512-bit FMA pipes (16 f32 lanes, 2 FLOP per FMA), at
+// twice the clock /proc/cpuinfo reports (boost above the base clock), 6 GHz when it reports none.
+double f32_bound(int threads) {
+  const double mhz = cpuinfo_max_mhz();
+  const double hz = mhz > 0 ? 2 * mhz * 1e6 : 6e9;
+  return threads * 2.0 * 16 * 2 * hz;
+}
+
+std::filesystem::path write_temp(const std::string& name, const std::string& text) {
+  const auto path = std::filesystem::temp_directory_path() / name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(HostBench, MeasuredFiguresArePlausibleAndTheirYamlLoads) {
+  if (!host_bench_available()) GTEST_SKIP() << host_bench_missing();
+  // One thread: on a shared 2-core machine a second OpenMP thread waits for a descheduled core.
+  const auto b = run_host_bench({.warmup = 1, .repeat = 3, .quick = true, .threads = 1});
+  EXPECT_EQ(b.threads, 1);
+  ASSERT_TRUE(b.f32.supported) << b.f32.why_not;
+  EXPECT_EQ(b.f32.implementation.find("ref"), std::string::npos) << b.f32.implementation;
+  ASSERT_EQ(b.f32.samples.size(), 2u);
+  for (const auto& s : b.f32.samples) {
+    EXPECT_NEAR(s.flops, 2.0 * std::pow(static_cast<double>(s.size), 3) / s.median_seconds, 1e-6 * s.flops);
+    EXPECT_LE(s.flops, b.f32.flops);
+  }
+  // At least 1 GFLOP/s (a 2005 core does that without SIMD), below the physical bound.
+  EXPECT_GT(b.f32.flops, 1e9);
+  EXPECT_LT(b.f32.flops, f32_bound(b.threads)) << "cpu MHz " << cpuinfo_max_mhz();
+  if (b.bf16.supported) {
+    EXPECT_EQ(b.bf16.implementation.find("ref"), std::string::npos) << b.bf16.implementation;
+    EXPECT_GT(b.bf16.flops, 1e9);
+    EXPECT_LT(b.bf16.flops, 2 * f32_bound(b.threads));  // bf16 dot products: twice the lanes
+  } else {
+    EXPECT_FALSE(b.bf16.why_not.empty());
+  }
+  for (double bw : {b.stream.copy_bytes_per_second, b.stream.triad_bytes_per_second}) {
+    EXPECT_GT(bw, 1e9);
+    EXPECT_LT(bw, 1e12);
+  }
+  // STREAM's rule: each array at least 4x the last-level cache (which is at least the L3 glibc reports),
+  // unless that is more than 1/8 of memory.
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (l3 > 0) {
+    EXPECT_GE(b.cpu.llc_bytes, l3);
+  }
+  EXPECT_GE(8 * b.stream.elements, std::min(4 * b.cpu.llc_bytes, b.cpu.memory_bytes / 8) - 8);
+  EXPECT_GT(b.overhead_seconds, 0);
+  EXPECT_LT(b.overhead_seconds, 1e-3);
+  if (cpuinfo().find("model name") != std::string::npos) {
+    EXPECT_FALSE(b.cpu.model.empty());
+    EXPECT_NE(cpuinfo().find("model name\t: " + b.cpu.model), std::string::npos);
+  }
+
+  const auto path = write_temp("strata_host_bench_measured.yaml", host_system_yaml(b));
+  const auto topo = hw::load_system(path.string());
+  std::filesystem::remove(path);
+  EXPECT_EQ(topo.gpu().name, "host-cpu");
+  EXPECT_NEAR(topo.gpu().peak_fp32, b.f32.flops, 1e-5 * b.f32.flops);
+  EXPECT_NEAR(topo.gpu().hbm_bandwidth, b.stream.triad_bytes_per_second,
+              1e-5 * b.stream.triad_bytes_per_second);
+  EXPECT_NEAR(topo.gpu().launch_overhead, b.overhead_seconds, 1e-5 * b.overhead_seconds);
+}
+
+TEST(HostBench, YamlRoundTripsThroughLoadSystem) {
+  HostBench b;
+  b.cpu.model = "Example CPU @ 2.00GHz";
+  b.cpu.max_mhz = 2000;
+  b.cpu.llc_bytes = 32 << 20;
+  b.cpu.memory_bytes = std::int64_t{24} << 30;
+  b.threads = 3;
+  b.onednn = "oneDNN 9.9.9 (OpenMP threading)";
+  b.f32 = {true, "brg:avx512_core", "", {{1024, 0.02, 107.3741824e9}}, 123.456789e9};
+  b.bf16 = {true, "brg:avx512_core_bf16", "", {}, 1.23456789e12};
+  b.stream = {16 << 20, 0.01, 0.015, 26.8435456e9, 26.8435456e9};
+  b.overhead_seconds = 0.87654321e-6;
+  const auto text = host_system_yaml(b);
+  // The header names the CPU, the thread count and what was measured.
+  EXPECT_NE(text.find("# CPU: Example CPU @ 2.00GHz"), std::string::npos) << text;
+  EXPECT_NE(text.find("3 OpenMP threads"), std::string::npos) << text;
+  EXPECT_NE(text.find("STREAM triad"), std::string::npos) << text;
+  auto path = write_temp("strata_host_bench_roundtrip.yaml", text);
+  auto topo = hw::load_system(path.string());
+  const auto& g = topo.gpu();
+  // Six significant digits: 123.457 GFLOPS, 1.23457 TFLOPS, 26.8435 GB/s, 876.543 ns.
+  EXPECT_DOUBLE_EQ(g.peak_fp32, 123.457e9);
+  EXPECT_DOUBLE_EQ(g.peak_bf16, 1.23457e12);
+  EXPECT_DOUBLE_EQ(g.hbm_bandwidth, 26.8435e9);
+  EXPECT_DOUBLE_EQ(g.launch_overhead, 876.543e-9);
+  EXPECT_DOUBLE_EQ(g.hbm_capacity, 24.0 * (1 << 30));
+  // fp64 stays the catalogue's.
+  EXPECT_DOUBLE_EQ(g.peak_fp64, hw::find_gpu("host-cpu")->peak_fp64);
+
+  // bf16 not supported: left out, so the catalogue's (none: the fp32 rate) applies.
+  b.bf16 = {
+      false, "ref:any", "oneDNN's only matmul for it on this CPU is its reference implementation", {}, 0};
+  std::ofstream(path) << host_system_yaml(b);
+  topo = hw::load_system(path.string());
+  std::filesystem::remove(path);
+  EXPECT_DOUBLE_EQ(topo.gpu().peak_bf16, hw::find_gpu("host-cpu")->peak_bf16);
+  EXPECT_DOUBLE_EQ(topo.gpu().peak_flops(hw::DType::kBf16), 123.457e9);
+}
+
+TEST(HostBench, BadOptionsAreRefused) {
+  if (!host_bench_available()) GTEST_SKIP() << host_bench_missing();
+  EXPECT_THROW(run_host_bench({.warmup = -1}), std::invalid_argument);
+  EXPECT_THROW(run_host_bench({.repeat = 0}), std::invalid_argument);
+  EXPECT_THROW(run_host_bench({.threads = -2}), std::invalid_argument);
+}
+
+TEST(HostBench, WithoutTheLibrariesItSaysWhy) {
+  if (host_bench_available()) GTEST_SKIP() << "built with oneDNN and OpenMP";
+  EXPECT_FALSE(host_bench_missing().empty());
+  try {
+    run_host_bench();
+    ADD_FAILURE() << "run_host_bench ran without oneDNN/OpenMP";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), host_bench_missing());
+  }
+}
+
+}  // namespace
+}  // namespace strata::validate

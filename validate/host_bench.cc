@@ -1,0 +1,390 @@
+#include "validate/host_bench.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "hw/units.h"
+#include "util/error.h"
+#include "util/parse.h"
+#include "util/timer.h"
+#include "validate/cpu_replay.h"
+
+#if STRATA_HAVE_HOST_BENCH
+#include <omp.h>
+
+#include "validate/onednn_common.h"
+#endif
+
+namespace strata::validate {
+
+namespace {
+
+std::string read_text(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string s = ss.str();
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+// The last-level caches from sysfs: the caches of the highest level, one per distinct shared_cpu_list (an
+// L3 shared by 8 cores is listed under each of them), summed.
+std::int64_t llc_from_sysfs() {
+  namespace fs = std::filesystem;
+  int top = 0;
+  std::set<std::string> seen;
+  std::int64_t total = 0;
+  std::error_code ec;
+  for (const auto& cpu : fs::directory_iterator("/sys/devices/system/cpu", ec)) {
+    const auto name = cpu.path().filename().string();
+    if (name.size() < 4 || name.rfind("cpu", 0) != 0 ||
+        name.find_first_not_of("0123456789", 3) != std::string::npos)
+      continue;
+    for (const auto& idx : fs::directory_iterator(cpu.path() / "cache", ec)) {
+      const auto level = util::try_parse_int(read_text(idx.path() / "level"), {0, 16});
+      const auto type = read_text(idx.path() / "type");
+      if (!level || type == "Instruction") continue;
+      std::int64_t bytes = 0;
+      try {
+        bytes = static_cast<std::int64_t>(util::parse_size(read_text(idx.path() / "size"), "cache size"));
+      } catch (const util::InputError&) {
+        continue;
+      }
+      if (*level < top) continue;
+      if (*level > top) {
+        top = static_cast<int>(*level);
+        seen.clear();
+        total = 0;
+      }
+      if (seen.insert(read_text(idx.path() / "shared_cpu_list")).second) total += bytes;
+    }
+  }
+  return total;
+}
+
+// A value in the unit of `units` (ascending factors) that keeps it >= 1, with 6 significant digits.
+std::string with_unit(double value, std::initializer_list<std::pair<double, const char*>> units) {
+  auto chosen = *units.begin();
+  for (const auto& u : units)
+    if (value >= u.first) chosen = u;
+  return fmt::format("{:.6g} {}", value / chosen.first, chosen.second);
+}
+std::string flops_text(double f) {
+  return with_unit(f, {{1e9, "GFLOPS"}, {1e12, "TFLOPS"}, {1e15, "PFLOPS"}});
+}
+std::string bandwidth_text(double b) {
+  return with_unit(b, {{1.0, "B/s"}, {1e3, "KB/s"}, {1e6, "MB/s"}, {1e9, "GB/s"}, {1e12, "TB/s"}});
+}
+std::string duration_text(double s) {
+  return with_unit(s, {{1e-12, "ps"}, {1e-9, "ns"}, {1e-6, "us"}, {1e-3, "ms"}, {1.0, "s"}});
+}
+
+}  // namespace
+
+CpuInfo read_cpu_info() {
+  CpuInfo c;
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    auto key = line.substr(0, colon);
+    while (!key.empty() && (key.back() == ' ' || key.back() == '\t')) key.pop_back();
+    const auto value = line.substr(std::min(line.size(), colon + 2));
+    if (key == "model name" && c.model.empty()) c.model = value;
+    if (key == "cpu MHz") {
+      try {
+        c.max_mhz = std::max(c.max_mhz, util::parse_real(value, 0, 1e6, "cpu MHz"));
+      } catch (const util::InputError&) {
+      }
+    }
+  }
+  // Both sources, the larger kept: in a VM they can disagree (here sysfs listed the 32 MiB L3 of the vCPUs'
+  // core complex, glibc's cpuid reading 320 MiB, the whole socket's), and STREAM wants arrays beyond all of
+  // it.
+  const std::int64_t sysfs = llc_from_sysfs();
+  std::int64_t libc = 0;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE), l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  libc = l3 > 0 ? l3 : std::max(l2, 0L);
+#endif
+  c.llc_bytes = std::max(sysfs, libc);
+  c.llc_source = fmt::format(
+      "the larger of /sys/devices/system/cpu (highest level, instances summed: {}) and "
+      "sysconf (L3: {})",
+      sysfs > 0 ? units::format_bytes(static_cast<double>(sysfs)) : "none",
+      libc > 0 ? units::format_bytes(static_cast<double>(libc)) : "none");
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0) c.memory_bytes = static_cast<std::int64_t>(pages) * page;
+  return c;
+}
+
+std::string host_system_yaml(const HostBench& b) {
+  std::string h;
+  h += "# This machine's CPU as one device, measured by `strata validate host` (validate/host_bench.h,\n";
+  h += "# docs/validate.md §9). Profile entries are looked up under the GPU catalogue name host-cpu; the\n";
+  h += "# roofline figures below replace the catalogue's guesses.\n";
+  h += fmt::format("# CPU: {} ({} MHz in /proc/cpuinfo), {} OpenMP threads, {}\n",
+                   b.cpu.model.empty() ? "unknown" : b.cpu.model, b.cpu.max_mhz, b.threads, b.onednn);
+  h += fmt::format("# Medians of {} timed runs after {} warm-up runs{}.\n", b.options.repeat,
+                   b.options.warmup, b.options.quick ? " (--quick: small GEMMs)" : "");
+  auto gemm = [&](const char* dtype, const PeakResult& p) {
+    if (!p.supported) return fmt::format("# peak {}: not measured ({})\n", dtype, p.why_not);
+    std::string s =
+        fmt::format("# peak {}: oneDNN matmul M = N = K, 2·M·N·K FLOP / median time, the best of", dtype);
+    for (const auto& g : p.samples) s += fmt::format(" {}: {:.1f} GFLOP/s,", g.size, g.flops / 1e9);
+    s.back() = ';';
+    return s + fmt::format(" implementation {}\n", p.implementation);
+  };
+  h += gemm("fp32", b.f32);
+  h += gemm("bf16", b.bf16);
+  h += fmt::format(
+      "# hbm_bandwidth: STREAM triad a = b + q·c (24 B per element; copy c = a, 16 B per element: {:.2f} "
+      "GB/s)\n"
+      "#   on 3 arrays of {} doubles ({} each, last-level cache {} from {})\n",
+      b.stream.copy_bytes_per_second / 1e9, b.stream.elements,
+      units::format_bytes(8.0 * static_cast<double>(b.stream.elements)),
+      units::format_bytes(static_cast<double>(b.cpu.llc_bytes)), b.cpu.llc_source);
+  h += fmt::format(
+      "# launch_overhead: a oneDNN eltwise primitive on 1 element, executed and waited for ({})\n",
+      b.overhead_implementation);
+  h += "# hbm_capacity: physical memory (sysconf); fp64 and the other dtypes stay the catalogue's.\n";
+  std::string peak = fmt::format("fp32: {}", flops_text(b.f32.flops));
+  if (b.bf16.supported) peak += fmt::format(", bf16: {}", flops_text(b.bf16.flops));
+  std::string gpu =
+      fmt::format("gpu:\n  model: host-cpu\n  peak: {{{}}}\n  hbm_bandwidth: {}\n  launch_overhead: {}\n",
+                  peak, bandwidth_text(b.stream.triad_bytes_per_second), duration_text(b.overhead_seconds));
+  if (b.cpu.memory_bytes >= (1 << 20))
+    gpu += fmt::format("  hbm_capacity: {} MiB\n", b.cpu.memory_bytes >> 20);
+  return h +
+         "name: host-cpu-measured\n"
+         "description: the host CPU as one device, figures measured by strata validate host\n" +
+         gpu +
+         "nodes: 1\n"
+         "node:\n"
+         "  gpus: 1\n"
+         "  fabric: {wiring: none}\n"
+         "  host: {cpus: 1, pcie: pcie4}\n"
+         "  nics: {count: 1, link: roce-100g}\n"
+         "network: {wiring: fat-tree}\n";
+}
+
+std::string host_bench_report(const HostBench& b) {
+  std::string r =
+      fmt::format("CPU: {} ({} MHz), {} threads; {}\n", b.cpu.model, b.cpu.max_mhz, b.threads, b.onednn);
+  for (const auto& [dtype, p] : {std::pair{"f32", &b.f32}, std::pair{"bf16", &b.bf16}}) {
+    if (!p->supported) {
+      r += fmt::format("peak {:<5} not supported: {}\n", dtype, p->why_not);
+      continue;
+    }
+    r += fmt::format("peak {:<5} {:>10.1f} GFLOP/s  ({})\n", dtype, p->flops / 1e9, p->implementation);
+    for (const auto& g : p->samples)
+      r += fmt::format("  matmul {:>5}^3  median {:>12}  {:>10.1f} GFLOP/s\n", g.size,
+                       units::format_duration(g.median_seconds), g.flops / 1e9);
+  }
+  r += fmt::format("STREAM copy      {:>10.2f} GB/s  (median {}, 16 B x {} elements)\n",
+                   b.stream.copy_bytes_per_second / 1e9, units::format_duration(b.stream.copy_median_seconds),
+                   b.stream.elements);
+  r += fmt::format("STREAM triad     {:>10.2f} GB/s  (median {}, 24 B x {} elements; last-level cache {})\n",
+                   b.stream.triad_bytes_per_second / 1e9,
+                   units::format_duration(b.stream.triad_median_seconds), b.stream.elements,
+                   units::format_bytes(static_cast<double>(b.cpu.llc_bytes)));
+  r += fmt::format("kernel overhead  {:>10}       (oneDNN {} on 1 element)\n",
+                   units::format_duration(b.overhead_seconds), b.overhead_implementation);
+  return r;
+}
+
+#if STRATA_HAVE_HOST_BENCH
+
+namespace {
+
+using dnnl::memory;
+using Dt = memory::data_type;
+
+// The replay's engine and stream (validate/onednn_common.h): the overhead is that of a replayed node's run().
+using detail::cpu_stream;
+dnnl::engine& engine() {
+  return detail::cpu_engine();
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const auto n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// Times `run` (warm-up first), returns the median seconds.
+template <class F>
+double median_time(int warmup, int repeat, F&& run) {
+  for (int i = 0; i < warmup; ++i) run();
+  std::vector<double> t;
+  for (int i = 0; i < repeat; ++i) {
+    util::Stopwatch w;
+    run();
+    t.push_back(w.seconds());
+  }
+  return median_of(std::move(t));
+}
+
+// Data in [-0.5, 0.5) (no denormals, no overflow), converted to `dt` by a oneDNN reorder.
+memory filled(const memory::dims& dims, Dt dt, std::uint64_t salt, dnnl::stream& s) {
+  const memory::desc f32(dims, Dt::f32, memory::format_tag::ab);
+  memory src(f32, engine());
+  auto* p = static_cast<float*>(src.get_data_handle());
+  const std::size_t n = f32.get_size() / sizeof(float);
+  for (std::size_t i = 0; i < n; ++i)
+    p[i] = static_cast<float>(((i + salt) * 2654435761ULL) % 1000) / 1000.0f - 0.5f;
+  if (dt == Dt::f32) return src;
+  memory dst(memory::desc(dims, dt, memory::format_tag::ab), engine());
+  dnnl::reorder(src, dst).execute(s, src, dst);
+  s.wait();
+  return dst;
+}
+
+PeakResult gemm_peak(Dt dt, const std::vector<std::int64_t>& sizes, const HostBenchOptions& o) {
+  PeakResult r;
+  dnnl::stream& s = cpu_stream();
+  for (const auto n : sizes) {
+    const memory::dims d{n, n};
+    dnnl::matmul::primitive_desc pd;
+    try {
+      pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(memory::desc(d, dt, memory::format_tag::ab),
+                                                           memory::desc(d, dt, memory::format_tag::ab),
+                                                           memory::desc(d, Dt::f32, memory::format_tag::ab)),
+                                        engine());
+    } catch (const dnnl::error& e) {
+      r.why_not = fmt::format("oneDNN has no matmul for it on this CPU ({})", e.what());
+      return r;
+    }
+    r.implementation = pd.impl_info_str();
+    if (r.implementation.find("ref") != std::string::npos) {
+      r.why_not = fmt::format("oneDNN's only matmul for it on this CPU is its reference implementation ({})",
+                              r.implementation);
+      return r;
+    }
+    auto a = filled(d, dt, 1, s), b = filled(d, dt, 2, s);
+    memory c(pd.dst_desc(), engine());
+    dnnl::matmul mm(pd);
+    const std::unordered_map<int, memory> args{{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}};
+    const double t = median_time(o.warmup, o.repeat, [&] {
+      mm.execute(s, args);
+      s.wait();
+    });
+    const double flops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / t;
+    r.samples.push_back({n, t, flops});
+    r.flops = std::max(r.flops, flops);
+  }
+  r.supported = true;
+  return r;
+}
+
+// STREAM's copy and triad (stream.c, McCalpin): arrays first touched by the threads that use them (static
+// schedule, as the kernels), each kernel timed around its parallel loop.
+StreamResult stream(std::int64_t n, int threads, const HostBenchOptions& o) {
+  const std::unique_ptr<double[]> a(new double[static_cast<std::size_t>(n)]),
+      b(new double[static_cast<std::size_t>(n)]), c(new double[static_cast<std::size_t>(n)]);
+  double *pa = a.get(), *pb = b.get(), *pc = c.get();
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (std::int64_t j = 0; j < n; ++j) {
+    pa[j] = 1.0;
+    pb[j] = 2.0;
+    pc[j] = 0.0;
+  }
+  const double q = 3.0;
+  auto copy = [&] {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (std::int64_t j = 0; j < n; ++j) pc[j] = pa[j];
+  };
+  auto triad = [&] {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (std::int64_t j = 0; j < n; ++j) pa[j] = pb[j] + q * pc[j];
+  };
+  StreamResult r;
+  r.elements = n;
+  r.copy_median_seconds = median_time(o.warmup, o.repeat, copy);
+  r.triad_median_seconds = median_time(o.warmup, o.repeat, triad);
+  const double bytes = 8.0 * static_cast<double>(n);
+  r.copy_bytes_per_second = 2 * bytes / r.copy_median_seconds;
+  r.triad_bytes_per_second = 3 * bytes / r.triad_median_seconds;
+  // Every element is now 2 + 3·1 = 5 (a after triad); a wrong loop would not give that.
+  if (pa[0] != 5.0 || pa[n - 1] != 5.0) throw std::logic_error("STREAM triad computed a wrong result");
+  return r;
+}
+
+}  // namespace
+
+bool host_bench_available() {
+  return true;
+}
+std::string host_bench_missing() {
+  return "";
+}
+
+HostBench run_host_bench(const HostBenchOptions& o) {
+  if (o.warmup < 0 || o.repeat < 1 || o.threads < 0)
+    throw std::invalid_argument(fmt::format(
+        "host bench: warm-up {} must be >= 0, repetitions {} >= 1 and threads {} >= 0 (0: the runtime's)",
+        o.warmup, o.repeat, o.threads));
+  if (o.threads > 0) omp_set_num_threads(o.threads);
+  HostBench b;
+  b.options = o;
+  b.cpu = read_cpu_info();
+  b.onednn = onednn_description();
+  const auto runtime = dnnl::version()->cpu_runtime;
+  b.threads = runtime == DNNL_RUNTIME_SEQ ? 1 : omp_get_max_threads();
+  const std::vector<std::int64_t> sizes =
+      o.quick ? std::vector<std::int64_t>{512, 1024} : std::vector<std::int64_t>{1024, 2048, 3072};
+  b.f32 = gemm_peak(Dt::f32, sizes, o);
+  if (!b.f32.supported) throw std::runtime_error("host bench: no f32 matmul: " + b.f32.why_not);
+  b.bf16 = gemm_peak(Dt::bf16, sizes, o);
+  // STREAM's rule: each array at least 4x the last-level caches; 64 MiB at least where their size is unknown.
+  std::int64_t bytes = std::max<std::int64_t>(4 * b.cpu.llc_bytes, 64 << 20);
+  if (b.cpu.memory_bytes > 0) bytes = std::min(bytes, b.cpu.memory_bytes / 8);  // 3 arrays: 3/8 of memory
+  b.stream = stream(bytes / 8, b.threads, o);
+
+  dnnl::stream& s = cpu_stream();
+  const memory::desc one({1}, Dt::f32, memory::format_tag::a);
+  const dnnl::eltwise_forward::primitive_desc pd(
+      dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_relu, one,
+                                  0.0f, 0.0f),
+      engine());
+  b.overhead_implementation = std::string("eltwise relu, ") + pd.impl_info_str();
+  memory x(one, engine()), y(one, engine());
+  dnnl::eltwise_forward relu(pd);
+  const std::unordered_map<int, memory> args{{DNNL_ARG_SRC, x}, {DNNL_ARG_DST, y}};
+  b.overhead_seconds = median_time(o.warmup * 100, o.repeat * 100, [&] {
+    relu.execute(s, args);
+    s.wait();
+  });
+  return b;
+}
+
+#else
+
+bool host_bench_available() {
+  return false;
+}
+
+std::string host_bench_missing() {
+  if (!onednn_available()) return std::string(kOneDnnMissing);
+  return "OpenMP was not found when strata was built (the STREAM benchmark runs on oneDNN's OpenMP threads; "
+         "install the compiler's OpenMP runtime, e.g. libomp-dev for clang, and re-run CMake)";
+}
+HostBench run_host_bench(const HostBenchOptions&) {
+  throw std::runtime_error(host_bench_missing());
+}
+
+#endif
+
+}  // namespace strata::validate
