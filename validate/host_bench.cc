@@ -86,6 +86,12 @@ std::string flops_text(double f) {
 std::string bandwidth_text(double b) {
   return with_unit(b, {{1.0, "B/s"}, {1e3, "KB/s"}, {1e6, "MB/s"}, {1e9, "GB/s"}, {1e12, "TB/s"}});
 }
+// Whole bytes in the largest binary unit that divides them ("32 MiB", "1536 KiB", "1000 B").
+std::string bytes_text(std::int64_t b) {
+  if (b % (1 << 20) == 0) return fmt::format("{} MiB", b >> 20);
+  if (b % (1 << 10) == 0) return fmt::format("{} KiB", b >> 10);
+  return fmt::format("{} B", b);
+}
 std::string duration_text(double s) {
   return with_unit(s, {{1e-12, "ps"}, {1e-9, "ns"}, {1e-6, "us"}, {1e-3, "ms"}, {1.0, "s"}});
 }
@@ -120,6 +126,7 @@ CpuInfo read_cpu_info() {
   libc = l3 > 0 ? l3 : std::max(l2, 0L);
 #endif
   c.llc_bytes = std::max(sysfs, libc);
+  c.cache_bytes = sysfs > 0 ? sysfs : libc;
   c.llc_source = fmt::format(
       "the larger of /sys/devices/system/cpu (highest level, instances summed: {}) and "
       "sysconf (L3: {})",
@@ -156,6 +163,12 @@ std::string host_system_yaml(const HostBench& b) {
       b.stream.copy_bytes_per_second / 1e9, b.stream.elements,
       units::format_bytes(8.0 * static_cast<double>(b.stream.elements)),
       units::format_bytes(static_cast<double>(b.cpu.llc_bytes)), b.cpu.llc_source);
+  if (b.cache.capacity_bytes > 0)
+    h += fmt::format(
+        "# cache: the last-level cache the threads use (sysfs) and STREAM triad on 3 arrays of {} doubles in "
+        "it "
+        "({} passes, median)\n",
+        b.cache.elements, 100 * b.options.repeat);
   h += fmt::format(
       "# launch_overhead: a oneDNN eltwise primitive on 1 element, executed and waited for ({})\n",
       b.overhead_implementation);
@@ -165,6 +178,9 @@ std::string host_system_yaml(const HostBench& b) {
   std::string gpu =
       fmt::format("gpu:\n  model: host-cpu\n  peak: {{{}}}\n  hbm_bandwidth: {}\n  launch_overhead: {}\n",
                   peak, bandwidth_text(b.stream.triad_bytes_per_second), duration_text(b.overhead_seconds));
+  if (b.cache.capacity_bytes > 0)
+    gpu += fmt::format("  cache: {{capacity: {}, bandwidth: {}}}\n", bytes_text(b.cache.capacity_bytes),
+                       bandwidth_text(b.cache.triad_bytes_per_second));
   if (b.cpu.memory_bytes >= (1 << 20))
     gpu += fmt::format("  hbm_capacity: {} MiB\n", b.cpu.memory_bytes >> 20);
   return h +
@@ -200,6 +216,11 @@ std::string host_bench_report(const HostBench& b) {
                    b.stream.triad_bytes_per_second / 1e9,
                    units::format_duration(b.stream.triad_median_seconds), b.stream.elements,
                    units::format_bytes(static_cast<double>(b.cpu.llc_bytes)));
+  if (b.cache.capacity_bytes > 0)
+    r += fmt::format("cache triad      {:>10.2f} GB/s  (median {}, 24 B x {} elements; cache {})\n",
+                     b.cache.triad_bytes_per_second / 1e9,
+                     units::format_duration(b.cache.triad_median_seconds), b.cache.elements,
+                     units::format_bytes(static_cast<double>(b.cache.capacity_bytes)));
   r += fmt::format("kernel overhead  {:>10}       (oneDNN {} on 1 element)\n",
                    units::format_duration(b.overhead_seconds), b.overhead_implementation);
   return r;
@@ -291,7 +312,7 @@ PeakResult gemm_peak(Dt dt, const std::vector<std::int64_t>& sizes, const HostBe
 
 // STREAM's copy and triad (stream.c, McCalpin): arrays first touched by the threads that use them (static
 // schedule, as the kernels), each kernel timed around its parallel loop.
-StreamResult stream(std::int64_t n, int threads, const HostBenchOptions& o) {
+StreamResult stream(std::int64_t n, int threads, const HostBenchOptions& o, int passes = 1) {
   const std::unique_ptr<double[]> a(new double[static_cast<std::size_t>(n)]),
       b(new double[static_cast<std::size_t>(n)]), c(new double[static_cast<std::size_t>(n)]);
   double *pa = a.get(), *pb = b.get(), *pc = c.get();
@@ -312,8 +333,8 @@ StreamResult stream(std::int64_t n, int threads, const HostBenchOptions& o) {
   };
   StreamResult r;
   r.elements = n;
-  r.copy_median_seconds = median_time(o.warmup, o.repeat, copy);
-  r.triad_median_seconds = median_time(o.warmup, o.repeat, triad);
+  r.copy_median_seconds = median_time(o.warmup * passes, o.repeat * passes, copy);
+  r.triad_median_seconds = median_time(o.warmup * passes, o.repeat * passes, triad);
   const double bytes = 8.0 * static_cast<double>(n);
   r.copy_bytes_per_second = 2 * bytes / r.copy_median_seconds;
   r.triad_bytes_per_second = 3 * bytes / r.triad_median_seconds;
@@ -352,6 +373,12 @@ HostBench run_host_bench(const HostBenchOptions& o) {
   std::int64_t bytes = std::max<std::int64_t>(4 * b.cpu.llc_bytes, 64 << 20);
   if (b.cpu.memory_bytes > 0) bytes = std::min(bytes, b.cpu.memory_bytes / 8);  // 3 arrays: 3/8 of memory
   b.stream = stream(bytes / 8, b.threads, o);
+  if (b.cpu.cache_bytes >= (1 << 20)) {
+    // 3 arrays of 1/8 of the cache each; 100x the passes (each is short) for a stable median.
+    const auto in_cache = stream(b.cpu.cache_bytes / 64, b.threads, o, 100);
+    b.cache = {b.cpu.cache_bytes, in_cache.elements, in_cache.triad_median_seconds,
+               in_cache.triad_bytes_per_second};
+  }
 
   dnnl::stream& s = cpu_stream();
   const memory::desc one({1}, Dt::f32, memory::format_tag::a);

@@ -6,6 +6,7 @@
 //   - memory bandwidth: STREAM's copy and triad kernels (McCalpin, https://www.cs.virginia.edu/stream/, bytes
 //     counted as STREAM counts them: copy 16 B, triad 24 B per element of double arrays) on arrays of at
 //     least 4x the last-level caches (at most 1/8 of memory each), with OpenMP on oneDNN's thread count;
+//   - last-level cache bandwidth: STREAM's triad on arrays that fit the cache (the cost model's cache level);
 //   - per-kernel overhead: a oneDNN eltwise primitive on one element, executed and waited for, the analogue
 //     of a GPU kernel launch.
 // Every figure is a median over repetitions after warm-up runs. Compiled with oneDNN and OpenMP (CMake finds
@@ -39,7 +40,10 @@ struct CpuInfo {
   // The last-level caches: the larger of sysfs's (highest level, distinct instances summed) and glibc's
   // sysconf L3 (0: unknown).
   std::int64_t llc_bytes = 0;
-  std::string llc_source;         // both figures, as text
+  std::string llc_source;  // both figures, as text
+  // The last-level cache the threads can use, the device spec's cache capacity: sysfs's sum of the
+  // instances (a VM's glibc may report a whole socket's L3, more than its cores reach), sysconf's without it.
+  std::int64_t cache_bytes = 0;
   std::int64_t memory_bytes = 0;  // physical memory (sysconf)
 };
 CpuInfo read_cpu_info();
@@ -65,12 +69,22 @@ struct StreamResult {
   double triad_bytes_per_second = 0;  // 24 B per element / median
 };
 
+// STREAM's triad on arrays that fit the last-level cache (each 1/8 of cache_bytes: 3/8 of it in all, beyond
+// the private caches where the last level is shared), timed over many passes: the cache's bandwidth.
+struct CacheResult {
+  std::int64_t capacity_bytes = 0;  // CpuInfo::cache_bytes
+  std::int64_t elements = 0;        // per array
+  double triad_median_seconds = 0;
+  double triad_bytes_per_second = 0;  // 24 B per element / median
+};
+
 struct HostBench {
   CpuInfo cpu;
   std::string onednn;  // onednn_description()
   int threads = 0;     // OpenMP threads oneDNN and STREAM use (OMP_NUM_THREADS when set)
   PeakResult f32, bf16;
   StreamResult stream;
+  CacheResult cache;            // capacity 0: not measured (cache size unknown)
   double overhead_seconds = 0;  // median per-primitive time on one element
   std::string overhead_implementation;
   HostBenchOptions options;
@@ -82,8 +96,9 @@ struct HostBench {
 HostBench run_host_bench(const HostBenchOptions& options = {});
 
 // A system YAML (configs/validate/host-cpu.yaml's node, GPU model host-cpu) whose `gpu` figures are the
-// measured ones: peak fp32 (and bf16 when supported), hbm_bandwidth = STREAM triad, launch_overhead = the
-// per-primitive overhead, hbm_capacity = physical memory; a comment header says what was measured, how, on
+// measured ones: peak fp32 (and bf16 when supported), hbm_bandwidth = STREAM triad, cache = {capacity: the
+// last-level cache, bandwidth: the in-cache triad} when measured, launch_overhead = the per-primitive
+// overhead, hbm_capacity = physical memory; a comment header says what was measured, how, on
 // which CPU with how many threads. Numbers carry 6 significant digits in a unit that keeps them >= 1.
 std::string host_system_yaml(const HostBench& bench);
 
