@@ -11,9 +11,11 @@ import argparse
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 STRATA = ""
@@ -48,6 +50,22 @@ sweep:
     nic_bandwidth: [1, 2, 4, 1, 8]
 """
 POINTS, DISTINCT = 5, 4
+# Sixteen points that take a while each (0.1-0.2 s on one core): enough for every rank to get some, and for a
+# rank to be killed half-way.
+BIG = """experiment: mpi_big
+kind: collective-sweep
+op: allreduce
+sizes: 1MiB:16GiB:2
+dtype: fp32
+algorithms: [ring, tree]
+systems:
+  - hw: {hw}
+    nodes: 16
+sweep:
+  scale:
+    nic_bandwidth: [1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5, 5, 5.5, 6, 6.5, 7, 7.5, 8, 8.5]
+"""
+BIG_POINTS = 16
 
 
 def read(path):
@@ -138,11 +156,86 @@ class MpiSweep(unittest.TestCase):
         self.assertEqual(len(self.computed_lines(p.stderr)), DISTINCT, p.stderr)
         self.assert_same_outputs()
 
+    def write_big(self):
+        path = os.path.join(self.tmp.name, "mpi_big.yaml")
+        with open(path, "w") as f:
+            f.write(BIG.format(hw=os.path.join(SOURCE, "configs/hw/dgx-h100.yaml")))
+        return path
+
+    def test_every_rank_computes_and_the_outputs_stay_the_same(self):
+        big = self.write_big()
+        p = subprocess.run([STRATA, "run", big, "--output", "results", "--no-plots"], cwd=self.single,
+                           capture_output=True, text=True, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        p = self.run_mpi(big, "--output", "results", "--no-plots")
+        computed = self.computed_lines(p.stderr)
+        self.assertEqual(sorted(int(i) for i, _ in computed), list(range(BIG_POINTS)), p.stderr)
+        self.assertEqual({r for _, r in computed}, {"0", "1"}, "both ranks compute points:\n" + p.stderr)
+        for name in OUTPUTS:
+            self.assertEqual(read(os.path.join(self.single, "results", "mpi_big", name)),
+                             read(os.path.join(self.mpi, "results", "mpi_big", name)), name)
+
+    def test_a_killed_rank_leaves_complete_points_and_the_rerun_computes_the_rest(self):
+        big = self.write_big()
+        cmd = [MPIRUN, "-np", "2", "--oversubscribe", "--allow-run-as-root", STRATA, "run", big, "--output",
+               "results", "--no-plots"]
+        store = os.path.join(self.mpi, "results", ".store", "mpi_big")
+        job = subprocess.Popen(cmd, cwd=self.mpi, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               env=dict(os.environ, **MPI_ENV))
+        try:
+            victim = None
+            deadline = time.time() + 120
+            # Rank 1 is killed (SIGKILL: no clean-up) once two points are in the store.
+            while time.time() < deadline and job.poll() is None:
+                done = [k for k in os.listdir(store)] if os.path.isdir(store) else []
+                victim = victim or rank_pid(1)
+                if victim and len([k for k in done if not k.startswith(".")]) >= 2:
+                    os.kill(victim, signal.SIGKILL)
+                    break
+                time.sleep(0.02)
+            job.wait(timeout=120)
+        finally:
+            if job.poll() is None:
+                job.kill()
+                job.wait()
+        if victim is None or job.returncode == 0:
+            self.skipTest("the job finished before a rank could be killed")
+        self.assertFalse(os.path.exists(os.path.join(self.mpi, "results", "mpi_big")), "no outputs")
+        kept = sorted(k for k in os.listdir(store) if not k.startswith("."))
+        self.assertGreaterEqual(len(kept), 2)
+        for key in kept:  # complete or absent
+            self.assertTrue(os.path.isfile(os.path.join(store, key, "point.json")), key)
+        again = self.run_mpi(big, "--output", "results", "--no-plots")
+        self.assertEqual(len(self.computed_lines(again.stderr)), BIG_POINTS - len(kept), again.stderr)
+        self.assertEqual(again.stderr.count("from the store"), len(kept), again.stderr)
+        p = subprocess.run([STRATA, "run", big, "--output", "results", "--no-plots"], cwd=self.single,
+                           capture_output=True, text=True, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        for name in ("sweep.csv", "sweep.json"):  # summary.md counts the points computed by each run
+            self.assertEqual(read(os.path.join(self.single, "results", "mpi_big", name)),
+                             read(os.path.join(self.mpi, "results", "mpi_big", name)), name)
+
     def test_an_experiment_without_sweep_is_refused(self):
         quickstart = os.path.join(SOURCE, "configs/experiments/quickstart.yaml")
         p = self.run_mpi(quickstart, "--output", "results", "--no-plots", expect=None)
         self.assertIn("only the points of a sweep", p.stderr)
         self.assertFalse(os.path.exists(os.path.join(self.mpi, "results")))
+
+
+def rank_pid(rank):
+    """The pid of the strata process that is MPI rank `rank` (its environment says so), or None."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv0 = f.read().split(b"\0")[0]
+        except OSError:
+            continue
+        if os.path.realpath(argv0.decode(errors="replace")) == STRATA and \
+                f"OMPI_COMM_WORLD_RANK={rank}".encode() in env and b"OMPI_COMM_WORLD_SIZE=2" in env:
+            return int(pid)
+    return None
 
 
 def main():
