@@ -29,7 +29,9 @@ void add_run_command(CLI::App& app) {
       "SIGTERM "
       "(143) removes it and leaves the previous results as they were. A file with a `sweep:` section runs "
       "the kind once per point (docs/experiments.md, \"Sweeps and what-if studies\"); finished points are "
-      "kept in <output>/.store/ and a re-run computes only the missing ones.");
+      "kept in <output>/.store/ and a re-run computes only the missing ones. Under mpirun (mpirun -np N "
+      "strata run sweep.yaml) the points are shared between the ranks and rank 0 writes the same "
+      "outputs (docs/experiments.md, \"Sweeps on a cluster (MPI)\").");
   run->add_option("experiment", o->file, "Experiment YAML, e.g. configs/experiments/quickstart.yaml")
       ->required();
   run->add_option("--output", o->output, "Root folder for results")->capture_default_str();

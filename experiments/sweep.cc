@@ -360,7 +360,13 @@ SweepOutcome run_worker(SweepRanks& ranks, const ExperimentFile& file, const Run
     failed = std::current_exception();  // rank 0 knows of it; the ranks still end together
   }
   const bool ok = ranks.agree(false);
-  if (failed) std::rethrow_exception(failed);
+  if (failed) {
+    try {
+      std::rethrow_exception(failed);
+    } catch (const std::exception& e) {
+      throw ConfigError(fmt::format("rank {}: {}", ranks.rank(), e.what()));
+    }
+  }
   if (!ok) throw ConfigError(fmt::format("rank {}: the sweep stopped (rank 0 says why)", ranks.rank()));
   outcome.points = sweep ? sweep->size() : 0;
   return outcome;

@@ -215,6 +215,26 @@ class MpiSweep(unittest.TestCase):
             self.assertEqual(read(os.path.join(self.single, "results", "mpi_big", name)),
                              read(os.path.join(self.mpi, "results", "mpi_big", name)), name)
 
+    def test_a_point_that_fails_stops_every_rank_and_the_rerun_computes_the_rest(self):
+        big = self.write_big()
+        dry = subprocess.run([STRATA, "run", "--dry-run", big, "--output", "results"], cwd=self.mpi,
+                             capture_output=True, text=True, timeout=600)
+        key = [l.split()[2] for l in dry.stdout.splitlines()[2:] if l.split()[0] == "5"][0]
+        store = os.path.join(self.mpi, "results", ".store", "mpi_big")
+        os.makedirs(store)
+        with open(os.path.join(store, key), "w") as f:  # point 5 cannot be put in place: it fails on its rank
+            f.write("not a folder\n")
+        p = self.run_mpi(big, "--output", "results", "--no-plots", expect=None)
+        self.assertRegex(p.stderr, r"the sweep stopped: rank [01] failed on point 5: --output: '[^']*" + key +
+                         r"' exists and is not a folder\. The points finished before are kept in the store")
+        self.assertFalse(os.path.exists(os.path.join(self.mpi, "results", "mpi_big")), "no outputs")
+        kept = [k for k in os.listdir(store) if k != key and not k.startswith(".")]
+        for k in kept:
+            self.assertTrue(os.path.isfile(os.path.join(store, k, "point.json")), k)
+        os.remove(os.path.join(store, key))
+        again = self.run_mpi(big, "--output", "results", "--no-plots")
+        self.assertEqual(len(self.computed_lines(again.stderr)), BIG_POINTS - len(kept), again.stderr)
+
     def test_an_experiment_without_sweep_is_refused(self):
         quickstart = os.path.join(SOURCE, "configs/experiments/quickstart.yaml")
         p = self.run_mpi(quickstart, "--output", "results", "--no-plots", expect=None)
