@@ -8,6 +8,7 @@
 
 #include "experiments/cli.h"
 #include "experiments/cli_options.h"
+#include "experiments/cli_validate_replay.h"
 #include "hw/config_error.h"
 #include "hw/system_loader.h"
 #include "hw/units.h"
@@ -47,10 +48,7 @@ void run_calibrate_cost(const CalibrateCostOptions& o) {
                     "'{}' (a system file with gpu: host-cpu, e.g. from strata validate host)",
                     o.hw, gpu.name, validate::kHostCpuDevice));
   const auto suite = validate::calibration_suite(o.quick);
-  const char* omp = std::getenv("OMP_NUM_THREADS");
-  const std::string threads =
-      omp ? fmt::format("OMP_NUM_THREADS={}", omp)
-          : fmt::format("all {} hardware threads", std::thread::hardware_concurrency());
+  const std::string threads = omp_threads_note();
   std::cerr << fmt::format(
       "timing {} microbenchmarks on the CPU with {} ({}); device {} of {}: {} fp32, {}\n", suite.size(),
       validate::onednn_description(), threads, gpu.name, o.hw,

@@ -99,11 +99,8 @@ void run_graphs(const GraphsOptions& o) {
   co.sample = o.sample;
   co.max_path_steps = o.path_steps;
   co.seed = static_cast<std::uint64_t>(o.seed);
-  const char* omp = std::getenv("OMP_NUM_THREADS");
   std::cerr << fmt::format("{} ({} nodes), {} rules, device {}; {} ({})\n", g.name(), g.nodes().size(),
-                           rules.size(), topo.gpu().name, validate::onednn_description(),
-                           omp ? fmt::format("OMP_NUM_THREADS={}", omp)
-                               : fmt::format("all {} hardware threads", std::thread::hardware_concurrency()));
+                           rules.size(), topo.gpu().name, validate::onednn_description(), omp_threads_note());
   const auto set = validate::optimizer_candidates(g, rules, cost, co);
   const auto& cands = set.candidates;
   std::vector<validate::CandidateRow> rows;

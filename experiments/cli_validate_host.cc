@@ -9,6 +9,7 @@
 
 #include "experiments/cli.h"
 #include "experiments/cli_options.h"
+#include "experiments/cli_validate_replay.h"
 #include "hw/config_error.h"
 #include "hw/system_loader.h"
 #include "hw/units.h"
@@ -28,15 +29,11 @@ void run_host(const HostOptions& o) {
   util::check_output_path(o.output);
   if (!validate::host_bench_available())
     throw ConfigError("validate host: " + validate::host_bench_missing());
-  const char* omp = std::getenv("OMP_NUM_THREADS");
   std::cerr << fmt::format(
       "measuring the host CPU ({}): matmul peaks, STREAM copy/triad, per-kernel overhead; {} warm-up + {} "
       "timed runs each, median{}\n",
-      o.threads > 0 ? fmt::format("--threads {}", o.threads)
-      : omp         ? fmt::format("OMP_NUM_THREADS={}", omp)
-                    : fmt::format("all {} hardware threads; set OMP_NUM_THREADS or --threads to change",
-                                  std::thread::hardware_concurrency()),
-      o.warmup, o.repeat, o.quick ? " (--quick: small GEMMs)" : "");
+      o.threads > 0 ? fmt::format("--threads {}", o.threads) : omp_threads_note() + " or --threads", o.warmup,
+      o.repeat, o.quick ? " (--quick: small GEMMs)" : "");
   const auto bench = validate::run_host_bench(
       {.warmup = o.warmup, .repeat = o.repeat, .quick = o.quick, .threads = o.threads});
   std::cout << validate::host_bench_report(bench);

@@ -31,13 +31,6 @@ struct ProfileOptions : ReplayModelOptions {
   int repeat = 20, warmup = 3;
 };
 
-std::string threads_note() {
-  const char* omp = std::getenv("OMP_NUM_THREADS");
-  return omp ? fmt::format("OMP_NUM_THREADS={}", omp)
-             : fmt::format("all {} hardware threads; set OMP_NUM_THREADS to change",
-                           std::thread::hardware_concurrency());
-}
-
 // The cost model of `o.hw` (with `o.cost_params`) against the measured times: per operator and overall.
 void report_cost_model_errors(const ProfileOptions& o, const models::Graph& g,
                               const validate::CpuProfile& p) {
@@ -99,7 +92,7 @@ void run_profile(const ProfileOptions& o) {
   std::cerr << fmt::format(
       "profiling {} ({} nodes) on the host CPU with {} ({}): {} warm-up + {} timed runs "
       "per operator instance, median\n",
-      g.name(), g.nodes().size(), validate::onednn_description(), threads_note(), o.warmup, o.repeat);
+      g.name(), g.nodes().size(), validate::onednn_description(), omp_threads_note(), o.warmup, o.repeat);
   const auto p = validate::profile_on_cpu(
       g, {.warmup = o.warmup, .repeat = o.repeat, .seed = static_cast<std::uint64_t>(o.seed)});
   p.db.save(o.output);
