@@ -448,8 +448,8 @@ std::string targets_section(const Config& c, const Results& r) {
   if (met.empty() && missed.empty())
     md += "not evaluated (no zoo CNN or BERT-base in this grid).\n";
   else
-    md += fmt::format("**{}** ({} of {} models; met: {}; missed: {}).\n", missed.empty() ? "met" : "not met",
-                      met.size(), met.size() + missed.size(),
+    md += fmt::format("**{}** (met on {} of {} models: {}; missed: {}).\n",
+                      missed.empty() ? "met" : "not met", met.size(), met.size() + missed.size(),
                       met.empty() ? "none" : fmt::format("{}", fmt::join(met, ", ")),
                       missed.empty() ? "none" : fmt::format("{}", fmt::join(missed, ", ")));
   if (!c.graphs) {

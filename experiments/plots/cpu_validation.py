@@ -15,6 +15,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 
 
 def read(path):
@@ -66,6 +67,8 @@ def op_errors(out_dir, title, ops):
     for r in ops:
         by_op.setdefault(r["op"], []).append(100 * abs(float(r["error"])))
     names = sorted(by_op)
+    floor = 0.01  # % (log axis: smaller errors are drawn at the floor)
+    by_op = {n: [max(e, floor) for e in v] for n, v in by_op.items()}
     med = [statistics.median(by_op[n]) for n in names]
     lo = [med[i] - min(by_op[n]) for i, n in enumerate(names)]
     hi = [max(by_op[n]) - med[i] for i, n in enumerate(names)]
@@ -76,8 +79,9 @@ def op_errors(out_dir, title, ops):
     ax.axhline(15, color="tab:red", ls="--", lw=1, label="15% target")
     ax.set_xticks(xs)
     ax.set_xticklabels([f"{n}\n({len(by_op[n])})" for n in names], fontsize=7, rotation=30)
-    ax.set_yscale("symlog", linthresh=10)
-    ax.set_ylabel("|predicted / measured - 1| (%)")
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}%"))
+    ax.set_ylabel("|predicted / measured - 1| (log scale)")
     ax.set_xlabel("operator (distinct instances)")
     ax.set_title(f"{title}: per-operator error")
     ax.legend(fontsize=8)
