@@ -7,6 +7,7 @@
 #include "experiments/cli.h"
 #include "experiments/experiment.h"
 #include "experiments/sweep.h"
+#include "experiments/sweep_mpi.h"
 #include "util/interrupt.h"
 
 namespace strata::cli {
@@ -28,7 +29,9 @@ void add_run_command(CLI::App& app) {
       "SIGTERM "
       "(143) removes it and leaves the previous results as they were. A file with a `sweep:` section runs "
       "the kind once per point (docs/experiments.md, \"Sweeps and what-if studies\"); finished points are "
-      "kept in <output>/.store/ and a re-run computes only the missing ones.");
+      "kept in <output>/.store/ and a re-run computes only the missing ones. Under mpirun (mpirun -np N "
+      "strata run sweep.yaml) the points are shared between the ranks and rank 0 writes the same "
+      "outputs (docs/experiments.md, \"Sweeps on a cluster (MPI)\").");
   run->add_option("experiment", o->file, "Experiment YAML, e.g. configs/experiments/quickstart.yaml")
       ->required();
   run->add_option("--output", o->output, "Root folder for results")->capture_default_str();
@@ -39,6 +42,8 @@ void add_run_command(CLI::App& app) {
   run->add_flag("--dry-run", o->dry_run,
                 "List the points of a sweep, their store keys and which are already computed; run nothing");
   run->callback([o] {
+    // Under mpirun the listing and the check are printed once, by rank 0.
+    if ((o->dry_run || o->check) && experiments::mpi_launch().rank > 0) return;
     if (o->dry_run) {
       const auto file = experiments::check_experiment(o->file);
       if (experiments::has_sweep(file))
@@ -56,7 +61,7 @@ void add_run_command(CLI::App& app) {
     // Ctrl-C or SIGTERM: the unfinished set is removed, the previous results stay, exit status 130 / 143.
     util::handle_interrupts();
     const auto dir = experiments::run_experiment(o->file, experiments::RunOptions{o->output, !o->no_plots});
-    std::cout << fmt::format("results written to {}/\n", dir);
+    if (!dir.empty()) std::cout << fmt::format("results written to {}/\n", dir);  // empty: an MPI rank > 0
   });
 }
 

@@ -1,6 +1,6 @@
 // strata validate host: this machine's CPU measured by microbenchmarks (validate/host_bench.h: oneDNN matmul
-// peak FLOP/s, STREAM copy/triad bandwidth, per-primitive overhead) and written as a system YAML whose GPU
-// figures are the measured ones, for `strata model sim --hw FILE` (docs/validate.md §9).
+// peak FLOP/s, STREAM copy/triad bandwidth, last-level cache, per-primitive overhead) and written as a system
+// YAML whose GPU figures are the measured ones, for `strata model sim --hw FILE` (docs/validate.md §9).
 #include <cstdlib>
 #include <iostream>
 #include <thread>
@@ -45,10 +45,14 @@ void run_host(const HostOptions& o) {
   const auto topo = hw::load_system(o.output);
   const auto& gpu = topo.gpu();
   std::cout << fmt::format(
-      "wrote {} (gpu {}: fp32 {:.1f} GFLOP/s, bf16 {:.1f} GFLOP/s{}, memory {}, launch {}); use it with:\n"
+      "wrote {} (gpu {}: fp32 {:.1f} GFLOP/s, bf16 {:.1f} GFLOP/s{}, memory {}, cache {}, launch {}); use it "
+      "with:\n"
       "  strata model sim resnet50 --hw {} --dtype f32\n",
       o.output, gpu.name, gpu.peak_fp32 / 1e9, gpu.peak_flops(hw::DType::kBf16) / 1e9,
       bench.bf16.supported ? "" : " = fp32's, not supported", units::format_bandwidth(gpu.hbm_bandwidth),
+      gpu.cache_capacity > 0 ? fmt::format("{} at {}", units::format_bytes(gpu.cache_capacity),
+                                           units::format_bandwidth(gpu.cache_bandwidth))
+                             : std::string("not measured"),
       units::format_duration(gpu.launch_overhead), o.output);
 }
 
@@ -59,7 +63,8 @@ void add_validate_host_command(CLI::App& validate) {
   auto* cmd = validate.add_subcommand(
       "host",
       "Measure this machine's CPU (oneDNN matmul peak FLOP/s in f32 and bf16, STREAM copy/triad bandwidth,\n"
-      "per-kernel overhead) and write a system YAML whose host-cpu device has the measured figures");
+      "last-level cache bandwidth, per-kernel overhead) and write a system YAML whose host-cpu device has "
+      "the measured figures");
   cmd->add_option("-o,--output", o->output, "System YAML to write")->required();
   add_int_option(*cmd, "--repeat", o->repeat, {1, 100000}, "Timed runs per benchmark (median kept)");
   add_int_option(*cmd, "--warmup", o->warmup, {0, 100000}, "Untimed runs before them");

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "experiments/sweep.h"
+#include "experiments/sweep_mpi.h"
 #include "hw/system_loader_tree.h"
 #include "hw/what_if.h"
 #include "hw/yaml_patch.h"
@@ -340,6 +341,10 @@ void check_experiment_text(std::string_view text, const std::string& path) {
 std::string run_experiment(const std::string& path, const RunOptions& options) {
   const ExperimentFile file = ExperimentFile::load(path);
   if (has_sweep(file)) return run_sweep(file, options).folder;
+  if (const MpiLaunch launch = mpi_launch(); launch.launched && launch.size != 1)
+    throw ConfigError(fmt::format("{}: only the points of a sweep (a `sweep:` section) are shared between MPI "
+                                  "ranks; this {} experiment is one run: start it without mpirun",
+                                  path, file.kind()));
   // The whole file is validated (and its hardware files loaded) before anything runs or is written.
   const auto run_and_report = find_experiment_kind(file.kind())->parse(file);
   ResultsDir out(fs::path(options.output_root) / file.name());

@@ -6,11 +6,14 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "experiments/sweep_mpi.h"
 #include "experiments/sweep_report.h"
 #include "experiments/sweep_spec.h"
 #include "hw/yaml_patch.h"
@@ -167,7 +170,8 @@ const ExperimentKind& kind_of(const ExperimentFile& file, const ExperimentKind* 
 class Progress {
  public:
   Progress(std::size_t total, std::size_t to_compute) : total_(total), to_compute_(to_compute) {}
-  void point_done(std::size_t index, const std::string& label, bool computed, double seconds) {
+  // `rank`: the MPI rank that computed the point (-1: this process, not distributed).
+  void point_done(std::size_t index, const std::string& label, bool computed, double seconds, int rank = -1) {
     ++done_;
     if (computed) ++computed_;
     const double elapsed = clock_.seconds();
@@ -183,9 +187,12 @@ class Progress {
                 << (done_ == total_ ? "\n" : "") << std::flush;
       return;
     }
-    std::cerr << fmt::format(
-        "[sweep {}/{}] point {} ({}): {}; {:.2f} points/s, ETA {}\n", done_, total_, index, label,
-        computed ? fmt::format("computed in {:.2f} s", seconds) : "from the store", rate, eta);
+    std::cerr << fmt::format("[sweep {}/{}] point {} ({}): {}; {:.2f} points/s, ETA {}\n", done_, total_,
+                             index, label,
+                             computed ? fmt::format("computed in {:.2f} s{}", seconds,
+                                                    rank >= 0 ? fmt::format(" on rank {}", rank) : "")
+                                      : "from the store",
+                             rate, eta);
   }
 
  private:
@@ -238,38 +245,144 @@ std::string sweep_dry_run(const ExperimentFile& file, const RunOptions& options)
   return text;
 }
 
-SweepOutcome run_sweep(const ExperimentFile& file, const RunOptions& options, const ExperimentKind* kind) {
-  const std::string text = file_text(file, {});
-  const Sweep sweep(file, text, kind_of(file, kind), options);
-  // Every point is checked (and keyed) before any runs: a bad point stops the sweep before it starts.
+namespace {
+
+// The report of a sweep before it runs: every point checked and keyed (a bad point stops the sweep before
+// it starts) and marked computed when its key is missing from the store and no earlier point has the same
+// key (two points with the same effective configuration share one stored result).
+SweepReport plan(const Sweep& sweep, const ExperimentFile& file, const std::string& text) {
   SweepReport report{&file, text, &sweep.spec(), {}, {}, {}};
-  std::size_t missing = 0;
+  std::set<std::string> seen;
   for (std::size_t i = 0; i < sweep.size(); ++i) {
     report.keys.push_back(sweep.prepare(i).key);
     report.stored.push_back(sweep.stored(report.keys.back()));
-    report.computed.push_back(!sweep.in_store(report.keys.back()));
-    if (report.computed.back()) ++missing;
+    report.computed.push_back(seen.insert(report.keys.back()).second && !sweep.in_store(report.keys.back()));
   }
-  Progress progress(sweep.size(), missing);
+  return report;
+}
+
+std::string write_outputs(const SweepReport& report, const ExperimentFile& file, const RunOptions& options) {
+  ResultsDir out(fs::path(options.output_root) / file.name());
+  write_sweep_report(report, out, options);
+  return out.commit().string();
+}
+
+SweepOutcome run_here(const ExperimentFile& file, const RunOptions& options, const ExperimentKind* kind) {
+  const std::string text = file_text(file, {});
+  const Sweep sweep(file, text, kind_of(file, kind), options);
+  SweepReport report = plan(sweep, file, text);
+  Progress progress(sweep.size(), static_cast<std::size_t>(
+                                      std::count(report.computed.begin(), report.computed.end(), true)));
   SweepOutcome outcome{"", sweep.size(), 0, 0};
   for (std::size_t i = 0; i < sweep.size(); ++i) {
     const util::Stopwatch clock;
-    // Two points with the same effective configuration share one stored result.
-    const bool compute = !sweep.in_store(report.keys[i]);
-    if (compute) {
+    report.computed[i] = !sweep.in_store(report.keys[i]);  // as planned, unless another run stored it since
+    if (report.computed[i]) {
       const PreparedPoint p = sweep.prepare(i);  // parsed again: a prepared point holds its whole config
       sweep.compute(i, p, options);
       ++outcome.computed;
     } else {
       ++outcome.reused;
     }
-    report.computed[i] = compute;
-    progress.point_done(i, point_label(sweep.spec(), i), compute, clock.seconds());
+    progress.point_done(i, point_label(sweep.spec(), i), report.computed[i], clock.seconds());
   }
-  ResultsDir out(fs::path(options.output_root) / file.name());
-  write_sweep_report(report, out, options);
-  outcome.folder = out.commit().string();
+  outcome.folder = write_outputs(report, file, options);
   return outcome;
+}
+
+// Rank 0 of a distributed sweep (sweep_mpi.h): plans, hands out the missing points, computes some itself,
+// checks that every point reached the store and writes the outputs as run_here does.
+SweepOutcome run_rank0(SweepRanks& ranks, const ExperimentFile& file, const RunOptions& options,
+                       const ExperimentKind* kind) {
+  SweepOutcome outcome;
+  bool served = false;
+  try {
+    const std::string text = file_text(file, {});
+    const Sweep sweep(file, text, kind_of(file, kind), options);
+    const SweepReport report = plan(sweep, file, text);
+    std::vector<PointWork> work;
+    for (std::size_t i = 0; i < sweep.size(); ++i)
+      if (report.computed[i]) work.push_back({i, report.keys[i]});
+    outcome = {"", sweep.size(), work.size(), sweep.size() - work.size()};
+    std::cerr << fmt::format("[sweep] {} points, {} to compute on {} MPI ranks\n", sweep.size(), work.size(),
+                             ranks.size());
+    Progress progress(sweep.size(), work.size());
+    for (std::size_t i = 0; i < sweep.size(); ++i)
+      if (!report.computed[i]) progress.point_done(i, point_label(sweep.spec(), i), false, 0);
+    std::vector<int> computed_by(sweep.size(), 0);
+    served = true;
+    ranks.serve(
+        work, [&](const PointWork& w) { sweep.compute(w.index, sweep.prepare(w.index), options); },
+        [&](const PointDone& d) {
+          computed_by[d.index] = d.rank;
+          progress.point_done(d.index, point_label(sweep.spec(), d.index), true, d.seconds, d.rank);
+        });
+    for (const auto& w : work)
+      if (!sweep.in_store(w.key))
+        throw ConfigError(fmt::format(
+            "point {} (key {}), computed by rank {}, is not in the store at '{}': --output must name a "
+            "folder every rank sees (a shared file system)",
+            w.index, w.key, computed_by[w.index], sweep.stored(w.key).string()));
+    outcome.folder = write_outputs(report, file, options);
+  } catch (const std::exception&) {
+    if (!served) ranks.serve({}, {}, {});  // the other ranks are told that there is nothing to compute
+    ranks.agree(false);
+    throw;
+  }
+  ranks.agree(true);
+  return outcome;
+}
+
+// Another rank: computes the points rank 0 hands out, each checked against the key rank 0 derived.
+SweepOutcome run_worker(SweepRanks& ranks, const ExperimentFile& file, const RunOptions& options,
+                        const ExperimentKind* kind) {
+  std::optional<Sweep> sweep;
+  std::exception_ptr cannot_start;
+  try {
+    sweep.emplace(file, file_text(file, {}), kind_of(file, kind), options);
+  } catch (const std::exception&) {
+    cannot_start = std::current_exception();
+  }
+  SweepOutcome outcome;
+  std::exception_ptr failed;
+  try {
+    outcome.computed = ranks.work([&](const PointWork& w) {
+      if (cannot_start) std::rethrow_exception(cannot_start);
+      const PreparedPoint p = sweep->prepare(w.index);
+      if (p.key != w.key)
+        throw ConfigError(fmt::format(
+            "rank {} derives key {} for point {}, rank 0 derives {}: the experiment file or a file it reads "
+            "differs between the ranks, or they run different strata versions",
+            ranks.rank(), p.key, w.index, w.key));
+      sweep->compute(w.index, p, options);
+    });
+  } catch (const std::exception&) {
+    failed = std::current_exception();  // rank 0 knows of it; the ranks still end together
+  }
+  const bool ok = ranks.agree(false);
+  if (failed) {
+    try {
+      std::rethrow_exception(failed);
+    } catch (const std::exception& e) {
+      throw ConfigError(fmt::format("rank {}: {}", ranks.rank(), e.what()));
+    }
+  }
+  if (!ok) throw ConfigError(fmt::format("rank {}: the sweep stopped (rank 0 says why)", ranks.rank()));
+  outcome.points = sweep ? sweep->size() : 0;
+  return outcome;
+}
+
+}  // namespace
+
+SweepOutcome run_sweep(const ExperimentFile& file, const RunOptions& options, const ExperimentKind* kind) {
+  SweepRanks ranks;  // MPI when launched by mpirun (sweep_mpi.h)
+  if (!ranks.distributed()) return run_here(file, options, kind);
+  try {
+    return ranks.rank() == 0 ? run_rank0(ranks, file, options, kind) : run_worker(ranks, file, options, kind);
+  } catch (const std::exception& e) {
+    if (!ranks.finished()) ranks.abort(e.what());  // the other ranks would wait for this one
+    throw;
+  }
 }
 
 }  // namespace strata::experiments

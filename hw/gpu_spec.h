@@ -34,8 +34,9 @@ struct GpuSpec {
   std::string nvlink_kind;     // link-kind name of its NVLink generation ("" if none)
   std::string host_link_kind;  // link-kind name of its PCIe host interface
   // A cache in front of that memory, for devices whose kernels run from cache (a CPU's last-level cache:
-  // `strata validate host` measures it). A kernel's first `cache_capacity` bytes move at `cache_bandwidth`,
-  // the rest at hbm_bandwidth (models/cost/cost_model.h). 0: not modelled (the GPU catalogue entries).
+  // `strata validate host` measures it). A kernel whose bytes fit in `cache_capacity` moves them at
+  // `cache_bandwidth`, a larger one at hbm_bandwidth (models/cost/cost_model.h). 0: not modelled (the GPU
+  // catalogue entries).
   double cache_capacity = 0;   // bytes
   double cache_bandwidth = 0;  // bytes/s
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -10,6 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -159,6 +161,13 @@ std::string host_system_yaml(const HostBench& b) {
   h += fmt::format(
       "# launch_overhead: a oneDNN eltwise primitive on 1 element, executed and waited for ({})\n",
       b.overhead_implementation);
+  h += "# cache: STREAM triad on working sets up to twice the last-level cache; bandwidth = the best "
+       "in-cache\n"
+       "#   rate, capacity = the largest working set at >= the geometric mean of it and hbm_bandwidth:";
+  for (const auto& x : b.cache.samples)
+    h += fmt::format(" {}: {:.1f}", units::format_bytes(static_cast<double>(x.working_set)),
+                     x.bytes_per_second / 1e9);
+  h += " GB/s\n";
   h += "# hbm_capacity: physical memory (sysconf); fp64 and the other dtypes stay the catalogue's.\n";
   std::string peak = fmt::format("fp32: {}", flops_text(b.f32.flops));
   if (b.bf16.supported) peak += fmt::format(", bf16: {}", flops_text(b.bf16.flops));
@@ -167,6 +176,9 @@ std::string host_system_yaml(const HostBench& b) {
                   peak, bandwidth_text(b.stream.triad_bytes_per_second), duration_text(b.overhead_seconds));
   if (b.cpu.memory_bytes >= (1 << 20))
     gpu += fmt::format("  hbm_capacity: {} MiB\n", b.cpu.memory_bytes >> 20);
+  if (b.cache.capacity > 0)
+    gpu += fmt::format("  cache: {{capacity: {} KiB, bandwidth: {}}}\n",
+                       static_cast<std::int64_t>(b.cache.capacity) >> 10, bandwidth_text(b.cache.bandwidth));
   return h +
          "name: host-cpu-measured\n"
          "description: the host CPU as one device, figures measured by strata validate host\n" +
@@ -200,6 +212,14 @@ std::string host_bench_report(const HostBench& b) {
                    b.stream.triad_bytes_per_second / 1e9,
                    units::format_duration(b.stream.triad_median_seconds), b.stream.elements,
                    units::format_bytes(static_cast<double>(b.cpu.llc_bytes)));
+  for (const auto& x : b.cache.samples)
+    r += fmt::format("  triad working set {:>10}  {:>8.2f} GB/s\n",
+                     units::format_bytes(static_cast<double>(x.working_set)), x.bytes_per_second / 1e9);
+  if (b.cache.capacity > 0)
+    r += fmt::format("cache level      {:>10.2f} GB/s  up to {} (cost model: gpu.cache)\n",
+                     b.cache.bandwidth / 1e9, units::format_bytes(b.cache.capacity));
+  else
+    r += "cache level      none faster than memory measured\n";
   r += fmt::format("kernel overhead  {:>10}       (oneDNN {} on 1 element)\n",
                    units::format_duration(b.overhead_seconds), b.overhead_implementation);
   return r;
@@ -322,6 +342,43 @@ StreamResult stream(std::int64_t n, int threads, const HostBenchOptions& o) {
   return r;
 }
 
+// STREAM triad on working sets from 192 KiB to twice the last-level cache (doubling), `passes` kernel runs
+// per timed run so that small sets still run ~1 ms; then the cache level (host_bench.h, CacheResult).
+CacheResult cache_curve(std::int64_t llc_bytes, double memory_bytes_per_second, int threads,
+                        const HostBenchOptions& o) {
+  CacheResult r;
+  const std::int64_t top = std::max<std::int64_t>(2 * llc_bytes, 8 << 20);
+  for (std::int64_t set = 192 << 10; set <= top; set *= 2) {
+    const std::int64_t n = set / 24;  // 3 arrays of doubles
+    std::vector<double> a(static_cast<std::size_t>(n), 1.0), b(static_cast<std::size_t>(n), 2.0),
+        c(static_cast<std::size_t>(n), 0.5);
+    double *pa = a.data(), *pb = b.data(), *pc = c.data();
+    const int passes = static_cast<int>(std::max<std::int64_t>(1, (std::int64_t{16} << 20) / set));
+    const double q = 3.0;
+    // One parallel region for all passes (a region per pass costs more than a pass over 192 KiB); the same
+    // static schedule gives every thread the same slice each pass, so its slice stays in its own cache.
+    const double t = median_time(o.warmup, o.repeat, [&] {
+#pragma omp parallel num_threads(threads)
+      for (int p = 0; p < passes; ++p) {
+#pragma omp for schedule(static)
+        for (std::int64_t j = 0; j < n; ++j) pa[j] = pb[j] + q * pc[j];
+      }
+    });
+    r.samples.push_back({24 * n, 24.0 * static_cast<double>(n) * passes / t});
+  }
+  for (const auto& x : r.samples)
+    if (x.working_set <= std::max<std::int64_t>(llc_bytes, 1 << 20))
+      r.bandwidth = std::max(r.bandwidth, x.bytes_per_second);
+  if (r.bandwidth <= memory_bytes_per_second) {
+    r.bandwidth = 0;
+    return r;
+  }
+  const double threshold = std::sqrt(r.bandwidth * memory_bytes_per_second);
+  for (const auto& x : r.samples)
+    if (x.bytes_per_second >= threshold) r.capacity = static_cast<double>(x.working_set);
+  return r;
+}
+
 }  // namespace
 
 bool host_bench_available() {
@@ -352,6 +409,7 @@ HostBench run_host_bench(const HostBenchOptions& o) {
   std::int64_t bytes = std::max<std::int64_t>(4 * b.cpu.llc_bytes, 64 << 20);
   if (b.cpu.memory_bytes > 0) bytes = std::min(bytes, b.cpu.memory_bytes / 8);  // 3 arrays: 3/8 of memory
   b.stream = stream(bytes / 8, b.threads, o);
+  b.cache = cache_curve(b.cpu.llc_bytes, b.stream.triad_bytes_per_second, b.threads, o);
 
   dnnl::stream& s = cpu_stream();
   const memory::desc one({1}, Dt::f32, memory::format_tag::a);

@@ -65,12 +65,28 @@ struct StreamResult {
   double triad_bytes_per_second = 0;  // 24 B per element / median
 };
 
+// STREAM triad from cache: the bandwidth at working sets (3 arrays) from 192 KiB up to twice the last-level
+// cache, and from it the cache level the cost model reads (gpu.cache: the first `capacity` bytes of a kernel
+// move at `bandwidth`, models/cost/cost_model.h). bandwidth = the best in-cache rate; capacity = the largest
+// working set that still runs at least at the geometric mean of that rate and the memory's (STREAM, above):
+// past it most of the data comes from memory. Small working sets repeat the kernel inside one timed run so
+// that a run lasts at least ~1 ms.
+struct CacheSample {
+  std::int64_t working_set = 0;  // bytes (3 arrays)
+  double bytes_per_second = 0;
+};
+struct CacheResult {
+  std::vector<CacheSample> samples;
+  double capacity = 0, bandwidth = 0;  // 0: no working set ran faster than memory
+};
+
 struct HostBench {
   CpuInfo cpu;
   std::string onednn;  // onednn_description()
   int threads = 0;     // OpenMP threads oneDNN and STREAM use (OMP_NUM_THREADS when set)
   PeakResult f32, bf16;
   StreamResult stream;
+  CacheResult cache;
   double overhead_seconds = 0;  // median per-primitive time on one element
   std::string overhead_implementation;
   HostBenchOptions options;

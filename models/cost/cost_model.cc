@@ -111,11 +111,13 @@ OpCost CostModel::node_cost(const Graph& g, const Node& n, const hw::GpuSpec& gp
   }
   const auto& eff = params_.efficiency(*n.op);
   const double peak = gpu.peak_flops(compute);
-  // With a cache level (a CPU's last-level cache), the bytes up to its capacity move at its bandwidth and
-  // only the rest at the memory's: continuous in the kernel's size, so the efficiency fit sees no jump.
-  const double cached = gpu.cache_bandwidth > 0 ? std::min(c.bytes, gpu.cache_capacity) : 0.0;
-  const double tc_ideal = c.flops / peak, tm_ideal = (cached > 0 ? cached / gpu.cache_bandwidth : 0.0) +
-                                                     (c.bytes - cached) / gpu.hbm_bandwidth;
+  // With a cache level (a CPU's last-level cache), a kernel whose bytes fit in it moves them at the cache's
+  // bandwidth; a larger one at the memory's, all of it: kernels sweep their operands in order, and under LRU
+  // a sweep larger than the cache evicts its own lines before they are used again (a measured kernel is run
+  // repeatedly, as are a model's layers on their producers' outputs).
+  const bool in_cache = gpu.cache_bandwidth > 0 && c.bytes <= gpu.cache_capacity;
+  const double tc_ideal = c.flops / peak,
+               tm_ideal = c.bytes / (in_cache ? gpu.cache_bandwidth : gpu.hbm_bandwidth);
   const double tc =
       c.flops > 0 ? tc_ideal / (eff.compute.at(tc_ideal) * grouped_conv_tile_utilization(g, n)) : 0.0;
   const double tm = c.bytes > 0 ? tm_ideal / eff.memory.at(tm_ideal) : 0.0;

@@ -1,5 +1,5 @@
 // Per-operator time on one GPU. A roofline — FLOPs over (peak x efficiency) against bytes over (HBM
-// bandwidth x efficiency; with a cache level in the device spec, the first cache_capacity bytes at the cache's
+// bandwidth x efficiency; with a cache level in the device spec, kernels whose bytes fit in it at the cache's
 // bandwidth), plus the launch overhead — with efficiencies that depend on the operator kind
 // and saturate with kernel size (small kernels cannot fill the GPU). A measured-profile database
 // (JSON, docs/models.md; measured outside strata) overrides the roofline wherever it has an entry for the

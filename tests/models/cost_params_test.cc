@@ -133,25 +133,29 @@ TEST(CostParams, ParametersOfOneDeviceAreRefusedOnAnother) {
 namespace strata::models {
 namespace {
 
-TEST(CostParams, CacheLevelCarriesTheFirstBytesAtItsBandwidth) {
+TEST(CostParams, CacheLevelCarriesKernelsThatFitAtItsBandwidth) {
   hw::GpuSpec gpu = *hw::find_gpu("host-cpu");  // 10 GB/s memory
   gpu.cache_capacity = 1 << 20;                 // 1 MiB at 100 GB/s
   gpu.cache_bandwidth = 100e9;
   auto params = RooflineParams::defaults();
   params.by_kind[static_cast<std::size_t>(OpKind::kElementwise)] = {{1.0, 0}, {1.0, 0}};
   const CostModel cost(gpu, params);
-  // relu of 2^18 floats: 1 MiB read + 1 MiB written = 2 MiB; 1 MiB from cache, 1 MiB from memory.
+  // relu of 2^18 floats: 1 MiB read + 1 MiB written = 2 MiB, more than the cache: all from memory.
   Graph g("relu");
   g.mark_output(g.add("relu", {g.add_input("x", TensorType{{512, 512}, DType::kF32})}));
   const double mib = 1 << 20;
-  EXPECT_NEAR(cost.node_cost(g, g.node(0)).seconds, mib / 100e9 + mib / 10e9, 1e-15);
-  // Smaller than the cache: all at the cache's bandwidth.
+  EXPECT_NEAR(cost.node_cost(g, g.node(0)).seconds, 2 * mib / 10e9, 1e-15);
+  // 2^16 floats: 0.5 MiB in all, within the cache: at the cache's bandwidth.
   Graph small("relu");
   small.mark_output(small.add("relu", {small.add_input("x", TensorType{{256, 256}, DType::kF32})}));
   EXPECT_NEAR(cost.node_cost(small, small.node(0)).seconds, 0.5 * mib / 100e9, 1e-15);
+  // Exactly the capacity (2^17 floats, 1 MiB) still fits.
+  Graph edge("relu");
+  edge.mark_output(edge.add("relu", {edge.add_input("x", TensorType{{256, 512}, DType::kF32})}));
+  EXPECT_NEAR(cost.node_cost(edge, edge.node(0)).seconds, mib / 100e9, 1e-15);
   // Without a cache level (every catalogue GPU): memory bandwidth only.
   const CostModel plain(*hw::find_gpu("host-cpu"), params);
-  EXPECT_NEAR(plain.node_cost(g, g.node(0)).seconds, 2 * mib / 10e9, 1e-15);
+  EXPECT_NEAR(plain.node_cost(small, small.node(0)).seconds, 0.5 * mib / 10e9, 1e-15);
 }
 
 }  // namespace

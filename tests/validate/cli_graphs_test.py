@@ -2,7 +2,8 @@
 """`strata validate graphs` end to end (docs/validate.md §10) on a small transformer: the command exits 0,
 writes one CSV row per printed candidate with the original first, every candidate equivalent, the three
 repeats of the whole-graph time and of the sum of node medians in each row and their medians as the measured
-(ranked) time and the node sum; the same seed draws the same candidates;
+(ranked) time and the node sum; the same seed draws the same candidates (eqsat's aside: its ILP extraction
+has a wall-clock limit);
 `--device cuda` is refused with exit status 2 and no file written. Reports itself skipped (exit 77) when strata
 was built without oneDNN.
 
@@ -65,9 +66,20 @@ with tempfile.TemporaryDirectory() as tmp:
     again = os.path.join(tmp, "again.csv")
     rc, out, err = run("validate", "graphs", "--model", MODEL, "--sample", "3", "--repeat", "1", "--node-repeat",
                        "1", "--warmup", "0", "-o", again)
-    names_again = [r["candidate"] + r["how"] for r in csv.DictReader(open(again))] if rc == 0 else []
-    if names_again != [r["candidate"] + r["how"] for r in rows]:
-        failures.append(f"the same seed drew different candidates: {names_again}")
+    def deterministic(table):
+        # Eqsat's result depends on the machine's speed where Z3's ILP extraction hits its time limit
+        # (docs/validate.md §10; seen on a loaded 2-core machine), so it is left out: its own row, and its
+        # name where it equals another candidate.
+        out = []
+        for r in table:
+            name = " = ".join(n for n in r["candidate"].split(" = ") if n != "eqsat")
+            if name:
+                out.append(name + " | " + r["how"])
+        return out
+
+    names_again = deterministic(csv.DictReader(open(again))) if rc == 0 else []
+    if names_again != deterministic(rows):
+        failures.append(f"the same seed drew different candidates: {names_again} vs {deterministic(rows)}")
 
 for f in failures:
     print("FAIL:", f)

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """`strata validate host --quick` end to end (docs/validate.md §9): it prints the measurements and writes a
-system YAML whose comment header names this CPU (/proc/cpuinfo, read here) and the thread count, and whose
-gpu figures are the printed ones; `strata model sim resnet50 --hw FILE --dtype f32` loads it, runs on host-cpu
+system YAML whose comment header names this CPU (/proc/cpuinfo, read here) and the thread count, whose
+gpu figures are the printed ones, and whose cache level is one of the measured working sets (192 KiB doubling, up to twice
+cpu0's last-level cache: sysfs, read here) at a bandwidth above memory's; `strata model sim resnet50 --hw FILE --dtype f32` loads it, runs on host-cpu
 with the machine's memory as its capacity (sysconf, read here) and predicts a different time than the
 catalogue's host-cpu; a missing output folder and --repeat 0 exit with status 2 and write nothing. Reports
 itself skipped (exit 77) when strata was built without oneDNN or OpenMP.
@@ -56,15 +57,40 @@ with tempfile.TemporaryDirectory() as tmp:
     printed_triad = number(r"STREAM triad\s+([\d.]+) GB/s", out)
     yaml_f32 = re.search(r"fp32: ([\d.e+]+) (GFLOPS|TFLOPS)", yaml)
     yaml_bw = re.search(r"hbm_bandwidth: ([\d.e+]+) (GB/s|TB/s)", yaml)
+    bw = float(yaml_bw.group(1)) * (1 if yaml_bw.group(2) == "GB/s" else 1e3) if yaml_bw else None
     if not (printed_f32 and printed_triad and yaml_f32 and yaml_bw):
         failures.append(f"figures missing: {out!r} {yaml!r}")
     else:
         f32 = float(yaml_f32.group(1)) * (1 if yaml_f32.group(2) == "GFLOPS" else 1e3)
-        bw = float(yaml_bw.group(1)) * (1 if yaml_bw.group(2) == "GB/s" else 1e3)
         if abs(f32 - printed_f32) > 0.051 or abs(bw - printed_triad) > 0.0051:
             failures.append(f"YAML fp32 {f32} GFLOPS / {bw} GB/s differ from printed {printed_f32} / {printed_triad}")
     if "launch_overhead:" not in yaml or "model: host-cpu" not in yaml:
         failures.append(f"gpu entry incomplete: {yaml!r}")
+    # The cache level: at least the last-level cache sysfs lists for cpu0, at a bandwidth above memory's.
+    cache = re.search(r"cache: \{capacity: (\d+) (MiB|KiB|B), bandwidth: ([\d.e+]+) (GB/s|TB/s)\}", yaml)
+    levels = []
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    if os.path.isdir(base):
+        for idx in os.listdir(base):
+            try:
+                level = int(open(f"{base}/{idx}/level").read())
+                size = open(f"{base}/{idx}/size").read().strip()
+                levels.append((level, int(size[:-1]) * {"K": 2**10, "M": 2**20}[size[-1]]))
+            except (OSError, ValueError, KeyError):
+                continue
+    if levels:
+        llc = max(levels)[1]
+        if not cache:
+            failures.append(f"no cache level in the YAML: {yaml!r}")
+        else:
+            capacity = int(cache.group(1)) * {"MiB": 2**20, "KiB": 2**10, "B": 1}[cache.group(2)]
+            cache_bw = float(cache.group(3)) * (1 if cache.group(4) == "GB/s" else 1e3)
+            # The effective capacity is one of the curve's working sets: 192 KiB x 2^k, at most twice the cache.
+            if capacity % (192 * 2**10) or (capacity // (192 * 2**10)) & (capacity // (192 * 2**10) - 1) \
+                    or capacity > 2 * max(llc, 8 * 2**20):
+                failures.append(f"cache capacity {capacity} B is not a working set of the curve up to 2x {llc} B")
+            if bw is not None and cache_bw <= bw:
+                failures.append(f"cache bandwidth {cache_bw} GB/s not above memory's {bw} GB/s")
 
     rc, sim, err = run("model", "sim", "resnet50", "--hw", out_file, "--dtype", "f32")
     rc2, sim_catalogue, _ = run("model", "sim", "resnet50", "--hw", "configs/validate/host-cpu.yaml", "--dtype",

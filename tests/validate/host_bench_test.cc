@@ -87,6 +87,19 @@ TEST(HostBench, MeasuredFiguresArePlausibleAndTheirYamlLoads) {
   EXPECT_GE(8 * b.stream.elements, std::min(4 * b.cpu.llc_bytes, b.cpu.memory_bytes / 8) - 8);
   EXPECT_GT(b.overhead_seconds, 0);
   EXPECT_LT(b.overhead_seconds, 1e-3);
+  // The cache curve: doubling working sets from 192 KiB to at least twice the last-level cache; the cache
+  // level, when one was found, is the best in-cache rate (faster than memory) and one of the working sets.
+  ASSERT_GE(b.cache.samples.size(), 2u);
+  EXPECT_EQ(b.cache.samples.front().working_set, 192 << 10);
+  for (std::size_t i = 1; i < b.cache.samples.size(); ++i)
+    EXPECT_EQ(b.cache.samples[i].working_set, 2 * b.cache.samples[i - 1].working_set);
+  EXPECT_GE(b.cache.samples.back().working_set, std::max<std::int64_t>(2 * b.cpu.llc_bytes, 8 << 20) / 2);
+  if (b.cache.capacity > 0) {
+    EXPECT_GT(b.cache.bandwidth, b.stream.triad_bytes_per_second);
+    bool is_sample = false;
+    for (const auto& x : b.cache.samples) is_sample |= static_cast<double>(x.working_set) == b.cache.capacity;
+    EXPECT_TRUE(is_sample);
+  }
   if (cpuinfo().find("model name") != std::string::npos) {
     EXPECT_FALSE(b.cpu.model.empty());
     EXPECT_NE(cpuinfo().find("model name\t: " + b.cpu.model), std::string::npos);
@@ -114,6 +127,7 @@ TEST(HostBench, YamlRoundTripsThroughLoadSystem) {
   b.bf16 = {true, "brg:avx512_core_bf16", "", {}, 1.23456789e12};
   b.stream = {16 << 20, 0.01, 0.015, 26.8435456e9, 26.8435456e9};
   b.overhead_seconds = 0.87654321e-6;
+  b.cache = {{{196608, 90e9}, {393216, 88e9}}, 3 << 20, 90.1234567e9};
   const auto text = host_system_yaml(b);
   // The header names the CPU, the thread count and what was measured.
   EXPECT_NE(text.find("# CPU: Example CPU @ 2.00GHz"), std::string::npos) << text;
@@ -128,10 +142,13 @@ TEST(HostBench, YamlRoundTripsThroughLoadSystem) {
   EXPECT_DOUBLE_EQ(g.hbm_bandwidth, 26.8435e9);
   EXPECT_DOUBLE_EQ(g.launch_overhead, 876.543e-9);
   EXPECT_DOUBLE_EQ(g.hbm_capacity, 24.0 * (1 << 30));
+  EXPECT_DOUBLE_EQ(g.cache_capacity, 3.0 * (1 << 20));  // written in KiB
+  EXPECT_DOUBLE_EQ(g.cache_bandwidth, 90.1235e9);
   // fp64 stays the catalogue's.
   EXPECT_DOUBLE_EQ(g.peak_fp64, hw::find_gpu("host-cpu")->peak_fp64);
 
   // bf16 not supported: left out, so the catalogue's (none: the fp32 rate) applies.
+  b.cache = {};  // no cache level measured: none written, none modelled
   b.bf16 = {
       false, "ref:any", "oneDNN's only matmul for it on this CPU is its reference implementation", {}, 0};
   std::ofstream(path) << host_system_yaml(b);
@@ -139,6 +156,7 @@ TEST(HostBench, YamlRoundTripsThroughLoadSystem) {
   std::filesystem::remove(path);
   EXPECT_DOUBLE_EQ(topo.gpu().peak_bf16, hw::find_gpu("host-cpu")->peak_bf16);
   EXPECT_DOUBLE_EQ(topo.gpu().peak_flops(hw::DType::kBf16), 123.457e9);
+  EXPECT_EQ(topo.gpu().cache_capacity, 0);
 }
 
 TEST(HostBench, BadOptionsAreRefused) {
