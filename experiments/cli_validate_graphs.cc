@@ -102,40 +102,18 @@ void run_graphs(const GraphsOptions& o) {
   std::cerr << fmt::format("{} ({} nodes), {} rules, device {}; {} ({})\n", g.name(), g.nodes().size(),
                            rules.size(), topo.gpu().name, validate::onednn_description(), omp_threads_note());
   const auto set = validate::optimizer_candidates(g, rules, cost, co);
-  const auto& cands = set.candidates;
-  std::vector<validate::CandidateRow> rows;
-  for (std::size_t i = 0; i < cands.size(); ++i) {
-    const auto& c = cands[i];
-    const auto check = validate::check_equivalent(cands[0].graph, c.graph, o.tolerance);
-    if (!check.pass) std::cerr << fmt::format("NOT EQUIVALENT: {} ({}): {}\n", c.name, c.how, check.failure);
-    rows.push_back({c.name,
-                    c.how,
-                    c.graph.nodes().size(),
-                    ss::graph_cost(c.graph, cost),
-                    {},
-                    {},
-                    check.pass,
-                    check.max_rel_error});
-  }
-  // Rounds interleave the candidates, so slow drift of the machine (another process, frequency) spreads over
-  // all of them instead of biasing the ones measured last.
-  const validate::TimingOptions timing{.warmup = o.warmup, .repeat = o.node_repeat, .seed = 0};
-  for (int round = 0; round < o.repeat; ++round)
-    for (auto& row : rows) {
-      if (!row.equivalent) continue;
-      const auto& c = cands[static_cast<std::size_t>(&row - rows.data())];
-      row.measured_runs.push_back(validate::measure_whole_graph_seconds(c.graph, timing));
-      row.node_sum_runs.push_back(validate::measure_graph_seconds(c.graph, timing));
-      std::cerr << fmt::format("round {}/{}: {} whole graph {:.4f} ms, sum of node medians {:.4f} ms\n",
-                               round + 1, o.repeat, row.name, row.measured_runs.back() * 1e3,
-                               row.node_sum_runs.back() * 1e3);
-    }
+  validate::CandidateCheckOptions check;
+  check.timing = {.warmup = o.warmup, .repeat = o.node_repeat, .seed = 0};
+  check.repeat = o.repeat;
+  check.tolerance = o.tolerance;
+  check.log = [](std::string_view line) { std::cerr << line << "\n"; };
+  const auto report = validate::check_candidates(set, cost, check);
   std::cout << fmt::format(
       "model {}: {} candidates; predicted by the cost model on {} (f32), measured (weight-only nodes folded) "
       "as the whole graph's time (median of {} passes after 1 + {} untimed ones; ranked) and as the sum of "
       "node medians ({} warm-up + {} timed runs per distinct operator instance), {} repeats\n",
-      g.name(), rows.size(), topo.gpu().name, o.node_repeat, o.warmup, o.warmup, o.node_repeat, o.repeat);
-  const auto report = validate::summarize_candidates(std::move(rows), 0, set.backtrack, set.eqsat);
+      g.name(), report.rows.size(), topo.gpu().name, o.node_repeat, o.warmup, o.warmup, o.node_repeat,
+      o.repeat);
   print_report(report, o.output);
   if (report.ranked != static_cast<int>(report.rows.size()))
     throw std::runtime_error(

@@ -9,6 +9,7 @@ ExperimentKind p2_reproduction_kind();   // p2_reproduction.cc
 ExperimentKind subst_optimizers_kind();  // subst_optimizers.cc
 ExperimentKind parallel_sweep_kind();    // parallel_sweep.cc
 ExperimentKind emulated_validation_kind();  // emulated_validation.cc
+ExperimentKind cpu_validation_kind();  // cpu_validation.cc
 
 const std::vector<ExperimentKind>& experiment_kinds() {
   static const std::vector<ExperimentKind> kinds{
@@ -17,6 +18,7 @@ const std::vector<ExperimentKind>& experiment_kinds() {
       subst_optimizers_kind(),
       parallel_sweep_kind(),
       emulated_validation_kind(),
+      cpu_validation_kind(),
   };
   return kinds;
 }

@@ -251,3 +251,39 @@ GraphCheckReport summarize_candidates(std::vector<CandidateRow> rows, std::size_
 }
 
 }  // namespace strata::validate
+
+namespace strata::validate {
+
+GraphCheckReport check_candidates(const CandidateSet& set, const models::CostModel& cost,
+                                  const CandidateCheckOptions& options) {
+  const auto log = [&](const std::string& line) {
+    if (options.log) options.log(line);
+  };
+  const auto& cands = set.candidates;
+  std::vector<CandidateRow> rows;
+  for (const auto& c : cands) {
+    const auto check = check_equivalent(cands[0].graph, c.graph, options.tolerance);
+    if (!check.pass) log(fmt::format("NOT EQUIVALENT: {} ({}): {}", c.name, c.how, check.failure));
+    rows.push_back({c.name,
+                    c.how,
+                    c.graph.nodes().size(),
+                    ss::graph_cost(c.graph, cost),
+                    {},
+                    {},
+                    check.pass,
+                    check.max_rel_error});
+  }
+  for (int round = 0; round < options.repeat; ++round)
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      auto& row = rows[i];
+      if (!row.equivalent) continue;
+      row.measured_runs.push_back(measure_whole_graph_seconds(cands[i].graph, options.timing));
+      row.node_sum_runs.push_back(measure_graph_seconds(cands[i].graph, options.timing));
+      log(fmt::format("round {}/{}: {} whole graph {:.4f} ms, sum of node medians {:.4f} ms", round + 1,
+                      options.repeat, row.name, row.measured_runs.back() * 1e3,
+                      row.node_sum_runs.back() * 1e3));
+    }
+  return summarize_candidates(std::move(rows), 0, set.backtrack, set.eqsat);
+}
+
+}  // namespace strata::validate

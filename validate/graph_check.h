@@ -7,8 +7,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "models/cost/cost_model.h"
@@ -110,5 +112,22 @@ struct GraphCheckReport {
 // The statistics of a candidate table (rows in any order; `original`, `backtrack`, `eqsat` index it).
 GraphCheckReport summarize_candidates(std::vector<CandidateRow> rows, std::size_t original,
                                       std::size_t backtrack, std::size_t eqsat);
+
+// How check_candidates measures: `timing` is one measurement (whole-graph passes, or runs per operator
+// instance), `repeat` measurements of every candidate both ways, the candidates interleaved (round 1 over
+// all, then round 2, ...) so slow drift of the machine spreads over all of them.
+struct CandidateCheckOptions {
+  TimingOptions timing{.warmup = 2, .repeat = 10, .seed = 0};
+  int repeat = 3;
+  double tolerance = 1e-3;                    // check_equivalent's
+  std::function<void(std::string_view)> log;  // progress lines (may be empty)
+};
+
+// What `strata validate graphs` and the cpu-validation experiment kind do with a candidate set: every
+// candidate predicted (search::subst::graph_cost under `cost`), checked against the original
+// (check_equivalent; one that fails is logged "NOT EQUIVALENT: ..." and not measured), measured `repeat`
+// times both ways, then summarize_candidates.
+GraphCheckReport check_candidates(const CandidateSet& set, const models::CostModel& cost,
+                                  const CandidateCheckOptions& options);
 
 }  // namespace strata::validate
