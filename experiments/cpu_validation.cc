@@ -145,7 +145,7 @@ void parse_cost(const ExperimentFile& file, Config& c) {
     if (c.params.device != c.gpu.name)
       throw p->error(fmt::format("the parameters were fitted on '{}', the system's device is '{}'",
                                  c.params.device, c.gpu.name));
-    c.cost_params_label = "cost parameters " + p->as_string();
+    c.cost_params_label = p->as_string();
   }
   if (c.calibrate != Calibrate::kNo)
     c.cost_params_label = fmt::format("fitted in this run ({} calibration suite)",
