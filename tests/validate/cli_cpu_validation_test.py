@@ -177,7 +177,7 @@ with tempfile.TemporaryDirectory() as tmp:
                     abs(float(s["regret"]) - regret) > 1e-3:
                 failures.append(f"graph_stats {s} vs recomputed top-1 {top1}, regret {regret}")
         summary2 = open(os.path.join(res2, "summary.md")).read()
-        if f"cost parameters {params_file}" not in summary2 or "always top-3: **" not in summary2:
+        if f"Cost parameters: {params_file}" not in summary2 or "always top-3: **" not in summary2:
             failures.append("graphs summary lacks the parameters' origin or the ranking targets")
 
 for f in failures:
