@@ -24,7 +24,7 @@ void BM_SynthesizeThreeLevel(benchmark::State& state) {
 }
 BENCHMARK(BM_SynthesizeThreeLevel)->Unit(benchmark::kMillisecond);
 
-// The grid of configs/experiments/p2_reproduction.yaml (P2, Xie et al., MLSys 2022, section 4).
+// The grid of configs/experiments/repro/p2.yaml (P2, Xie et al., MLSys 2022, section 4).
 void BM_P2Grid(benchmark::State& state) {
   struct System {
     std::string hw;

@@ -48,6 +48,14 @@ def src(path):
     return os.path.join(SOURCE, path)
 
 
+def shipped_experiments():
+    """Every experiment file under configs/experiments/, its folders (repro/, ...) included, sorted."""
+    found = []
+    for root, _, names in os.walk(src("configs/experiments")):
+        found += [os.path.join(root, n) for n in names if n.endswith(".yaml")]
+    return sorted(found)
+
+
 def yaml_scalar(path, key):
     """The value of `key: value` in a hardware YAML (flow or block style), as text."""
     text = read_text(path)
@@ -139,8 +147,8 @@ class HelpOfEveryCommand(unittest.TestCase):
         for kind in ["collective-sweep", "p2-reproduction", "subst-optimizers"]:
             self.assertIn(kind, r.out)
         # every kind used by a shipped experiment is listed
-        for f in os.listdir(src("configs/experiments")):
-            self.assertIn(yaml_scalar(src("configs/experiments/" + f), "kind"), r.out)
+        for f in shipped_experiments():
+            self.assertIn(yaml_scalar(f, "kind"), r.out)
 
     def test_no_subcommand_is_an_error(self):
         r = strata()
@@ -792,12 +800,13 @@ class RunExperiment(unittest.TestCase):
             self.assertEqual(os.listdir(os.path.join(d, "out")), ["small"])
 
     def test_every_shipped_experiment_is_valid(self):
-        folder = src("configs/experiments")
-        for f in sorted(os.listdir(folder)):
+        files = shipped_experiments()
+        self.assertIn(src("configs/experiments/repro/p2.yaml"), files)  # the folders are walked too
+        for f in files:
             with tempfile.TemporaryDirectory() as d:
-                r = strata("run", "--check", os.path.join(folder, f), "--output", d, cwd=d)
+                r = strata("run", "--check", f, "--output", d, cwd=d)
                 self.assertEqual(r.rc, 0, r)
-                self.assertIn(f"valid {yaml_scalar(os.path.join(folder, f), 'kind')} experiment", r.out)
+                self.assertIn(f"valid {yaml_scalar(f, 'kind')} experiment", r.out)
                 self.assertEqual(os.listdir(d), [])  # --check writes nothing
 
     def test_directory_instead_of_a_file(self):
