@@ -373,7 +373,8 @@ TEST(SweepScale, ScaleFactorsMultiplyTheLoadedFiguresExactly) {
   EXPECT_EQ(load_scaled("gpu_flops", 2).gpu().peak_bf16, h100.peak_bf16 * 2);
   EXPECT_EQ(load_scaled("gpu_flops", 3).gpu().peak_fp8, h100.peak_fp8 * 3);
   EXPECT_EQ(load_scaled("hbm_bandwidth", 1.5).gpu().hbm_bandwidth, h100.hbm_bandwidth * 1.5);
-  for (const auto& l : load_scaled("link_latency", 10).links())
+  const hw::Topology slow = load_scaled("link_latency", 10);  // named: a temporary's links() would dangle
+  for (const auto& l : slow.links())
     for (const auto& b : base.links())
       if (b.src == l.src && b.dst == l.dst) {
         EXPECT_NEAR(l.latency, b.latency * 10, 1e-18);

@@ -366,16 +366,21 @@ CacheResult cache_curve(std::int64_t llc_bytes, double memory_bytes_per_second, 
     });
     r.samples.push_back({24 * n, 24.0 * static_cast<double>(n) * passes / t});
   }
+  const std::int64_t llc = std::max<std::int64_t>(llc_bytes, 1 << 20);
   for (const auto& x : r.samples)
-    if (x.working_set <= std::max<std::int64_t>(llc_bytes, 1 << 20))
-      r.bandwidth = std::max(r.bandwidth, x.bytes_per_second);
-  if (r.bandwidth <= memory_bytes_per_second) {
+    if (x.working_set <= llc) r.bandwidth = std::max(r.bandwidth, x.bytes_per_second);
+  // A cache level only where it is clearly faster than memory (1.5x): a flat curve (e.g. a build whose loads
+  // are instrumented, or a machine whose cache the benchmark cannot tell apart) models none.
+  if (r.bandwidth < 1.5 * memory_bytes_per_second) {
     r.bandwidth = 0;
     return r;
   }
+  // The capacity is a working set within the last-level cache: beyond it the rate is memory's whatever the
+  // noise.
   const double threshold = std::sqrt(r.bandwidth * memory_bytes_per_second);
   for (const auto& x : r.samples)
-    if (x.bytes_per_second >= threshold) r.capacity = static_cast<double>(x.working_set);
+    if (x.working_set <= llc && x.bytes_per_second >= threshold)
+      r.capacity = static_cast<double>(x.working_set);
   return r;
 }
 

@@ -66,11 +66,12 @@ struct StreamResult {
 };
 
 // STREAM triad from cache: the bandwidth at working sets (3 arrays) from 192 KiB up to twice the last-level
-// cache, and from it the cache level the cost model reads (gpu.cache: the first `capacity` bytes of a kernel
-// move at `bandwidth`, models/cost/cost_model.h). bandwidth = the best in-cache rate; capacity = the largest
-// working set that still runs at least at the geometric mean of that rate and the memory's (STREAM, above):
-// past it most of the data comes from memory. Small working sets repeat the kernel inside one timed run so
-// that a run lasts at least ~1 ms.
+// cache, and from it the cache level the cost model reads (gpu.cache: a kernel whose bytes fit in `capacity`
+// moves them at `bandwidth`, models/cost/cost_model.h). bandwidth = the best rate within the last-level
+// cache, kept only when at least 1.5x the memory's (STREAM, above); capacity = the largest working set within
+// the last-level cache that still runs at least at the geometric mean of the two rates: past it most of the
+// data comes from memory. Small working sets repeat the kernel inside one timed run (~16 MiB of traffic per
+// run).
 struct CacheSample {
   std::int64_t working_set = 0;  // bytes (3 arrays)
   double bytes_per_second = 0;
