@@ -6,7 +6,14 @@
 
 #include "experiments/cli.h"
 #include "hw/config_error.h"
+#include "util/lsan_mpi.h"
 #include "util/version.h"
+
+// `mpirun strata run` (sharded sweeps) runs Open MPI in this process: its allocations are not strata's leaks
+// (util/lsan_mpi.h).
+extern "C" const char* __lsan_default_suppressions() {
+  return strata::util::kMpiLeakSuppressions;
+}
 
 int main(int argc, char** argv) {
   using namespace strata;

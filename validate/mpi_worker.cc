@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "util/atomic_file.h"
+#include "util/lsan_mpi.h"
 #include "validate/plan.h"
 
 namespace {
@@ -150,13 +151,9 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-// Under LeakSanitizer (the sanitized CI build): Open MPI and the libraries below it keep allocations until the
-// process exits by design; only strata's own leaks should fail a run. Unused in a build without sanitizers.
-// The frames resolve to these modules only with OMPI_MCA_mca_base_component_disable_dlclose=1 and
-// fast_unwind_on_malloc=0 (tests/validate_e2e/emulated_cluster_test.py sets both).
+// Open MPI's own allocations are not strata's leaks (util/lsan_mpi.h).
 extern "C" const char* __lsan_default_suppressions() {
-  return "leak:libmpi.so\nleak:libopen-pal.so\nleak:libopen-rte.so\nleak:libpmix.so\nleak:libhwloc.so\n"
-         "leak:libevent\nleak:mca_\n";
+  return strata::util::kMpiLeakSuppressions;
 }
 
 int main(int argc, char** argv) {

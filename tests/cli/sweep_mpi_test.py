@@ -32,6 +32,8 @@ MPI_ENV = {
     "OMPI_MCA_rmaps_base_oversubscribe": "1",
     "OMPI_MCA_mca_base_component_disable_dlclose": "1",
 }
+if "ASAN_OPTIONS" in os.environ:  # the sanitized build: MPI's frames must resolve for its leak suppressions
+    MPI_ENV["ASAN_OPTIONS"] = os.environ["ASAN_OPTIONS"] + ":fast_unwind_on_malloc=0"
 OUTPUTS = ("sweep.csv", "sweep.json", "summary.md")
 
 # Five points, four distinct: the 1x point appears twice and shares one stored result, as in one process.
