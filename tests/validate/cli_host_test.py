@@ -80,8 +80,9 @@ with tempfile.TemporaryDirectory() as tmp:
                 continue
     if levels:
         llc = max(levels)[1]
-        if not cache:
-            failures.append(f"no cache level in the YAML: {yaml!r}")
+        if not cache:  # allowed only where the curve shows none (e.g. under ASan, which flattens it)
+            if "cache level      none faster than memory measured" not in out:
+                failures.append(f"no cache level in the YAML, and the report does not say why: {yaml!r}")
         else:
             capacity = int(cache.group(1)) * {"MiB": 2**20, "KiB": 2**10, "B": 1}[cache.group(2)]
             cache_bw = float(cache.group(3)) * (1 if cache.group(4) == "GB/s" else 1e3)
