@@ -1,14 +1,11 @@
 // strata validate calibrate-cost: the cost model's efficiency curves fitted on microbenchmarks timed on this
 // machine's CPU (validate/cost_calibration.h, docs/validate.md §11), written for `--cost-params`.
-#include <cstdlib>
 #include <iostream>
-#include <thread>
 
 #include <fmt/format.h>
 
 #include "experiments/cli.h"
 #include "experiments/cli_options.h"
-#include "experiments/cli_validate_replay.h"
 #include "hw/config_error.h"
 #include "hw/system_loader.h"
 #include "hw/units.h"
@@ -48,7 +45,7 @@ void run_calibrate_cost(const CalibrateCostOptions& o) {
                     "'{}' (a system file with gpu: host-cpu, e.g. from strata validate host)",
                     o.hw, gpu.name, validate::kHostCpuDevice));
   const auto suite = validate::calibration_suite(o.quick);
-  const std::string threads = omp_threads_note();
+  const std::string threads = validate::omp_threads_note();
   std::cerr << fmt::format(
       "timing {} microbenchmarks on the CPU with {} ({}); device {} of {}: {} fp32, {}\n", suite.size(),
       validate::onednn_description(), threads, gpu.name, o.hw,
@@ -73,23 +70,11 @@ void run_calibrate_cost(const CalibrateCostOptions& o) {
                              f.fitted.memory.max, units::format_duration(f.fitted.memory.half_seconds));
   std::cout << "(median and worst |predicted/measured - 1| over each family's microbenchmarks)\n";
 
-  nlohmann::json fits = nlohmann::json::array();
-  for (const auto& f : result.fits)
-    fits.push_back({{"name", f.name},
-                    {"kind", f.is_kind},
-                    {"points", f.points},
-                    {"median_abs_error_prior", f.median_abs_error_before},
-                    {"median_abs_error_fitted", f.median_abs_error_after},
-                    {"max_abs_error_fitted", f.max_abs_error_after}});
-  result.params.fit = {{"command", "strata validate calibrate-cost"},
-                       {"system", o.hw},
-                       {"peak_fp32_flops", gpu.peak_fp32},
-                       {"memory_bandwidth_bytes_per_s", gpu.hbm_bandwidth},
-                       {"microbenchmarks", points.size()},
-                       {"quick", o.quick},
-                       {"onednn", validate::onednn_description()},
-                       {"threads", threads},
-                       {"families", fits}};
+  result.params.fit.update({{"command", "strata validate calibrate-cost"},
+                            {"system", o.hw},
+                            {"quick", o.quick},
+                            {"onednn", validate::onednn_description()},
+                            {"threads", threads}});
   models::save_cost_params(o.output, result.params);
   if (!o.points_csv.empty())
     util::write_file_atomically(

@@ -1,9 +1,7 @@
 // strata validate graphs: the graph optimizers' candidates predicted by the cost model and replayed for real
 // on this machine's CPU (validate/graph_check.h, docs/validate.md §10): measured vs predicted time, top-k,
 // Spearman, regret, and the measured speedup of the optimizers' choices over the original graph.
-#include <cstdlib>
 #include <iostream>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -100,7 +98,8 @@ void run_graphs(const GraphsOptions& o) {
   co.max_path_steps = o.path_steps;
   co.seed = static_cast<std::uint64_t>(o.seed);
   std::cerr << fmt::format("{} ({} nodes), {} rules, device {}; {} ({})\n", g.name(), g.nodes().size(),
-                           rules.size(), topo.gpu().name, validate::onednn_description(), omp_threads_note());
+                           rules.size(), topo.gpu().name, validate::onednn_description(),
+                           validate::omp_threads_note());
   const auto set = validate::optimizer_candidates(g, rules, cost, co);
   validate::CandidateCheckOptions check;
   check.timing = {.warmup = o.warmup, .repeat = o.node_repeat, .seed = 0};

@@ -1,19 +1,17 @@
 // strata validate host: this machine's CPU measured by microbenchmarks (validate/host_bench.h: oneDNN matmul
 // peak FLOP/s, STREAM copy/triad bandwidth, last-level cache, per-primitive overhead) and written as a system
 // YAML whose GPU figures are the measured ones, for `strata model sim --hw FILE` (docs/validate.md §9).
-#include <cstdlib>
 #include <iostream>
-#include <thread>
 
 #include <fmt/format.h>
 
 #include "experiments/cli.h"
 #include "experiments/cli_options.h"
-#include "experiments/cli_validate_replay.h"
 #include "hw/config_error.h"
 #include "hw/system_loader.h"
 #include "hw/units.h"
 #include "util/atomic_file.h"
+#include "validate/cpu_replay.h"
 #include "validate/host_bench.h"
 
 namespace strata::cli {
@@ -32,7 +30,7 @@ void run_host(const HostOptions& o) {
   std::cerr << fmt::format(
       "measuring the host CPU ({}): matmul peaks, STREAM copy/triad, per-kernel overhead; {} warm-up + {} "
       "timed runs each, median{}\n",
-      o.threads > 0 ? fmt::format("--threads {}", o.threads) : omp_threads_note() + " or --threads", o.warmup,
+      o.threads > 0 ? fmt::format("--threads {}", o.threads) : validate::omp_threads_note(), o.warmup,
       o.repeat, o.quick ? " (--quick: small GEMMs)" : "");
   const auto bench = validate::run_host_bench(
       {.warmup = o.warmup, .repeat = o.repeat, .quick = o.quick, .threads = o.threads});

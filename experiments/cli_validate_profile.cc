@@ -1,11 +1,9 @@
 // strata validate profile: every distinct operator instance of a model timed on this machine's CPU with
 // oneDNN kernels (validate/cpu_replay.h), written as a profile database for `strata model sim --profile`
 // (docs/validate.md, "Part 2, first slice").
-#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <set>
-#include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -92,7 +90,8 @@ void run_profile(const ProfileOptions& o) {
   std::cerr << fmt::format(
       "profiling {} ({} nodes) on the host CPU with {} ({}): {} warm-up + {} timed runs "
       "per operator instance, median\n",
-      g.name(), g.nodes().size(), validate::onednn_description(), omp_threads_note(), o.warmup, o.repeat);
+      g.name(), g.nodes().size(), validate::onednn_description(), validate::omp_threads_note(), o.warmup,
+      o.repeat);
   const auto p = validate::profile_on_cpu(
       g, {.warmup = o.warmup, .repeat = o.repeat, .seed = static_cast<std::uint64_t>(o.seed)});
   p.db.save(o.output);

@@ -1,8 +1,5 @@
 #include "experiments/cli_validate_replay.h"
 
-#include <cstdlib>
-#include <thread>
-
 #include <fmt/format.h>
 
 #include "experiments/cli_options.h"
@@ -34,13 +31,6 @@ models::Graph build_replay_model(const ReplayModelOptions& o, std::string_view c
   mo.seq = o.seq;
   mo.dtype = models::DType::kF32;  // the replay computes in f32; profile keys carry the graph's types
   return models::zoo::build_model_ref(models::zoo::resolve_model_ref(o.model), mo);
-}
-
-std::string omp_threads_note() {
-  const char* omp = std::getenv("OMP_NUM_THREADS");
-  return omp ? fmt::format("OMP_NUM_THREADS={}", omp)
-             : fmt::format("all {} hardware threads; set OMP_NUM_THREADS to change",
-                           std::thread::hardware_concurrency());
 }
 
 }  // namespace strata::cli

@@ -26,8 +26,4 @@ void add_replay_model_options(CLI::App& cmd, ReplayModelOptions& o);
 models::Graph build_replay_model(const ReplayModelOptions& o, std::string_view command,
                                  std::string_view gpu_backend);
 
-// The threads oneDNN's OpenMP runtime will use, for the commands' progress lines and files:
-// "OMP_NUM_THREADS=1", or "all 2 hardware threads; set OMP_NUM_THREADS to change".
-std::string omp_threads_note();
-
 }  // namespace strata::cli

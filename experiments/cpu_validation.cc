@@ -12,11 +12,9 @@
 //   summary.md, ops_scatter.png, op_errors.png, candidates_scatter.png (graphs:)
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <optional>
-#include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -223,13 +221,6 @@ Config parse(const ExperimentFile& file) {
 
 // ------------------------------------------------------------------------------------------------------ run
 
-std::string threads_note() {
-  const char* omp = std::getenv("OMP_NUM_THREADS");
-  return omp ? fmt::format("OMP_NUM_THREADS={}", omp)
-             : fmt::format("all {} hardware threads (OMP_NUM_THREADS unset)",
-                           std::thread::hardware_concurrency());
-}
-
 void calibrate(const Config& c, Results& r) {
   const auto suite = v::calibration_suite(c.calibrate == Calibrate::kQuick);
   std::cerr << fmt::format("[calibrate] {} microbenchmarks\n", suite.size());
@@ -242,24 +233,12 @@ void calibrate(const Config& c, Results& r) {
   };
   const auto points = v::measure_suite(suite, mo);
   auto fit = v::fit_cost_params(points, c.gpu);
-  nlohmann::json fits = nlohmann::json::array();
-  for (const auto& f : fit.fits)
-    fits.push_back({{"name", f.name},
-                    {"kind", f.is_kind},
-                    {"points", f.points},
-                    {"median_abs_error_prior", f.median_abs_error_before},
-                    {"median_abs_error_fitted", f.median_abs_error_after},
-                    {"max_abs_error_fitted", f.max_abs_error_after}});
-  fit.params.fit = {{"command", "strata run (kind cpu-validation, calibrate)"},
-                    {"experiment", c.name},
-                    {"system", c.hw_label},
-                    {"peak_fp32_flops", c.gpu.peak_fp32},
-                    {"memory_bandwidth_bytes_per_s", c.gpu.hbm_bandwidth},
-                    {"microbenchmarks", points.size()},
-                    {"quick", c.calibrate == Calibrate::kQuick},
-                    {"onednn", r.onednn},
-                    {"threads", r.threads},
-                    {"families", fits}};
+  fit.params.fit.update({{"command", "strata run (kind cpu-validation, calibrate)"},
+                         {"experiment", c.name},
+                         {"system", c.hw_label},
+                         {"quick", c.calibrate == Calibrate::kQuick},
+                         {"onednn", r.onednn},
+                         {"threads", r.threads}});
   r.params = std::move(fit.params);
   r.fits = std::move(fit.fits);
   r.microbenchmarks = points.size();
@@ -315,7 +294,7 @@ Results run(const Config& c) {
     throw ConfigError(fmt::format("experiment {} (kind cpu-validation): {}", c.name, v::kOneDnnMissing));
   Results r;
   r.onednn = v::onednn_description();
-  r.threads = threads_note();
+  r.threads = v::omp_threads_note();
   r.cpu = v::read_cpu_info().model;
   std::cerr << fmt::format("[cpu-validation] {} models on {} ({}), {}, {}\n", c.models.size(),
                            r.cpu.empty() ? "this CPU" : r.cpu, r.threads, r.onednn, c.cost_params_label);

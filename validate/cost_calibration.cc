@@ -291,8 +291,9 @@ CalibrationResult fit_cost_params(const std::vector<CalibrationPoint>& points, c
   }
   auto errors = [&](const std::vector<const CalibrationPoint*>& group, const models::RooflineParams& params) {
     std::vector<double> predicted, measured;
+    const models::CostModel cost(gpu, params);
     for (const auto* p : group) {
-      predicted.push_back(predicted_seconds(*p, gpu, params));
+      predicted.push_back(cost.node_cost(p->graph, p->graph.node(0)).seconds);
       measured.push_back(p->measured);
     }
     return error_summary(predicted, measured);
@@ -312,7 +313,9 @@ CalibrationResult fit_cost_params(const std::vector<CalibrationPoint>& points, c
         auto objective = [&](const std::vector<double>& x) {
           install(trial, from_vector(x));
           double sum = 0;
-          for (const auto* p : group) sum += log_ratio_error(predicted_seconds(*p, gpu, trial), p->measured);
+          const models::CostModel cost(gpu, trial);  // one per evaluation, not one per point
+          for (const auto* p : group)
+            sum += log_ratio_error(cost.node_cost(p->graph, p->graph.node(0)).seconds, p->measured);
           return sum / static_cast<double>(group.size());
         };
         // From each start, rounds of shrinking initial simplices (Nelder-Mead can stall on a degenerate
@@ -353,6 +356,19 @@ CalibrationResult fit_cost_params(const std::vector<CalibrationPoint>& points, c
   op_fits.insert(op_fits.end(), std::make_move_iterator(result.fits.begin()),
                  std::make_move_iterator(result.fits.end()));
   result.fits = std::move(op_fits);
+  // What the fit saw, for the file's `fit` provenance; callers add how it was run (command, system, threads).
+  nlohmann::json families = nlohmann::json::array();
+  for (const auto& f : result.fits)
+    families.push_back({{"name", f.name},
+                        {"kind", f.is_kind},
+                        {"points", f.points},
+                        {"median_abs_error_prior", f.median_abs_error_before},
+                        {"median_abs_error_fitted", f.median_abs_error_after},
+                        {"max_abs_error_fitted", f.max_abs_error_after}});
+  result.params.fit = {{"peak_fp32_flops", gpu.peak_fp32},
+                       {"memory_bandwidth_bytes_per_s", gpu.hbm_bandwidth},
+                       {"microbenchmarks", points.size()},
+                       {"families", std::move(families)}};
   return result;
 }
 

@@ -6,8 +6,9 @@
 // Why the curve can be fitted at all: with eff as above, the roofline's compute time of a kernel whose ideal
 // time is t is t / eff(t) = (t + half) / max: a straight line in t with slope 1/max and a fixed cost
 // half/max. The model's time is launch + max(compute line, memory line), so each operator's fit has four
-// parameters (max and half of the compute and the memory curve), found by minimizing the mean absolute log ratio
-// of predicted to measured time over its microbenchmarks (Nelder-Mead in log-parameter space, from the priors).
+// parameters (max and half of the compute and the memory curve), found by minimizing the mean absolute log
+// ratio of predicted to measured time over its microbenchmarks (Nelder-Mead in log-parameter space, from the
+// priors).
 #pragma once
 
 #include <cstdint>
@@ -72,7 +73,8 @@ struct CalibrationResult {
 // Fits parameters on `points` for the device `gpu` (its peaks, bandwidth and launch overhead as given: a
 // measured host spec, strata validate host). Operators with at least `min_points` points get their own
 // curves; every kind with points gets curves fitted on all its points (used by operators without their own).
-// Deterministic for the same points.
+// Deterministic for the same points. params.fit gets the provenance: the device's peak and bandwidth, the
+// number of microbenchmarks and every family's errors before and after (callers add how the run was made).
 CalibrationResult fit_cost_params(const std::vector<CalibrationPoint>& points, const hw::GpuSpec& gpu,
                                   int min_points = 4);
 

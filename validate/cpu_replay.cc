@@ -1,9 +1,11 @@
 #include "validate/cpu_replay.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <stdexcept>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -21,6 +23,13 @@ using models::Graph;
 using models::Node;
 using models::NodeId;
 using models::ValueId;
+
+std::string omp_threads_note() {
+  const char* omp = std::getenv("OMP_NUM_THREADS");
+  return omp ? fmt::format("OMP_NUM_THREADS={}", omp)
+             : fmt::format("all {} hardware threads (OMP_NUM_THREADS unset)",
+                           std::thread::hardware_concurrency());
+}
 
 std::string_view cpu_backend_name(CpuBackend b) {
   return b == CpuBackend::kOneDnn ? "onednn" : "reference";

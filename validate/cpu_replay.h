@@ -32,6 +32,9 @@ inline constexpr std::string_view kOneDnnMissing =
     "it";
 // "oneDNN 2.6.3 (OpenMP, 2 threads)" or why it is absent.
 std::string onednn_description();
+// The threads oneDNN's OpenMP runtime will use, for progress lines and result files: "OMP_NUM_THREADS=1", or
+// "all 2 hardware threads (OMP_NUM_THREADS unset)".
+std::string omp_threads_note();
 
 // The device name under which CPU measurements go into a profile database: the hw catalogue's GPU entry for
 // a host CPU, so that a system YAML with `gpu: host-cpu` looks them up (docs/validate.md).

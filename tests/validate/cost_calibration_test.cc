@@ -49,6 +49,10 @@ TEST(CostCalibration, FitRecoversTimesGeneratedWithKnownCurves) {
   }
   const auto result = fit_cost_params(points, gpu);
   EXPECT_EQ(result.params.device, "host-cpu");
+  // The provenance the file carries: what the fit saw, one entry per fitted family.
+  EXPECT_EQ(result.params.fit["microbenchmarks"], points.size());
+  EXPECT_EQ(result.params.fit["families"].size(), result.fits.size());
+  EXPECT_EQ(result.params.fit["peak_fp32_flops"], gpu.peak_fp32);
   for (const auto& p : points)
     EXPECT_NEAR(predicted_seconds(p, gpu, result.params.roofline) / p.measured, 1.0, 0.01) << p.label;
   // Compute-bound matmuls and convolutions identify their compute curves.
