@@ -4,11 +4,9 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <optional>
 #include <set>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -17,6 +15,7 @@
 #include "experiments/sweep_report.h"
 #include "experiments/sweep_spec.h"
 #include "hw/yaml_patch.h"
+#include "util/file.h"
 #include "util/hash.h"
 #include "util/timer.h"
 #include "util/version.h"
@@ -24,13 +23,6 @@
 namespace strata::experiments {
 namespace fs = std::filesystem;
 namespace {
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 std::string emit(const YAML::Node& node) {
   YAML::Emitter out;
@@ -78,7 +70,9 @@ class Sweep {
   static std::string key_of(const PreparedPoint& p) {
     std::string blob = fmt::format("{}\n{}\n{}", util::kVersion, p.experiment_yaml.size(), p.experiment_yaml);
     for (const auto& input : p.inputs) {
-      const std::string content = input.hardware ? input.effective_yaml : read_file(input.path);
+      const std::string content =
+          input.hardware ? input.effective_yaml
+                         : util::read_file<ConfigError>(input.path, "a file the experiment reads");
       blob += fmt::format("{}\n{}\n{}", input.hardware ? "hw" : "file", content.size(), content);
     }
     return fmt::format("{:016x}{:016x}", util::fnv1a(blob), util::fnv1a(blob, util::mix64(util::kFnvOffset)));
@@ -158,7 +152,8 @@ class Sweep {
 };
 
 std::string file_text(const ExperimentFile& file, std::string_view text) {
-  return text.empty() ? read_file(file.path()) : std::string(text);
+  return text.empty() ? util::read_file<ConfigError>(file.path(), "an experiment file (YAML)")
+                      : std::string(text);
 }
 
 const ExperimentKind& kind_of(const ExperimentFile& file, const ExperimentKind* kind) {
@@ -345,8 +340,10 @@ SweepOutcome run_worker(SweepRanks& ranks, const ExperimentFile& file, const Run
   }
   SweepOutcome outcome;
   std::exception_ptr failed;
+  std::optional<std::size_t> failed_point;  // the point being computed when the work stopped
   try {
     outcome.computed = ranks.work([&](const PointWork& w) {
+      failed_point = w.index;
       if (cannot_start) std::rethrow_exception(cannot_start);
       const PreparedPoint p = sweep->prepare(w.index);
       if (p.key != w.key)
@@ -355,6 +352,7 @@ SweepOutcome run_worker(SweepRanks& ranks, const ExperimentFile& file, const Run
             "differs between the ranks, or they run different strata versions",
             ranks.rank(), p.key, w.index, w.key));
       sweep->compute(w.index, p, options);
+      failed_point.reset();
     });
   } catch (const std::exception&) {
     failed = std::current_exception();  // rank 0 knows of it; the ranks still end together
@@ -363,7 +361,9 @@ SweepOutcome run_worker(SweepRanks& ranks, const ExperimentFile& file, const Run
   if (failed) {
     try {
       std::rethrow_exception(failed);
-    } catch (const std::exception& e) {
+    } catch (const std::exception& e) {  // rank 0's message too: mpirun may stop rank 0 before it prints
+      if (failed_point)
+        throw ConfigError(sweep_stopped({point_failure(ranks.rank(), *failed_point, e.what())}));
       throw ConfigError(fmt::format("rank {}: {}", ranks.rank(), e.what()));
     }
   }

@@ -34,13 +34,17 @@ std::optional<int> env_int(const char* name) {
   return static_cast<int>(*value);
 }
 
-std::string failure_note(const std::vector<std::string>& failures) {
+}  // namespace
+
+std::string point_failure(int rank, std::size_t index, std::string_view message) {
+  return fmt::format("rank {} failed on point {}: {}", rank, index, message);
+}
+
+std::string sweep_stopped(const std::vector<std::string>& failures) {
   std::string text = "the sweep stopped: ";
   for (std::size_t i = 0; i < failures.size(); ++i) text += (i ? "; " : "") + failures[i];
   return text + ". The points finished before are kept in the store: a re-run computes only the missing ones";
 }
-
-}  // namespace
 
 MpiLaunch mpi_launch() {
   MpiLaunch launch;
@@ -120,7 +124,7 @@ class Queue {
   }
   void failed(int rank, std::size_t index, std::string_view message) {
     const std::lock_guard lock(mutex_);
-    failures_.push_back(fmt::format("rank {} failed on point {}: {}", rank, index, message));
+    failures_.push_back(point_failure(rank, index, message));
   }
   const std::vector<std::string>& failures() const { return failures_; }
 
@@ -200,7 +204,7 @@ void SweepRanks::serve(const std::vector<PointWork>& work, const Compute& comput
     }
   }
   compute_here(queue, compute);  // what is left (all of it in a single process)
-  if (!queue.failures().empty()) throw ConfigError(failure_note(queue.failures()));
+  if (!queue.failures().empty()) throw ConfigError(sweep_stopped(queue.failures()));
 }
 
 std::size_t SweepRanks::work(const Compute& compute) {
@@ -274,12 +278,12 @@ void SweepRanks::serve(const std::vector<PointWork>& work, const Compute& comput
     try {
       compute(point);
     } catch (const std::exception& e) {
-      failures.push_back(fmt::format("rank 0 failed on point {}: {}", point.index, e.what()));
+      failures.push_back(point_failure(0, point.index, e.what()));
       break;
     }
     done({point.index, 0, clock.seconds()});
   }
-  if (!failures.empty()) throw ConfigError(failure_note(failures));
+  if (!failures.empty()) throw ConfigError(sweep_stopped(failures));
 }
 
 std::size_t SweepRanks::work(const Compute&) {

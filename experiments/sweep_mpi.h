@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace strata::experiments {
@@ -28,6 +29,12 @@ struct MpiLaunch {
   int size = 1;  // 0: launched, but the environment does not say how many ranks there are
 };
 MpiLaunch mpi_launch();
+
+// The message of a stopped distributed sweep, the same on every rank that prints it (mpirun may end the other
+// ranks first): "the sweep stopped: rank R failed on point I: <why>[; ...]. The points finished before are
+// kept in the store: ...". point_failure gives one "rank R failed on point I: <why>".
+std::string point_failure(int rank, std::size_t index, std::string_view message);
+std::string sweep_stopped(const std::vector<std::string>& failures);
 bool built_with_mpi();
 
 // One point to compute: its index in the sweep and the store key rank 0 derived for it (a rank that derives

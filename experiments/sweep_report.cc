@@ -3,13 +3,12 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "util/file.h"
 #include "util/version.h"
 
 namespace strata::experiments {
@@ -22,13 +21,6 @@ bool is_number(const std::string& text) {
   return ec == std::errc{} && end == text.data() + text.size() && std::isfinite(v);
 }
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // The tables of one stored point: its top-level *.csv files in name order.
 std::vector<CsvTable> read_tables(const fs::path& folder) {
   std::vector<fs::path> files;
@@ -36,7 +28,9 @@ std::vector<CsvTable> read_tables(const fs::path& folder) {
     if (entry.is_regular_file() && entry.path().extension() == ".csv") files.push_back(entry.path());
   std::sort(files.begin(), files.end());
   std::vector<CsvTable> tables;
-  for (const auto& f : files) tables.push_back(parse_csv(read_file(f), f.filename().string()));
+  for (const auto& f : files)
+    tables.push_back(
+        parse_csv(util::read_file<ConfigError>(f, "a stored point's CSV table"), f.filename().string()));
   return tables;
 }
 

@@ -16,6 +16,7 @@
 #include "hw/config_error.h"
 #include "hw/limits.h"
 #include "util/atomic_file.h"
+#include "util/file.h"
 #include "util/json.h"
 
 namespace strata::models {
@@ -153,13 +154,7 @@ const double* ProfileDb::find(const std::string& key) const {
 }
 
 ProfileDb ProfileDb::load(const std::string& path) {
-  if (std::filesystem::is_directory(path))
-    throw ConfigError(fmt::format("{}: is a directory, expected a profile database (JSON)", path));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(fmt::format("{}: cannot open profile database", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse(text.str(), path);
+  return parse(util::read_file<ConfigError>(path, "a profile database (JSON)"), path);
 }
 
 ProfileDb ProfileDb::parse(std::string_view text, std::string_view source) {

@@ -1,14 +1,11 @@
 #include "models/cost/cost_params.h"
 
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
 #include <fmt/format.h>
 
 #include "hw/config_error.h"
 #include "models/ir/op_def.h"
 #include "util/atomic_file.h"
+#include "util/file.h"
 #include "util/json.h"
 
 namespace strata::models {
@@ -120,13 +117,7 @@ CostParams parse_cost_params(std::string_view text, std::string_view source) {
 }
 
 CostParams load_cost_params(const std::string& path) {
-  if (std::filesystem::is_directory(path))
-    throw ConfigError(fmt::format("{}: is a directory, expected cost parameters (JSON)", path));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(fmt::format("{}: cannot open cost parameters", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_cost_params(text.str(), path);
+  return parse_cost_params(util::read_file<ConfigError>(path, "cost parameters (JSON)"), path);
 }
 
 std::string cost_params_json(const CostParams& p) {
