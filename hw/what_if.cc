@@ -30,7 +30,7 @@ constexpr std::array kScaleFactors{
 double parse_bandwidth_or_zero(std::string_view t) {
   return units::parse_bandwidth(t).value_or(0);
 }
-double parse_duration_or_zero(std::string_view t) {
+double parse_duration_or_negative(std::string_view t) {
   return units::parse_duration(t).value_or(-1);
 }
 double parse_flops_or_zero(std::string_view t) {
@@ -41,7 +41,7 @@ std::string bandwidth_text(double v) {
   return exact_quantity_text(v, 1, "B/s", &parse_bandwidth_or_zero);
 }
 std::string duration_text(double v) {
-  return exact_quantity_text(v, 1, "s", &parse_duration_or_zero);
+  return exact_quantity_text(v, 1, "s", &parse_duration_or_negative);
 }
 std::string flops_text(double v) {
   return exact_quantity_text(v, 1e9, "GFLOPS", &parse_flops_or_zero);
