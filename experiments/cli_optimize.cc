@@ -14,6 +14,7 @@
 #include "experiments/cli.h"
 #include "experiments/cli_optimize_eqsat.h"
 #include "experiments/cli_options.h"
+#include "experiments/optimize_report.h"
 #include "hw/config_error.h"
 #include "hw/system_loader.h"
 #include "models/cost/cost_model.h"
@@ -73,11 +74,6 @@ void run_generate(const GenerateCli& o) {
   fmt::print("time {:.2f} s, peak RSS {:.1f} MiB\n", s.seconds, static_cast<double>(s.peak_rss_kib) / 1024.0);
 }
 
-// The default rule set: the rules of TASO's shipped 133-rule file that strata's verifier proves, written by
-// `strata subst verify` (configs/subst/README.md gives the command); found next to the installed binary or in
-// the source tree (util/path.h).
-constexpr std::string_view kDefaultRules = "configs/subst/taso_shipped_verified.rules";
-
 struct OptimizeCli {
   std::string model, hw, rules, output, cost_params;
   double alpha = 1.05;
@@ -92,27 +88,14 @@ struct OptimizeCli {
 void run_optimize(const OptimizeCli& o) {
   for (const auto& path : {o.output, o.listing})  // a bad output path is refused before the search runs
     if (!path.empty()) util::check_output_path(path);
-  const auto topo = hw::load_system(o.hw);
-  models::zoo::ModelRefOptions model_options;
-  model_options.batch = o.batch;
-  model_options.seq = o.seq;
-  models::Graph g = models::zoo::build_model_ref(models::zoo::resolve_model_ref(o.model), model_options);
-  const auto rules = ss::load_rules(o.rules.empty() ? util::find_data_file(kDefaultRules).string() : o.rules,
-                                    ss::RuleFileFormat::kAutomatic, ss::TasoShapes::kUnknown);
-  const models::CostModel cost(topo.gpu(), models::roofline_params_for(o.cost_params, topo.gpu().name));
-  ss::OptimizerOptions opt;
-  opt.alpha = o.alpha;
-  opt.budget = o.budget;
+  auto setup = experiments::prepare_optimize(
+      {o.model, o.hw, o.rules, o.cost_params, o.xfers, o.alpha, o.budget, o.batch, o.seq});
+  const auto& topo = setup.topo;
+  const auto& g = setup.graph;
+  const auto& rules = setup.rules;
+  const auto& cost = setup.cost;
+  auto& opt = setup.options;
   opt.progress = [](std::string_view line) { fmt::print(stderr, "{}\n", line); };
-  if (o.xfers != "none") {
-    std::vector<std::string> names;
-    if (o.xfers != "all") names = util::split_list(o.xfers, ',', "--xfers");
-    try {
-      opt.xfers = ss::make_xfers(names);
-    } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument(fmt::format("--xfers: {}", e.what()));
-    }
-  }
   fmt::print("model {}: {} nodes; {} rules; device {}\n", g.name(), g.nodes().size(), rules.size(),
              topo.gpu().name);
   if (o.eqsat.optimizer != "backtrack") {

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "experiments/option_ranges.h"
 #include "hw/topology.h"
 #include "util/parse.h"
 
@@ -46,8 +47,8 @@ inline CLI::Option* add_real_option(CLI::App& cmd, const std::string& name, doub
   return opt;
 }
 
-// The largest batch size, sequence length or symbolic ONNX dimension accepted on the command line (2^20).
-inline constexpr std::int64_t kMaxModelDim = std::int64_t{1} << 20;
+// The largest batch size, sequence length or symbolic ONNX dimension accepted (experiments/option_ranges.h).
+using experiments::kMaxModelDim;
 // Seeds: any non-negative 64-bit signed integer.
 inline constexpr util::IntRange kSeedRange{0, INT64_MAX};
 

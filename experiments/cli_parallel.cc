@@ -1,5 +1,6 @@
 // strata sim step | strata parallelize: one simulated training step of a transformer under an LLM strategy,
 // and the search over strategies (search/parallel, docs/parallel.md).
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -10,6 +11,7 @@
 #include "experiments/cli.h"
 #include "experiments/cli_options.h"
 #include "experiments/cli_parallel.h"
+#include "experiments/parallel_report.h"
 #include "hw/config_error.h"
 #include "hw/system_loader.h"
 #include "hw/units.h"
@@ -31,96 +33,8 @@ struct StepOptions {
   double bucket_mb = 0;
 };
 
-hw::DType parse_dtype_option(const std::string& text) {
-  const auto dt = hw::parse_dtype(text);
-  if (!dt || (*dt != hw::DType::kBf16 && *dt != hw::DType::kFp16 && *dt != hw::DType::kFp8))
-    throw ConfigError(fmt::format("--dtype: expected bf16, fp16 or fp8, got '{}'", text));
-  return *dt;
-}
-
-// "[[1,8],[16,1],[1,1],[8,1]]": one row per axis (pp, dp, cp, tp), one column per machine level.
-search::reduce::Matrix parse_placement(const std::string& text) {
-  try {
-    const auto j = nlohmann::json::parse(text);
-    search::reduce::Matrix m;
-    for (const auto& row : j) {
-      m.emplace_back();
-      for (const auto& x : row) m.back().push_back(x.get<int>());
-    }
-    if (m.size() != 4) throw std::invalid_argument("need 4 rows");
-    return m;
-  } catch (const std::exception&) {
-    throw ConfigError(
-        fmt::format("--placement: expected a JSON matrix with one row per axis (pp, dp, cp, tp) and one "
-                    "column per machine "
-                    "level, e.g. [[1,8],[16,1],[1,1],[1,8]]; got '{}'",
-                    text));
-  }
-}
-
-std::string indent_lines(std::string text) {
-  for (std::size_t i = text.find('\n'); i != std::string::npos; i = text.find('\n', i + 3))
-    text.insert(i + 1, "  ");
-  return text;
-}
-
 std::string format_seconds(double s) {
   return s >= 1 ? fmt::format("{:.3f} s", s) : fmt::format("{:.3f} ms", s * 1e3);
-}
-
-nlohmann::json result_json(const par::LlmStepResult& r) {
-  const auto& b = r.breakdown;
-  const auto& m = r.memory;
-  nlohmann::json j = {
-      {"strategy", r.strategy.describe()},
-      {"tp", r.strategy.tp},
-      {"pp", r.strategy.pp},
-      {"dp", r.strategy.dp},
-      {"cp", r.strategy.cp},
-      {"ep", r.strategy.ep},
-      {"sequence_parallel", r.strategy.sequence_parallel},
-      {"micro_batch", r.strategy.micro_batch},
-      {"global_batch", r.strategy.global_batch},
-      {"micro_batches", r.strategy.micro_batches()},
-      {"schedule", std::string(par::schedule_name(r.strategy.schedule))},
-      {"virtual_stages", r.strategy.virtual_stages},
-      {"recompute", std::string(par::recompute_name(r.strategy.recompute))},
-      {"zero", r.strategy.zero},
-      {"placement", r.placement_text},
-      {"simulated", r.simulated},
-      {"fits", r.fits},
-      {"peak_memory_bytes", m.total()},
-      {"memory_capacity_bytes", r.capacity},
-      {"memory",
-       {{"stage", m.stage},
-        {"weights_bytes", m.weights},
-        {"gradients_bytes", m.gradients},
-        {"optimizer_bytes", m.optimizer},
-        {"activations_bytes", m.activations},
-        {"comm_buffers_bytes", m.comm_buffers},
-        {"reserve_bytes", m.reserve}}},
-      {"model_flops_per_step", r.model_flops},
-  };
-  if (r.simulated) {
-    j["step_seconds"] = r.step_seconds;
-    j["mfu"] = r.mfu;
-    j["tokens_per_second"] = r.tokens_per_second;
-    j["tasks"] = r.tasks;
-    j["breakdown_seconds"] = {{"stage", b.stage},
-                              {"compute", b.compute},
-                              {"recompute", b.recompute},
-                              {"tp_comm", b.tp_comm},
-                              {"cp_comm", b.cp_comm},
-                              {"ep_comm", b.ep_comm},
-                              {"pipeline_bubble", b.bubble},
-                              {"dp_exposed", b.dp_exposed},
-                              {"optimizer", b.optimizer}};
-    nlohmann::json iso = nlohmann::json::object();
-    for (int c = 0; c < par::kNumCommClasses; ++c)
-      iso[std::string(par::comm_class_name(par::CommClass(c)))] = r.isolated[static_cast<std::size_t>(c)];
-    j["isolated_comm_classes"] = iso;
-  }
-  return j;
 }
 
 void print_result_text(const par::LlmStepResult& r) {
@@ -159,52 +73,18 @@ void run_step_command(const StepOptions& o) {
   if (!o.trace.empty()) util::check_output_path(o.trace);
   if (o.format != "text" && o.format != "json")
     throw ConfigError(fmt::format("--format: expected text or json, got '{}'", o.format));
-  const auto topo =
-      hw::load_system(o.hw, hw::LoadOptions{o.nodes > 0 ? std::optional<int>(o.nodes) : std::nullopt});
-  const auto spec = resolve_transformer(o.model, o.seq);
-  par::LlmStrategy st;
-  st.tp = o.tp, st.pp = o.pp, st.dp = o.dp, st.cp = o.cp, st.ep = o.ep;
-  st.micro_batch = o.micro_batch;
-  st.global_batch = o.global_batch;
-  st.sequence_parallel = o.sequence_parallel;
-  st.virtual_stages = o.virtual_stages;
-  st.schedule = o.virtual_stages > 1 ? par::PipelineSchedule::kInterleaved : par::PipelineSchedule::kOneFOneB;
-  if (!o.schedule.empty()) {
-    const auto s = par::parse_schedule(o.schedule);
-    if (!s)
-      throw ConfigError(fmt::format("--schedule: expected gpipe, 1f1b or interleaved, got '{}'", o.schedule));
-    st.schedule = *s;
-  }
-  const auto rc = par::parse_recompute(o.recompute);
-  if (!rc)
-    throw ConfigError(fmt::format("--recompute: expected none, selective or full, got '{}'", o.recompute));
-  st.recompute = *rc;
-  st.zero = o.zero;
-  st.dtype = parse_dtype_option(o.dtype);
-  st.bucket_bytes = o.bucket_mb * 1e6;
-  st.overlap_grad_reduce = !o.no_overlap;
-  if (auto problems = par::strategy_problems(spec, st, topo); !problems.empty())
-    throw ConfigError("the strategy does not fit the model or the system:\n  " + indent_lines(problems));
-  const models::CostModel cost(topo.gpu());
-  par::LlmStepOptions so;
-  so.record_timeline = !o.trace.empty();
-  if (!o.placement.empty()) {
-    so.placement = parse_placement(o.placement);
-    try {
-      const std::vector<int> axes = {st.pp, st.dp, st.cp, st.tp};
-      const std::vector<hw::Level> levels(topo.levels().begin(), topo.levels().end());
-      search::reduce::Placement check(levels, axes, *so.placement);
-    } catch (const std::invalid_argument& e) {
-      throw ConfigError(fmt::format("--placement: {}", e.what()));
-    }
-  }
-  const auto r = par::simulate_llm_step(spec, st, topo, cost, so);
+  experiments::StepQuery q;
+  q.model = o.model, q.hw = o.hw, q.recompute = o.recompute, q.dtype = o.dtype, q.schedule = o.schedule;
+  q.placement = o.placement, q.nodes = o.nodes, q.tp = o.tp, q.pp = o.pp, q.dp = o.dp, q.cp = o.cp;
+  q.ep = o.ep, q.micro_batch = o.micro_batch, q.virtual_stages = o.virtual_stages, q.zero = o.zero;
+  q.global_batch = o.global_batch, q.seq = o.seq, q.sequence_parallel = o.sequence_parallel;
+  q.no_overlap = o.no_overlap, q.bucket_mb = o.bucket_mb, q.record_timeline = !o.trace.empty();
+  const auto report = experiments::simulate_step(q);
+  const auto& topo = report.topo;
+  const auto& spec = report.spec;
+  const auto& r = report.result;
   if (o.format == "json") {
-    auto j = result_json(r);
-    j["model"] = spec.name;
-    j["system"] = topo.name();
-    j["gpus"] = topo.num_gpus();
-    std::cout << j.dump(2) << "\n";
+    std::cout << experiments::step_json(report).dump(2) << "\n";
   } else {
     std::cout << fmt::format("model       {} ({}) on {} x {} ({} GPUs, {})\n", spec.name,
                              models::zoo::format_transformer_spec(spec), topo.nodes(), topo.gpus_per_node(),
@@ -291,74 +171,35 @@ void print_search_text(const par::LlmSearchResult& s) {
 void run_search_command(const SearchCliOptions& o) {
   if (o.format != "text" && o.format != "json")
     throw ConfigError(fmt::format("--format: expected text or json, got '{}'", o.format));
-  const auto topo =
-      hw::load_system(o.hw, hw::LoadOptions{o.nodes > 0 ? std::optional<int>(o.nodes) : std::nullopt});
   if (o.search == "mcmc") {
+    const auto topo =
+        hw::load_system(o.hw, hw::LoadOptions{o.nodes > 0 ? std::optional<int>(o.nodes) : std::nullopt});
     run_mcmc_search(o.model, topo, o.global_batch, o.seq, o.mcmc, o.format);
     return;
   }
   if (o.search != "exhaustive")
     throw ConfigError(fmt::format("--search: expected exhaustive or mcmc, got '{}'", o.search));
-  const auto spec = resolve_transformer(o.model, o.seq);
-  const models::CostModel cost(topo.gpu());
-  par::LlmSearchOptions so;
-  so.global_batch = o.global_batch;
-  so.top = o.top;
-  so.space.dtype = parse_dtype_option(o.dtype);
-  so.space.all_placements = !o.megatron_placement_only;
+  const experiments::SearchQuery q{o.model, o.hw,           o.dtype, o.nodes,
+                                   o.top,   o.global_batch, o.seq,   o.megatron_placement_only};
+  std::function<void(std::size_t, double)> progress;
   if (o.format == "text")
-    so.progress = [](std::size_t n, double best) {
+    progress = [](std::size_t n, double best) {
       std::cerr << fmt::format("\r  simulated {} plans, best step {}   ", n, format_seconds(best))
                 << std::flush;
     };
-  const auto s = par::search_llm(spec, topo, cost, so);
+  const auto report = experiments::search_strategies(q, progress);
   if (o.format == "text") std::cerr << "\n";
   if (o.format == "json") {
-    nlohmann::json j = {{"model", spec.name},
-                        {"system", topo.name()},
-                        {"gpus", topo.num_gpus()},
-                        {"search_seconds", s.seconds},
-                        {"counts",
-                         {{"enumerated", s.counts.enumerated},
-                          {"invalid", s.counts.invalid},
-                          {"out_of_memory", s.counts.out_of_memory},
-                          {"plans", s.counts.plans},
-                          {"pruned", s.counts.pruned},
-                          {"uncontended", s.counts.uncontended},
-                          {"simulated", s.counts.simulated}}}};
-    j["plans"] = nlohmann::json::array();
-    for (const auto& r : s.top) j["plans"].push_back(result_json(r));
-    j["expert"] = s.expert ? result_json(*s.expert) : nlohmann::json();
-    j["data_parallel"] = s.data_parallel ? result_json(*s.data_parallel) : nlohmann::json();
-    std::cout << j.dump(2) << "\n";
+    std::cout << experiments::search_json(report).dump(2) << "\n";
     return;
   }
-  std::cout << fmt::format("model       {} on {} x {} ({} GPUs, {}), global batch {}\n", spec.name,
-                           topo.nodes(), topo.gpus_per_node(), topo.num_gpus(), topo.gpu().name,
-                           o.global_batch);
-  print_search_text(s);
+  std::cout << fmt::format("model       {} on {} x {} ({} GPUs, {}), global batch {}\n", report.spec.name,
+                           report.topo.nodes(), report.topo.gpus_per_node(), report.topo.num_gpus(),
+                           report.topo.gpu().name, o.global_batch);
+  print_search_text(report.result);
 }
 
 }  // namespace
-
-models::zoo::TransformerSpec resolve_transformer(const std::string& model, std::int64_t seq) {
-  namespace zoo = models::zoo;
-  std::optional<zoo::TransformerSpec> spec;
-  try {
-    spec = zoo::training_transformer(zoo::resolve_model_ref(model));
-  } catch (const std::invalid_argument& e) {
-    throw ConfigError(fmt::format("--model: {}", e.what()));
-  }
-  if (!spec)
-    throw ConfigError(
-        fmt::format("--model: {}; other models take --search mcmc", zoo::not_a_transformer_message(model)));
-  if (seq > 0) {
-    spec->seq = seq;
-    if (auto problem = zoo::check_spec(*spec))
-      throw ConfigError(fmt::format("--seq: {} ({})", problem->message, problem->key));
-  }
-  return *spec;
-}
 
 void add_parallel_commands(CLI::App& app) {
   auto* sim_cmd = app.get_subcommand("sim");

@@ -15,10 +15,6 @@ inline constexpr const char* kModelHelp =
     "(configs/models/), "
     "or an .onnx file (--search mcmc only)";
 
-// The transformer `model` names (zoo name, transformer:..., model YAML), with its sequence length replaced by
-// `seq` when > 0. Throws ConfigError for anything else (naming what was expected).
-models::zoo::TransformerSpec resolve_transformer(const std::string& model, std::int64_t seq);
-
 // strata parallelize --search mcmc.
 struct McmcCliOptions {
   std::int64_t proposals = 20000;  // per chain

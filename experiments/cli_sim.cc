@@ -30,34 +30,9 @@ void run_collective_command(const CollectiveOptions& o) {
   if (!o.trace.empty()) util::check_output_path(o.trace);  // refuse a bad --trace before the sweep runs
   const auto topo =
       hw::load_system(o.hw, hw::LoadOptions{o.nodes > 0 ? std::optional<int>(o.nodes) : std::nullopt});
-  experiments::SweepConfig cfg;
-  auto op = sim::parse_op(o.op);
-  if (!op)
-    throw ConfigError(
-        fmt::format("--op: unknown collective '{}' (expected one of: {})", o.op, sim::kOpNames));
-  cfg.op = *op;
-  if (!sim::is_tuner_choice(o.algo) && !sim::AlgorithmRegistry::instance().find(o.algo))
-    throw ConfigError(fmt::format("--algo: unknown algorithm '{}' (expected auto, best or one of: {})",
-                                  o.algo, sim::AlgorithmRegistry::instance().names()));
-  cfg.algorithm = o.algo;
-  if (o.protocol != "auto") {
-    auto p = sim::parse_protocol(o.protocol);
-    if (!p)
-      throw ConfigError(fmt::format("--protocol: expected auto, simple, ll or ll128, got '{}'", o.protocol));
-    cfg.protocol = *p;
-  }
-  auto g = sim::parse_granularity(o.granularity);
-  if (!g) throw ConfigError(fmt::format("--granularity: expected flow or step, got '{}'", o.granularity));
-  cfg.granularity = *g;
-  auto dt = hw::parse_dtype(o.dtype);
-  if (!dt)
-    throw ConfigError(
-        fmt::format("--dtype: expected fp64, fp32, tf32, fp16, bf16 or fp8, got '{}'", o.dtype));
-  cfg.dtype = *dt;
-  for (const auto bytes : util::parse_size_range(o.sizes, "--sizes"))
-    cfg.sizes.push_back(static_cast<double>(bytes));
-  cfg.channels = o.channels;
-  cfg.group = parse_rank_list(o.group, topo.num_gpus(), "--group");
+  const experiments::CollectiveQuery query{o.op,    o.algo,        o.protocol, o.sizes,
+                                           o.dtype, o.granularity, o.group,    o.channels};
+  const auto cfg = experiments::sweep_config(topo, query);
   // The whole sweep runs before anything is printed, so an error never follows a partial table.
   const auto rows = experiments::run_sweep(topo, cfg);
   std::cout << experiments::table_header(topo, cfg);

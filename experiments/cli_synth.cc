@@ -11,6 +11,7 @@
 
 #include "experiments/cli.h"
 #include "experiments/cli_options.h"
+#include "experiments/synth_report.h"
 #include "hw/config_error.h"
 #include "hw/system_loader.h"
 #include "hw/units.h"
@@ -29,25 +30,8 @@ struct SynthOptions {
   bool all = false, split_levels = false, lowered = false;
 };
 
-// A list of axis sizes (--axes) or axis indices into them (--reduce, --joint), each in `range`.
-std::vector<int> parse_axis_list(const std::string& text, util::IntRange range, const std::string& option,
-                                 char sep = ',') {
-  std::vector<int> out;
-  for (const auto v : util::parse_int_list(text, range, option, sep)) out.push_back(static_cast<int>(v));
-  return out;
-}
-
-// The largest axis size: every GPU of the largest system on one axis.
-constexpr std::int64_t kMaxAxis = hw::limits::kMaxGpus;
-
 std::string ms(double s) {
   return fmt::format("{:.3f}", s * 1e3);
-}
-
-nlohmann::json matrix_json(const rd::Matrix& m) {
-  nlohmann::json j = nlohmann::json::array();
-  for (const auto& row : m) j.push_back(row);
-  return j;
 }
 
 // The reduction group of device 0 and how many nodes it spans: a short human form of the placement.
@@ -74,8 +58,8 @@ void run_joint(const SynthOptions& o, const hw::Topology& topo, const std::vecto
     if (colon == std::string::npos)
       throw ConfigError(fmt::format("--joint: expected AXES:BYTES like 0:4GiB or 0+2:1GiB, got '{}'", spec));
     rd::ReductionSpec r;
-    r.reduce_axes = parse_axis_list(spec.substr(0, colon), {0, static_cast<std::int64_t>(axes.size()) - 1},
-                                    "--joint", '+');
+    r.reduce_axes = experiments::parse_axis_list(
+        spec.substr(0, colon), {0, static_cast<std::int64_t>(axes.size()) - 1}, "--joint", '+');
     r.bytes_per_device = static_cast<double>(util::parse_size(spec.substr(colon + 1), "--joint"));
     r.label = spec;
     reductions.push_back(r);
@@ -89,7 +73,7 @@ void run_joint(const SynthOptions& o, const hw::Topology& topo, const std::vecto
   if (o.format == "json") {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& j : joint) {
-      nlohmann::json rec{{"matrix", matrix_json(j.matrix)},
+      nlohmann::json rec{{"matrix", j.matrix},
                          {"algorithm", j.algorithm},
                          {"total_best_seconds", j.total_best_seconds},
                          {"total_allreduce_seconds", j.total_baseline_seconds}};
@@ -126,31 +110,6 @@ void run_joint(const SynthOptions& o, const hw::Topology& topo, const std::vecto
         reductions[r].label, rd::format_matrix(best_alone->matrix), ms(best_alone->total_best_seconds),
         best_alone->total_best_seconds / joint.front().total_best_seconds);
   }
-}
-
-// --format json: one record per shown placement.
-void print_synth_json(const SynthOptions& o, const rd::PlacementHierarchy& ph, const rd::EvalConfig& cfg,
-                      const std::vector<rd::PlacementEval>& results, std::size_t shown) {
-  nlohmann::json out = nlohmann::json::array();
-  for (std::size_t i = 0; i < shown; ++i) {
-    const auto& e = results[i];
-    const rd::Placement pl(ph.levels, cfg.axes, e.matrix);
-    nlohmann::json rec{{"matrix", matrix_json(e.matrix)},
-                       {"algorithm", e.algorithm},
-                       {"allreduce_seconds", e.baseline_seconds},
-                       {"best_program", e.best.text},
-                       {"best_seconds", e.best.seconds},
-                       {"speedup", e.speedup()},
-                       {"programs_synthesized", e.num_programs},
-                       {"synthesis_hierarchy", e.hierarchy},
-                       {"reduction_groups", pl.groups(cfg.reduce_axes)}};
-    if (o.all) {
-      rec["programs"] = nlohmann::json::array();
-      for (const auto& p : e.ranked) rec["programs"].push_back({{"program", p.text}, {"seconds", p.seconds}});
-    }
-    out.push_back(rec);
-  }
-  std::cout << out.dump(2) << "\n";
 }
 
 // --format table: ranked placements, their groups, and optionally lowered and all programs.
@@ -226,52 +185,24 @@ void print_synth_table(const SynthOptions& o, const hw::Topology& topo, const rd
 }
 
 void run_synth(const SynthOptions& o) {
-  const auto topo =
-      hw::load_system(o.hw, hw::LoadOptions{o.nodes > 0 ? std::optional<int>(o.nodes) : std::nullopt});
-  if (o.axes.empty()) throw ConfigError("--axes: required, e.g. --axes 4,16");
-  const auto axes = parse_axis_list(o.axes, {1, kMaxAxis}, "--axes");
   if (o.format != "table" && o.format != "json")
     throw ConfigError(fmt::format("--format: expected table or json, got '{}'", o.format));
-  rd::SynthesisOptions so;
-  so.max_size = o.max_size;
-  auto canon = rd::parse_canonicalization(o.canonical);
-  if (!canon)
-    throw ConfigError(
-        fmt::format("--canonical: expected one of {}, got '{}'", rd::kCanonicalizationNames, o.canonical));
-  so.canonicalization = *canon;
   if (!o.joint.empty()) {
-    run_joint(o, topo, axes, so);
+    const auto topo =
+        hw::load_system(o.hw, hw::LoadOptions{o.nodes > 0 ? std::optional<int>(o.nodes) : std::nullopt});
+    if (o.axes.empty()) throw ConfigError("--axes: required, e.g. --axes 4,16");
+    const auto axes = experiments::parse_axis_list(o.axes, {1, experiments::kMaxAxis}, "--axes");
+    run_joint(o, topo, axes, experiments::synthesis_options(o.max_size, o.canonical));
     return;
   }
-  rd::EvalConfig cfg;
-  cfg.axes = axes;
-  cfg.reduce_axes = parse_axis_list(o.reduce, {0, static_cast<std::int64_t>(axes.size()) - 1}, "--reduce");
-  cfg.bytes_per_device = static_cast<double>(util::parse_size(o.bytes, "--bytes"));
-  if (o.algo == "both")
-    cfg.algorithms = {"ring", "tree"};
-  else if (sim::AlgorithmRegistry::instance().find(o.algo))
-    cfg.algorithms = {o.algo};
-  else
-    throw ConfigError(fmt::format("--algo: expected both or one of: {}; got '{}'",
-                                  sim::AlgorithmRegistry::instance().names(), o.algo));
-  cfg.synthesis = so;
-  cfg.split_non_switched = o.split_levels;
-  cfg.keep_all_programs = o.all;
-  const auto ph = rd::placement_hierarchy(topo, o.split_levels);
-  rd::check_axes(ph.levels, cfg.axes, cfg.reduce_axes);
-  rd::EvalStats stats;
-  auto results = rd::evaluate(topo, cfg, &stats);
-  // Fastest placement first (ties: matrix order, then algorithm order).
-  std::stable_sort(
-      results.begin(), results.end(),
-      [](const rd::PlacementEval& a, const rd::PlacementEval& b) { return a.best.seconds < b.best.seconds; });
-  const std::size_t shown =
-      o.top > 0 ? std::min<std::size_t>(results.size(), static_cast<std::size_t>(o.top)) : results.size();
-
+  const experiments::SynthQuery q{o.hw,    o.axes, o.reduce,   o.bytes, o.algo,        o.canonical,
+                                  o.nodes, o.top,  o.max_size, o.all,   o.split_levels};
+  const auto report = experiments::synthesize(q);
   if (o.format == "json")
-    print_synth_json(o, ph, cfg, results, shown);
+    std::cout << experiments::synth_json(report, o.all).dump(2) << "\n";
   else
-    print_synth_table(o, topo, ph, cfg, results, shown, stats);
+    print_synth_table(o, report.topo, report.hierarchy, report.config, report.results, report.shown,
+                      report.stats);
 }
 
 }  // namespace

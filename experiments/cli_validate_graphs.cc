@@ -8,6 +8,7 @@
 #include "experiments/cli.h"
 #include "experiments/cli_options.h"
 #include "experiments/cli_validate_replay.h"
+#include "experiments/optimize_report.h"
 #include "hw/config_error.h"
 #include "hw/system_loader.h"
 #include "models/cost/cost_params.h"
@@ -87,7 +88,7 @@ void run_graphs(const GraphsOptions& o) {
   const auto topo = hw::load_system(util::find_data_file(o.hw).string());
   const auto g = build_replay_model(o, "validate graphs", "cuBLAS/cuDNN kernels timed with CUDA events");
   const auto rules = ss::load_rules(
-      o.rules.empty() ? util::find_data_file("configs/subst/taso_shipped_verified.rules").string() : o.rules,
+      o.rules.empty() ? util::find_data_file(experiments::kDefaultRules).string() : o.rules,
       ss::RuleFileFormat::kAutomatic, ss::TasoShapes::kUnknown);
   const models::CostModel cost(topo.gpu(), models::roofline_params_for(o.cost_params, topo.gpu().name));
   validate::CandidateOptions co;

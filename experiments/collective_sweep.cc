@@ -16,6 +16,44 @@ std::vector<double> parse_size_range(std::string_view text, std::string_view fie
   return {bytes.begin(), bytes.end()};
 }
 
+SweepConfig sweep_config(const hw::Topology& topo, const CollectiveQuery& q) {
+  SweepConfig cfg;
+  auto op = sim::parse_op(q.op);
+  if (!op)
+    throw ConfigError(
+        fmt::format("--op: unknown collective '{}' (expected one of: {})", q.op, sim::kOpNames));
+  cfg.op = *op;
+  if (!sim::is_tuner_choice(q.algo) && !sim::AlgorithmRegistry::instance().find(q.algo))
+    throw ConfigError(fmt::format("--algo: unknown algorithm '{}' (expected auto, best or one of: {})",
+                                  q.algo, sim::AlgorithmRegistry::instance().names()));
+  cfg.algorithm = q.algo;
+  if (q.protocol != "auto") {
+    auto p = sim::parse_protocol(q.protocol);
+    if (!p)
+      throw ConfigError(fmt::format("--protocol: expected auto, simple, ll or ll128, got '{}'", q.protocol));
+    cfg.protocol = *p;
+  }
+  auto g = sim::parse_granularity(q.granularity);
+  if (!g) throw ConfigError(fmt::format("--granularity: expected flow or step, got '{}'", q.granularity));
+  cfg.granularity = *g;
+  auto dt = hw::parse_dtype(q.dtype);
+  if (!dt)
+    throw ConfigError(
+        fmt::format("--dtype: expected fp64, fp32, tf32, fp16, bf16 or fp8, got '{}'", q.dtype));
+  cfg.dtype = *dt;
+  cfg.sizes = parse_size_range(q.sizes, "--sizes");
+  // The command line has checked the range already; a caller from Python gets the same message.
+  cfg.channels =
+      static_cast<int>(util::parse_int(std::to_string(q.channels), {0, sim::kMaxChannels}, "--channels"));
+  if (q.group.empty()) {
+    cfg.group.resize(static_cast<std::size_t>(topo.num_gpus()));
+    std::iota(cfg.group.begin(), cfg.group.end(), 0);
+  } else {
+    cfg.group = util::parse_rank_set(q.group, topo.num_gpus(), "--group");
+  }
+  return cfg;
+}
+
 std::vector<SweepRow> run_sweep(const hw::Topology& topo, const SweepConfig& config,
                                 const std::function<void(const SweepRow&)>& on_row) {
   std::vector<hw::Rank> group = config.group;
@@ -75,19 +113,25 @@ std::string table_header(const hw::Topology& topo, const SweepConfig& config) {
       config.algorithm);
 }
 
+std::string_view redop_column(sim::CollectiveOp op) {
+  const bool reduces = op == sim::CollectiveOp::kAllReduce || op == sim::CollectiveOp::kReduce ||
+                       op == sim::CollectiveOp::kReduceScatter;
+  return reduces ? "sum" : "none";
+}
+
+int root_column(sim::CollectiveOp op) {
+  return op == sim::CollectiveOp::kReduce || op == sim::CollectiveOp::kBroadcast ? 0 : -1;
+}
+
 std::string table_row(const SweepConfig& config, const SweepRow& row) {
-  const bool has_redop = config.op == sim::CollectiveOp::kAllReduce ||
-                         config.op == sim::CollectiveOp::kReduce ||
-                         config.op == sim::CollectiveOp::kReduceScatter;
-  const bool has_root = config.op == sim::CollectiveOp::kReduce || config.op == sim::CollectiveOp::kBroadcast;
   // Time with nccl-tests' precision rule (2 decimals below 100 us, 1 below 10,000 us, none above) in a
   // column wide enough for 10^9 us, so columns never shift.
   const double us = row.seconds * 1e6;
   const std::string time =
       us >= 1e4 ? fmt::format("{:.0f}", us) : fmt::format("{:.{}f}", us, us >= 100 ? 1 : 2);
   return fmt::format("{:>12.0f}  {:>12.0f}  {:>8}  {:>6}  {:>6}  {:>9}  {:>6.2f}  {:>6.2f}  {:<13} {}\n",
-                     row.bytes, row.count, hw::dtype_name(config.dtype), has_redop ? "sum" : "none",
-                     has_root ? "0" : "-1", time, row.algbw / 1e9, row.busbw / 1e9, row.algorithm,
+                     row.bytes, row.count, hw::dtype_name(config.dtype), redop_column(config.op),
+                     root_column(config.op), time, row.algbw / 1e9, row.busbw / 1e9, row.algorithm,
                      sim::protocol_name(row.protocol));
 }
 

@@ -38,9 +38,27 @@ struct SweepRow {
   double seconds, algbw, busbw;
 };
 
+// A collective sweep as the command line and the Python API name it (`strata sim collective` options):
+// text values checked and turned into a SweepConfig by sweep_config.
+struct CollectiveQuery {
+  std::string op = "allreduce", algo = "auto", protocol = "auto", sizes = "8B:8GiB", dtype = "fp32",
+              granularity = "flow";
+  std::string group;  // "0-7", "0,8,16" (util::parse_rank_set); empty: every GPU
+  int channels = 0;
+};
+
+// The sweep `query` names on `topo`. Throws ConfigError or util::InputError naming the option (--op, --algo,
+// --protocol, --granularity, --dtype, --sizes, --group) and what was expected.
+SweepConfig sweep_config(const hw::Topology& topo, const CollectiveQuery& query);
+
 // Runs the sweep; `on_row` (if set) is called as each row completes, for streaming output.
 std::vector<SweepRow> run_sweep(const hw::Topology& topo, const SweepConfig& config,
                                 const std::function<void(const SweepRow&)>& on_row = {});
+
+// nccl-tests' redop and root columns for `op`: "sum" for reductions, "none" otherwise; root 0 for Reduce
+// and Broadcast, -1 otherwise.
+std::string_view redop_column(sim::CollectiveOp op);
+int root_column(sim::CollectiveOp op);
 
 std::string table_header(const hw::Topology& topo, const SweepConfig& config);
 std::string table_row(const SweepConfig& config, const SweepRow& row);

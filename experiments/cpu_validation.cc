@@ -20,6 +20,8 @@
 #include <fmt/ranges.h>
 
 #include "experiments/experiment.h"
+#include "experiments/optimize_report.h"
+#include "experiments/option_ranges.h"
 #include "hw/config_error.h"
 #include "hw/system_loader.h"
 #include "hw/units.h"
@@ -43,8 +45,6 @@ namespace ss = search::subst;
 constexpr double kOpErrorTarget = 0.15;  // per-operator median |error| on the zoo CNNs and BERT-base
 constexpr double kTop1Target = 0.80;  // share of models whose predicted-fastest candidate is measured fastest
 
-// The largest batch or sequence length (the command line's limit, kMaxModelDim).
-constexpr long long kMaxModelDim = 1LL << 20;
 
 enum class Calibrate : std::uint8_t { kNo, kFull, kQuick };
 
@@ -191,7 +191,7 @@ GraphsConfig parse_graphs(const ExperimentFile& file, const YamlReader& g) {
   if (auto s = g.maybe("warmup")) out.warmup = s->as_int32_in(0, 100000);
   const auto field = g.maybe("rules");
   out.rules_path = field ? file.resolve_path(*field)
-                         : util::find_data_file("configs/subst/taso_shipped_verified.rules").string();
+                         : util::find_data_file(experiments::kDefaultRules).string();
   try {
     out.rules = ss::load_rules(out.rules_path, ss::RuleFileFormat::kAutomatic, ss::TasoShapes::kUnknown);
   } catch (const ConfigError& e) {

@@ -16,7 +16,22 @@ fs::path resolve_relative_to(const fs::path& file, std::string_view path) {
   return (file.parent_path() / p).lexically_normal();
 }
 
+namespace {
+
+// Set once by a host at load time (set_executable_path), before any lookup.
+fs::path& executable_override() {
+  static fs::path path;
+  return path;
+}
+
+}  // namespace
+
+void set_executable_path(fs::path path) {
+  executable_override() = std::move(path);
+}
+
 fs::path executable_path() {
+  if (!executable_override().empty()) return executable_override();
   std::error_code ec;
   auto p = fs::read_symlink("/proc/self/exe", ec);
   if (ec)

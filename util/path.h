@@ -11,8 +11,11 @@ namespace strata::util {
 // directory strata was started from.
 std::filesystem::path resolve_relative_to(const std::filesystem::path& file, std::string_view path);
 
-// The running program (/proc/self/exe).
+// The running program (/proc/self/exe), or the path set by set_executable_path.
 std::filesystem::path executable_path();
+// Makes executable_path() return `path` from now on: a host that loads strata as a library (the Python
+// module, python/) names the program strata's data files are found from, since /proc/self/exe is the host's.
+void set_executable_path(std::filesystem::path path);
 
 // A data file shipped with strata, named relative to the source tree ("configs/hw/dgx-a100.yaml",
 // "experiments/plots/collective_sweep.py"), located from `executable` (default: the running program):

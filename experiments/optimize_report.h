@@ -1,0 +1,42 @@
+// Graph optimization with substitution rules as `strata optimize` and the Python API set it up: the model,
+// the system whose GPU prices the operators, the rules and the search options, checked with the command
+// line's messages.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hw/topology.h"
+#include "models/cost/cost_model.h"
+#include "models/ir/graph.h"
+#include "search/subst/optimizer.h"
+#include "search/subst/rule.h"
+
+namespace strata::experiments {
+
+// The default rule set: the rules of TASO's shipped 133-rule file that strata's verifier proves, written by
+// `strata subst verify` (configs/subst/README.md gives the command); found next to the installed binary or in
+// the source tree (util/path.h).
+inline constexpr std::string_view kDefaultRules = "configs/subst/taso_shipped_verified.rules";
+
+struct OptimizeQuery {
+  std::string model, hw, rules, cost_params;  // rules: empty for kDefaultRules
+  std::string xfers = "all";                  // all, none, or a comma-separated list (search/subst/xfers.h)
+  double alpha = 1.05;
+  int budget = 1000;
+  std::int64_t batch = 0, seq = 0;  // 0: the model's default
+};
+
+struct OptimizeSetup {
+  hw::Topology topo;
+  models::Graph graph;
+  std::vector<search::subst::Rule> rules;
+  models::CostModel cost;
+  search::subst::OptimizerOptions options;  // no progress callback
+};
+
+OptimizeSetup prepare_optimize(const OptimizeQuery& query);
+
+}  // namespace strata::experiments

@@ -1,0 +1,58 @@
+#include "experiments/system_report.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "hw/units.h"
+
+namespace strata::experiments {
+
+std::string describe_system(const hw::Topology& topo) {
+  std::string out;
+  out += fmt::format("system: {}\nGPU: {} ({}, {}), HBM {} at {}\n", topo.name(), topo.gpu().name,
+                     topo.gpu().description, hw::arch_name(topo.gpu().arch),
+                     units::format_bytes(topo.gpu().hbm_capacity),
+                     units::format_bandwidth(topo.gpu().hbm_bandwidth));
+  out += "\nhierarchy view (outermost first):\n";
+  for (const auto& l : topo.levels()) out += fmt::format("  {:<10} x {}\n", l.name, l.count);
+  out += fmt::format("  = {} GPUs\n", topo.num_gpus());
+  out += "\nphysical view:\n";
+  std::map<std::string, int> kinds;
+  for (const auto& v : topo.vertices()) ++kinds[std::string(hw::vertex_kind_name(v.kind))];
+  for (const auto& [k, c] : kinds) out += fmt::format("  {:<12} {}\n", k, c);
+  out += fmt::format("  links        {} directed ({} duplex wires)\n", topo.links().size(),
+                     topo.links().size() / 2);
+  out += "\n  wires of node 0 and the network (effective bandwidth per direction):\n";
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < topo.links().size(); i += 2) {
+    const auto& l = topo.links()[i];
+    const auto& a = topo.vertices()[static_cast<std::size_t>(l.src)];
+    const auto& b = topo.vertices()[static_cast<std::size_t>(l.dst)];
+    if ((a.node > 0) || (b.node > 0)) continue;
+    const std::string line =
+        fmt::format("    {:<14} <-> {:<14} {:<8} x{:<2} {:>12}  {}", a.name, b.name, l.kind, l.multiplicity,
+                    units::format_bandwidth(l.bandwidth), units::format_duration(l.latency));
+    if (seen.insert(line).second) out += line + "\n";
+  }
+  out += "\n  sample routes:\n";
+  const auto print_route = [&](hw::Rank a, hw::Rank b) {
+    std::string path = topo.vertices()[static_cast<std::size_t>(topo.gpu_vertex(a))].name;
+    for (hw::LinkId l : topo.route(a, b))
+      path += " -> " + topo.vertices()[static_cast<std::size_t>(topo.link(l).dst)].name;
+    out += fmt::format("    gpu {} -> gpu {}: {}  (bottleneck {}, latency {})\n", a, b, path,
+                       units::format_bandwidth(topo.route_bandwidth(a, b)),
+                       units::format_duration(topo.route_latency(a, b)));
+  };
+  if (topo.gpus_per_node() > 1) print_route(0, 1);
+  if (topo.gpus_per_node() > 4) print_route(0, topo.gpus_per_node() - 1);
+  if (topo.nodes() > 1) print_route(0, topo.gpus_per_node());
+  // GPU 1 to a GPU of node 1 other than its first (GPU 2 of that node when there is one).
+  if (topo.nodes() > 1 && topo.gpus_per_node() > 1)
+    print_route(1, topo.gpus_per_node() + std::min(2, topo.gpus_per_node() - 1));
+  return out;
+}
+
+}  // namespace strata::experiments

@@ -1,0 +1,50 @@
+"""strata.optimize against `strata optimize`; the input graph's cost against the single-GPU simulation."""
+import re
+
+import pytest
+import strata
+
+from conftest import cli, src
+
+HW = "configs/hw/dgx-a100.yaml"
+
+
+def test_result_matches_the_cli():
+    d = strata.optimize("squeezenet", src(HW), budget=50)
+    r = cli("optimize", "--model", "squeezenet", "--hw", src(HW), "--budget", 50)
+    assert r.rc == 0, r
+    m = re.search(r"model (\S+): (\d+) nodes; (\d+) rules; device (\S+)", r.out)
+    assert (d["model"], d["nodes_before"], d["rules"], d["device"]) == (m.group(1), int(m.group(2)),
+                                                                         int(m.group(3)), m.group(4))
+    assert f"{d['cost_before_seconds'] * 1e3:.4f}" == re.search(r"predicted time before: ([0-9.]+) ms", r.out).group(1)
+    after = re.search(r"predicted time after:\s+([0-9.]+) ms \(([0-9.]+)x\), (\d+) -> (\d+) nodes", r.out)
+    assert f"{d['cost_after_seconds'] * 1e3:.4f}" == after.group(1)
+    assert f"{d['speedup']:.2f}" == after.group(2)
+    assert d["nodes_after"] == int(after.group(4))
+    search = re.search(r"search: (\d+) graphs explored, (\d+) generated", r.out)
+    assert (d["explored"], d["generated"]) == (int(search.group(1)), int(search.group(2)))
+    applied = re.findall(r"^  rule (\S+) at (.*)$", r.out, re.M)
+    assert [(a["rule"], ", ".join(a["nodes"])) for a in d["applied"]] == applied
+    verdict = re.search(r"check \(reference executor, random inputs seed 1\): (.*)$", r.out, re.M).group(1)
+    assert d["check"] == verdict
+    assert d["check_passed"]
+
+
+def test_input_cost_is_the_single_gpu_simulation():
+    # Independent path: the cost of the unoptimized graph is the simulated step of the same model (f32, batch 1);
+    # the simulator's clock counts whole picoseconds.
+    d = strata.optimize("squeezenet", src(HW), budget=1, check=False)
+    sim = strata.simulate_model("squeezenet", src(HW), dtype="f32")
+    assert d["cost_before_seconds"] == pytest.approx(sim["step_seconds"], rel=1e-6)
+    assert d["cost_after_seconds"] <= d["cost_before_seconds"]
+    assert d["nodes_before"] == strata.load_model("squeezenet").num_nodes
+    assert "check" not in d
+
+
+def test_errors_carry_the_cli_message():
+    for kwargs, args in [(dict(xfers="nope"), ["--xfers", "nope"]),
+                         (dict(rules="/nonexistent.rules"), ["--rules", "/nonexistent.rules"])]:
+        message = cli("optimize", "--model", "squeezenet", "--hw", src(HW), *args).error_message()
+        with pytest.raises(strata.Error) as e:
+            strata.optimize("squeezenet", src(HW), **kwargs)
+        assert str(e.value) == message
