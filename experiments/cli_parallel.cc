@@ -171,14 +171,11 @@ void print_search_text(const par::LlmSearchResult& s) {
 void run_search_command(const SearchCliOptions& o) {
   if (o.format != "text" && o.format != "json")
     throw ConfigError(fmt::format("--format: expected text or json, got '{}'", o.format));
-  if (o.search == "mcmc") {
-    const auto topo =
-        hw::load_system(o.hw, hw::LoadOptions{o.nodes > 0 ? std::optional<int>(o.nodes) : std::nullopt});
-    run_mcmc_search(o.model, topo, o.global_batch, o.seq, o.mcmc, o.format);
+  if (experiments::parse_search_kind(o.search) == experiments::SearchKind::kMcmc) {
+    run_mcmc_search(o.model, experiments::load_cluster(o.hw, o.nodes), o.global_batch, o.seq, o.mcmc,
+                    o.format);
     return;
   }
-  if (o.search != "exhaustive")
-    throw ConfigError(fmt::format("--search: expected exhaustive or mcmc, got '{}'", o.search));
   const experiments::SearchQuery q{o.model, o.hw,           o.dtype, o.nodes,
                                    o.top,   o.global_batch, o.seq,   o.megatron_placement_only};
   std::function<void(std::size_t, double)> progress;

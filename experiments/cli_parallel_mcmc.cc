@@ -3,73 +3,23 @@
 #include <iostream>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "experiments/cli_parallel.h"
-#include "hw/config_error.h"
-#include "models/zoo/model_ref.h"
+#include "experiments/parallel_mcmc_report.h"
 #include "search/parallel/op_search.h"
 
 namespace strata::cli {
-namespace {
 
 namespace par = search::parallel;
 
-// The forward graph for `model` with `batch` samples per step (the global batch: plans split it).
-models::Graph forward_graph(const std::string& model, std::int64_t batch, std::int64_t seq) {
-  namespace zoo = models::zoo;
-  try {
-    const auto ref = zoo::resolve_model_ref(model);
-    if (ref.kind == zoo::ModelRefKind::kOnnx) {
-      if (seq > 0) throw ConfigError("--seq applies to zoo and transformer models, not to ONNX files");
-      return zoo::build_model_ref(ref);
-    }
-    zoo::ModelRefOptions options;
-    options.batch = batch, options.seq = seq, options.dtype = models::DType::kBF16;
-    return zoo::build_model_ref(ref, options);
-  } catch (const std::invalid_argument& e) {
-    throw ConfigError(fmt::format("--model: {}", e.what()));
-  }
-}
-
-nlohmann::json report_json(const par::PlanReport& r) {
-  return {{"fast_seconds", r.fast_seconds},
-          {"step_seconds", r.full_seconds > 0 ? r.full_seconds : r.fast_seconds},
-          {"peak_memory_bytes", r.peak_memory_bytes},
-          {"fits", r.fits},
-          {"listing", r.listing}};
-}
-
-}  // namespace
-
 void run_mcmc_search(const std::string& model, const hw::Topology& topo, std::int64_t global_batch,
                      std::int64_t seq, const McmcCliOptions& mcmc, const std::string& format) {
-  const auto graph = forward_graph(model, global_batch, seq);
-  const models::CostModel cost(topo.gpu());
-  par::McmcOptions o;
-  o.proposals = mcmc.proposals;
-  o.seed = static_cast<std::uint64_t>(mcmc.seed);
-  o.seconds = mcmc.seconds;
-  const auto r = par::run_mcmc(graph, topo, cost, o);
+  const experiments::McmcQuery q{model, global_batch, seq, mcmc.proposals, mcmc.seed, mcmc.seconds};
+  const auto report = experiments::mcmc_search(q, topo);
+  const auto& graph = report.graph;
+  const auto& r = report.result;
   if (format == "json") {
-    nlohmann::json j = {{"model", model},
-                        {"system", topo.name()},
-                        {"gpus", topo.num_gpus()},
-                        {"proposals", r.proposals},
-                        {"accepted", r.accepted},
-                        {"chains", r.chains},
-                        {"search_seconds", r.wall_seconds},
-                        {"found", r.found},
-                        {"best", report_json(r.best)},
-                        {"data_parallel", report_json(r.data_parallel)},
-                        {"expert", report_json(r.expert)}};
-    j["history"] = nlohmann::json::array();
-    for (const auto& h : r.history)
-      j["history"].push_back({{"chain", h.chain},
-                              {"proposals", h.proposals},
-                              {"wall_seconds", h.wall_seconds},
-                              {"best_seconds", h.best_seconds}});
-    std::cout << j.dump(2) << "\n";
+    std::cout << experiments::mcmc_json(q, topo, report).dump(2) << "\n";
     return;
   }
   auto line = [](const char* name, const par::PlanReport& p) {

@@ -44,11 +44,6 @@ std::string indent_lines(std::string text) {
   return text;
 }
 
-hw::Topology load_cluster(const std::string& path, int nodes) {
-  if (nodes != 0) check_int(nodes, kNodesRange, "--nodes");
-  return hw::load_system(path, hw::LoadOptions{nodes > 0 ? std::optional<int>(nodes) : std::nullopt});
-}
-
 // The strategy `q` names, its integer options checked as the command line checks them.
 par::LlmStrategy make_strategy(const StepQuery& q) {
   par::LlmStrategy st;
@@ -83,6 +78,17 @@ par::LlmStrategy make_strategy(const StepQuery& q) {
 }
 
 }  // namespace
+
+hw::Topology load_cluster(const std::string& path, int nodes) {
+  if (nodes != 0) check_int(nodes, kNodesRange, "--nodes");
+  return hw::load_system(path, hw::LoadOptions{nodes > 0 ? std::optional<int>(nodes) : std::nullopt});
+}
+
+SearchKind parse_search_kind(const std::string& text) {
+  if (text == "exhaustive") return SearchKind::kExhaustive;
+  if (text == "mcmc") return SearchKind::kMcmc;
+  throw ConfigError(fmt::format("--search: expected exhaustive or mcmc, got '{}'", text));
+}
 
 models::zoo::TransformerSpec resolve_transformer(const std::string& model, std::int64_t seq) {
   namespace zoo = models::zoo;

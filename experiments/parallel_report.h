@@ -19,6 +19,14 @@ namespace strata::experiments {
 // `seq` when > 0. Throws ConfigError for anything else (naming what was expected).
 models::zoo::TransformerSpec resolve_transformer(const std::string& model, std::int64_t seq);
 
+// A system YAML with --nodes N (0: the file's), N checked as the command line checks it.
+hw::Topology load_cluster(const std::string& path, int nodes);
+
+// --search: "exhaustive" (LLM strategies, search_strategies) or "mcmc" (per-operator plans,
+// parallel_mcmc_report.h); throws ConfigError otherwise.
+enum class SearchKind { kExhaustive, kMcmc };
+SearchKind parse_search_kind(const std::string& text);
+
 // "bf16", "fp16" or "fp8" (--dtype of the parallel commands).
 hw::DType parse_compute_dtype(const std::string& text);
 

@@ -10,11 +10,10 @@
 
 #include "experiments/collective_sweep.h"
 #include "experiments/experiment.h"
-#include "experiments/option_ranges.h"
+#include "experiments/parallel_report.h"
 #include "experiments/synth_report.h"
 #include "experiments/system_report.h"
 #include "hw/config_error.h"
-#include "hw/system_loader.h"
 #include "util/path.h"
 #include "util/version.h"
 
@@ -63,11 +62,6 @@ void anchor_data_files(const std::string& module_file) {
     util::set_executable_path(module);
   else
     util::set_executable_path((module.parent_path() / STRATA_MODULE_TO_BINDIR / "strata").lexically_normal());
-}
-
-hw::Topology load_system(const std::string& path, int nodes) {
-  if (nodes != 0) experiments::check_int(nodes, experiments::kNodesRange, "--nodes");
-  return hw::load_system(path, hw::LoadOptions{nodes > 0 ? std::optional<int>(nodes) : std::nullopt});
 }
 
 hw::Rank checked_rank(const hw::Topology& topo, int rank) {
@@ -152,7 +146,7 @@ void add_system_bindings(py::module_& m) {
         return fmt::format("<strata.System {}: {} x {} {}>", t.name(), t.nodes(), t.gpus_per_node(),
                            t.gpu().name);
       });
-  m.def("load_system", &load_system, py::arg("path"), py::arg("nodes") = 0,
+  m.def("load_system", &experiments::load_cluster, py::arg("path"), py::arg("nodes") = 0,
         "Load a system YAML (configs/hw/*.yaml); nodes > 0 overrides the file's node count");
   m.def(
       "_collective",

@@ -7,6 +7,7 @@
 
 #include "experiments/model_report.h"
 #include "experiments/optimize_report.h"
+#include "experiments/parallel_mcmc_report.h"
 #include "experiments/parallel_report.h"
 #include "models/zoo/transformer_spec.h"
 #include "python/bindings.h"
@@ -199,13 +200,23 @@ void add_parallel_functions(py::module_& m) {
   m.def(
       "parallelize",
       [](std::string model, std::string hw, std::int64_t global_batch, int nodes, int top, std::string dtype,
-         bool megatron_placement, std::int64_t seq) {
+         bool megatron_placement, std::int64_t seq, std::string search, std::int64_t proposals,
+         std::int64_t seed, double time_limit) {
+        if (experiments::parse_search_kind(search) == experiments::SearchKind::kMcmc) {
+          const auto topo = experiments::load_cluster(hw, nodes);
+          const experiments::McmcQuery q{model, global_batch, seq, proposals, seed, time_limit};
+          return to_python(experiments::mcmc_json(q, topo, experiments::mcmc_search(q, topo)));
+        }
         const experiments::SearchQuery q{model, hw, dtype, nodes, top, global_batch, seq, megatron_placement};
         return to_python(experiments::search_json(experiments::search_strategies(q)));
       },
       py::arg("model"), py::arg("hw"), py::arg("global_batch"), py::arg("nodes") = 0, py::arg("top") = 10,
       py::arg("dtype") = "bf16", py::arg("megatron_placement") = false, py::arg("seq") = 0,
-      "Exhaustive strategy search: the record of `strata parallelize --format json`");
+      py::arg("search") = "exhaustive", py::arg("proposals") = 20000, py::arg("seed") = 1,
+      py::arg("time_limit") = 0.0,
+      "Strategy search: the record of `strata parallelize --format json` (search exhaustive: LLM strategies "
+      "of "
+      "a transformer; mcmc: per-operator plans of any model)");
 }
 
 }  // namespace

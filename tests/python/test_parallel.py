@@ -50,6 +50,18 @@ def test_parallelize_matches_the_cli_json():
     assert steps[0] <= d["data_parallel"]["step_seconds"] * (1 + 1e-9)
 
 
+def test_mcmc_matches_the_cli_json():
+    d = strata.parallelize("squeezenet", src("configs/hw/dgx-a100.yaml"), global_batch=64, search="mcmc",
+                           proposals=300)
+    r = cli("parallelize", "--model", "squeezenet", "--hw", src("configs/hw/dgx-a100.yaml"), "--global-batch", 64,
+            "--search", "mcmc", "--proposals", 300, "--format", "json")
+    assert r.rc == 0, r
+    assert_same_json(d, json.loads(r.out), skip=("search_seconds", "wall_seconds"))
+    # Data parallelism is in the plan space: the best plan is at least as fast; same seed, same plan.
+    assert d["best"]["step_seconds"] <= d["data_parallel"]["step_seconds"] * (1 + 1e-9)
+    assert d["gpus"] == 8 and "conv2d" in d["best"]["listing"]
+
+
 def test_errors_carry_the_cli_message():
     base = ["sim", "step", "--model", GPT, "--hw", src(HW), "--global-batch", 32]
     for kwargs, args in [(dict(tp=3), ["--tp", 3]), (dict(recompute="some"), ["--recompute", "some"]),
@@ -59,7 +71,9 @@ def test_errors_carry_the_cli_message():
         with pytest.raises(strata.Error) as e:
             strata.simulate_step(GPT, src(HW), global_batch=32, **kwargs)
         assert str(e.value) == message
-    message = cli("parallelize", "--model", "resnet50", "--hw", src(HW), "--global-batch", 8).error_message()
-    with pytest.raises(strata.Error) as e:
-        strata.parallelize("resnet50", src(HW), global_batch=8)
-    assert str(e.value) == message
+    for kwargs, args in [(dict(), []), (dict(search="annealing"), ["--search", "annealing"]),
+                         (dict(search="mcmc", seq=16), ["--search", "mcmc", "--seq", 16])]:
+        message = cli("parallelize", "--model", "resnet50", "--hw", src(HW), "--global-batch", 8, *args).error_message()
+        with pytest.raises(strata.Error) as e:
+            strata.parallelize("resnet50", src(HW), global_batch=8, **kwargs)
+        assert str(e.value) == message
