@@ -1,10 +1,6 @@
 // strata hw show|list
-#include <algorithm>
 #include <iostream>
-#include <map>
 #include <memory>
-#include <optional>
-#include <set>
 
 #include <fmt/format.h>
 
@@ -32,11 +28,8 @@ void add_hw_commands(CLI::App& app) {
   show->add_option("system", opt->file, "System YAML file, e.g. configs/hw/dgx-h100.yaml")->required();
   add_int_option(*show, "--nodes", opt->nodes, {1, hw::limits::kMaxNodes},
                  "Turn the node preset into an N-node cluster (overrides 'nodes:')", false);
-  show->callback([opt] {
-    const auto topo = hw::load_system(
-        opt->file, hw::LoadOptions{opt->nodes > 0 ? std::optional<int>(opt->nodes) : std::nullopt});
-    std::cout << experiments::describe_system(topo);
-  });
+  show->callback(
+      [opt] { std::cout << experiments::describe_system(experiments::load_cluster(opt->file, opt->nodes)); });
   auto* list = hw_cmd->add_subcommand("list", "List the GPU models and link kinds a system file can name");
   list->callback([] {
     std::cout << "GPU models:\n";

@@ -12,6 +12,7 @@
 #include "experiments/cli_options.h"
 #include "experiments/cli_parallel.h"
 #include "experiments/parallel_report.h"
+#include "experiments/system_report.h"
 #include "hw/config_error.h"
 #include "hw/system_loader.h"
 #include "hw/units.h"

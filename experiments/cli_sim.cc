@@ -9,6 +9,7 @@
 #include "experiments/cli.h"
 #include "experiments/cli_options.h"
 #include "experiments/collective_sweep.h"
+#include "experiments/system_report.h"
 #include "hw/config_error.h"
 #include "hw/system_loader.h"
 #include "hw/units.h"
@@ -28,8 +29,7 @@ struct CollectiveOptions {
 
 void run_collective_command(const CollectiveOptions& o) {
   if (!o.trace.empty()) util::check_output_path(o.trace);  // refuse a bad --trace before the sweep runs
-  const auto topo =
-      hw::load_system(o.hw, hw::LoadOptions{o.nodes > 0 ? std::optional<int>(o.nodes) : std::nullopt});
+  const auto topo = experiments::load_cluster(o.hw, o.nodes);
   const experiments::CollectiveQuery query{o.op,    o.algo,        o.protocol, o.sizes,
                                            o.dtype, o.granularity, o.group,    o.channels};
   const auto cfg = experiments::sweep_config(topo, query);

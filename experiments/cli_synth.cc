@@ -12,6 +12,7 @@
 #include "experiments/cli.h"
 #include "experiments/cli_options.h"
 #include "experiments/synth_report.h"
+#include "experiments/system_report.h"
 #include "hw/config_error.h"
 #include "hw/system_loader.h"
 #include "hw/units.h"
@@ -188,8 +189,7 @@ void run_synth(const SynthOptions& o) {
   if (o.format != "table" && o.format != "json")
     throw ConfigError(fmt::format("--format: expected table or json, got '{}'", o.format));
   if (!o.joint.empty()) {
-    const auto topo =
-        hw::load_system(o.hw, hw::LoadOptions{o.nodes > 0 ? std::optional<int>(o.nodes) : std::nullopt});
+    const auto topo = experiments::load_cluster(o.hw, o.nodes);
     if (o.axes.empty()) throw ConfigError("--axes: required, e.g. --axes 4,16");
     const auto axes = experiments::parse_axis_list(o.axes, {1, experiments::kMaxAxis}, "--axes");
     run_joint(o, topo, axes, experiments::synthesis_options(o.max_size, o.canonical));

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "experiments/option_ranges.h"
+#include "experiments/system_report.h"
 #include "hw/config_error.h"
 #include "hw/system_loader.h"
 #include "models/cost/cost_model.h"
@@ -78,11 +79,6 @@ par::LlmStrategy make_strategy(const StepQuery& q) {
 }
 
 }  // namespace
-
-hw::Topology load_cluster(const std::string& path, int nodes) {
-  if (nodes != 0) check_int(nodes, kNodesRange, "--nodes");
-  return hw::load_system(path, hw::LoadOptions{nodes > 0 ? std::optional<int>(nodes) : std::nullopt});
-}
 
 SearchKind parse_search_kind(const std::string& text) {
   if (text == "exhaustive") return SearchKind::kExhaustive;

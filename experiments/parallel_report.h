@@ -19,9 +19,6 @@ namespace strata::experiments {
 // `seq` when > 0. Throws ConfigError for anything else (naming what was expected).
 models::zoo::TransformerSpec resolve_transformer(const std::string& model, std::int64_t seq);
 
-// A system YAML with --nodes N (0: the file's), N checked as the command line checks it.
-hw::Topology load_cluster(const std::string& path, int nodes);
-
 // --search: "exhaustive" (LLM strategies, search_strategies) or "mcmc" (per-operator plans,
 // parallel_mcmc_report.h); throws ConfigError otherwise.
 enum class SearchKind { kExhaustive, kMcmc };

@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 
 #include "experiments/option_ranges.h"
+#include "experiments/system_report.h"
 #include "hw/config_error.h"
-#include "hw/system_loader.h"
 #include "util/parse.h"
 
 namespace strata::experiments {
@@ -33,9 +33,7 @@ rd::SynthesisOptions synthesis_options(int max_size, const std::string& canonica
 }
 
 SynthReport synthesize(const SynthQuery& q) {
-  if (q.nodes != 0) check_int(q.nodes, kNodesRange, "--nodes");
-  auto topo =
-      hw::load_system(q.hw, hw::LoadOptions{q.nodes > 0 ? std::optional<int>(q.nodes) : std::nullopt});
+  auto topo = load_cluster(q.hw, q.nodes);
   if (q.axes.empty()) throw ConfigError("--axes: required, e.g. --axes 4,16");
   rd::EvalConfig cfg;
   cfg.axes = parse_axis_list(q.axes, {1, kMaxAxis}, "--axes");

@@ -2,13 +2,21 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
 
+#include "experiments/option_ranges.h"
+#include "hw/system_loader.h"
 #include "hw/units.h"
 
 namespace strata::experiments {
+
+hw::Topology load_cluster(const std::string& path, int nodes) {
+  if (nodes != 0) check_int(nodes, kNodesRange, "--nodes");
+  return hw::load_system(path, hw::LoadOptions{nodes > 0 ? std::optional<int>(nodes) : std::nullopt});
+}
 
 std::string describe_system(const hw::Topology& topo) {
   std::string out;

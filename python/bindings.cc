@@ -10,7 +10,6 @@
 
 #include "experiments/collective_sweep.h"
 #include "experiments/experiment.h"
-#include "experiments/parallel_report.h"
 #include "experiments/synth_report.h"
 #include "experiments/system_report.h"
 #include "hw/config_error.h"

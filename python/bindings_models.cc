@@ -9,6 +9,7 @@
 #include "experiments/optimize_report.h"
 #include "experiments/parallel_mcmc_report.h"
 #include "experiments/parallel_report.h"
+#include "experiments/system_report.h"
 #include "models/zoo/transformer_spec.h"
 #include "python/bindings.h"
 #include "search/subst/output_check.h"
