@@ -45,12 +45,7 @@ void add_run_command(CLI::App& app) {
     // Under mpirun the listing and the check are printed once, by rank 0.
     if ((o->dry_run || o->check) && experiments::mpi_launch().rank > 0) return;
     if (o->dry_run) {
-      const auto file = experiments::check_experiment(o->file);
-      if (experiments::has_sweep(file))
-        std::cout << experiments::sweep_dry_run(file, experiments::RunOptions{o->output, !o->no_plots});
-      else
-        std::cout << fmt::format("{}: not a sweep (no `sweep:` section): one run of the {} experiment '{}'\n",
-                                 o->file, file.kind(), file.name());
+      std::cout << experiments::dry_run(o->file, experiments::RunOptions{o->output, !o->no_plots});
       return;
     }
     if (o->check) {

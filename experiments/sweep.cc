@@ -207,6 +207,13 @@ void check_sweep(const ExperimentFile& file, std::string_view text) {
   for (std::size_t i = 0; i < sweep.size(); ++i) sweep.prepare(i);
 }
 
+std::string dry_run(const std::string& path, const RunOptions& options) {
+  const auto file = check_experiment(path);
+  if (has_sweep(file)) return sweep_dry_run(file, options);
+  return fmt::format("{}: not a sweep (no `sweep:` section): one run of the {} experiment '{}'\n", path,
+                     file.kind(), file.name());
+}
+
 std::string sweep_dry_run(const ExperimentFile& file, const RunOptions& options) {
   const Sweep sweep(file, file_text(file, {}), kind_of(file, nullptr), options);
   const SweepSpec& spec = sweep.spec();

@@ -40,5 +40,8 @@ SweepOutcome run_sweep(const ExperimentFile& file, const RunOptions& options,
 
 // `strata run --dry-run`: the points, their keys and which are already in the store; runs nothing.
 std::string sweep_dry_run(const ExperimentFile& file, const RunOptions& options);
+// The same for the experiment file at `path` (checked first), which need not be a sweep: a file without a
+// `sweep:` section gets one line saying it is one run of its kind. What `strata run --dry-run` prints.
+std::string dry_run(const std::string& path, const RunOptions& options);
 
 }  // namespace strata::experiments

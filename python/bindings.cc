@@ -10,6 +10,7 @@
 
 #include "experiments/collective_sweep.h"
 #include "experiments/experiment.h"
+#include "experiments/sweep.h"
 #include "experiments/synth_report.h"
 #include "experiments/system_report.h"
 #include "hw/config_error.h"
@@ -177,6 +178,13 @@ void add_synth_and_run_bindings(py::module_& m) {
       },
       py::arg("path"), py::arg("output") = "results", py::arg("plots") = true,
       "Run an experiment YAML (strata run); returns the results folder");
+  m.def(
+      "dry_run",
+      [](std::string path, std::string output) {
+        return experiments::dry_run(path, experiments::RunOptions{output, false});
+      },
+      py::arg("path"), py::arg("output") = "results",
+      "The points of a sweep, their store keys and which are already computed (strata run --dry-run)");
   m.def(
       "check_experiment",
       [](std::string path) {

@@ -10,11 +10,11 @@ Every function calls the C++ library function the matching command calls and ret
 """
 import os
 
-from ._strata import (Error, Model, System, __version__, check_experiment, load_model, load_system,
+from ._strata import (Error, Model, System, __version__, check_experiment, dry_run, load_model, load_system,
                       optimize, parallelize, run_experiment, simulate_model, simulate_step, synthesize)
 from . import _strata
 
-__all__ = ["Error", "Model", "System", "__version__", "check_experiment", "collective", "collective_array",
+__all__ = ["Error", "Model", "System", "__version__", "check_experiment", "collective", "collective_array", "dry_run",
            "load_model", "load_system", "optimize", "parallelize", "run_experiment", "simulate_model",
            "simulate_step", "synthesize", "TABLE_FIELDS"]
 

@@ -66,3 +66,19 @@ def test_errors_carry_the_cli_message(tmp_path):
     with pytest.raises(strata.Error) as e:
         strata.run_experiment(str(bad), output=str(tmp_path / "out"), plots=False)
     assert str(e.value) == message
+
+
+def test_dry_run_matches_strata_run_dry_run(tmp_path):
+    path = "configs/experiments/whatif_nic.yaml"
+    text = strata.dry_run(path, output=str(tmp_path))
+    r = cli("run", "--dry-run", path, "--output", tmp_path)
+    assert r.rc == 0, r
+    assert text == r.out
+    # The file's sweep scales the NIC bandwidth by 1, 2 and 4: a grid of three points, none computed yet.
+    points = [line.split() for line in text.splitlines()[2:]]
+    assert [(p[0], p[1], p[3]) for p in points] == [("0", "missing", "1"), ("1", "missing", "2"),
+                                                     ("2", "missing", "4")]
+    assert len({p[2] for p in points}) == 3  # one store key per point
+    path = "configs/experiments/quickstart.yaml"
+    assert strata.dry_run(path) == cli("run", "--dry-run", path).out
+    assert "not a sweep" in strata.dry_run(path)
