@@ -111,14 +111,14 @@ py::dict row_dict(const experiments::SweepConfig& cfg, const experiments::SweepR
 
 py::list collective(const hw::Topology& topo, const experiments::CollectiveQuery& q) {
   const auto cfg = experiments::sweep_config(topo, q);
-  const auto rows = experiments::run_sweep(topo, cfg);
+  const auto rows = without_gil([&] { return experiments::run_sweep(topo, cfg); });
   py::list out;
   for (const auto& r : rows) out.append(row_dict(cfg, r));
   return out;
 }
 
 py::object synthesize(const experiments::SynthQuery& q) {
-  return to_python(experiments::synth_json(experiments::synthesize(q), q.all));
+  return to_python(without_gil([&] { return experiments::synth_json(experiments::synthesize(q), q.all); }));
 }
 
 void add_system_bindings(py::module_& m) {
@@ -174,7 +174,9 @@ void add_synth_and_run_bindings(py::module_& m) {
   m.def(
       "run_experiment",
       [](std::string path, std::string output, bool plots) {
-        return experiments::run_experiment(path, experiments::RunOptions{output, plots});
+        return without_gil([&] {
+          return experiments::run_experiment(path, experiments::RunOptions{output, plots});
+        });
       },
       py::arg("path"), py::arg("output") = "results", py::arg("plots") = true,
       "Run an experiment YAML (strata run); returns the results folder");

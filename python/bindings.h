@@ -9,6 +9,14 @@
 
 namespace strata::python {
 
+// Runs `f` (strata's C++ work, which touches no Python object) with the GIL released, so Python threads run
+// meanwhile: several simulations from a thread pool run in parallel. Exceptions pass through.
+template <class F>
+auto without_gil(F&& f) {
+  pybind11::gil_scoped_release release;
+  return f();
+}
+
 // A JSON value as Python objects: dict, list, str, int, float, bool, None.
 pybind11::object to_python(const nlohmann::json& j);
 

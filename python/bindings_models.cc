@@ -69,12 +69,12 @@ py::dict summary_dict(const Model& model) {
 Model load_model(std::string model, std::int64_t batch, std::int64_t seq, std::string dtype,
                  std::vector<std::string> dims) {
   Model m;
-  m.graph = experiments::load_model({model, dtype, dims, batch, seq}, &m.spec);
+  m.graph = without_gil([&] { return experiments::load_model({model, dtype, dims, batch, seq}, &m.spec); });
   return m;
 }
 
 py::dict simulate_model(const experiments::ModelSimQuery& q, int top) {
-  const auto report = experiments::simulate_model(q);
+  const auto report = without_gil([&] { return experiments::simulate_model(q); });
   const auto& r = report.result;
   py::dict d;
   d["model"] = report.forward.name();
@@ -105,8 +105,9 @@ py::dict simulate_model(const experiments::ModelSimQuery& q, int top) {
 
 py::dict optimize(const experiments::OptimizeQuery& q, bool check, std::uint64_t seed) {
   namespace ss = search::subst;
-  const auto setup = experiments::prepare_optimize(q);
-  const auto res = ss::optimize(setup.graph, setup.rules, setup.cost, setup.options);
+  const auto setup = without_gil([&] { return experiments::prepare_optimize(q); });
+  const auto res =
+      without_gil([&] { return ss::optimize(setup.graph, setup.rules, setup.cost, setup.options); });
   py::dict d;
   d["model"] = setup.graph.name();
   d["device"] = setup.topo.gpu().name;
@@ -128,7 +129,8 @@ py::dict optimize(const experiments::OptimizeQuery& q, bool check, std::uint64_t
   }
   d["applied"] = applied;
   if (check) {
-    const auto c = ss::check_same_function(setup.graph, res.graph, {.seed = seed});
+    const auto c =
+        without_gil([&] { return ss::check_same_function(setup.graph, res.graph, {.seed = seed}); });
     d["check_passed"] = c.pass();
     d["check"] = c.verdict();
   }
@@ -190,7 +192,7 @@ void add_parallel_functions(py::module_& m) {
         q.virtual_stages = virtual_stages, q.schedule = schedule, q.recompute = recompute;
         q.sequence_parallel = sequence_parallel, q.zero = zero, q.bucket_mb = bucket_mb;
         q.no_overlap = no_overlap, q.placement = placement, q.dtype = dtype, q.seq = seq;
-        return to_python(experiments::step_json(experiments::simulate_step(q)));
+        return to_python(without_gil([&] { return experiments::step_json(experiments::simulate_step(q)); }));
       },
       py::arg("model"), py::arg("hw"), py::arg("global_batch"), py::arg("nodes") = 0, py::arg("tp") = 1,
       py::arg("pp") = 1, py::arg("dp") = 1, py::arg("cp") = 1, py::arg("ep") = 1, py::arg("micro_batch") = 1,
@@ -206,10 +208,12 @@ void add_parallel_functions(py::module_& m) {
         if (experiments::parse_search_kind(search) == experiments::SearchKind::kMcmc) {
           const auto topo = experiments::load_cluster(hw, nodes);
           const experiments::McmcQuery q{model, global_batch, seq, proposals, seed, time_limit};
-          return to_python(experiments::mcmc_json(q, topo, experiments::mcmc_search(q, topo)));
+          return to_python(without_gil(
+              [&] { return experiments::mcmc_json(q, topo, experiments::mcmc_search(q, topo)); }));
         }
         const experiments::SearchQuery q{model, hw, dtype, nodes, top, global_batch, seq, megatron_placement};
-        return to_python(experiments::search_json(experiments::search_strategies(q)));
+        return to_python(
+            without_gil([&] { return experiments::search_json(experiments::search_strategies(q)); }));
       },
       py::arg("model"), py::arg("hw"), py::arg("global_batch"), py::arg("nodes") = 0, py::arg("top") = 10,
       py::arg("dtype") = "bf16", py::arg("megatron_placement") = false, py::arg("seq") = 0,

@@ -106,3 +106,16 @@ def test_channels_out_of_range_is_refused_with_the_cli_message():
     with pytest.raises(strata.Error) as e:
         strata.collective(path, channels=33)
     assert str(e.value) == message
+
+
+def test_threads_give_the_sequential_results():
+    # The C++ work runs without the GIL, so a thread pool runs simulations side by side; each result equals the
+    # one computed alone.
+    from concurrent.futures import ThreadPoolExecutor
+    system = strata.load_system(src("configs/hw/dgx-h100.yaml"), nodes=2)
+    jobs = [dict(op=op, algo=algo, sizes="1MiB:64MiB:8") for op in ("allreduce", "allgather", "reducescatter")
+            for algo in ("ring", "auto")]
+    alone = [strata.collective(system, **j) for j in jobs]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        together = list(pool.map(lambda j: strata.collective(system, **j), jobs))
+    assert together == alone
