@@ -51,43 +51,12 @@ std::string reduction_group_summary(const hw::Topology& topo, const rd::Placemen
                      nodes.size() > 1 ? "s" : "");
 }
 
-void run_joint(const SynthOptions& o, const hw::Topology& topo, const std::vector<int>& axes,
-               const rd::SynthesisOptions& so) {
-  std::vector<rd::ReductionSpec> reductions;
-  for (const auto& spec : o.joint) {
-    const auto colon = spec.find(':');
-    if (colon == std::string::npos)
-      throw ConfigError(fmt::format("--joint: expected AXES:BYTES like 0:4GiB or 0+2:1GiB, got '{}'", spec));
-    rd::ReductionSpec r;
-    r.reduce_axes = experiments::parse_axis_list(
-        spec.substr(0, colon), {0, static_cast<std::int64_t>(axes.size()) - 1}, "--joint", '+');
-    r.bytes_per_device = static_cast<double>(util::parse_size(spec.substr(colon + 1), "--joint"));
-    r.label = spec;
-    reductions.push_back(r);
-  }
-  const auto ph = rd::placement_hierarchy(topo, o.split_levels);
-  for (const auto& r : reductions) rd::check_axes(ph.levels, axes, r.reduce_axes, "--joint");
-  if (!sim::AlgorithmRegistry::instance().find(o.algo))
-    throw ConfigError(fmt::format("--algo: unknown algorithm '{}' (expected one of: {})", o.algo,
-                                  sim::AlgorithmRegistry::instance().names()));
-  const auto joint = rd::evaluate_joint(topo, axes, reductions, o.algo, so, o.split_levels);
-  if (o.format == "json") {
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& j : joint) {
-      nlohmann::json rec{{"matrix", j.matrix},
-                         {"algorithm", j.algorithm},
-                         {"total_best_seconds", j.total_best_seconds},
-                         {"total_allreduce_seconds", j.total_baseline_seconds}};
-      for (std::size_t i = 0; i < j.parts.size(); ++i)
-        rec["reductions"].push_back({{"reduction", reductions[i].label},
-                                     {"allreduce_seconds", j.parts[i].baseline_seconds},
-                                     {"best_program", j.parts[i].best.text},
-                                     {"best_seconds", j.parts[i].best.seconds}});
-      out.push_back(rec);
-    }
-    std::cout << out.dump(2) << "\n";
-    return;
-  }
+// --joint, --format table: placements ranked by the total, and each reduction's own best placement.
+void print_joint_table(const SynthOptions& o, const experiments::JointReport& report) {
+  const auto& topo = report.topo;
+  const auto& axes = report.axes;
+  const auto& reductions = report.reductions;
+  const auto& joint = report.results;
   std::cout << fmt::format(
       "# joint placement on {} ({} GPUs), axes [{}], algorithm {}: placements ranked by the sum of "
       "each reduction's best program\n",
@@ -188,15 +157,16 @@ void print_synth_table(const SynthOptions& o, const hw::Topology& topo, const rd
 void run_synth(const SynthOptions& o) {
   if (o.format != "table" && o.format != "json")
     throw ConfigError(fmt::format("--format: expected table or json, got '{}'", o.format));
-  if (!o.joint.empty()) {
-    const auto topo = experiments::load_cluster(o.hw, o.nodes);
-    if (o.axes.empty()) throw ConfigError("--axes: required, e.g. --axes 4,16");
-    const auto axes = experiments::parse_axis_list(o.axes, {1, experiments::kMaxAxis}, "--axes");
-    run_joint(o, topo, axes, experiments::synthesis_options(o.max_size, o.canonical));
-    return;
-  }
   const experiments::SynthQuery q{o.hw,    o.axes, o.reduce,   o.bytes, o.algo,        o.canonical,
                                   o.nodes, o.top,  o.max_size, o.all,   o.split_levels};
+  if (!o.joint.empty()) {
+    const auto report = experiments::synthesize_joint(q, o.joint);
+    if (o.format == "json")
+      std::cout << experiments::joint_json(report).dump(2) << "\n";
+    else
+      print_joint_table(o, report);
+    return;
+  }
   const auto report = experiments::synthesize(q);
   if (o.format == "json")
     std::cout << experiments::synth_json(report, o.all).dump(2) << "\n";

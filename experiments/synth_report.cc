@@ -64,6 +64,49 @@ SynthReport synthesize(const SynthQuery& q) {
   return SynthReport{std::move(topo), std::move(ph), std::move(cfg), std::move(results), shown, stats};
 }
 
+JointReport synthesize_joint(const SynthQuery& q, const std::vector<std::string>& joint) {
+  auto topo = load_cluster(q.hw, q.nodes);
+  if (q.axes.empty()) throw ConfigError("--axes: required, e.g. --axes 4,16");
+  auto axes = parse_axis_list(q.axes, {1, kMaxAxis}, "--axes");
+  const auto so = synthesis_options(q.max_size, q.canonical);
+  std::vector<rd::ReductionSpec> reductions;
+  for (const auto& spec : joint) {
+    const auto colon = spec.find(':');
+    if (colon == std::string::npos)
+      throw ConfigError(fmt::format("--joint: expected AXES:BYTES like 0:4GiB or 0+2:1GiB, got '{}'", spec));
+    rd::ReductionSpec r;
+    r.reduce_axes = parse_axis_list(spec.substr(0, colon), {0, static_cast<std::int64_t>(axes.size()) - 1},
+                                    "--joint", '+');
+    r.bytes_per_device = static_cast<double>(util::parse_size(spec.substr(colon + 1), "--joint"));
+    r.label = spec;
+    reductions.push_back(r);
+  }
+  const auto ph = rd::placement_hierarchy(topo, q.split_levels);
+  for (const auto& r : reductions) rd::check_axes(ph.levels, axes, r.reduce_axes, "--joint");
+  if (!sim::AlgorithmRegistry::instance().find(q.algo))
+    throw ConfigError(fmt::format("--algo: unknown algorithm '{}' (expected one of: {})", q.algo,
+                                  sim::AlgorithmRegistry::instance().names()));
+  auto results = rd::evaluate_joint(topo, axes, reductions, q.algo, so, q.split_levels);
+  return JointReport{std::move(topo), std::move(axes), std::move(reductions), std::move(results)};
+}
+
+nlohmann::json joint_json(const JointReport& report) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& j : report.results) {
+    nlohmann::json rec{{"matrix", j.matrix},
+                       {"algorithm", j.algorithm},
+                       {"total_best_seconds", j.total_best_seconds},
+                       {"total_allreduce_seconds", j.total_baseline_seconds}};
+    for (std::size_t i = 0; i < j.parts.size(); ++i)
+      rec["reductions"].push_back({{"reduction", report.reductions[i].label},
+                                   {"allreduce_seconds", j.parts[i].baseline_seconds},
+                                   {"best_program", j.parts[i].best.text},
+                                   {"best_seconds", j.parts[i].best.seconds}});
+    out.push_back(rec);
+  }
+  return out;
+}
+
 nlohmann::json synth_json(const SynthReport& report, bool all) {
   nlohmann::json out = nlohmann::json::array();
   for (std::size_t i = 0; i < report.shown; ++i) {

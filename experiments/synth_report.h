@@ -35,6 +35,19 @@ SynthReport synthesize(const SynthQuery& query);
 // `strata synth --format json`: one record per shown placement; every program too with `all`.
 nlohmann::json synth_json(const SynthReport& report, bool all);
 
+// `strata synth --joint`: one placement for several reductions, each "AXES:BYTES" (axes joined by '+', e.g.
+// "0:4GiB", "0+2:1GiB"); placements ranked by the sum of each reduction's best program. Uses the query's hw,
+// nodes, axes, algo (one registered algorithm), max_size, canonical and split_levels.
+struct JointReport {
+  hw::Topology topo;
+  std::vector<int> axes;
+  std::vector<search::reduce::ReductionSpec> reductions;  // labelled with their "AXES:BYTES" text
+  std::vector<search::reduce::JointEval> results;         // fastest total first
+};
+JointReport synthesize_joint(const SynthQuery& query, const std::vector<std::string>& joint);
+// `strata synth --joint ... --format json`: one record per placement.
+nlohmann::json joint_json(const JointReport& report);
+
 // Helpers the command line shares: a list of axis sizes or indices, and the synthesis options.
 std::vector<int> parse_axis_list(const std::string& text, util::IntRange range, const std::string& option,
                                  char sep = ',');

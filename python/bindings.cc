@@ -117,7 +117,7 @@ py::list collective(const hw::Topology& topo, const experiments::CollectiveQuery
   return out;
 }
 
-py::object synthesize(const experiments::SynthQuery& q) {
+py::object synthesize_json(const experiments::SynthQuery& q) {
   return to_python(without_gil([&] { return experiments::synth_json(experiments::synthesize(q), q.all); }));
 }
 
@@ -162,15 +162,22 @@ void add_synth_and_run_bindings(py::module_& m) {
   m.def(
       "synthesize",
       [](std::string hw, std::string axes, std::string reduce, std::string bytes, std::string algo, int nodes,
-         int top, int max_size, std::string canonical, bool all, bool split_levels) {
-        return synthesize(
-            {hw, axes, reduce, bytes, algo, canonical, nodes, top, max_size, all, split_levels});
+         int top, int max_size, std::string canonical, bool all, bool split_levels,
+         std::vector<std::string> joint) {
+        const experiments::SynthQuery q{hw,    axes, reduce,   bytes, algo,        canonical,
+                                        nodes, top,  max_size, all,   split_levels};
+        if (!joint.empty())
+          return to_python(
+              without_gil([&] { return experiments::joint_json(experiments::synthesize_joint(q, joint)); }));
+        return synthesize_json(q);
       },
       py::arg("hw"), py::arg("axes"), py::arg("reduce") = "0", py::arg("bytes") = "4GiB",
       py::arg("algo") = "ring", py::arg("nodes") = 0, py::arg("top") = 10, py::arg("max_size") = 5,
       py::arg("canonical") = "none", py::arg("all") = false, py::arg("split_levels") = false,
+      py::arg("joint") = std::vector<std::string>{},
       "Placements and reduction programs ranked on the simulator: the records of `strata synth --format "
-      "json`");
+      "json`; "
+      "with joint=[\"AXES:BYTES\", ...] one placement for several reductions (strata synth --joint)");
   m.def(
       "run_experiment",
       [](std::string path, std::string output, bool plots) {

@@ -38,11 +38,29 @@ def test_reduction_groups_partition_the_gpus():
     assert best == sorted(best)
 
 
+def test_joint_matches_the_cli_json():
+    joint = ["0:1GiB", "1:128MiB"]
+    records = strata.synthesize(src(HW), nodes=2, axes="2,16", joint=joint)
+    r = cli("synth", "--hw", src(HW), "--nodes", 2, "--axes", "2,16", "--joint", joint[0], "--joint", joint[1],
+            "--format", "json")
+    assert r.rc == 0, r
+    assert_same_json(records, json.loads(r.out))
+    # A placement's cost is the sum of its reductions' best programs; placements ranked by it.
+    for rec in records:
+        assert [p["reduction"] for p in rec["reductions"]] == joint
+        assert rec["total_best_seconds"] == pytest.approx(sum(p["best_seconds"] for p in rec["reductions"]))
+        assert rec["total_allreduce_seconds"] == pytest.approx(sum(p["allreduce_seconds"] for p in rec["reductions"]))
+    totals = [rec["total_best_seconds"] for rec in records]
+    assert totals == sorted(totals)
+
+
 def test_errors_carry_the_cli_message():
     for kwargs, args in [(dict(axes="4,x"), ["--axes", "4,x"]),
                          (dict(axes="4,8", reduce="2"), ["--axes", "4,8", "--reduce", "2"]),
                          (dict(axes="4,8", algo="nope"), ["--axes", "4,8", "--algo", "nope"]),
-                         (dict(axes="4,8", bytes="1Q"), ["--axes", "4,8", "--bytes", "1Q"])]:
+                         (dict(axes="4,8", bytes="1Q"), ["--axes", "4,8", "--bytes", "1Q"]),
+                         (dict(axes="4,8", joint=["0-4GiB"]), ["--axes", "4,8", "--joint", "0-4GiB"]),
+                         (dict(axes="4,8", joint=["2:4GiB"]), ["--axes", "4,8", "--joint", "2:4GiB"])]:
         message = cli("synth", "--hw", src(HW), "--nodes", 2, *args).error_message()
         with pytest.raises(strata.Error) as e:
             strata.synthesize(src(HW), nodes=2, **kwargs)
