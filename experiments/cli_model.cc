@@ -50,8 +50,7 @@ void sim_model(const ModelOptions& o) {
   const auto report = experiments::simulate_model(q);
   std::cout << experiments::describe_model_sim(q, report, o.top);
   if (!o.trace.empty()) {
-    util::write_file_atomically(o.trace,
-                                sim::chrome_trace_json(report.topo, report.result.tasks, report.result.sim));
+    experiments::write_model_trace(report, o.trace);
     std::cout << fmt::format("# trace written to {} (open in https://ui.perfetto.dev)\n", o.trace);
   }
 }

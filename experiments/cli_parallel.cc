@@ -93,7 +93,7 @@ void run_step_command(const StepOptions& o) {
     print_result_text(r);
   }
   if (o.trace.empty()) return;
-  util::write_file_atomically(o.trace, sim::chrome_trace_json(topo, r.graph.graph, r.sim));
+  experiments::write_step_trace(report, o.trace);
   if (o.format == "text")
     std::cout << fmt::format("trace       {} (open in https://ui.perfetto.dev)\n", o.trace);
 }

@@ -39,22 +39,10 @@ void run_collective_command(const CollectiveOptions& o) {
   for (const auto& r : rows) std::cout << experiments::table_row(cfg, r);
   std::cout << experiments::table_footer(rows) << std::flush;
   if (o.trace.empty()) return;
-  sim::CollectiveRequest req;
-  req.spec.op = cfg.op;
-  req.spec.group = cfg.group;
-  req.spec.bytes = cfg.sizes.back();
-  req.spec.channels = cfg.channels;
-  req.spec.granularity = cfg.granularity;
-  req.algorithm = rows.back().algorithm;
-  req.spec.protocol = rows.back().protocol;
-  req.auto_protocol = false;
-  req.record_timeline = true;
-  const auto result = sim::run_collective(topo, req);
-  util::write_file_atomically(o.trace, sim::chrome_trace_json(topo, result.graph, result.sim));
+  const auto usage = experiments::write_collective_trace(topo, cfg, rows.back(), o.trace);
   std::cout << fmt::format("# trace of {} written to {} (open in https://ui.perfetto.dev)\n",
-                           units::format_bytes(req.spec.bytes), o.trace);
+                           units::format_bytes(rows.back().bytes), o.trace);
   std::cout << "# busiest links:\n";
-  const auto usage = result.sim.link_usage(topo);
   for (std::size_t i = 0; i < std::min<std::size_t>(5, usage.size()); ++i) {
     const auto& l = topo.link(usage[i].link);
     std::cout << fmt::format("#   {} -> {}: {:.1f}% utilized, {}\n",

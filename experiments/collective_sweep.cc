@@ -7,6 +7,8 @@
 
 #include "hw/config_error.h"
 #include "hw/units.h"
+#include "sim/trace.h"
+#include "util/atomic_file.h"
 #include "util/parse.h"
 
 namespace strata::experiments {
@@ -111,6 +113,23 @@ std::string table_header(const hw::Topology& topo, const SweepConfig& config) {
       "#        (B)    (elements)                                 (us)  (GB/s)  (GB/s)\n",
       sim::op_name(config.op), topo.name(), n, topo.nodes(), topo.gpus_per_node(), topo.gpu().name,
       config.algorithm);
+}
+
+std::vector<sim::LinkUsage> write_collective_trace(const hw::Topology& topo, const SweepConfig& config,
+                                                   const SweepRow& last, const std::string& path) {
+  sim::CollectiveRequest req;
+  req.spec.op = config.op;
+  req.spec.group = config.group;
+  req.spec.bytes = last.bytes;
+  req.spec.channels = config.channels;
+  req.spec.granularity = config.granularity;
+  req.algorithm = last.algorithm;
+  req.spec.protocol = last.protocol;
+  req.auto_protocol = false;
+  req.record_timeline = true;
+  const auto result = sim::run_collective(topo, req);
+  util::write_file_atomically(path, sim::chrome_trace_json(topo, result.graph, result.sim));
+  return result.sim.link_usage(topo);
 }
 
 std::string_view redop_column(sim::CollectiveOp op) {

@@ -60,6 +60,12 @@ std::vector<SweepRow> run_sweep(const hw::Topology& topo, const SweepConfig& con
 std::string_view redop_column(sim::CollectiveOp op);
 int root_column(sim::CollectiveOp op);
 
+// `--trace`: the sweep's largest size simulated again with the algorithm and protocol that ran (`last`, the
+// sweep's last row) and a timeline, written to `path` as a Chrome/Perfetto trace. Returns every link's use,
+// busiest first.
+std::vector<sim::LinkUsage> write_collective_trace(const hw::Topology& topo, const SweepConfig& config,
+                                                   const SweepRow& last, const std::string& path);
+
 std::string table_header(const hw::Topology& topo, const SweepConfig& config);
 std::string table_row(const SweepConfig& config, const SweepRow& row);
 std::string table_footer(const std::vector<SweepRow>& rows);

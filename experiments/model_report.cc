@@ -12,6 +12,8 @@
 #include "models/cost/cost_model.h"
 #include "models/cost/cost_params.h"
 #include "models/zoo/model_ref.h"
+#include "sim/trace.h"
+#include "util/atomic_file.h"
 #include "util/parse.h"
 
 namespace strata::experiments {
@@ -144,6 +146,11 @@ ModelSimReport simulate_model(const ModelSimQuery& q) {
   const CostModel cost(topo.gpu(), roofline_params_for(q.cost_params, topo.gpu().name), db ? &*db : nullptr);
   auto r = simulate_graph(g, topo, cost, {.gpu = q.gpu, .record_timeline = q.record_timeline});
   return ModelSimReport{std::move(topo), std::move(forward), std::move(g), batch, std::move(r)};
+}
+
+void write_model_trace(const ModelSimReport& report, const std::string& path) {
+  util::write_file_atomically(path,
+                              sim::chrome_trace_json(report.topo, report.result.tasks, report.result.sim));
 }
 
 std::string describe_model_sim(const ModelSimQuery& q, const ModelSimReport& report, int top) {

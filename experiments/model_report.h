@@ -74,6 +74,8 @@ struct ModelSimReport {
 };
 
 ModelSimReport simulate_model(const ModelSimQuery& query);
+// `--trace`: the simulated step (run with record_timeline) as a Chrome/Perfetto trace at `path`.
+void write_model_trace(const ModelSimReport& report, const std::string& path);
 // What `strata model sim` prints (without the trace line); `top` operator types in the breakdown.
 std::string describe_model_sim(const ModelSimQuery& query, const ModelSimReport& report, int top);
 

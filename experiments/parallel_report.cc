@@ -12,6 +12,8 @@
 #include "hw/system_loader.h"
 #include "models/cost/cost_model.h"
 #include "models/zoo/model_ref.h"
+#include "sim/trace.h"
+#include "util/atomic_file.h"
 #include "util/error.h"
 
 namespace strata::experiments {
@@ -133,6 +135,11 @@ StepReport simulate_step(const StepQuery& q) {
   }
   auto r = par::simulate_llm_step(spec, st, topo, cost, so);
   return StepReport{std::move(topo), std::move(spec), std::move(r)};
+}
+
+void write_step_trace(const StepReport& report, const std::string& path) {
+  util::write_file_atomically(
+      path, sim::chrome_trace_json(report.topo, report.result.graph.graph, report.result.sim));
 }
 
 nlohmann::json step_result_json(const par::LlmStepResult& r) {

@@ -43,6 +43,8 @@ struct StepReport {
 };
 
 StepReport simulate_step(const StepQuery& query);
+// `--trace`: the step (simulated with record_timeline) as a Chrome/Perfetto trace at `path`.
+void write_step_trace(const StepReport& report, const std::string& path);
 // One plan as `--format json` prints it.
 nlohmann::json step_result_json(const search::parallel::LlmStepResult& r);
 // `strata sim step --format json`: the plan with the model, system and GPU count.

@@ -14,6 +14,7 @@
 #include "experiments/synth_report.h"
 #include "experiments/system_report.h"
 #include "hw/config_error.h"
+#include "util/atomic_file.h"
 #include "util/path.h"
 #include "util/version.h"
 
@@ -109,9 +110,15 @@ py::dict row_dict(const experiments::SweepConfig& cfg, const experiments::SweepR
   return d;
 }
 
-py::list collective(const hw::Topology& topo, const experiments::CollectiveQuery& q) {
+py::list collective(const hw::Topology& topo, const experiments::CollectiveQuery& q,
+                    const std::string& trace) {
+  if (!trace.empty()) util::check_output_path(trace);  // refused before the sweep runs, as the CLI does
   const auto cfg = experiments::sweep_config(topo, q);
-  const auto rows = without_gil([&] { return experiments::run_sweep(topo, cfg); });
+  const auto rows = without_gil([&] {
+    auto r = experiments::run_sweep(topo, cfg);
+    if (!trace.empty() && !r.empty()) experiments::write_collective_trace(topo, cfg, r.back(), trace);
+    return r;
+  });
   py::list out;
   for (const auto& r : rows) out.append(row_dict(cfg, r));
   return out;
@@ -151,11 +158,11 @@ void add_system_bindings(py::module_& m) {
   m.def(
       "_collective",
       [](const hw::Topology& topo, std::string op, std::string algo, std::string protocol, std::string sizes,
-         std::string dtype, std::string granularity, std::string group, int channels) {
-        return collective(topo, {op, algo, protocol, sizes, dtype, granularity, group, channels});
+         std::string dtype, std::string granularity, std::string group, int channels, std::string trace) {
+        return collective(topo, {op, algo, protocol, sizes, dtype, granularity, group, channels}, trace);
       },
       py::arg("system"), py::arg("op"), py::arg("algo"), py::arg("protocol"), py::arg("sizes"),
-      py::arg("dtype"), py::arg("granularity"), py::arg("group"), py::arg("channels"));
+      py::arg("dtype"), py::arg("granularity"), py::arg("group"), py::arg("channels"), py::arg("trace"));
 }
 
 void add_synth_and_run_bindings(py::module_& m) {

@@ -13,6 +13,7 @@
 #include "models/zoo/transformer_spec.h"
 #include "python/bindings.h"
 #include "search/subst/output_check.h"
+#include "util/atomic_file.h"
 
 namespace py = pybind11;
 
@@ -73,8 +74,14 @@ Model load_model(std::string model, std::int64_t batch, std::int64_t seq, std::s
   return m;
 }
 
-py::dict simulate_model(const experiments::ModelSimQuery& q, int top) {
-  const auto report = without_gil([&] { return experiments::simulate_model(q); });
+py::dict simulate_model(experiments::ModelSimQuery q, int top, const std::string& trace) {
+  if (!trace.empty()) util::check_output_path(trace);  // refused before the work, as the CLI does
+  q.record_timeline = !trace.empty();
+  const auto report = without_gil([&] {
+    auto r = experiments::simulate_model(q);
+    if (!trace.empty()) experiments::write_model_trace(r, trace);
+    return r;
+  });
   const auto& r = report.result;
   py::dict d;
   d["model"] = report.forward.name();
@@ -156,16 +163,17 @@ void add_model_functions(py::module_& m) {
   m.def(
       "simulate_model",
       [](std::string model, std::string hw, bool train, std::string optimizer, int gpu, std::string dtype,
-         std::int64_t batch, std::int64_t seq, std::string profile, std::string cost_params, int top) {
+         std::int64_t batch, std::int64_t seq, std::string profile, std::string cost_params, int top,
+         std::string trace) {
         experiments::ModelSimQuery q;
         q.model = {model, dtype, {}, batch, seq};
         q.hw = hw, q.profile = profile, q.cost_params = cost_params, q.optimizer = optimizer;
         q.train = train, q.gpu = gpu;
-        return simulate_model(q, top);
+        return simulate_model(q, top, trace);
       },
       py::arg("model"), py::arg("hw"), py::arg("train") = false, py::arg("optimizer") = "adam",
       py::arg("gpu") = 0, py::arg("dtype") = "f16", py::arg("batch") = 0, py::arg("seq") = 0,
-      py::arg("profile") = "", py::arg("cost_params") = "", py::arg("top") = 15,
+      py::arg("profile") = "", py::arg("cost_params") = "", py::arg("top") = 15, py::arg("trace") = "",
       "One inference pass or training step on one GPU (strata model sim)");
   m.def(
       "optimize",
@@ -185,20 +193,27 @@ void add_parallel_functions(py::module_& m) {
       [](std::string model, std::string hw, std::int64_t global_batch, int nodes, int tp, int pp, int dp,
          int cp, int ep, int micro_batch, int virtual_stages, std::string schedule, std::string recompute,
          bool sequence_parallel, int zero, double bucket_mb, bool no_overlap, std::string placement,
-         std::string dtype, std::int64_t seq) {
+         std::string dtype, std::int64_t seq, std::string trace) {
+        if (!trace.empty()) util::check_output_path(trace);  // refused before the work, as the CLI does
         experiments::StepQuery q;
         q.model = model, q.hw = hw, q.global_batch = global_batch, q.nodes = nodes;
         q.tp = tp, q.pp = pp, q.dp = dp, q.cp = cp, q.ep = ep, q.micro_batch = micro_batch;
         q.virtual_stages = virtual_stages, q.schedule = schedule, q.recompute = recompute;
         q.sequence_parallel = sequence_parallel, q.zero = zero, q.bucket_mb = bucket_mb;
         q.no_overlap = no_overlap, q.placement = placement, q.dtype = dtype, q.seq = seq;
-        return to_python(without_gil([&] { return experiments::step_json(experiments::simulate_step(q)); }));
+        q.record_timeline = !trace.empty();
+        return to_python(without_gil([&] {
+          const auto report = experiments::simulate_step(q);
+          if (!trace.empty()) experiments::write_step_trace(report, trace);
+          return experiments::step_json(report);
+        }));
       },
       py::arg("model"), py::arg("hw"), py::arg("global_batch"), py::arg("nodes") = 0, py::arg("tp") = 1,
       py::arg("pp") = 1, py::arg("dp") = 1, py::arg("cp") = 1, py::arg("ep") = 1, py::arg("micro_batch") = 1,
       py::arg("virtual_stages") = 1, py::arg("schedule") = "", py::arg("recompute") = "none",
       py::arg("sequence_parallel") = false, py::arg("zero") = 0, py::arg("bucket_mb") = 0.0,
       py::arg("no_overlap") = false, py::arg("placement") = "", py::arg("dtype") = "bf16", py::arg("seq") = 0,
+      py::arg("trace") = "",
       "One training step under a strategy: the record of `strata sim step --format json`");
   m.def(
       "parallelize",
