@@ -112,9 +112,7 @@ void run_optimize(const OptimizeCli& o) {
   fmt::print("substitutions applied ({}):\n", res.applied.size());
   for (const auto& a : res.applied) fmt::print("  rule {} at {}\n", a.rule, fmt::join(a.nodes, ", "));
   if (!o.output.empty()) {
-    // Weight-only nodes are folded into parameters, as the cost above assumes
-    // (search/subst/weight_folding.h).
-    models::export_onnx(ss::fold_weight_only(res.graph), o.output);
+    experiments::export_optimized(res.graph, o.output);
     fmt::print("wrote {} (weight-only nodes folded into parameters)\n", o.output);
   }
   if (!o.listing.empty()) {

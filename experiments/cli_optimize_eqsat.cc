@@ -6,6 +6,7 @@
 
 #include "experiments/cli_options.h"
 
+#include "experiments/optimize_report.h"
 #include "experiments/optimizer_compare.h"
 #include "models/onnx/onnx.h"
 #include "search/subst/output_check.h"
@@ -103,8 +104,7 @@ void run_eqsat_optimize(const EqsatCli& o, const models::Graph& g, std::span<con
     if (!d.pass()) throw std::runtime_error("check failed: the eqsat result computes a different function");
   }
   if (!output.empty()) {
-    // Weight-only nodes are folded into parameters, as the cost assumes (search/subst/weight_folding.h).
-    models::export_onnx(ss::fold_weight_only(best), output);
+    experiments::export_optimized(best, output);
     fmt::print("wrote {} ({} result, weight-only nodes folded into parameters)\n", output, best_name);
   }
 }

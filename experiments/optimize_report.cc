@@ -7,7 +7,9 @@
 #include "experiments/option_ranges.h"
 #include "hw/system_loader.h"
 #include "models/cost/cost_params.h"
+#include "models/onnx/onnx.h"
 #include "models/zoo/model_ref.h"
+#include "search/subst/weight_folding.h"
 #include "search/subst/xfers.h"
 #include "util/error.h"
 #include "util/parse.h"
@@ -42,6 +44,10 @@ OptimizeSetup prepare_optimize(const OptimizeQuery& q) {
     }
   }
   return OptimizeSetup{std::move(topo), std::move(g), std::move(rules), std::move(cost), std::move(opt)};
+}
+
+void export_optimized(const models::Graph& graph, const std::string& path) {
+  models::export_onnx(ss::fold_weight_only(graph), path);
 }
 
 }  // namespace strata::experiments

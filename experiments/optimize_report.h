@@ -39,4 +39,8 @@ struct OptimizeSetup {
 
 OptimizeSetup prepare_optimize(const OptimizeQuery& query);
 
+// `--output`: an optimized graph as ONNX with its weight-only nodes folded into parameters, as the cost model
+// assumes (search/subst/weight_folding.h).
+void export_optimized(const models::Graph& graph, const std::string& path);
+
 }  // namespace strata::experiments

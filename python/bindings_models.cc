@@ -110,8 +110,13 @@ py::dict simulate_model(experiments::ModelSimQuery q, int top, const std::string
   return d;
 }
 
-py::dict optimize(const experiments::OptimizeQuery& q, bool check, std::uint64_t seed) {
+// The optimized graph goes to `output` (ONNX) and `listing` (text) when they are not empty, as with the CLI's
+// --output and --listing.
+py::dict optimize(const experiments::OptimizeQuery& q, bool check, std::uint64_t seed,
+                  const std::string& output, const std::string& listing) {
   namespace ss = search::subst;
+  for (const auto& path : {output, listing})  // a bad output path is refused before the search runs
+    if (!path.empty()) util::check_output_path(path);
   const auto setup = without_gil([&] { return experiments::prepare_optimize(q); });
   const auto res =
       without_gil([&] { return ss::optimize(setup.graph, setup.rules, setup.cost, setup.options); });
@@ -135,6 +140,11 @@ py::dict optimize(const experiments::OptimizeQuery& q, bool check, std::uint64_t
     applied.append(x);
   }
   d["applied"] = applied;
+  without_gil([&] {
+    if (!output.empty()) experiments::export_optimized(res.graph, output);
+    if (!listing.empty()) util::write_file_atomically(listing, ss::graph_listing(res.graph));
+    return 0;
+  });
   if (check) {
     const auto c =
         without_gil([&] { return ss::check_same_function(setup.graph, res.graph, {.seed = seed}); });
@@ -178,13 +188,15 @@ void add_model_functions(py::module_& m) {
   m.def(
       "optimize",
       [](std::string model, std::string hw, std::string rules, double alpha, int budget, std::int64_t batch,
-         std::int64_t seq, std::string xfers, std::string cost_params, bool check, std::uint64_t seed) {
-        return optimize({model, hw, rules, cost_params, xfers, alpha, budget, batch, seq}, check, seed);
+         std::int64_t seq, std::string xfers, std::string cost_params, bool check, std::uint64_t seed,
+         std::string output, std::string listing) {
+        return optimize({model, hw, rules, cost_params, xfers, alpha, budget, batch, seq}, check, seed,
+                        output, listing);
       },
       py::arg("model"), py::arg("hw"), py::arg("rules") = "", py::arg("alpha") = 1.05,
       py::arg("budget") = 1000, py::arg("batch") = 0, py::arg("seq") = 0, py::arg("xfers") = "all",
-      py::arg("cost_params") = "", py::arg("check") = true, py::arg("seed") = 1,
-      "Cost-based backtracking search over substitution rules (strata optimize)");
+      py::arg("cost_params") = "", py::arg("check") = true, py::arg("seed") = 1, py::arg("output") = "",
+      py::arg("listing") = "", "Cost-based backtracking search over substitution rules (strata optimize)");
 }
 
 void add_parallel_functions(py::module_& m) {

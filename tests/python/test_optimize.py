@@ -48,3 +48,20 @@ def test_errors_carry_the_cli_message():
         with pytest.raises(strata.Error) as e:
             strata.optimize("squeezenet", src(HW), **kwargs)
         assert str(e.value) == message
+
+
+def test_output_and_listing_equal_the_cli_files(tmp_path):
+    d = strata.optimize("squeezenet", src(HW), budget=20, check=False, output=str(tmp_path / "py.onnx"),
+                        listing=str(tmp_path / "py.txt"))
+    r = cli("optimize", "--model", "squeezenet", "--hw", src(HW), "--budget", 20, "--no-check", "--output",
+            tmp_path / "cli.onnx", "--listing", tmp_path / "cli.txt")
+    assert r.rc == 0, r
+    for ext in ("onnx", "txt"):
+        assert (tmp_path / f"py.{ext}").read_bytes() == (tmp_path / f"cli.{ext}").read_bytes()
+    # The ONNX file holds the optimized graph (weight-only nodes folded): it loads with that many nodes or fewer.
+    assert strata.load_model(str(tmp_path / "py.onnx")).num_nodes <= d["nodes_after"]
+    bad = str(tmp_path / "missing" / "x.onnx")
+    message = cli("optimize", "--model", "squeezenet", "--hw", src(HW), "--output", bad).error_message()
+    with pytest.raises(strata.Error) as e:
+        strata.optimize("squeezenet", src(HW), output=bad)
+    assert str(e.value) == message
