@@ -184,6 +184,18 @@ std::string summary_md(const SweepReport& r, const std::vector<std::vector<CsvTa
   return md;
 }
 
+// A stored point is never written again once committed (a changed input gives a new key), so the results
+// folder shares its files by hard links: a 1,000-point sweep's outputs cost a link per file, not a copy
+// (docs/performance.md, "Sweeps"). Where the two folders are on different file systems, a copy.
+void link_or_copy(const fs::path& stored, const fs::path& copy) {
+  std::error_code linked;
+  fs::copy(stored, copy, fs::copy_options::recursive | fs::copy_options::create_hard_links, linked);
+  if (!linked) return;
+  fs::remove_all(copy);
+  fs::create_directories(copy);
+  fs::copy(stored, copy, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+}
+
 }  // namespace
 
 std::string csv_field(std::string_view text) {
@@ -291,7 +303,7 @@ void write_sweep_report(const SweepReport& r, ResultsDir& out, const RunOptions&
     tables.push_back(read_tables(r.stored[i]));
     const fs::path copy = out.staged(fmt::format("points/{}", i));
     fs::create_directories(copy);
-    fs::copy(r.stored[i], copy, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+    link_or_copy(r.stored[i], copy);
   }
   const Columns columns = classify(tables);
   const PlotChoice plot = choose_plot(r, tables, columns);
