@@ -32,7 +32,8 @@ std::string experiment_text(int points) {
          "dtype: fp32\n"
          "algorithms: [ring, tree]\n"
          "systems:\n"
-         "  - hw: " STRATA_SOURCE_DIR "/configs/hw/dgx-h100.yaml\n"
+         "  - hw: " STRATA_SOURCE_DIR
+         "/configs/hw/dgx-h100.yaml\n"
          "    nodes: 4\n"
          "sweep:\n"
          "  mode: lhs\n"
@@ -94,7 +95,8 @@ void BM_WhatIfSweepResume(benchmark::State& state) {
     const QuietStderr quiet;
     reused += experiments::run_sweep(file, scratch.options()).reused;
   }
-  state.counters["points_per_s"] = benchmark::Counter(static_cast<double>(reused), benchmark::Counter::kIsRate);
+  state.counters["points_per_s"] =
+      benchmark::Counter(static_cast<double>(reused), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_WhatIfSweepResume)->Arg(1000)->Unit(benchmark::kSecond)->Iterations(2)->UseRealTime();
 
