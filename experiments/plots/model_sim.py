@@ -1,27 +1,18 @@
 """model-sim figures: simulated time per model split by operator type (the 7 largest types of all models, the
 rest as 'other'), and the achieved share of the GPU's peak. Usage: MODELS_CSV OPS_CSV PNG TITLE."""
-import csv
-import os
 import sys
 from collections import defaultdict
 
-import matplotlib
-
-matplotlib.use("Agg")
+from plot_common import read_rows, save_figure  # first: selects the Agg backend
 import matplotlib.pyplot as plt  # noqa: E402
 
 SHOWN = 7
 
 
-def read(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
-
-
 def main() -> None:
     models_csv, ops_csv, dst, title = sys.argv[1:5]
-    models = read(models_csv)
-    ops = read(ops_csv)
+    models = read_rows(models_csv)
+    ops = read_rows(ops_csv)
     labels = [m["model"] for m in models]
     total = defaultdict(float)
     for r in ops:
@@ -51,10 +42,7 @@ def main() -> None:
     ax2.invert_yaxis()
     ax2.set_yticklabels([])
     ax2.grid(True, axis="x", alpha=0.3)
-    fig.tight_layout()
-    tmp = dst + ".tmp.png"
-    fig.savefig(tmp, dpi=120)
-    os.replace(tmp, dst)
+    save_figure(fig, dst)
 
 
 if __name__ == "__main__":

@@ -9,13 +9,10 @@ values span two decades or more use a log scale.
 """
 import json
 import math
-import os
 import sys
 from collections import defaultdict
 
-import matplotlib
-
-matplotlib.use("Agg")
+from plot_common import save_figure  # first: selects the Agg backend
 import matplotlib.colors  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 
@@ -120,10 +117,7 @@ def main() -> None:
             ax.set_yscale("log")
         ax.grid(True, which="both", alpha=0.3)
     ax.set_title(f"{title}: {plot['metric']} ({plot['table']}, {plot['rows']})")
-    fig.tight_layout()
-    tmp = dst + ".tmp.png"
-    fig.savefig(tmp, dpi=120)
-    os.replace(tmp, dst)
+    save_figure(fig, dst)
 
 
 if __name__ == "__main__":
