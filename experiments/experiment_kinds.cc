@@ -10,6 +10,7 @@ ExperimentKind subst_optimizers_kind();  // subst_optimizers.cc
 ExperimentKind parallel_sweep_kind();    // parallel_sweep.cc
 ExperimentKind emulated_validation_kind();  // emulated_validation.cc
 ExperimentKind cpu_validation_kind();  // cpu_validation.cc
+ExperimentKind llm_reproduction_kind();  // llm_reproduction.cc
 
 const std::vector<ExperimentKind>& experiment_kinds() {
   static const std::vector<ExperimentKind> kinds{
@@ -19,6 +20,7 @@ const std::vector<ExperimentKind>& experiment_kinds() {
       parallel_sweep_kind(),
       emulated_validation_kind(),
       cpu_validation_kind(),
+      llm_reproduction_kind(),
   };
   return kinds;
 }

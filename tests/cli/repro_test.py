@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""Paper reproductions (configs/experiments/repro/, docs/experiments.md "Paper reproductions") run end to end at
+a size CI affords: the Megatron-LM tables whole (about 5 s), TASO and Tensat on a subset of their models (the
+test writes a copy of the experiment with fewer `models:`). Expected values are derived here, independently of
+strata: the published numbers from the experiment file itself (PyYAML), strata's throughput from its step times
+and the FLOP formulas of Narayanan et al. SC'21 (72 and, with recomputation, 96 B s L h^2 terms), the optimizers'
+numbers from results.csv by their definitions (speedup = before / after, gain = 100 (speedup - 1)).
+
+Run by ctest, one test per class:  repro_test.py --strata build/experiments/strata --source . ClassName
+"""
+import csv
+import io
+import math
+import os
+import tempfile
+import unittest
+
+import yaml
+
+import cli_test
+from cli_test import read_text, src, strata
+
+
+def load_yaml(path):
+    with open(path) as f:
+        return yaml.safe_load(f)
+
+
+def read_csv(path):
+    return list(csv.DictReader(io.StringIO(read_text(path))))
+
+
+def run_copy(test, name, edit):
+    """Runs a copy of configs/experiments/repro/NAME with `edit` applied to its parsed tree; paths made absolute."""
+    path = src(f"configs/experiments/repro/{name}")
+    tree = load_yaml(path)
+    for key in ("hw", "rules"):
+        if key in tree:
+            tree[key] = os.path.normpath(os.path.join(os.path.dirname(path), tree[key]))
+    edit(tree)
+    d = tempfile.TemporaryDirectory()
+    test.addCleanup(d.cleanup)
+    exp = os.path.join(d.name, name)
+    with open(exp, "w") as f:
+        yaml.safe_dump(tree, f, sort_keys=False)
+    r = strata("run", exp, "--output", d.name, "--no-plots", cwd=d.name)
+    test.assertEqual(r.rc, 0, r)
+    return tree, os.path.join(d.name, tree["experiment"])
+
+
+def by_key(rows, *keys):
+    return {tuple(r[k] for k in keys): r for r in rows}
+
+
+class MegatronRepro(unittest.TestCase):
+    """configs/experiments/repro/megatron.yaml at full size."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.exp = src("configs/experiments/repro/megatron.yaml")
+        cls.result = strata("run", cls.exp, "--output", cls.tmp.name, cwd=cls.tmp.name)
+        cls.out = os.path.join(cls.tmp.name, "megatron_reproduction")
+        cls.tree = load_yaml(cls.exp)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_every_published_row_beside_strata(self):
+        self.assertEqual(self.result.rc, 0, self.result)
+        side = by_key(read_csv(os.path.join(self.out, "side_by_side.csv")), "table", "row", "metric")
+        steps = by_key(read_csv(os.path.join(self.out, "steps.csv")), "table", "row")
+        n = 0
+        for table in self.tree["paper"]:
+            seq, vocab = table["seq"], table["vocab"]
+            for row in table["rows"]:
+                n += 1
+                got = side[(table["name"], row["key"], "tflops_per_gpu")]
+                self.assertEqual(float(got["paper"]), row["tflops_per_gpu"])  # the file's number, unchanged
+                step = steps[(table["name"], row["key"])]
+                gpus = row["gpus"]
+                self.assertEqual(int(step["gpus"]), gpus)
+                self.assertIn(f"tp{row['tp']} pp{row['pp']} dp{gpus // (row['tp'] * row['pp'])} ", step["strategy"])
+                B, s, L, h, V = row["batch"], seq, row["layers"], row["hidden"], vocab
+                if table["flops"] == "with-recompute":  # SC'21 eq. 3
+                    flops = 96 * B * s * L * h * h * (1 + s / (6 * h) + V / (16 * h * L))
+                else:
+                    flops = 72 * B * s * L * h * h * (1 + s / (6 * h) + V / (12 * h * L))
+                expect = flops / float(step["step_s"]) / gpus / 1e12
+                self.assertAlmostEqual(float(got["strata"]) / expect, 1.0, places=5)
+                self.assertAlmostEqual(float(got["strata_over_paper"]), expect / row["tflops_per_gpu"], places=4)
+        self.assertEqual(len(side), n)
+        self.assertEqual(n, 19)
+
+    def test_summary_claims_hold(self):
+        """The `differences:` sentences of the file describe the run; check the facts they state."""
+        side = by_key(read_csv(os.path.join(self.out, "side_by_side.csv")), "table", "row")
+        ratio = {k: float(v["strata_over_paper"]) for k, v in side.items()}
+        # SC'21 without pipelining: the ratio falls as TP grows from 1 to 8.
+        self.assertGreater(ratio[("sc21", "1.7B")], ratio[("sc21", "18.4B")])
+        # SC'21 pipelined rows are predicted faster than measured.
+        for row in ("39.1B", "76.1B", "145.6B", "310.1B", "529.6B", "1008B"):
+            self.assertGreater(ratio[("sc21", row)], 1.0, row)
+        # README: the small models come out faster, the TP8 rows with few heads per GPU slower.
+        self.assertGreater(ratio[("readme-h100", "1.7B")], 1.0)
+        self.assertGreater(ratio[("readme-h100", "7.1B")], 1.0)
+        self.assertLess(ratio[("readme-h100", "32B")], 1.0)
+        self.assertLess(ratio[("readme-h100", "70B")], 1.0)
+        summary = read_text(os.path.join(self.out, "summary.md"))
+        self.assertIn("https://arxiv.org/abs/2104.04473", summary)
+        self.assertIn("https://github.com/NVIDIA/Megatron-LM", summary)
+        self.assertEqual(summary.count("Why the numbers differ"), 2)
+        if "could not be drawn" not in summary:
+            with open(os.path.join(self.out, "side_by_side.png"), "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+
+    def test_bad_paper_rows_are_named(self):
+        def bad(edit, pattern):
+            with tempfile.TemporaryDirectory() as d:
+                tree = load_yaml(self.exp)
+                for t in tree["paper"]:
+                    t["hw"] = src("configs/hw/" + os.path.basename(t["hw"]))
+                edit(tree)
+                exp = os.path.join(d, "m.yaml")
+                with open(exp, "w") as f:
+                    yaml.safe_dump(tree, f, sort_keys=False)
+                r = strata("run", exp, "--output", d, "--no-plots", cwd=d)
+                self.assertEqual(r.rc, 2, r)
+                self.assertRegex(r.err, pattern)
+
+        bad(lambda t: t["paper"][0]["rows"][0].update(gpus=33), r"paper\[0\]\.rows\[0\]\.gpus: expected a multiple")
+        bad(lambda t: t["paper"][1]["rows"][0].update(dp=47), r"paper\[1\]\.rows\[0\]\.dp: gpus / \(tp x pp\) is 48")
+        bad(lambda t: t["paper"][0]["metrics"].append({"key": "mfu", "label": "x", "unit": "%"}),
+            r"unknown metric 'mfu'")
+        bad(lambda t: t["paper"][0].update(url="arxiv 2104.04473"), r"paper\[0\]\.url: expected the published")
+
+
+class SubstRepro(unittest.TestCase):
+    """configs/experiments/repro/{taso,tensat}.yaml on a subset of their models (the full runs take minutes)."""
+
+    def check_side_by_side(self, tree, out, run_models):
+        results = read_csv(os.path.join(out, "results.csv"))
+        opt = by_key(results, "model", "optimizer")
+        side = by_key(read_csv(os.path.join(out, "side_by_side.csv")), "table", "row", "metric")
+        checked = 0
+        for table in tree["paper"]:
+            for row in table["rows"]:
+                for m in table["metrics"]:
+                    key = m["key"]
+                    if key not in row:
+                        continue
+                    got = side[(table["name"], row["key"], key)]
+                    self.assertAlmostEqual(float(got["paper"]), row[key])
+                    if row["key"] == "all":
+                        ratios = [float(opt[(x, "backtrack")]["cost_after_ms"]) / float(opt[(x, "eqsat")]["cost_after_ms"])
+                                  for x in run_models]
+                        self.assertAlmostEqual(float(got["strata"]), max(ratios), places=3)
+                        checked += 1
+                        continue
+                    if row["key"] not in run_models:
+                        self.assertEqual(got["strata"], "")
+                        self.assertIn("not run", got["strata_note"])
+                        continue
+                    name = {"backtrack": "backtrack", "eqsat": "eqsat", "xfers": "backtrack+xfers"}[key.split("_")[0]]
+                    r = opt[(row["key"], name)]
+                    speedup = float(r["cost_before_ms"]) / float(r["cost_after_ms"])
+                    expect = {"speedup": speedup, "percent": 100 * (speedup - 1),
+                              "seconds": float(r["optimizer_seconds"])}[key.split("_")[-1]]
+                    self.assertAlmostEqual(float(got["strata"]), expect, delta=2e-3 * max(1.0, abs(expect)))
+                    checked += 1
+        self.assertGreater(checked, 0)
+
+    def test_tensat_on_two_models(self):
+        models = ["nasrnn", "squeezenet"]
+        tree, out = run_copy(self, "tensat.yaml", lambda t: t.update(models=[{"name": m} for m in models], check=[]))
+        self.check_side_by_side(tree, out, models)
+        summary = read_text(os.path.join(out, "summary.md"))
+        self.assertIn("https://mwillsey.com/papers/tensat", summary)
+
+    def test_taso_on_two_models(self):
+        models = ["resnext50", "squeezenet"]
+        tree, out = run_copy(self, "taso.yaml", lambda t: t.update(models=[{"name": m} for m in models]))
+        self.check_side_by_side(tree, out, models)
+
+    def test_paper_rows_must_name_models(self):
+        def edit(t):
+            t["paper"][0]["rows"][0]["key"] = "resnet-5O"
+
+        path = src("configs/experiments/repro/taso.yaml")
+        tree = load_yaml(path)
+        tree["hw"] = src("configs/hw/gcp-v100x8.yaml")
+        tree["rules"] = src("configs/subst/taso_shipped_verified.rules")
+        edit(tree)
+        with tempfile.TemporaryDirectory() as d:
+            exp = os.path.join(d, "t.yaml")
+            with open(exp, "w") as f:
+                yaml.safe_dump(tree, f, sort_keys=False)
+            r = strata("run", "--check", exp, cwd=d)
+            self.assertEqual(r.rc, 2, r)
+            self.assertRegex(r.err, r"paper\[0\]\.rows\[0\]\.key: expected a zoo model")
+
+
+if __name__ == "__main__":
+    cli_test.main()  # --strata/--source, then unittest on this module
