@@ -37,15 +37,18 @@ def draw_panel(ax, rows, table, metric, label, unit):
     width = 0.4
     ax.bar([x - width / 2 for x in xs], [p or 0 for p in paper], width, label="paper (published)", color="#4c72b0")
     ax.bar([x + width / 2 for x in xs], [s or 0 for s in strata], width, label="strata (this run)", color="#dd8452")
-    values = [v for v in paper + strata if v]
+    values = [v for v in paper + strata if v is not None]
     positive = [v for v in values if v > 0]
     if positive and max(positive) / min(positive) > 10:
         ax.set_yscale("log")
+    floor = min(positive) if positive else 1
     for x, p, s in zip(xs, paper, strata):
-        if p and s:
-            ax.annotate(f"{s / p:.2f}x", (x, max(p, s)), ha="center", va="bottom", fontsize=7)
-        elif p and not s:
-            ax.annotate("not computed", (x + width / 2, p), ha="center", va="bottom", fontsize=6, rotation=90)
+        if p is not None and s is not None and p != 0:
+            ax.annotate(f"{s / p:.2g}x", (x, max(p, s, floor)), ha="center", va="bottom", fontsize=7)
+        if s is None and p is not None:
+            ax.annotate("not computed", (x + width / 2, floor), ha="center", va="bottom", fontsize=6, rotation=90)
+        elif s == 0:
+            ax.annotate("0", (x + width / 2, floor), ha="center", va="bottom", fontsize=7)
     ax.set_xticks(list(xs))
     ax.set_xticklabels(labels, rotation=30 if len(labels) > 5 else 0, ha="right" if len(labels) > 5 else "center",
                        fontsize=8)
