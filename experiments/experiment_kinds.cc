@@ -11,6 +11,7 @@ ExperimentKind parallel_sweep_kind();    // parallel_sweep.cc
 ExperimentKind emulated_validation_kind();  // emulated_validation.cc
 ExperimentKind cpu_validation_kind();  // cpu_validation.cc
 ExperimentKind llm_reproduction_kind();  // llm_reproduction.cc
+ExperimentKind subst_generation_kind();  // subst_generation.cc
 
 const std::vector<ExperimentKind>& experiment_kinds() {
   static const std::vector<ExperimentKind> kinds{
@@ -21,6 +22,7 @@ const std::vector<ExperimentKind>& experiment_kinds() {
       emulated_validation_kind(),
       cpu_validation_kind(),
       llm_reproduction_kind(),
+      subst_generation_kind(),
   };
   return kinds;
 }

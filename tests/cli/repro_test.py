@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Paper reproductions (configs/experiments/repro/, docs/experiments.md "Paper reproductions") run end to end at
 a size CI affords: the Megatron-LM tables whole (about 5 s), TASO and Tensat on a subset of their models (the
-test writes a copy of the experiment with fewer `models:`). Expected values are derived here, independently of
+test writes a copy of the experiment with fewer `models:`), TASO's generator on graphs of up to 2 operators. Expected values are derived here, independently of
 strata: the published numbers from the experiment file itself (PyYAML), strata's throughput from its step times
 and the FLOP formulas of Narayanan et al. SC'21 (72 and, with recomputation, 96 B s L h^2 terms), the optimizers'
 numbers from results.csv by their definitions (speedup = before / after, gain = 100 (speedup - 1)).
@@ -199,6 +199,50 @@ class SubstRepro(unittest.TestCase):
             r = strata("run", "--check", exp, cwd=d)
             self.assertEqual(r.rc, 2, r)
             self.assertRegex(r.err, r"paper\[0\]\.rows\[0\]\.key: expected a zoo model")
+
+
+class GeneratorRepro(unittest.TestCase):
+    """configs/experiments/repro/taso_generator.yaml with graphs of up to 2 operators (3 take minutes of proofs)."""
+
+    def test_two_operator_run_beside_the_paper(self):
+        def edit(t):
+            t["runs"][0]["max_ops"] = 2
+
+        tree, out = run_copy(self, "taso_generator.yaml", edit)
+        rows = read_csv(os.path.join(out, "rules.csv"))
+        self.assertEqual(len(rows), 1)
+        r = rows[0]
+        rules = int(r["rules"])
+        verdicts = sum(int(r[k]) for k in ("proved", "false", "not_proved", "invalid"))
+        self.assertEqual(verdicts, rules)  # every rule written gets one verdict
+        self.assertGreater(int(r["proved"]), 0)
+        # The same generation through `strata subst generate`, and its file through `strata subst verify`.
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "rules.txt")
+            g = strata("subst", "generate", "--ops", "taso", "--max-ops", "2", "--keep-unrelated", "-o", path)
+            self.assertEqual(g.rc, 0, g)
+            v = strata("subst", "verify", path, "--timeout-ms", "1000")
+            self.assertIn(f"# summary: {rules} rules: {r['proved']} proved,", v.out)
+        side = by_key(read_csv(os.path.join(out, "side_by_side.csv")), "table", "row", "metric")
+        paper = tree["paper"][0]["rows"][0]
+        expect = {"rules": rules, "pruning_factor": int(r["candidates"]) / rules,
+                  "generation_seconds": float(r["generation_s"]), "verification_seconds": float(r["verification_s"])}
+        for metric, value in expect.items():
+            got = side[("sosp19", "taso", metric)]
+            self.assertEqual(float(got["paper"]), paper[metric])
+            self.assertAlmostEqual(float(got["strata"]), value, delta=2e-3 * max(1.0, value))
+
+    def test_paper_rows_must_name_runs(self):
+        path = src("configs/experiments/repro/taso_generator.yaml")
+        tree = load_yaml(path)
+        tree["paper"][0]["rows"][0]["key"] = "tas0"
+        with tempfile.TemporaryDirectory() as d:
+            exp = os.path.join(d, "g.yaml")
+            with open(exp, "w") as f:
+                yaml.safe_dump(tree, f, sort_keys=False)
+            r = strata("run", "--check", exp, cwd=d)
+            self.assertEqual(r.rc, 2, r)
+            self.assertRegex(r.err, r"paper\[0\]\.rows\[0\]\.key: expected the label of a run")
 
 
 if __name__ == "__main__":
