@@ -227,7 +227,7 @@ sbs::Measured measured(const Config& x, const Results& results) {
 constexpr const char* kStepsHeader =
     "table,row,strategy,gpus,step_s,counted_flops,model_flops,peak_memory_bytes,capacity_bytes,fits,compute_"
     "s,"
-    "recompute_s,tp_comm_s,bubble_s,dp_exposed_s,optimizer_s,simulation_wall_s\n";
+    "recompute_s,tp_comm_s,bubble_s,dp_exposed_s,optimizer_s\n";
 
 std::string steps_csv(const Config& x, const Results& results) {
   std::string csv = kStepsHeader;
@@ -236,12 +236,11 @@ std::string steps_csv(const Config& x, const Results& results) {
     const auto& r = results.rows[i];
     const auto& b = r.step.breakdown;
     csv += fmt::format(
-        "{},{},{},{},{:.9g},{:.6g},{:.6g},{:.0f},{:.0f},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.3f}"
-        "\n",
+        "{},{},{},{},{:.9g},{:.6g},{:.6g},{:.0f},{:.0f},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g}\n",
         csv_field(p.table), csv_field(p.key), csv_field(p.strategy.describe()), p.strategy.gpus(),
         r.step.step_seconds, r.counted_flops, r.step.model_flops, r.step.memory.total(), r.step.capacity,
         r.step.fits ? "true" : "false", b.compute, b.recompute, b.tp_comm, b.bubble, b.dp_exposed,
-        b.optimizer, r.seconds);
+        b.optimizer);
   }
   return csv;
 }
@@ -282,9 +281,7 @@ void report(const Config& x, const Results& results, ResultsDir& out, const RunO
   md += sbs::markdown(x.paper, m);
   md += breakdown_md(x, results);
   out.write("steps.csv", steps_csv(x, results));
-  md +=
-      "\n`steps.csv`: strata's step per row (strategy, step time, FLOPs, memory, breakdown, simulation "
-      "time).\n";
+  md += "\n`steps.csv`: strata's step per row (strategy, step time, FLOPs, memory, breakdown).\n";
   sbs::write_outputs(x.paper, m, x.name, out, options, md);
   out.write("summary.md", md);
 }
