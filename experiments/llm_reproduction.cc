@@ -63,16 +63,16 @@ struct Results {
   double seconds = 0;
 };
 
-// The FLOPs per step a published table counts for `spec` at `global_batch`. strata's model FLOPs are
-// 72·B·s·L·h²·(1 + s/(6h) + V/(12·h·L)) (search/parallel model_flops_per_step); SC'21's eq. 3 counts
-// 96·B·s·L·h²·(1 + s/(6h) + V/(16·h·L)): one more forward pass of the layers, none of the logits.
+// The FLOPs per step a published table counts for `spec` at `global_batch`. strata's model FLOPs are three
+// forward passes (search/parallel model_flops_per_step; for GPT shapes 72·B·s·L·h²·(1 + s/(6h) +
+// V/(12·h·L))); SC'21's eq. 3, 96·B·s·L·h²·(1 + s/(6h) + V/(16·h·L)), adds the forward pass of the layers
+// once more (full recomputation) but not that of the logits (2·B·s·h·V).
 double counted_flops(const zoo::TransformerSpec& spec, std::int64_t global_batch, FlopCount count) {
   const double model = par::model_flops_per_step(spec, global_batch);
   if (count == FlopCount::kModel) return model;
-  const double B = static_cast<double>(global_batch), s = static_cast<double>(spec.seq);
-  const double h = static_cast<double>(spec.hidden), L = static_cast<double>(spec.layers);
-  const double layers_forward = 24 * B * s * L * h * h * (1 + s / (6 * h));
-  return model + layers_forward;
+  const double logits_forward = 2.0 * static_cast<double>(global_batch) * static_cast<double>(spec.seq) *
+                                static_cast<double>(spec.hidden) * static_cast<double>(spec.vocab);
+  return model + (model / 3 - logits_forward);
 }
 
 struct TableDefaults {
