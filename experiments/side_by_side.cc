@@ -25,8 +25,9 @@ std::vector<Metric> parse_metrics(const YamlReader& node) {
   std::vector<Metric> out;
   for (std::size_t i = 0; i < node.size(); ++i) {
     const auto m = node.at(i);
-    m.expect_map({"key", "label", "unit"});
-    Metric metric{m.at("key").as_string(), m.at("label").as_string(), m.at("unit").as_string()};
+    m.expect_map({"key", "label", "unit", "note"});
+    Metric metric{m.at("key").as_string(), m.at("label").as_string(), m.at("unit").as_string(), ""};
+    if (auto n = m.maybe("note")) metric.note = n->as_string();
     if (!plain_name(metric.key))
       throw m.at("key").error("expected a name of letters, digits, '-', '_', '.' or '+'");
     if (metric.key == "key" || metric.key == "note")
@@ -178,35 +179,71 @@ std::optional<double> mean_ratio(const Table& table, const Measured& measured, s
   return std::exp(log_sum / n);
 }
 
+namespace {
+
+std::string ratio_text(const std::map<std::string, double>::const_iterator p, bool published,
+                       const std::optional<double>& s) {
+  return s && published && p->second != 0 ? fmt::format("{:.2f}", *s / p->second) : std::string();
+}
+
+std::string row_notes(const Table& t, const Row& r, const Measured& measured) {
+  std::string note = r.note.empty() ? "" : "paper: " + r.note;
+  if (const auto sn = measured.note_of(t.name, r.key); !sn.empty())
+    note += (note.empty() ? "strata: " : "; strata: ") + sn;
+  return note;
+}
+
+// One line per row, a column group (paper, strata, strata/paper) per metric.
+std::string rows_table(const Table& t, const Measured& measured) {
+  std::string md = "| row |", rule = "|---|";
+  for (const auto& m : t.metrics) {
+    md += fmt::format(" paper {0}{1} | strata {0}{1} | strata/paper |", m.label, unit_suffix(m));
+    rule += "---|---|---|";
+  }
+  md += " notes |\n" + rule + "---|\n";
+  for (const auto& r : t.rows) {
+    md += fmt::format("| {} |", r.key);
+    for (const auto& m : t.metrics) {
+      const auto p = r.paper.find(m.key);
+      const bool published = p != r.paper.end();
+      const auto s = measured.get(t.name, r.key, m.key);
+      md += fmt::format(" {} | {} | {} |", published ? number(p->second) : "",
+                        s ? number(*s) : (published ? "not computed" : ""), ratio_text(p, published, s));
+    }
+    md += fmt::format(" {} |\n", row_notes(t, r, measured));
+  }
+  for (const auto& m : t.metrics)
+    if (const auto g = mean_ratio(t, measured, m.key))
+      md += fmt::format("\n{}: strata/paper geometric mean {:.3g} over the rows with both numbers.\n",
+                        m.label, *g);
+  return md;
+}
+
+// A table of one row (a paper's headline numbers): one line per metric, the metric's note beside it.
+std::string metrics_table(const Table& t, const Measured& measured) {
+  const Row& r = t.rows.front();
+  std::string md = "| quantity | paper | strata | strata/paper | notes |\n|---|---|---|---|---|\n";
+  for (const auto& m : t.metrics) {
+    const auto p = r.paper.find(m.key);
+    const bool published = p != r.paper.end();
+    const auto s = measured.get(t.name, r.key, m.key);
+    const std::string unit = m.unit.empty() ? "" : " " + m.unit;
+    md += fmt::format("| {} | {} | {} | {} | {} |\n", m.label, published ? number(p->second) + unit : "",
+                      s ? number(*s) + unit : (published ? "not computed" : ""), ratio_text(p, published, s),
+                      m.note.empty() ? "" : "paper: " + m.note);
+  }
+  if (const auto note = row_notes(t, r, measured); !note.empty())
+    md += fmt::format("\nRow `{}`: {}.\n", r.key, note);
+  return md;
+}
+
+}  // namespace
+
 std::string markdown(const Paper& paper, const Measured& measured) {
   std::string md;
   for (const auto& t : paper.tables) {
-    md += fmt::format("\n## Published table `{}`\n\nSource: {}, <{}>.\n\n| row |", t.name, t.source, t.url);
-    std::string rule = "|---|";
-    for (const auto& m : t.metrics) {
-      md += fmt::format(" paper {0}{1} | strata {0}{1} | strata/paper |", m.label, unit_suffix(m));
-      rule += "---|---|---|";
-    }
-    md += " notes |\n" + rule + "---|\n";
-    for (const auto& r : t.rows) {
-      md += fmt::format("| {} |", r.key);
-      for (const auto& m : t.metrics) {
-        const auto p = r.paper.find(m.key);
-        const auto s = measured.get(t.name, r.key, m.key);
-        md += fmt::format(
-            " {} | {} | {} |", p != r.paper.end() ? number(p->second) : "",
-            s ? number(*s) : (p != r.paper.end() ? "not computed" : ""),
-            s && p != r.paper.end() && p->second != 0 ? fmt::format("{:.2f}", *s / p->second) : "");
-      }
-      std::string note = r.note.empty() ? "" : "paper: " + r.note;
-      if (const auto sn = measured.note_of(t.name, r.key); !sn.empty())
-        note += (note.empty() ? "strata: " : "; strata: ") + sn;
-      md += fmt::format(" {} |\n", note);
-    }
-    for (const auto& m : t.metrics)
-      if (const auto g = mean_ratio(t, measured, m.key))
-        md += fmt::format("\n{}: strata/paper geometric mean {:.3g} over the rows with both numbers.\n",
-                          m.label, *g);
+    md += fmt::format("\n## Published table `{}`\n\nSource: {}, <{}>.\n\n", t.name, t.source, t.url);
+    md += t.rows.size() == 1 ? metrics_table(t, measured) : rows_table(t, measured);
     if (!t.differences.empty()) {
       md += "\nWhy the numbers differ:\n\n";
       for (const auto& d : t.differences) md += fmt::format("- {}\n", d);

@@ -33,6 +33,7 @@ struct Metric {
   std::string key;    // the row field holding the published value, and strata's value's name
   std::string label;  // "TFLOP/s per GPU"
   std::string unit;   // "TFLOP/s", "x", "s"
+  std::string note;   // optional: what the published number is of (a table of one row prints it beside it)
 };
 
 struct Row {

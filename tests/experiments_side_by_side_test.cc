@@ -81,6 +81,26 @@ TEST(SideBySide, JoinsPublishedAndComputedNumbers) {
   EXPECT_NE(md.find("- one reason"), std::string::npos) << md;
 }
 
+// A table of one row (headline numbers) is printed a line per metric, with the metric's note.
+TEST(SideBySide, OneRowTablesListTheMetrics) {
+  const auto p = parse(R"(
+- name: h
+  source: S
+  url: https://example.org
+  metrics:
+    - {key: spread, label: largest spread, unit: x, note: "case A"}
+    - {key: cases, label: cases, unit: cases}
+  rows:
+    - {key: grid, spread: 400, cases: 200}
+)");
+  sbs::Measured m;
+  m.set("h", "grid", "spread", 500);
+  const std::string md = sbs::markdown(p, m);
+  EXPECT_NE(md.find("| quantity | paper | strata | strata/paper | notes |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| largest spread | 400 x | 500 x | 1.25 | paper: case A |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| cases | 200 cases | not computed |  |  |"), std::string::npos) << md;
+}
+
 void expect_error(std::string_view text, std::string_view where) {
   try {
     parse(text);

@@ -207,6 +207,37 @@ class SubstRepro(unittest.TestCase):
             self.assertRegex(r.err, r"paper\[0\]\.rows\[0\]\.key: expected a zoo model")
 
 
+class P2Repro(unittest.TestCase):
+    """configs/experiments/repro/p2.yaml at full size (about 2 s): the headline numbers from cases.csv."""
+
+    def test_headline_numbers_beside_the_paper(self):
+        exp = src("configs/experiments/repro/p2.yaml")
+        tree = load_yaml(exp)
+        with tempfile.TemporaryDirectory() as d:
+            r = strata("run", exp, "--output", d, "--no-plots", cwd=d)
+            self.assertEqual(r.rc, 0, r)
+            out = os.path.join(d, "p2_reproduction")
+            cases = read_csv(os.path.join(out, "cases.csv"))
+            side = by_key(read_csv(os.path.join(out, "side_by_side.csv")), "row", "metric")
+            summary = read_text(os.path.join(out, "summary.md"))
+        # Recomputed from the cases: a case improves when the best program is at least 0.5% faster (the kind's
+        # rule, stated in its summary).
+        speedups = [float(c["speedup"]) for c in cases]
+        wins = [x for x in speedups if x >= 1.005]
+        cross_wins = [float(c["speedup"]) for c in cases if c["cross_node"] == "1" and float(c["speedup"]) >= 1.005]
+        expect = {"cases": len(cases), "improved_percent": 100 * len(wins) / len(cases),
+                  "mean_speedup": sum(wins) / len(wins), "max_speedup": max(speedups),
+                  "cross_node_mean_speedup": sum(cross_wins) / len(cross_wins)}
+        row = tree["paper"][0]["rows"][0]
+        for metric, value in expect.items():
+            got = side[(row["key"], metric)]
+            self.assertEqual(float(got["paper"]), row[metric])
+            self.assertAlmostEqual(float(got["strata"]), value, delta=1e-3 * value)
+        self.assertEqual(len(side), len(tree["paper"][0]["metrics"]))
+        self.assertIn("https://arxiv.org/abs/2110.10548", summary)
+        self.assertIn("| cases where a synthesized program beats AllReduce | 69 % |", summary)
+
+
 class GeneratorRepro(unittest.TestCase):
     """configs/experiments/repro/taso_generator.yaml with graphs of up to 2 operators (3 take minutes of proofs)."""
 
