@@ -4,15 +4,10 @@ Usage: CSV PNG TITLE
   One panel per (published table, metric): grouped bars per row, the paper's value beside strata's, with the
   strata/paper ratio written over each pair; a log y axis when the values span more than a decade.
 """
-import csv
 import math
-import os
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from plot_common import plt, read_rows, save_figure  # first: selects the Agg backend
 
 
 def number(text):
@@ -65,8 +60,7 @@ def draw_panel(ax, rows, table, metric, label, unit):
 
 def main() -> None:
     src, dst, title = sys.argv[1], sys.argv[2], sys.argv[3]
-    with open(src, newline="") as f:
-        rows = list(csv.DictReader(f))
+    rows = read_rows(src)
     keys = panels(rows)
     cols = min(2, len(keys))
     nrows = math.ceil(len(keys) / cols)
@@ -77,11 +71,7 @@ def main() -> None:
         ax.axis("off")
     axes.flat[0].legend(fontsize=8, loc="upper left", ncol=2)
     fig.suptitle(f"{title}: published vs strata")
-    fig.tight_layout()
-    tmp = dst + ".tmp.png"
-    fig.savefig(tmp, dpi=120)
-    plt.close(fig)
-    os.replace(tmp, dst)
+    save_figure(fig, dst)
 
 
 if __name__ == "__main__":
