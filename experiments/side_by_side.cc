@@ -57,13 +57,22 @@ Row parse_row(const YamlReader& r, const std::vector<Metric>& metrics,
 
 Table parse_table(const YamlReader& t, std::span<const std::string_view> table_keys,
                   std::span<const std::string_view> row_keys) {
-  std::vector<std::string_view> allowed = {"name", "source", "url", "metrics", "differences", "rows"};
+  std::vector<std::string_view> allowed = {"name",        "source", "url",      "metrics",
+                                           "differences", "rows",   "published"};
   allowed.insert(allowed.end(), table_keys.begin(), table_keys.end());
   t.expect_map(std::span<const std::string_view>(allowed));
-  Table table{t.at("name").as_string(), t.at("source").as_string(), t.at("url").as_string(), {}, {}, {}, t};
+  const bool published = t.has("published") ? t.at("published").as_bool() : true;
+  Table table{t.at("name").as_string(),
+              t.at("source").as_string(),
+              published || t.has("url") ? t.at("url").as_string() : "",
+              published,
+              {},
+              {},
+              {},
+              t};
   if (!plain_name(table.name))
     throw t.at("name").error("expected a name of letters, digits, '-', '_', '.' or '+' (it labels rows)");
-  if (!table.url.starts_with("https://") && !table.url.starts_with("http://"))
+  if ((published || t.has("url")) && !table.url.starts_with("https://") && !table.url.starts_with("http://"))
     throw t.at("url").error("expected the published source's address (http:// or https://)");
   table.metrics = parse_metrics(t.at("metrics"));
   if (auto d = t.maybe("differences")) {
@@ -78,8 +87,15 @@ Table parse_table(const YamlReader& t, std::span<const std::string_view> table_k
     Row row = parse_row(rows.at(i), table.metrics, row_keys);
     if (!keys.insert(row.key).second)
       throw rows.at(i).at("key").error(fmt::format("row '{}' is listed twice", row.key));
-    if (row.paper.empty())
-      throw rows.at(i).error(fmt::format("row '{}' publishes none of the table's metrics", row.key));
+    if (published && row.paper.empty())
+      throw rows.at(i).error(
+          fmt::format("row '{}' publishes none of the table's metrics (a table of strata's numbers only says "
+                      "`published: false`)",
+                      row.key));
+    if (!published && !row.paper.empty())
+      throw rows.at(i)
+          .at(row.paper.begin()->first)
+          .error("the table says `published: false`: its rows carry no published values");
     table.rows.push_back(std::move(row));
   }
   return table;
@@ -237,13 +253,38 @@ std::string metrics_table(const Table& t, const Measured& measured) {
   return md;
 }
 
+// A table of strata's numbers only: a column per metric.
+std::string strata_table(const Table& t, const Measured& measured) {
+  std::string md = "| row |", rule = "|---|";
+  for (const auto& m : t.metrics) {
+    md += fmt::format(" strata {}{} |", m.label, unit_suffix(m));
+    rule += "---|";
+  }
+  md += " notes |\n" + rule + "---|\n";
+  for (const auto& r : t.rows) {
+    md += fmt::format("| {} |", r.key);
+    for (const auto& m : t.metrics) {
+      const auto s = measured.get(t.name, r.key, m.key);
+      md += fmt::format(" {} |", s ? number(*s) : "not computed");
+    }
+    md += fmt::format(" {} |\n", row_notes(t, r, measured));
+  }
+  return md;
+}
+
 }  // namespace
 
 std::string markdown(const Paper& paper, const Measured& measured) {
   std::string md;
   for (const auto& t : paper.tables) {
-    md += fmt::format("\n## Published table `{}`\n\nSource: {}, <{}>.\n\n", t.name, t.source, t.url);
-    md += t.rows.size() == 1 ? metrics_table(t, measured) : rows_table(t, measured);
+    if (t.published)
+      md += fmt::format("\n## Published table `{}`\n\nSource: {}, <{}>.\n\n", t.name, t.source, t.url);
+    else
+      md += fmt::format("\n## Table `{}` (strata only: no published numbers)\n\n{}{}.\n\n", t.name, t.source,
+                        t.url.empty() ? "" : fmt::format(", <{}>", t.url));
+    md += !t.published         ? strata_table(t, measured)
+          : t.rows.size() == 1 ? metrics_table(t, measured)
+                               : rows_table(t, measured);
     if (!t.differences.empty()) {
       md += "\nWhy the numbers differ:\n\n";
       for (const auto& d : t.differences) md += fmt::format("- {}\n", d);

@@ -43,8 +43,11 @@ struct Row {
   YamlReader node;                      // the row mapping, for the kind's own fields
 };
 
+// A table with `published: false` holds strata's numbers only (a what-if beside published tables): its rows
+// carry no published value and its `url` is optional.
 struct Table {
   std::string name, source, url;
+  bool published = true;
   std::vector<Metric> metrics;
   std::vector<std::string> differences;
   std::vector<Row> rows;

@@ -93,6 +93,7 @@ struct PlotChoice {
   bool all_rows = false;
   std::vector<std::pair<std::string, std::string>> where;
   std::vector<Series> series;
+  std::string unit;  // the plotted rows' `unit` column, where they have one and agree
 };
 
 // Does row `r` of table `t` pass the plot's `where` filter (columns named as in sweep.csv)?
@@ -166,7 +167,7 @@ void disambiguate(std::vector<Series>& series, const std::vector<TrackedRow>& ro
 
 // Every plotted row through the points.
 std::vector<Series> plotted_series(const std::vector<std::vector<CsvTable>>& tables, const Columns& columns,
-                                   const std::vector<std::string>& id_names, const PlotChoice& c) {
+                                   const std::vector<std::string>& id_names, PlotChoice& c) {
   std::vector<TrackedRow> rows;
   std::map<std::vector<std::string>, std::size_t> index;
   std::vector<Series> series;
@@ -199,6 +200,10 @@ std::vector<Series> plotted_series(const std::vector<std::vector<CsvTable>>& tab
         series[it->second].values[i] = k < t.rows[r].size() ? t.rows[r][k] : "";
       }
     }
+  // A table that keeps units in a column of their own (side_by_side.csv): the plotted rows' common unit.
+  c.unit = rows.empty() || !rows[0].first.contains("unit") ? "" : rows[0].first.at("unit");
+  for (const auto& row : rows)
+    if (!row.first.contains("unit") || row.first.at("unit") != c.unit) c.unit.clear();
   if (series.size() < 2) return series;
   // One column that names every row (a family, a system, a message size) is the clearest label.
   std::vector<std::size_t> all(series.size());
@@ -221,7 +226,7 @@ std::vector<Series> plotted_series(const std::vector<std::vector<CsvTable>>& tab
 PlotChoice choose_plot(const SweepReport& r, const std::vector<std::vector<CsvTable>>& tables,
                        const Columns& columns) {
   const SweepPlot& spec = r.spec->plot;
-  PlotChoice choice{spec.table, spec.metric, spec.row.value_or(-1), spec.all_rows, spec.where, {}};
+  PlotChoice choice{spec.table, spec.metric, spec.row.value_or(-1), spec.all_rows, spec.where, {}, ""};
   const std::string where = fmt::format("{}: sweep.plot", r.file->path());
   if (columns.metric.empty()) throw ConfigError(fmt::format("{}: the points wrote no CSV table", where));
   if (choice.table.empty()) choice.table = columns.metric.begin()->first;
@@ -285,6 +290,7 @@ nlohmann::json plot_json(const PlotChoice& plot) {
           {"row", plot.all_rows ? nlohmann::json("all") : nlohmann::json(plot.row)},
           {"where", where},
           {"rows", row_text(plot)},
+          {"unit", plot.unit},
           {"series", series}};
 }
 

@@ -131,4 +131,37 @@ TEST(SideBySide, ErrorsNameFileLineAndField) {
   expect_error("[]", "expected at least one published table");
 }
 
+// `published: false`: a table of strata's numbers only (a what-if beside the published tables). Its rows
+// carry no published value and need no URL; the markdown shows strata's column alone.
+TEST(SideBySide, StrataOnlyTables) {
+  const std::string what_if = R"(
+- name: w
+  published: false
+  source: The same plan on a newer system
+  hw: y.yaml
+  metrics:
+    - {key: time, label: step time, unit: s}
+  rows:
+    - {key: a, gpus: 8}
+)";
+  const auto p = parse(what_if);
+  ASSERT_EQ(p.tables.size(), 1u);
+  EXPECT_FALSE(p.tables[0].published);
+  EXPECT_TRUE(p.tables[0].rows[0].paper.empty());
+  sbs::Measured m;
+  m.set("w", "a", "time", 1.5);
+  const std::string md = sbs::markdown(p, m);
+  EXPECT_NE(md.find("## Table `w` (strata only: no published numbers)"), std::string::npos) << md;
+  EXPECT_NE(md.find("| row | strata step time (s) | notes |\n|---|---|---|\n| a | 1.5 |  |"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(sbs::csv(p, m),
+            "table,row,metric,label,unit,paper,strata,strata_over_paper,paper_note,strata_note\n"
+            "w,a,time,step time,s,,1.5,,,\n");
+  std::string with_value = what_if;
+  with_value.replace(with_value.find("{key: a, gpus: 8}"), 17, "{key: a, gpus: 8, time: 2}");
+  expect_error(with_value, "p.yaml:9:31: paper[0].rows[0].time: the table says `published: false`");
+  expect_error(with("{key: c, gpus: 32, time: 4}", "{key: c, gpus: 32}"), "says `published: false`");
+}
+
 }  // namespace

@@ -41,9 +41,9 @@ def number(text):
         return None
 
 
-def spans_decades(values):
+def spans_decades(values, ratio=100):
     pos = [v for v in values if v is not None and v > 0]
-    return len(pos) == len(values) and len(pos) > 1 and max(pos) / min(pos) >= 100
+    return len(pos) == len(values) and len(pos) > 1 and max(pos) / min(pos) >= ratio
 
 
 def main() -> None:
@@ -57,7 +57,7 @@ def main() -> None:
     names = [a["name"] for a in axes]
     points = sorted(y)
     fig, ax = plt.subplots(figsize=(8, 5))
-    ylabel = metric_label(plot["metric"])
+    ylabel = metric_label(plot["metric"]) + (f" ({plot['unit']})" if plot.get("unit") else "")
     xs = [number(values[p][0]) for p in points]
     numeric_x = all(v is not None for v in xs)
     single = len(series) == 1
@@ -112,6 +112,8 @@ def main() -> None:
         ax.set_ylabel(ylabel)
         if numeric_x and spans_decades(xs):
             ax.set_xscale("log")
+        elif numeric_x and axes[0]["target"] == "scale" and spans_decades(xs, ratio=8):
+            ax.set_xscale("log", base=2)  # scale factors: 1/8x ... 4x
     if not (single and len(axes) == 2 and mode == "grid"):
         if spans_decades([v for line in series for v in line["values"] if v is not None]):
             ax.set_yscale("log")

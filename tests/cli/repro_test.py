@@ -9,6 +9,7 @@ numbers from results.csv by their definitions (speedup = before / after, gain = 
 Run by ctest, one test per class:  repro_test.py --strata build/experiments/strata --source . ClassName
 """
 import csv
+import json
 import io
 import math
 import os
@@ -134,6 +135,59 @@ class MegatronRepro(unittest.TestCase):
         bad(lambda t: t["paper"][0]["metrics"].append({"key": "mfu", "label": "x", "unit": "%"}),
             r"unknown metric 'mfu'")
         bad(lambda t: t["paper"][0].update(url="arxiv 2104.04473"), r"paper\[0\]\.url: expected the published")
+
+
+class HwWhatIfRepro(unittest.TestCase):
+    """configs/experiments/repro/hw_whatif.yaml at full size: a sweep of the NIC factor over the llm-reproduction
+    kind, A100 with its published 2021 measurement and the same plan on A100, H100 and B200 (strata only)."""
+
+    def test_sweep_of_the_nic_factor(self):
+        exp = src("configs/experiments/repro/hw_whatif.yaml")
+        tree = load_yaml(exp)
+        with tempfile.TemporaryDirectory() as d:
+            r = strata("run", exp, "--output", d, "--no-plots", cwd=d)
+            self.assertEqual(r.rc, 0, r)
+            out = os.path.join(d, "hw_whatif")
+            factors = tree["sweep"]["scale"]["nic_bandwidth"]
+            self.assertTrue({1, 2, 4} <= set(factors))
+            step = {}  # (table, factor) -> strata's step
+            for i, factor in enumerate(factors):
+                side = by_key(read_csv(os.path.join(out, "points", str(i), "side_by_side.csv")),
+                              "table", "metric")
+                for table in tree["paper"]:
+                    row = table["rows"][0]
+                    got = side[(table["name"], "step_seconds")]
+                    step[(table["name"], factor)] = float(got["strata"])
+                    if table.get("published", True):  # the file's published numbers, unchanged
+                        self.assertEqual(float(got["paper"]), row["step_seconds"])
+                    else:
+                        self.assertEqual(got["paper"], "")
+                    # Throughput from the step by SC'21's FLOP formulas, counted as the table counts.
+                    B, s, L, h, V = row["batch"], table["seq"], row["layers"], row["hidden"], table["vocab"]
+                    if table["flops"] == "with-recompute":
+                        flops = 96 * B * s * L * h * h * (1 + s / (6 * h) + V / (16 * h * L))
+                    else:
+                        flops = 72 * B * s * L * h * h * (1 + s / (6 * h) + V / (12 * h * L))
+                    tflops = float(side[(table["name"], "tflops_per_gpu")]["strata"])
+                    self.assertAlmostEqual(tflops / (flops / step[(table["name"], factor)] / row["gpus"] / 1e12),
+                                           1.0, places=5)
+            for table in tree["paper"]:
+                times = [step[(table["name"], f)] for f in sorted(factors)]
+                # A faster network never makes the step slower.
+                for slower, faster in zip(times, times[1:]):
+                    self.assertLessEqual(faster, slower * (1 + 1e-9), table["name"])
+            for f in factors:
+                # Same plan, newer GPU, faster step; B200 over H100 at most the largest ratio of their figures
+                # (HBM 8 / 3.35 TB/s = 2.39x; bf16 peak 2.27x, NVLink 2x, same NICs).
+                self.assertLess(step[("b200", f)], step[("h100", f)])
+                self.assertLess(step[("h100", f)], step[("a100", f)])
+                self.assertLessEqual(step[("h100", f)] / step[("b200", f)], 8000 / 3350)
+            # The figure's series: a line per table, the step at every point, as in the points' own CSVs.
+            with open(os.path.join(out, "sweep.json")) as f:
+                series = json.load(f)["plot"]["series"]
+            self.assertEqual([x["label"] for x in series], [f"table={t['name']}" for t in tree["paper"]])
+            for x, table in zip(series, tree["paper"]):
+                self.assertEqual(x["values"], [step[(table["name"], f)] for f in factors])
 
 
 class SubstRepro(unittest.TestCase):
