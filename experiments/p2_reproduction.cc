@@ -12,6 +12,7 @@
 #include <fmt/ranges.h>
 
 #include "experiments/experiment.h"
+#include "experiments/side_by_side.h"
 #include "hw/units.h"
 #include "search/reduce/evaluate.h"
 
@@ -21,13 +22,18 @@ namespace {
 namespace rd = search::reduce;
 using Clock = std::chrono::steady_clock;
 
-// The paper's headline numbers (P2, Xie et al., MLSys 2022: abstract, section 4.1-4.2 and Appendix A).
-constexpr double kPaperMaxSpread = 448.5;
-constexpr double kPaperImprovedFraction = 0.69;
-constexpr double kPaperMeanSpeedup = 1.27;
-constexpr double kPaperMaxSpeedup = 2.04;
-constexpr double kPaperCrossNodeMean = 1.28;
-constexpr int kPaperCases = 200;
+// The headline quantities a `paper:` table may publish (side_by_side.h; the paper's numbers are declared in
+// the experiment file, configs/experiments/repro/p2.yaml).
+constexpr std::string_view kHeadlineMetrics[] = {"max_spread",
+                                                 "paper_case_allreduce_spread",
+                                                 "paper_case_best_spread",
+                                                 "improved_percent",
+                                                 "mean_speedup",
+                                                 "max_speedup",
+                                                 "cross_node_mean_speedup",
+                                                 "cases",
+                                                 "programs_one_level",
+                                                 "programs_two_levels"};
 // A case counts as improved when the best program is at least 0.5% faster (i.e. the speedup prints as
 // >= 1.01x at two decimals, as in the paper's tables); smaller differences are simulator rounding, not wins.
 constexpr double kImprovedThreshold = 1.005;
@@ -48,6 +54,7 @@ struct Config {  // one (system, axes, reduction) of the grid
 
 struct P2Experiment {
   std::string name, description;
+  std::optional<side_by_side::Paper> paper;  // published headline numbers
   double payload_per_node = 0;
   rd::SynthesisOptions synthesis;
   std::vector<SystemSpec> systems;
@@ -110,9 +117,19 @@ SystemSpec parse_system(const ExperimentFile& file, const YamlReader& s,
 }
 
 P2Experiment parse(const ExperimentFile& file) {
-  file.expect_keys({"systems", "algorithms", "payload_per_node", "max_size", "canonical"});
+  file.expect_keys({"systems", "algorithms", "payload_per_node", "max_size", "canonical", "paper"});
   const YamlReader& root = file.root();
-  P2Experiment x{file.name(), file.description(), 0, {}, {}, {}};
+  P2Experiment x{file.name(), file.description(), std::nullopt, 0, {}, {}, {}};
+  if (auto p = root.maybe("paper")) {
+    x.paper = side_by_side::parse_paper(*p, {}, {});
+    for (const auto& t : x.paper->tables)
+      for (const auto& r : t.rows)
+        for (const auto& [metric, value] : r.paper)
+          if (std::find(std::begin(kHeadlineMetrics), std::end(kHeadlineMetrics), metric) ==
+              std::end(kHeadlineMetrics))
+            throw r.node.at(metric).error(
+                fmt::format("this kind computes {}", fmt::format("{}", fmt::join(kHeadlineMetrics, ", "))));
+  }
   const auto algorithms = read_algorithms(root.at("algorithms"));
   x.payload_per_node = root.at("payload_per_node").as_bytes();
   if (!(x.payload_per_node > 0)) throw root.at("payload_per_node").error("expected a positive size");
@@ -272,8 +289,10 @@ Headline headline_of(const P2Results& results) {
   return h;
 }
 
+// strata's headline numbers (the quantities of kHeadlineMetrics) and the details they come from; the numbers
+// go into `measured` under every published row, the details into the returned markdown.
 std::string headline_table(const P2Experiment& x, const P2Results& results,
-                           const std::vector<Spread>& spreads) {
+                           const std::vector<Spread>& spreads, side_by_side::Measured& measured) {
   const Headline h = headline_of(results);
   const Spread* max_spread = nullptr;
   for (const auto& sp : spreads)
@@ -287,46 +306,64 @@ std::string headline_table(const P2Experiment& x, const P2Results& results,
   const double frac = n == 0 ? 0 : static_cast<double>(h.improved) / static_cast<double>(n);
   const double mean_win = h.improved ? h.sum_win / static_cast<double>(h.improved) : 1.0;
   const double cross_mean = h.cross_improved ? h.sum_cross_win / static_cast<double>(h.cross_improved) : 1.0;
-  std::string md =
-      "## Headline numbers beside the paper\n\n| quantity | paper (measured on GCP) | strata (simulated) "
-      "|\n|---|---|---|\n";
-  md += fmt::format(
-      "| largest AllReduce spread across placements | {:.1f}x (A100x4, [4 16], reduce 0, Tree) | {:.1f}x "
-      "({}) |\n",
-      kPaperMaxSpread, max_spread ? max_spread->ar_spread() : 0.0, max_spread ? max_spread->label : "-");
-  if (paper_case)
-    md += fmt::format(
-        "| spread of the paper's case (A100x4 [4 16] reduce 0 Tree): AllReduce / best programs | 448.5x / "
-        "~330x | {:.1f}x / {:.1f}x |\n",
-        paper_case->ar_spread(), paper_case->best_spread());
-  md += fmt::format(
-      "| cases where a synthesized program beats AllReduce | {:.0f}% (138/200) | {:.0f}% ({}/{}) |\n",
-      kPaperImprovedFraction * 100, frac * 100, h.improved, n);
-  md += fmt::format("| mean speedup over the winning cases | {:.2f}x | {:.2f}x |\n", kPaperMeanSpeedup,
-                    mean_win);
-  if (h.max_case) {
-    const auto& cfg = x.configs[h.max_case->config];
-    md += fmt::format("| max speedup | {:.2f}x (V100x4, [8 2 2], Ring) | {:.2f}x ({} {} r{} {} {}) |\n",
-                      kPaperMaxSpeedup, h.max_speedup, x.systems[cfg.system].label, axes_text(cfg.axes),
-                      axes_text(cfg.reduce), rd::format_matrix(h.max_case->eval.matrix),
-                      h.max_case->eval.algorithm);
+  std::map<std::string, double> values{{"improved_percent", frac * 100},
+                                       {"mean_speedup", mean_win},
+                                       {"cross_node_mean_speedup", cross_mean},
+                                       {"cases", static_cast<double>(n)}};
+  if (max_spread) values["max_spread"] = max_spread->ar_spread();
+  if (paper_case) {
+    values["paper_case_allreduce_spread"] = paper_case->ar_spread();
+    values["paper_case_best_spread"] = paper_case->best_spread();
   }
-  md += fmt::format(
-      "| cross-node reductions: mean speedup of the winning cases | {:.2f}x (144 cross-node cases) | {:.2f}x "
-      "({}/{} cross-node cases improved) |\n",
-      kPaperCrossNodeMean, cross_mean, h.cross_improved, h.cross);
-  std::map<std::string, std::set<std::size_t>> counts_by_depth;
+  if (h.max_case) values["max_speedup"] = h.max_speedup;
+  std::map<std::size_t, std::set<std::size_t>> counts_by_depth;
   for (const auto& row : results.cases) {
     const auto& hier = row.eval.hierarchy;
-    const auto depth = static_cast<std::size_t>(std::count(hier.begin(), hier.end(), ','));
-    counts_by_depth[fmt::format("{} non-root level(s)", depth)].insert(row.eval.num_programs);
+    counts_by_depth[static_cast<std::size_t>(std::count(hier.begin(), hier.end(), ','))].insert(
+        row.eval.num_programs);
   }
-  md += "| programs per synthesis hierarchy | 3 (one level), 47 (two levels) |";
-  for (const auto& [k, v] : counts_by_depth) md += fmt::format(" {}: {};", k, fmt::join(v, "/"));
-  md += " |\n";
+  // One count per depth when the grid gives one (the published counts are per depth).
+  if (counts_by_depth.count(1) && counts_by_depth[1].size() == 1)
+    values["programs_one_level"] = static_cast<double>(*counts_by_depth[1].begin());
+  if (counts_by_depth.count(2) && counts_by_depth[2].size() == 1)
+    values["programs_two_levels"] = static_cast<double>(*counts_by_depth[2].begin());
+  if (x.paper)
+    for (const auto& t : x.paper->tables)
+      for (const auto& r : t.rows)
+        for (const auto& [metric, value] : values) measured.set(t.name, r.key, metric, value);
+
+  std::string md =
+      "## strata's headline numbers\n\n| quantity | strata (simulated) | where |\n|---|---|---|\n";
+  md += fmt::format("| largest AllReduce spread across placements | {:.1f}x | {} |\n",
+                    max_spread ? max_spread->ar_spread() : 0.0, max_spread ? max_spread->label : "-");
+  if (paper_case)
+    md += fmt::format(
+        "| spread of the paper's case: AllReduce / best programs | {:.1f}x / {:.1f}x | A100x4 [4 16] reduce "
+        "0 "
+        "Tree |\n",
+        paper_case->ar_spread(), paper_case->best_spread());
+  md += fmt::format("| cases where a synthesized program beats AllReduce | {:.0f}% | {} of {} |\n",
+                    frac * 100, h.improved, n);
+  md += fmt::format("| mean speedup over the winning cases | {:.2f}x | |\n", mean_win);
+  if (h.max_case) {
+    const auto& cfg = x.configs[h.max_case->config];
+    md += fmt::format("| max speedup | {:.2f}x | {} {} r{} {} {} |\n", h.max_speedup,
+                      x.systems[cfg.system].label, axes_text(cfg.axes), axes_text(cfg.reduce),
+                      rd::format_matrix(h.max_case->eval.matrix), h.max_case->eval.algorithm);
+  }
   md += fmt::format(
-      "| synthesis + simulation time, whole grid | up to 1.16 s synthesis and 3.1 s simulation per case | "
-      "{:.2f} s total ({:.3f} s synthesis, {:.2f} s simulation wall, {} simulations) |\n\n",
+      "| cross-node reductions: mean speedup of the winning cases | {:.2f}x | {} of {} cross-node cases "
+      "improved "
+      "|\n",
+      cross_mean, h.cross_improved, h.cross);
+  md += "| programs per synthesis hierarchy |";
+  for (const auto& [depth, counts] : counts_by_depth)
+    md += fmt::format(" {} non-root level(s): {};", depth, fmt::join(counts, "/"));
+  md += " | |\n";
+  md += fmt::format(
+      "| synthesis + simulation time, whole grid | {:.2f} s | {:.3f} s synthesis, {:.2f} s simulation wall, "
+      "{} "
+      "simulations |\n\n",
       results.total_wall, results.synth_wall, results.sim_wall, results.simulations);
   md += "Winning program shapes (cases where a program beats AllReduce):\n\n| shape | cases |\n|---|---|\n";
   std::vector<std::pair<std::string, int>> shapes(h.winning_shapes.begin(), h.winning_shapes.end());
@@ -375,15 +412,16 @@ void report(const P2Experiment& x, const P2Results& results, ResultsDir& out, co
 
   std::string md = fmt::format("# {}\n\n{}\n\n", x.name, x.description);
   md += fmt::format(
-      "Grid: {} systems, {} configurations, **{} cases** (matrix x reduction x NCCL algorithm; the paper has "
-      "{}). Payload {} per node per GPU (P2: 2^29 float32 x nodes). Programs synthesized with size bound {} "
+      "Grid: {} systems, {} configurations, **{} cases** (matrix x reduction x NCCL algorithm). Payload {} "
+      "per node per GPU (P2: 2^29 float32 x nodes). Programs synthesized with size bound {} "
       "and "
       "canonicalization `{}`; every program lowered to device groups and simulated on the strata simulator "
       "(flow-level network model with NCCL ring/tree collectives; tree only for AllReduce, as in NCCL).\n\n",
-      x.systems.size(), x.configs.size(), results.cases.size(), kPaperCases,
-      units::format_bytes(x.payload_per_node), x.synthesis.max_size,
-      rd::canonicalization_name(x.synthesis.canonicalization));
-  md += headline_table(x, results, spreads);
+      x.systems.size(), x.configs.size(), results.cases.size(), units::format_bytes(x.payload_per_node),
+      x.synthesis.max_size, rd::canonicalization_name(x.synthesis.canonicalization));
+  side_by_side::Measured measured;
+  md += headline_table(x, results, spreads, measured);
+  if (x.paper) md += "\n## Beside the published numbers\n" + side_by_side::markdown(*x.paper, measured) + "\n";
   md += breakdown_table(x, results);
   md += "\n## Why the numbers differ\n\n";
   md +=
@@ -422,6 +460,7 @@ void report(const P2Experiment& x, const P2Results& results, ResultsDir& out, co
       "- `spread.csv`: per configuration, AllReduce and best-program time across placements\n"
       "- `spread.png`: placement spread per configuration; `speedup_hist.png`: speedup histogram\n";
   draw_figures(md, options, "p2_reproduction.py", {out.staging().string(), x.name});
+  if (x.paper) side_by_side::write_outputs(*x.paper, measured, x.name, out, options, md);
   out.write("summary.md", md);
 }
 

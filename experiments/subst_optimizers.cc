@@ -1,6 +1,7 @@
 // The `subst-optimizers` experiment kind (configs/experiments/subst_optimizers.yaml): models x {backtrack,
 // eqsat} on the same rules and GPU cost model; results.csv, summary.md, speedup.png and time.png.
 #include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <optional>
 #include <stdexcept>
@@ -10,6 +11,7 @@
 
 #include "experiments/experiment.h"
 #include "experiments/optimizer_compare.h"
+#include "experiments/side_by_side.h"
 #include "models/zoo/zoo.h"
 #include "search/subst/rule.h"
 #include "search/subst/xfers.h"
@@ -18,6 +20,19 @@ namespace strata::experiments {
 namespace {
 
 namespace ss = search::subst;
+namespace sbs = side_by_side;
+
+// The quantities a `paper:` table may publish (side_by_side.h). Per model (a row named after a model of
+// `models:`): the two optimizers' predicted speedups over the input graph, their times, and equality
+// saturation against backtracking (cost ratio, time ratio). Over every model (the row `all`): the best cost
+// ratio and the geometric mean of the time ratios.
+constexpr std::string_view kModelMetrics[] = {
+    "backtrack_speedup", "eqsat_speedup",     "backtrack_gain_percent", "eqsat_gain_percent",
+    "backtrack_seconds", "eqsat_seconds",     "eqsat_over_backtrack",   "time_ratio",
+    "xfers_speedup",     "xfers_gain_percent"};  // xfers_*: backtracking with `backtrack.xfers`
+constexpr std::string_view kAllMetrics[] = {"max_eqsat_over_backtrack", "geomean_time_ratio",
+                                            "max_backtrack_speedup"};
+constexpr std::string_view kAllRow = "all";
 
 struct ModelSpec {
   std::string name;
@@ -39,6 +54,7 @@ struct SubstExperiment {
   // Models whose results are run on the reference executor (double precision, single-threaded: minutes for
   // the 224x224 CNNs); all when absent.
   std::optional<std::vector<std::string>> check;
+  std::optional<sbs::Paper> paper;  // published numbers to put beside the results
 };
 
 struct ModelRow {
@@ -128,8 +144,33 @@ void parse_eqsat(const YamlReader& e, ss::EqsatOptions& eq) {
   if (auto a = e.maybe("ilp_time_limit")) eq.ilp_time_limit_s = a->as_duration();
 }
 
+template <std::size_t N>
+bool listed(const std::string_view (&names)[N], std::string_view name) {
+  return std::find(std::begin(names), std::end(names), name) != std::end(names);
+}
+
+// `paper:`: rows name a zoo model or `all`; each metric is one this kind computes for that kind of row.
+sbs::Paper parse_paper(const YamlReader& node) {
+  sbs::Paper paper = sbs::parse_paper(node, {}, {});
+  for (const auto& t : paper.tables)
+    for (const auto& r : t.rows) {
+      const bool all = r.key == kAllRow;
+      if (!all && !models::zoo::find_model(r.key))
+        throw r.node.at("key").error(
+            fmt::format("expected a zoo model ({}) or '{}'", models::zoo::zoo_names(), kAllRow));
+      for (const auto& [metric, value] : r.paper)
+        if (all ? !listed(kAllMetrics, metric) : !listed(kModelMetrics, metric))
+          throw r.node.at(metric).error(fmt::format("this kind computes {} for {}",
+                                                    all ? fmt::format("{}", fmt::join(kAllMetrics, ", "))
+                                                        : fmt::format("{}", fmt::join(kModelMetrics, ", ")),
+                                                    all ? "the row 'all'" : "a model's row"));
+    }
+  return paper;
+}
+
 SubstExperiment parse(const ExperimentFile& file) {
-  file.expect_keys({"hw", "rules", "exclude_rules", "models", "backtrack", "eqsat", "seed", "check"});
+  file.expect_keys(
+      {"hw", "rules", "exclude_rules", "models", "backtrack", "eqsat", "seed", "check", "paper"});
   const YamlReader& root = file.root();
   SubstExperiment x;
   x.name = file.name();
@@ -153,6 +194,16 @@ SubstExperiment parse(const ExperimentFile& file) {
     x.seed = static_cast<std::uint64_t>(seed);
   }
   if (auto c = root.maybe("check")) x.check = string_list(*c);
+  if (auto p = root.maybe("paper")) {
+    x.paper = parse_paper(*p);
+    for (const auto& t : x.paper->tables)
+      for (const auto& r : t.rows)
+        for (const auto& [metric, value] : r.paper)
+          if (metric.starts_with("xfers_") && !x.with_xfers)
+            throw r.node.at(metric).error(
+                "this metric is the search with hand-written transformations: list them "
+                "under `backtrack.xfers`");
+  }
   return x;
 }
 
@@ -271,11 +322,58 @@ std::string summary(const SubstExperiment& x, const SubstResults& results) {
   return md;
 }
 
+// strata's numbers for the paper's rows: a model's row from that model's results, `all` over every model.
+sbs::Measured measured(const sbs::Paper& paper, const SubstResults& results) {
+  sbs::Measured m;
+  double log_time_ratio = 0, max_ratio = 0, max_speedup = 0;
+  for (const auto& r : results.rows) {
+    log_time_ratio += std::log(r.bt.seconds / r.eq.seconds);
+    max_ratio = std::max(max_ratio, r.bt.cost_after / r.eq.cost_after);
+    max_speedup = std::max(max_speedup, r.bt.speedup());
+  }
+  for (const auto& t : paper.tables)
+    for (const auto& row : t.rows) {
+      if (row.key == kAllRow) {
+        if (results.rows.empty()) continue;
+        m.set(t.name, row.key, "max_eqsat_over_backtrack", max_ratio);
+        m.set(t.name, row.key, "geomean_time_ratio",
+              std::exp(log_time_ratio / static_cast<double>(results.rows.size())));
+        m.set(t.name, row.key, "max_backtrack_speedup", max_speedup);
+        m.note(t.name, row.key, fmt::format("over the {} models of this run", results.rows.size()));
+        continue;
+      }
+      const auto it = std::find_if(results.rows.begin(), results.rows.end(),
+                                   [&](const ModelRow& r) { return r.model == row.key; });
+      if (it == results.rows.end()) {
+        m.note(t.name, row.key, "not run (not in `models:`)");
+        continue;
+      }
+      m.set(t.name, row.key, "backtrack_speedup", it->bt.speedup());
+      m.set(t.name, row.key, "eqsat_speedup", it->eq.speedup());
+      m.set(t.name, row.key, "backtrack_gain_percent", 100 * (it->bt.speedup() - 1));
+      m.set(t.name, row.key, "eqsat_gain_percent", 100 * (it->eq.speedup() - 1));
+      m.set(t.name, row.key, "backtrack_seconds", it->bt.seconds);
+      m.set(t.name, row.key, "eqsat_seconds", it->eq.seconds);
+      m.set(t.name, row.key, "eqsat_over_backtrack", it->bt.cost_after / it->eq.cost_after);
+      m.set(t.name, row.key, "time_ratio", it->bt.seconds / it->eq.seconds);
+      if (!it->bx.optimizer.empty()) {
+        m.set(t.name, row.key, "xfers_speedup", it->bx.speedup());
+        m.set(t.name, row.key, "xfers_gain_percent", 100 * (it->bx.speedup() - 1));
+      }
+    }
+  return m;
+}
+
 void report(const SubstExperiment& x, const SubstResults& results, ResultsDir& out,
             const RunOptions& options) {
   out.write("results.csv", results_csv(results));
   std::string md = summary(x, results);
   draw_figures(md, options, "subst_optimizers.py", {out.staging().string(), x.name});
+  if (x.paper) {
+    const auto m = measured(*x.paper, results);
+    md += "\n# Beside the published numbers\n" + sbs::markdown(*x.paper, m);
+    sbs::write_outputs(*x.paper, m, x.name, out, options, md);
+  }
   out.write("summary.md", md);
 }
 

@@ -160,9 +160,13 @@ const ExperimentKind& kind_of(const ExperimentFile& file, const ExperimentKind* 
   return kind ? *kind : *find_experiment_kind(file.kind());
 }
 
-// Progress after each point: a line (a bar redrawn in place on a terminal) with the rate and the ETA of the
-// points still to compute.
+// Progress after each point: a bar redrawn in place on a terminal; otherwise a line with the rate and the ETA
+// of the points still to compute, for every point of a sweep of up to kEveryLine points and, in larger ones,
+// for the first and the last point and then at most every kLinePeriod seconds (a log, not a flood).
 class Progress {
+  static constexpr std::size_t kEveryLine = 100;
+  static constexpr double kLinePeriod = 5;  // seconds
+
  public:
   Progress(std::size_t total, std::size_t to_compute) : total_(total), to_compute_(to_compute) {}
   // `rank`: the MPI rank that computed the point (-1: this process, not distributed).
@@ -182,6 +186,8 @@ class Progress {
                 << (done_ == total_ ? "\n" : "") << std::flush;
       return;
     }
+    if (total_ > kEveryLine && done_ > 1 && done_ < total_ && elapsed - last_line_ < kLinePeriod) return;
+    last_line_ = elapsed;
     std::cerr << fmt::format("[sweep {}/{}] point {} ({}): {}; {:.2f} points/s, ETA {}\n", done_, total_,
                              index, label,
                              computed ? fmt::format("computed in {:.2f} s{}", seconds,
@@ -192,6 +198,7 @@ class Progress {
 
  private:
   std::size_t total_, to_compute_, done_ = 0, computed_ = 0;
+  double last_line_ = 0;  // when the last line was printed (seconds on clock_)
   util::Stopwatch clock_;
   bool tty_ = isatty(fileno(stderr)) != 0;
 };

@@ -287,10 +287,23 @@ SweepSpec parse_sweep(const YamlReader& sweep) {
       if (spec.axes[a].name == spec.axes[b].name)
         throw spec.axes[a].where.error(fmt::format("axis '{}' is given twice", spec.axes[a].name));
   if (auto p = sweep.maybe("plot")) {
-    p->expect_map({"metric", "table", "row"});
+    p->expect_map({"metric", "table", "row", "where"});
     if (auto m = p->maybe("metric")) spec.plot.metric = m->as_string();
     if (auto t = p->maybe("table")) spec.plot.table = t->as_string();
-    if (auto r = p->maybe("row")) spec.plot.row = r->as_int_in(-1'000'000'000, 1'000'000'000);
+    if (auto r = p->maybe("row")) {
+      if (r->is_scalar() && r->as_string() == "all")
+        spec.plot.all_rows = true;
+      else
+        spec.plot.row = r->as_int_in(-1'000'000'000, 1'000'000'000);
+    }
+    if (auto w = p->maybe("where")) {
+      if (!w->is_map() || w->size() == 0)
+        throw w->error("expected a mapping of sweep.csv columns to values, e.g. {algorithm: ring}");
+      for (const auto& kv : w->node()) {
+        const auto column = kv.first.as<std::string>();
+        spec.plot.where.emplace_back(column, w->at(column).as_string());
+      }
+    }
   }
   return spec;
 }

@@ -47,9 +47,13 @@ struct SweepAxis {
 
 // What the figure and the summary's key column show (all optional: the defaults are the last numeric column
 // of the first table and its last row).
+// `row: all` draws every row of the table (a line each, named by the row's text columns), `where` keeps only
+// the rows whose sweep.csv columns hold the given values (e.g. {kind.metric: tflops_per_gpu}).
 struct SweepPlot {
   std::string metric, table;
   std::optional<long long> row;  // a row index of the table, negative from the end
+  bool all_rows = false;
+  std::vector<std::pair<std::string, std::string>> where;  // sweep.csv column -> value
 };
 
 struct SweepSpec {

@@ -190,6 +190,10 @@ YamlReader YamlReader::at(std::size_t index) const {
 }
 
 void YamlReader::expect_map(std::initializer_list<std::string_view> allowed) const {
+  expect_map(std::span<const std::string_view>(allowed.begin(), allowed.size()));
+}
+
+void YamlReader::expect_map(std::span<const std::string_view> allowed) const {
   if (!node_.IsMap()) throw error("expected a mapping");
   for (const auto& kv : node_) {
     const std::string key = kv.first.as<std::string>();

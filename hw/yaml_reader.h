@@ -4,6 +4,7 @@
 
 #include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -40,6 +41,7 @@ class YamlReader {
 
   // Requires a map whose keys are all in `allowed`.
   void expect_map(std::initializer_list<std::string_view> allowed) const;
+  void expect_map(std::span<const std::string_view> allowed) const;  // a key set built at run time
   void expect_sequence() const;
 
   std::string as_string() const;

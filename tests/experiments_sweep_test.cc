@@ -2,12 +2,15 @@
 // sampling reproducible and within its ranges, one Latin-hypercube sample per stratum, scale factors that
 // change the loaded topology by exactly the factor, bad specs reported with file, line and field, and the
 // result store computing only missing or changed points (kind invocations counted).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <set>
 #include <sstream>
@@ -397,6 +400,56 @@ TEST(SweepReport, TidyCsvHasARowPerPointRowAndNumericColumn) {
             "\"a,b\",1,t.csv,0,\"q,\"\"z\",v_us,4\n"
             "\"a,b\",1,t.csv,0,\"q,\"\"z\",w,5\n");
   EXPECT_EQ(error_of([] { parse_csv("a,b\n1\n", "x.csv"); }), "x.csv: row 1 has 1 fields, the header 2");
+}
+
+// `plot: {row: all}`: a series per row of the table, each followed through the points by its text columns and
+// named by the one column that keeps its value through the points and differs between the rows (here the
+// message size); `where` keeps the rows whose sweep.csv column holds a value. The values are the ones in the
+// tidy CSV; a `where` column that is not a text column of sweep.csv is an error naming the choices.
+TEST(SweepReport, PlotEveryRowFollowsEachRowThroughThePoints) {
+  const TempDir d;
+  const std::string file = d.write(
+      "s.yaml", experiment(kHw,
+                           "sweep:\n  scale: {nic_bandwidth: [1, 2]}\n"
+                           "  plot: {metric: busbw_GBps, row: all, where: {algorithm_requested: ring}}\n"));
+  CountingKind counter;
+  run(d, file, counter);
+  const auto meta = nlohmann::json::parse(read(d.path / "out" / "st" / "sweep.json"));
+  const auto& series = meta["plot"]["series"];
+  ASSERT_EQ(series.size(), 2u);                         // 1 and 4 MiB
+  std::map<std::string, std::vector<double>> from_csv;  // bytes -> busbw per point, from the tidy CSV
+  std::istringstream csv(read(d.path / "out" / "st" / "sweep.csv"));
+  std::string line;
+  std::getline(csv, line);
+  std::vector<std::map<std::string, double>> bytes_of_row(2), busbw_of_row(2);
+  while (std::getline(csv, line)) {
+    const CsvTable row = parse_csv("a,point,table,row,s,o,r,al,p,metric,value\n" + line + "\n", "x");
+    const auto& f = row.rows[0];
+    const auto point = static_cast<std::size_t>(std::stoi(f[1]));
+    if (f[9] == "bytes") bytes_of_row[point][f[3]] = std::stod(f[10]);
+    if (f[9] == "busbw_GBps") busbw_of_row[point][f[3]] = std::stod(f[10]);
+  }
+  for (std::size_t p = 0; p < 2; ++p)
+    for (const auto& [row, bytes] : bytes_of_row[p])
+      from_csv[fmt::format("bytes={:.0f}", bytes)].push_back(busbw_of_row[p][row]);
+  for (const auto& s : series) {
+    ASSERT_TRUE(from_csv.contains(s["label"].get<std::string>())) << s.dump();
+    EXPECT_EQ(s["values"].get<std::vector<double>>(), from_csv[s["label"].get<std::string>()]) << s.dump();
+  }
+  EXPECT_EQ(meta["plot"]["row"], "all");
+  EXPECT_EQ(meta["plot"]["where"]["algorithm_requested"], "ring");
+
+  d.write("s.yaml", experiment(kHw,
+                               "sweep:\n  scale: {nic_bandwidth: [1]}\n"
+                               "  plot: {metric: busbw_GBps, row: all, where: {bogus: x}}\n"));
+  const std::string error = error_of([&] { run(d, file, counter); });
+  EXPECT_NE(error.find("sweep.plot.where: 'bogus' is not a text column of sweep.csv (expected one of: row, "
+                       "system, op, algorithm_requested, algorithm, protocol)"),
+            std::string::npos)
+      << error;
+  EXPECT_EQ(error_of([] { spec_of("sweep:\n  axes: {x: [1]}\n  plot: {where: [a]}\n"); }),
+            "t.yaml:3:17: sweep.plot.where: expected a mapping of sweep.csv columns to values, e.g. "
+            "{algorithm: ring}");
 }
 
 TEST(SweepVersion, MatchesTheProjectVersion) {

@@ -31,7 +31,7 @@ TEST(Presets, EveryPresetLoadsAndEveryGpuReachesEveryOther) {
           }
     }
   }
-  EXPECT_EQ(count, 6);
+  EXPECT_EQ(count, 7);
 }
 
 TEST(Presets, DgxH100HasPublishedNumbers) {
@@ -50,6 +50,22 @@ TEST(Presets, DgxH100HasPublishedNumbers) {
   EXPECT_EQ(t.route_transport(0, 8), Transport::kNet);
   EXPECT_EQ(t.route_transport(0, 1), Transport::kNvlink);
   EXPECT_EQ(t.coordinates(13), (std::vector<int>{1, 5}));
+}
+
+TEST(Presets, DgxB200HasPublishedNumbers) {
+  const Topology t = load_system(test::preset("dgx-b200.yaml"), LoadOptions{2});
+  EXPECT_EQ(t.num_gpus(), 16);
+  EXPECT_EQ(t.nics_per_node(), 8);
+  EXPECT_TRUE(t.nvls_capable());  // NVLink switch chips since the third generation reduce in the switch
+  // 18 NVLink5 links x 40.1 GB/s effective (NCCL's Blackwell per-link figure) = 721.8 GB/s to any peer, twice
+  // H100's 370.8.
+  EXPECT_NEAR(t.route_bandwidth(0, 1), 721.8e9, 1e6);
+  // Inter-node: the same NDR NICs as DGX H100 (400 Gb/s at 94%: 47 GB/s).
+  EXPECT_NEAR(t.route_bandwidth(0, 8), 47e9, 1e6);
+  // 180 GB usable HBM3e at 8 TB/s; dense bf16 2,250 TFLOP/s (NVIDIA B200 datasheet, the lower end).
+  EXPECT_NEAR(t.gpu().hbm_capacity, 180e9, 1);
+  EXPECT_NEAR(t.gpu().hbm_bandwidth, 8000e9, 1);
+  EXPECT_NEAR(t.gpu().peak_flops(DType::kBf16), 2250e12, 1);
 }
 
 TEST(Presets, Dgx1HybridCubeMeshGivesSixLinksPerGpu) {
@@ -346,7 +362,7 @@ TEST(Routes, PresetRoutesEqualTheFullSearch) {
       EXPECT_EQ(routes_differing_from_reference(load_system(entry.path().string(), LoadOptions{nodes})), 0);
     }
   }
-  EXPECT_EQ(count, 6);
+  EXPECT_EQ(count, 7);
 }
 
 TEST(Routes, FatTreeRoutesEqualTheFullSearch) {

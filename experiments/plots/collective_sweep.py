@@ -1,22 +1,17 @@
 """Bus bandwidth against message size, one line per (system, algorithm). Usage: CSV PNG TITLE."""
-import csv
-import os
 import sys
 from collections import defaultdict
 
-import matplotlib
-
-matplotlib.use("Agg")
+from plot_common import read_rows, save_figure  # first: selects the Agg backend
 import matplotlib.pyplot as plt  # noqa: E402
 
 
 def main() -> None:
     src, dst, title = sys.argv[1], sys.argv[2], sys.argv[3]
     series = defaultdict(list)
-    with open(src, newline="") as f:
-        for row in csv.DictReader(f):
-            key = f"{row['system']} / {row['algorithm_requested']}"
-            series[key].append((float(row["bytes"]), float(row["busbw_GBps"])))
+    for row in read_rows(src):
+        key = f"{row['system']} / {row['algorithm_requested']}"
+        series[key].append((float(row["bytes"]), float(row["busbw_GBps"])))
     fig, ax = plt.subplots(figsize=(8, 5))
     for key in sorted(series):
         pts = sorted(series[key])
@@ -27,10 +22,7 @@ def main() -> None:
     ax.set_title(f"{title}: simulated bus bandwidth")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    tmp = dst + ".tmp.png"
-    fig.savefig(tmp, dpi=120)
-    os.replace(tmp, dst)
+    save_figure(fig, dst)
 
 
 if __name__ == "__main__":

@@ -7,27 +7,15 @@ Usage: CSV STEP_TIME_PNG MEMORY_PNG BREAKDOWN_PNG TITLE
   breakdown.png  one stacked bar per (nodes, family) that ran: compute, recompute, exposed TP/CP/EP
                  communication, pipeline bubble, exposed DP communication, optimizer.
 """
-import csv
-import os
 import sys
 from collections import defaultdict
 
-import matplotlib
-
-matplotlib.use("Agg")
+from plot_common import read_rows, save_figure  # first: selects the Agg backend
 import matplotlib.pyplot as plt  # noqa: E402
 
 BREAKDOWN = [("compute_s", "compute"), ("recompute_s", "recompute"), ("tp_comm_s", "TP comm"),
              ("cp_comm_s", "CP comm"), ("ep_comm_s", "EP comm"), ("bubble_s", "pipeline bubble"),
              ("dp_exposed_s", "exposed DP comm"), ("optimizer_s", "optimizer")]
-
-
-def save(fig, dst):
-    fig.tight_layout()
-    tmp = dst + ".tmp.png"
-    fig.savefig(tmp, dpi=120)
-    plt.close(fig)
-    os.replace(tmp, dst)
 
 
 def families_in_order(rows):
@@ -58,7 +46,7 @@ def step_time(rows, dst, title):
     ax_m.set_ylim(bottom=0)
     ax_m.set_title("model FLOPs utilization")
     ax_t.legend(fontsize=8)
-    save(fig, dst)
+    save_figure(fig, dst)
 
 
 def memory(rows, dst, title):
@@ -82,7 +70,7 @@ def memory(rows, dst, title):
     ax.set_title(f"{title}: peak memory per GPU (x: out of memory)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    save(fig, dst)
+    save_figure(fig, dst)
 
 
 def breakdown(rows, dst, title):
@@ -102,13 +90,12 @@ def breakdown(rows, dst, title):
     ax.set_title(f"{title}: where the step goes")
     ax.legend(fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)
-    save(fig, dst)
+    save_figure(fig, dst)
 
 
 def main() -> None:
     src, step_png, memory_png, breakdown_png, title = sys.argv[1:6]
-    with open(src, newline="") as f:
-        rows = list(csv.DictReader(f))
+    rows = read_rows(src)
     step_time(rows, step_png, title)
     memory(rows, memory_png, title)
     breakdown(rows, breakdown_png, title)

@@ -112,8 +112,16 @@ class WhatIfNic(unittest.TestCase):
         self.assertEqual(meta["strata_version"], version)
         self.assertEqual([p["values"]["scale.nic_bandwidth"] for p in meta["points"]], ["1", "2", "4"])
         self.assertEqual(meta["plot"]["metric"], "busbw_GBps")
+        # `plot: {row: all}`: a series per message size, named by the one column that tells the rows apart
+        # and keeps its value through the points, with the same numbers as sweep.csv.
+        series = meta["plot"]["series"]
+        self.assertEqual([s["label"] for s in series], [f"bytes={b}" for b in (64 << 20, 256 << 20, 1 << 30)])
+        for k, s in enumerate(series):
+            self.assertEqual(s["values"], [busbw[f][k] for f in (1.0, 2.0, 4.0)])
         summary = read(os.path.join(res, "summary.md"))
-        self.assertIn("| point | scale.nic_bandwidth | busbw_GBps (collectives.csv, last row) |", summary)
+        self.assertIn("busbw_GBps of collectives.csv (every row):", summary)
+        self.assertIn("| point | scale.nic_bandwidth | bytes=67108864 | bytes=268435456 | bytes=1073741824 |",
+                      summary)
 
     def test_same_config_gives_byte_identical_csv(self):
         self.run_example()
