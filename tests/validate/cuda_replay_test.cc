@@ -130,7 +130,23 @@ TEST(CudaReplayOps, ConvolutionPoolingSoftmaxActivationsNormalisations) {
   }
   expect_matches_reference(one_node("layernorm", {{4, 6, 33}, {33}, {33}}, {{"axis", std::int64_t{-1}}}), 33);
   expect_matches_reference(one_node("rmsnorm", {{4, 300}, {300}}), 300);
-  expect_matches_reference(one_node("batchnorm", {{2, 3, 4, 5}, {3}, {3}, {3}, {3}}), 2);
+  // batchnorm's variance must be positive: fed explicitly.
+  Graph g("bn");
+  const auto x = g.add_input("x", TensorType{{2, 4, 3, 3}, DType::kF32});
+  std::vector<ValueId> stats;
+  for (const char* name : {"scale", "bias", "mean"})
+    stats.push_back(g.add_input(name, TensorType{{4}, DType::kF32}));
+  const auto var = g.add_constant("var", TensorType{{4}, DType::kF32}, {0.5, 1.0, 2.0, 0.25});
+  g.mark_output(g.add("batchnorm", {x, stats[0], stats[1], stats[2], var}));
+  expect_matches_reference(g, 1);
+}
+
+TEST(CudaReplayOps, PoolingInCeilModeRunsTheReferenceKernel) {
+  SKIP_WITHOUT_GPU();
+  // 3x3 stride 2 over 8: cuDNN's floor gives 3, the graph's ceil mode 4.
+  const Attrs ceil{{"kernel", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"ceil_mode", std::int64_t{1}}};
+  expect_matches_reference(one_node("maxpool2d", {{2, 3, 8, 8}}, ceil), 9, false);
+  expect_matches_reference(one_node("avgpool2d", {{2, 3, 8, 8}}, ceil), 9, false);
 }
 
 TEST(CudaReplayOps, ElementWiseAndMovement) {
