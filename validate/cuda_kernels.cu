@@ -1,9 +1,11 @@
 // strata's own CUDA kernels (validate/cuda_kernels.h). Written for clarity over speed: grid-stride loops
-// with 64-bit indices, one thread per output element, a block per row for the normalisations. The GPU
+// with 64-bit indices, one thread per output element over the per-element functions of
+// validate/cuda_kernel_math.h (which the host tests run too), a block per row for the normalisations. The GPU
 // replay times them like the cuBLAS/cuDNN kernels, so their speed is what the profile records for these
 // operators (docs/validate.md, "GPU backend").
 #include <cuda_runtime.h>
 
+#include "validate/cuda_kernel_math.h"
 #include "validate/cuda_kernels.h"
 
 namespace strata::validate::cuda {
@@ -22,65 +24,30 @@ std::int64_t numel(const StridedView& v) {
   return n;
 }
 
-// The element offset of dense index `i` (row-major over the view's dims) under the view's strides.
-__device__ std::int64_t offset_of(const StridedView& v, std::int64_t i) {
-  std::int64_t off = 0;
-  for (int d = v.rank - 1; d >= 0; --d) {
-    const std::int64_t extent = v.dims[d];
-    off += (i % extent) * v.strides[d];
-    i /= extent;
-  }
-  return off;
-}
-
-__device__ float apply(UnaryOp op, float x) {
-  switch (op) {
-    case UnaryOp::kRelu:
-      return x > 0.0f ? x : 0.0f;
-    case UnaryOp::kSigmoid:
-      return 1.0f / (1.0f + expf(-x));
-    case UnaryOp::kTanh:
-      return tanhf(x);
-    case UnaryOp::kGelu:  // exact erf form, as the reference (models/ops/activations.h)
-      return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-    case UnaryOp::kSilu:
-      return x / (1.0f + expf(-x));
-    case UnaryOp::kRsqrt:
-      return rsqrtf(x);
-  }
-  return x;
-}
-
 __global__ void unary_kernel(UnaryOp op, const float* x, float* y, std::int64_t n) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-    y[i] = apply(op, x[i]);
+    y[i] = apply_unary(op, x[i]);
 }
 
 __global__ void binary_kernel(BinaryOp op, StridedView a, const float* pa, StridedView b, const float* pb,
                               StridedView out, float* py, std::int64_t n) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const float x = pa[offset_of(a, i)], y = pb[offset_of(b, i)];
-    py[offset_of(out, i)] = op == BinaryOp::kAdd ? x + y : op == BinaryOp::kSub ? x - y : x * y;
-  }
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    binary_at(op, a, pa, b, pb, out, py, i);
 }
 
 __global__ void copy_kernel(StridedView src, const float* ps, StridedView dst, float* pd, std::int64_t n) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-    pd[offset_of(dst, i)] = ps[offset_of(src, i)];
+    copy_at(src, ps, dst, pd, i);
 }
 
 __global__ void reduce_kernel(StridedView kept, StridedView reduced, bool mean, const float* x, float* y,
                               std::int64_t outputs, std::int64_t count) {
   for (std::int64_t j = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; j < outputs;
-       j += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const float* base = x + offset_of(kept, j);
-    float sum = 0.0f;
-    for (std::int64_t r = 0; r < count; ++r) sum += base[offset_of(reduced, r)];
-    y[j] = mean ? sum / static_cast<float>(count) : sum;
-  }
+       j += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    reduce_at(kept, reduced, mean, x, y, j, count);
 }
 
 // Block-wide sum of one value per thread (blockDim.x == kThreads).
@@ -112,7 +79,7 @@ __global__ void row_norm_kernel(bool rms, const float* x, const float* gamma, co
     for (std::int64_t i = threadIdx.x; i < n; i += kThreads) ss += (xr[i] - mean) * (xr[i] - mean);
     const float rstd = rsqrtf(block_sum(ss, shared) / static_cast<float>(n) + eps);
     for (std::int64_t i = threadIdx.x; i < n; i += kThreads)
-      yr[i] = (xr[i] - mean) * rstd * gamma[i] + (beta ? beta[i] : 0.0f);
+      yr[i] = normalise(xr[i], mean, rstd, gamma, beta, i);
   }
 }
 

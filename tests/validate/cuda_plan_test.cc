@@ -5,14 +5,22 @@
 //    row-major product computed by brute force, for every transpose and batch broadcast;
 //  - cuDNN windows, softmax dims and the strided views of the copy and reduce kernels against hand-derived
 //    values;
+//  - strata's CUDA kernels' per-element functions (validate/cuda_kernel_math.h, what every thread of
+//    cuda_kernels.cu runs) over every index on the host, on the views the lowerings build, against the
+//    reference executor (models/exec) on the same inputs;
 //  - the NCCL worker's correctness values (validate/collective_check.h) against collectives simulated on
 //    plain host buffers from their definitions.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <numeric>
+#include <string>
 #include <vector>
 
+#include "models/exec/executor.h"
+#include "models/ir/graph.h"
 #include "validate/collective_check.h"
+#include "validate/cuda_kernel_math.h"
 #include "validate/cuda_plan.h"
 
 namespace strata::validate::cuda {
@@ -167,16 +175,6 @@ TEST(CudaPlan, SoftmaxDims) {
   EXPECT_THROW(plan_softmax({2, 3}, 2), Unsupported);
 }
 
-// The element offset of dense index i under a view, as cuda_kernels.cu computes it.
-std::int64_t offset_of(const StridedView& v, std::int64_t i) {
-  std::int64_t off = 0;
-  for (int d = v.rank - 1; d >= 0; --d) {
-    off += (i % v.dims[d]) * v.strides[d];
-    i /= v.dims[d];
-  }
-  return off;
-}
-
 TEST(CudaPlan, StridedViewsByHand) {
   const auto b = broadcast_view({3, 1}, {2, 3, 4});
   EXPECT_EQ(b.rank, 3);
@@ -212,6 +210,122 @@ TEST(CudaPlan, StridedViewsByHand) {
   EXPECT_EQ(p.reduced.strides[0], 4);
   EXPECT_EQ(plan_reduce({2, 3, 4}, {}).reduced.rank, 3);
   EXPECT_EQ(plan_reduce({2, 3, 4}, {}).kept.rank, 0);
+}
+
+// One node on the reference executor's pseudo-random inputs: the inputs (as f32) and its output (double).
+struct NodeCase {
+  std::vector<std::vector<float>> in;
+  std::vector<double> out;
+};
+NodeCase run_reference(std::string_view op, const std::vector<Shape>& inputs, models::Attrs attrs = {}) {
+  models::Graph g("case");
+  std::vector<models::ValueId> ins;
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    ins.push_back(g.add_input("x" + std::to_string(i), models::TensorType{inputs[i], models::DType::kF32}));
+  const auto y = g.add(op, ins, std::move(attrs));
+  g.mark_output(y);
+  // Inputs exactly representable in f32, so that both sides compute on the same numbers.
+  models::Feeds<double> feeds;
+  for (auto v : ins) {
+    auto d = models::random_values<double>(g.type(v).numel(), 7, g.value(v).name);
+    for (auto& x : d) x = static_cast<float>(x);
+    feeds[v] = d;
+  }
+  const auto values = models::execute<double>(g, feeds);
+  NodeCase c;
+  for (auto v : ins) c.in.emplace_back(feeds[v].begin(), feeds[v].end());
+  c.out = values[static_cast<std::size_t>(y)];
+  return c;
+}
+
+void expect_close(const std::vector<float>& got, const std::vector<double>& want, double tol) {
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], tol * (1 + std::abs(want[i]))) << "element " << i;
+}
+
+TEST(CudaKernelMath, BroadcastingBinariesOnTheLoweringsViews) {
+  for (auto [op, name] :
+       {std::pair{BinaryOp::kAdd, "ewadd"}, {BinaryOp::kSub, "ewsub"}, {BinaryOp::kMul, "ewmul"}})
+    for (const auto& shapes : std::vector<std::vector<Shape>>{{{2, 3, 4}, {3, 1}, {2, 3, 4}},
+                                                              {{1, 4}, {3, 4}, {3, 4}},
+                                                              {{5}, {}, {5}}}) {  // inputs, then the output
+      SCOPED_TRACE(name);
+      const Shape& out = shapes[2];
+      const auto c = run_reference(name, {shapes[0], shapes[1]});
+      std::vector<float> y(static_cast<std::size_t>(numel(out)));
+      const auto a = broadcast_view(shapes[0], out), b = broadcast_view(shapes[1], out), o = dense_view(out);
+      for (std::int64_t i = 0; i < numel(out); ++i)
+        binary_at(op, a, c.in[0].data(), b, c.in[1].data(), o, y.data(), i);
+      expect_close(y, c.out, 1e-6);
+    }
+}
+
+TEST(CudaKernelMath, UnaryActivationsMatchTheReference) {
+  for (auto [op, name] : {std::pair{UnaryOp::kRelu, "relu"},
+                          {UnaryOp::kSigmoid, "sigmoid"},
+                          {UnaryOp::kTanh, "tanh"},
+                          {UnaryOp::kGelu, "gelu"},
+                          {UnaryOp::kSilu, "silu"}}) {
+    SCOPED_TRACE(name);
+    const auto c = run_reference(name, {{257}});
+    std::vector<float> y(c.in[0].size());
+    for (std::size_t i = 0; i < y.size(); ++i) y[i] = apply_unary(op, c.in[0][i]);
+    expect_close(y, c.out, 1e-6);
+  }
+  EXPECT_FLOAT_EQ(apply_unary(UnaryOp::kRsqrt, 4.0f), 0.5f);
+}
+
+TEST(CudaKernelMath, CopiesAndReductionsOnTheLoweringsViews) {
+  {  // transpose [2,3,4] by (2,0,1)
+    const std::vector<std::int64_t> perm{2, 0, 1};
+    const auto c = run_reference("transpose", {{2, 3, 4}}, {{"perm", models::Ints{2, 0, 1}}});
+    std::vector<float> y(24);
+    const auto src = transpose_view({2, 3, 4}, perm), dst = dense_view({4, 2, 3});
+    for (std::int64_t i = 0; i < 24; ++i) copy_at(src, c.in[0].data(), dst, y.data(), i);
+    expect_close(y, c.out, 0);
+  }
+  {  // concat [2,3,4] and [2,5,4] along 1
+    const std::vector<Shape> shapes{{2, 3, 4}, {2, 5, 4}};
+    const auto c = run_reference("concat", shapes, {{"axis", std::int64_t{1}}});
+    std::vector<float> y(64);
+    for (std::size_t k = 0; k < 2; ++k) {
+      const auto part = concat_part(shapes, k, 1);
+      const auto src = dense_view(shapes[k]);
+      for (std::int64_t i = 0; i < numel(shapes[k]); ++i)
+        copy_at(src, c.in[k].data(), part.dst, y.data() + part.offset, i);
+    }
+    expect_close(y, c.out, 0);
+  }
+  for (auto [mean, name] : {std::pair{false, "reduce_sum"}, {true, "reduce_mean"}})
+    for (const auto& axes : std::vector<std::vector<std::int64_t>>{{1}, {0, 2}, {-1}, {}}) {
+      SCOPED_TRACE(name);
+      const auto c = run_reference(name, {{2, 3, 4}}, {{"axes", models::Ints(axes.begin(), axes.end())}});
+      const auto p = plan_reduce({2, 3, 4}, axes);
+      std::int64_t outputs = 1, count = 1;
+      for (int d = 0; d < p.kept.rank; ++d) outputs *= p.kept.dims[d];
+      for (int d = 0; d < p.reduced.rank; ++d) count *= p.reduced.dims[d];
+      std::vector<float> y(static_cast<std::size_t>(outputs));
+      for (std::int64_t j = 0; j < outputs; ++j)
+        reduce_at(p.kept, p.reduced, mean, c.in[0].data(), y.data(), j, count);
+      expect_close(y, c.out, 1e-6);
+    }
+}
+
+TEST(CudaKernelMath, LayerNormElementsFromTheRowStatistics) {
+  const auto c = run_reference("layernorm", {{3, 16}, {16}, {16}}, {{"axis", std::int64_t{-1}}});
+  std::vector<float> y(48);
+  for (int row = 0; row < 3; ++row) {
+    const float* x = c.in[0].data() + row * 16;
+    double mean = 0, var = 0;
+    for (int i = 0; i < 16; ++i) mean += x[i] / 16.0;
+    for (int i = 0; i < 16; ++i) var += (x[i] - mean) * (x[i] - mean) / 16.0;
+    const auto rstd = static_cast<float>(1 / std::sqrt(var + 1e-5));
+    for (int i = 0; i < 16; ++i)
+      y[static_cast<std::size_t>(row * 16 + i)] =
+          normalise(x[i], static_cast<float>(mean), rstd, c.in[1].data(), c.in[2].data(), i);
+  }
+  expect_close(y, c.out, 1e-5);
 }
 
 // The collectives from their definitions on host buffers: what member `me` receives.
