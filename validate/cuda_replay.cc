@@ -137,23 +137,25 @@ Prepared prepare(const Graph& g, const Node& n) {
   return p;
 }
 
-// Every value of `g` in device memory; sources uploaded (replay_source_values), the rest zero.
+// Values of `g` in device memory: every value, sources uploaded (replay_source_values) and the rest zero; or,
+// with `only`, that node's inputs uploaded as sources (as time_node does) and its outputs zero, every other
+// value left unallocated.
 std::vector<cuda::DeviceBuffer> device_values(const Graph& g, const models::Feeds<double>& feeds,
                                               const models::ExecOptions& options,
-                                              bool sources_only_of = false, const Node* node = nullptr) {
+                                              const Node* only = nullptr) {
   const auto stream = cuda::context().stream;
+  const auto has = [](const std::vector<ValueId>& ids, std::size_t i) {
+    return std::find(ids.begin(), ids.end(), static_cast<ValueId>(i)) != ids.end();
+  };
   std::vector<cuda::DeviceBuffer> values;
   for (std::size_t i = 0; i < g.values().size(); ++i) {
     const auto& v = g.values()[i];
-    const bool wanted = !sources_only_of ||
-                        std::count(node->inputs.begin(), node->inputs.end(), static_cast<ValueId>(i)) ||
-                        std::count(node->outputs.begin(), node->outputs.end(), static_cast<ValueId>(i));
-    values.emplace_back(wanted ? static_cast<std::size_t>(v.type.numel()) : 0);
-    if (!wanted) continue;
-    const bool source =
-        v.producer < 0 ||
-        (sources_only_of && std::count(node->inputs.begin(), node->inputs.end(), static_cast<ValueId>(i)));
-    if (source) {
+    if (only && !has(only->inputs, i) && !has(only->outputs, i)) {
+      values.emplace_back();
+      continue;
+    }
+    values.emplace_back(static_cast<std::size_t>(v.type.numel()));
+    if (only ? has(only->inputs, i) : v.producer < 0) {
       const auto host = replay_source_values(g, static_cast<ValueId>(i), feeds, options);
       cuda::check(cudaMemcpyAsync(values.back().data(), host.data(), host.size() * sizeof(float),
                                   cudaMemcpyHostToDevice, stream),
@@ -251,7 +253,7 @@ NodeTiming time_node_cuda(const Graph& g, NodeId id, const TimingOptions& option
   const Node& n = g.node(id);
   models::ExecOptions exec;
   exec.seed = options.seed;
-  auto values = device_values(g, {}, exec, true, &n);
+  auto values = device_values(g, {}, exec, &n);
   auto p = prepare(g, n);
   const auto b = buffers(n, values);
   p.kernel->bind(b.in, b.out);
