@@ -4,9 +4,12 @@
 // libraries' descriptors by the pure functions of validate/cuda_plan.h.
 #include "validate/cuda_lowering.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <climits>
 #include <stdexcept>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -23,7 +26,7 @@ void check(cudaError_t e, std::string_view what) {
 }
 void check(cublasStatus_t s, std::string_view what) {
   if (s != CUBLAS_STATUS_SUCCESS)
-    throw std::runtime_error(fmt::format("{}: {}", what, cublasGetStatusString(s)));
+    throw std::runtime_error(fmt::format("{}: {}", what, cublas().status_string(s)));
 }
 void check(cudnnStatus_t s, std::string_view what) {
   if (s != CUDNN_STATUS_SUCCESS)
@@ -36,13 +39,61 @@ Context& context() {
   static Context* c = [] {
     auto* ctx = new Context;
     check(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking), "cudaStreamCreate");
-    check(cublasCreate(&ctx->blas), "cublasCreate");
-    check(cublasSetStream(ctx->blas, ctx->stream), "cublasSetStream");
     check(cudnnCreate(&ctx->dnn), "cudnnCreate");
     check(cudnnSetStream(ctx->dnn, ctx->stream), "cudnnSetStream");
     return ctx;
   }();
   return *c;
+}
+
+namespace {
+
+// cuBLAS's functions, loaded (no handle yet: that needs a device).
+const Cublas& cublas_functions() {
+  static const Cublas* api = [] {
+    // The soname of the cuBLAS strata was built against first (found on the library path, as a linked one
+    // would be), then the file CMake found.
+    void* lib = dlopen(STRATA_CUBLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) lib = dlopen(STRATA_CUBLAS_PATH, RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+      throw std::runtime_error(fmt::format("cuBLAS could not be loaded ({} or {}): {}", STRATA_CUBLAS_SONAME,
+                                           STRATA_CUBLAS_PATH, dlerror()));
+    auto c = std::make_unique<Cublas>();  // kept for the process's life, as the library
+    const auto load = [lib](auto& fn, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
+      if (!fn) throw std::runtime_error(fmt::format("cuBLAS has no {}: {}", name, dlerror()));
+    };
+    load(c->create, "cublasCreate_v2");
+    load(c->set_stream, "cublasSetStream_v2");
+    load(c->get_version, "cublasGetVersion_v2");
+    load(c->status_string, "cublasGetStatusString");
+    load(c->gemm_strided_batched, "cublasGemmStridedBatchedEx");
+    return c.release();
+  }();
+  return *api;
+}
+
+}  // namespace
+
+const Cublas& cublas() {
+  static const Cublas* api = [] {
+    auto c = std::make_unique<Cublas>(cublas_functions());
+    if (const auto s = c->create(&c->handle); s != CUBLAS_STATUS_SUCCESS)
+      throw std::runtime_error(fmt::format("cublasCreate: {}", c->status_string(s)));
+    if (const auto s = c->set_stream(c->handle, context().stream); s != CUBLAS_STATUS_SUCCESS)
+      throw std::runtime_error(fmt::format("cublasSetStream: {}", c->status_string(s)));
+    return c.release();
+  }();
+  return *api;
+}
+
+std::string cublas_load_error() {
+  try {
+    (void)cublas_functions();
+    return {};
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
 }
 
 DeviceBuffer::DeviceBuffer(std::size_t floats) : n_(floats) {
@@ -139,13 +190,14 @@ class GemmNode final : public BoundNode {
   }
   void run() override {
     const auto& c = context();
-    check(cublasGemmStridedBatchedEx(c.blas, p_.op_first_t ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                     p_.op_second_t ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(p_.m),
-                                     static_cast<int>(p_.n), static_cast<int>(p_.k), &kOne, in_[1],
-                                     CUDA_R_32F, static_cast<int>(p_.ld_first), p_.stride_first, in_[0],
-                                     CUDA_R_32F, static_cast<int>(p_.ld_second), p_.stride_second, &kZero,
-                                     out_[0], CUDA_R_32F, static_cast<int>(p_.ld_out), p_.stride_out,
-                                     static_cast<int>(p_.batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+    const auto& blas = cublas();
+    check(blas.gemm_strided_batched(blas.handle, p_.op_first_t ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                    p_.op_second_t ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(p_.m),
+                                    static_cast<int>(p_.n), static_cast<int>(p_.k), &kOne, in_[1], CUDA_R_32F,
+                                    static_cast<int>(p_.ld_first), p_.stride_first, in_[0], CUDA_R_32F,
+                                    static_cast<int>(p_.ld_second), p_.stride_second, &kZero, out_[0],
+                                    CUDA_R_32F, static_cast<int>(p_.ld_out), p_.stride_out,
+                                    static_cast<int>(p_.batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
           "cublasGemmStridedBatchedEx");
     if (relu_)
       check(static_cast<cudaError_t>(launch_unary(UnaryOp::kRelu, out_[0], out_[0], out_numel_, c.stream)),

@@ -23,14 +23,33 @@ void check(cudaError_t e, std::string_view what);
 void check(cublasStatus_t s, std::string_view what);
 void check(cudnnStatus_t s, std::string_view what);
 
-// The process's CUDA stream and the cuBLAS and cuDNN handles bound to it (created on first use, on device 0
-// or $CUDA_VISIBLE_DEVICES' first; one thread at a time, as the CPU replay).
+// The process's CUDA stream and the cuDNN handle bound to it (created on first use, on device 0 or
+// $CUDA_VISIBLE_DEVICES' first; one thread at a time, as the CPU replay).
 struct Context {
   cudaStream_t stream = nullptr;
-  cublasHandle_t blas = nullptr;
   cudnnHandle_t dnn = nullptr;
 };
 Context& context();
+
+// cuBLAS, loaded with dlopen on first use rather than linked: linked, cuBLAS and cuBLASLt would be mapped and
+// relocated at every strata command's start (about 215 MB resident, measured), GPU or not. The functions the
+// replay calls, with the header's types, and a handle bound to context().stream. Throws std::runtime_error
+// naming the library and dlerror() when it cannot be loaded.
+struct Cublas {
+  decltype(&cublasCreate_v2) create = nullptr;
+  decltype(&cublasSetStream_v2) set_stream = nullptr;
+  decltype(&cublasGetVersion_v2) get_version = nullptr;
+  decltype(&cublasGetStatusString) status_string = nullptr;
+  // The C API's cublasGemmStridedBatchedEx (the header adds C++ overloads, so its type is spelled out).
+  cublasStatus_t (*gemm_strided_batched)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                                         const void*, const void*, cudaDataType, int, long long, const void*,
+                                         cudaDataType, int, long long, const void*, void*, cudaDataType, int,
+                                         long long, int, cublasComputeType_t, cublasGemmAlgo_t) = nullptr;
+  cublasHandle_t handle = nullptr;
+};
+const Cublas& cublas();
+// "" when the library and every function above load (no device needed); otherwise why not.
+std::string cublas_load_error();
 
 // A device allocation of floats (RAII).
 class DeviceBuffer {

@@ -30,6 +30,10 @@ bool cuda_built() {
   return true;
 }
 
+std::string cublas_load_error() {
+  return cuda::cublas_load_error();
+}
+
 std::string cuda_unavailable_reason() {
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
@@ -54,7 +58,7 @@ std::string cuda_description() {
   cuda::check(cudaGetDeviceProperties(&p, 0), "cudaGetDeviceProperties");
   int runtime = 0, blas = 0;
   cuda::check(cudaRuntimeGetVersion(&runtime), "cudaRuntimeGetVersion");
-  cuda::check(cublasGetVersion(cuda::context().blas, &blas), "cublasGetVersion");
+  cuda::check(cuda::cublas().get_version(cuda::cublas().handle, &blas), "cublasGetVersion");
   return fmt::format("{} (sm_{}{}, {:.1f} GiB), CUDA runtime {}, cuBLAS {}, cuDNN {}", p.name, p.major,
                      p.minor, static_cast<double>(p.totalGlobalMem) / (1 << 30), runtime, blas,
                      cudnnGetVersion());
@@ -310,6 +314,9 @@ bool cuda_built() {
   return false;
 }
 std::string cuda_unavailable_reason() {
+  return std::string(kCudaNotBuilt);
+}
+std::string cublas_load_error() {
   return std::string(kCudaNotBuilt);
 }
 std::string cuda_description() {

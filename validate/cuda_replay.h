@@ -32,6 +32,10 @@ std::string cuda_unavailable_reason();
 void require_cuda();
 // "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB), CUDA runtime 13000, cuBLAS 130100, cuDNN 91900" (needs a device).
 std::string cuda_description();
+// "" when cuBLAS, which the replay loads when a GEMM first runs (dlopen: linked, it would add about 215 MB
+// resident to every strata command), loads with every function the replay calls; otherwise why not
+// (kCudaNotBuilt without the backend). Needs no GPU.
+std::string cublas_load_error();
 // The device's name as cudaGetDeviceProperties gives it: the default device of GPU profile entries.
 std::string cuda_device_name();
 

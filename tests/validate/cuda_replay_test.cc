@@ -83,6 +83,13 @@ TEST(CudaReplay, WithoutADeviceEveryEntryPointSaysWhy) {
   }
 }
 
+// cuBLAS is loaded with dlopen, not linked: the library strata was built against loads, and has every
+// function the replay calls under the names it looks up (no GPU needed).
+TEST(CudaReplay, CublasLoadsWithEveryFunctionTheReplayCalls) {
+  if (!cuda_built()) GTEST_SKIP() << kCudaNotBuilt;
+  EXPECT_EQ(cublas_load_error(), "");
+}
+
 TEST(CudaReplayOps, MatmulAllTransposesBatchesAndFusedRelu) {
   SKIP_WITHOUT_GPU();
   for (int ta = 0; ta < 2; ++ta)
