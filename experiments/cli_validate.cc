@@ -9,6 +9,7 @@
 //   host              this CPU's peak FLOP/s, bandwidth, overhead as a system YAML (cli_validate_host.cc)
 //   calibrate-cost    the cost model's efficiencies fitted on CPU microbenchmarks (cli_validate_cost.cc)
 #include <iostream>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -16,12 +17,14 @@
 #include "experiments/cli_options.h"
 #include "hw/system_loader.h"
 #include "hw/units.h"
+#include "sim/collective.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/interrupt.h"
 #include "validate/calibrate.h"
 #include "validate/cluster.h"
 #include "validate/collectives.h"
+#include "validate/measure_backend.h"
 #include "validate/synth_check.h"
 
 namespace strata::cli {
@@ -109,6 +112,10 @@ void add_cluster_commands(CLI::App& validate) {
 struct MeasureOptions {
   std::string cluster, op = "allreduce", sizes = "64KiB:4MiB:4", ranks, output;
   int warmup = 1, iterations = 5;
+  // validate collectives: the measuring library (validate/measure_backend.h) and, for a GPU backend, where
+  // its ranks run and the system that simulates them.
+  std::string backend = "mpi", hosts, hw, algo;
+  int np = 0;
 };
 
 void add_calibrate_command(CLI::App& validate) {
@@ -143,15 +150,116 @@ void add_calibrate_command(CLI::App& validate) {
   });
 }
 
+// The table and mean errors of `validate collectives`.
+void print_collectives(const MeasureOptions& o, sim::CollectiveOp op, int n, const std::string& title,
+                       const std::vector<v::CollectiveCheck>& rows) {
+  std::cout << title;
+  std::cout << v::collective_table(op, n, rows);
+  double mean = 0, mean_large = 0;
+  int large = 0;
+  std::int64_t wrong = 0;
+  for (const auto& r : rows) {
+    mean += std::abs(r.error());
+    if (r.bytes >= (1 << 20)) {
+      mean_large += std::abs(r.error());
+      ++large;
+    }
+    wrong += std::max<std::int64_t>(r.wrong, 0);
+  }
+  std::cout << fmt::format("# mean |error| {:.1f}% over {} sizes",
+                           100 * mean / static_cast<double>(rows.size()), rows.size());
+  if (large > 0)
+    std::cout << fmt::format("; {:.1f}% over the {} sizes >= 1 MiB", 100 * mean_large / large, large);
+  std::cout << "\n";
+  if (!o.output.empty()) util::write_file_atomically(o.output, v::collective_csv(op, n, rows));
+  if (wrong > 0)
+    throw std::runtime_error(
+        fmt::format("{} elements received wrong (#wrong above): the measured library "
+                    "computed a wrong result",
+                    wrong));
+}
+
+// One collective over a size range, measured with `o.backend` and simulated beside it.
+void run_collectives(const MeasureOptions& o) {
+  const auto& backend = v::find_measure_backend(o.backend);
+  if (!o.output.empty()) util::check_output_path(o.output);
+  v::CollectiveCheckRequest req;
+  const auto op = sim::parse_op(o.op);
+  if (!op) throw util::InputError(fmt::format("--op '{}': expected one of {}", o.op, sim::kOpNames));
+  req.op = *op;
+  for (auto b : util::parse_size_range(o.sizes, "--sizes")) req.sizes.push_back(static_cast<std::int64_t>(b));
+  req.warmup = o.warmup;
+  req.iterations = o.iterations;
+  if (backend.emulated_cluster) {
+    if (o.cluster.empty()) throw util::InputError(fmt::format("--backend {} needs --cluster", backend.name));
+    const v::ClusterSpec spec = v::load_cluster(o.cluster);
+    const hw::Topology topo = hw::load_system(spec.system_file().string());
+    if (!o.ranks.empty())
+      for (auto r : parse_rank_list(o.ranks, spec.ranks(), "--ranks")) req.group.push_back(r);
+    const int n = req.group.empty() ? spec.ranks() : static_cast<int>(req.group.size());
+    std::cerr << fmt::format("measuring {} on {} ranks at {} sizes...\n", sim::op_name(req.op), n,
+                             req.sizes.size());
+    const auto rows = v::check_collectives(spec, topo, req);
+    print_collectives(
+        o, req.op, n,
+        fmt::format("# {} on {} of {} ranks of cluster '{}'; measured: Open MPI (coll/tuned, forced "
+                    "schedules); simulated: algorithm openmpi on {}\n",
+                    sim::op_name(req.op), n, spec.ranks(), spec.name, spec.system_file().string()),
+        rows);
+    return;
+  }
+  // A GPU backend: ranks started by mpirun on this machine or --hosts, simulated on --hw.
+  if (o.hw.empty() || o.np < 1)
+    throw util::InputError(
+        fmt::format("--backend {} needs --np (ranks, one per GPU) and --hw (the system that "
+                    "simulates them, rank r on its GPU r)",
+                    backend.name));
+  const hw::Topology topo = hw::load_system(o.hw);
+  if (o.np > topo.num_gpus())
+    throw util::InputError(fmt::format("--np {}: the system {} has {} GPUs", o.np, o.hw, topo.num_gpus()));
+  const std::string algorithm = o.algo.empty() ? std::string(backend.simulated_algorithm) : o.algo;
+  if (!sim::AlgorithmRegistry::instance().find(algorithm))
+    throw util::InputError(fmt::format("--algo '{}': expected one of {}", algorithm,
+                                       sim::AlgorithmRegistry::instance().names()));
+  if (!o.ranks.empty())
+    for (auto r : parse_rank_list(o.ranks, o.np, "--ranks")) req.group.push_back(r);
+  const int n = req.group.empty() ? o.np : static_cast<int>(req.group.size());
+  const v::HostLaunch launch{o.np, o.hosts, 900};
+  v::require_backend(backend, launch);
+  std::cerr << fmt::format("measuring {} with {} on {} ranks at {} sizes...\n", sim::op_name(req.op),
+                           backend.name, n, req.sizes.size());
+  const auto rows = v::check_collectives(o.np, topo, req, algorithm, [&](const v::MeasurementPlan& plan) {
+    return v::measure_on_hosts(backend, launch, plan);
+  });
+  print_collectives(o, req.op, n,
+                    fmt::format("# {} on {} of {} ranks ({}); measured: {}, out of place, results checked "
+                                "(#wrong); simulated: algorithm {} on {}\n",
+                                sim::op_name(req.op), n, o.np, o.hosts.empty() ? "this machine" : o.hosts,
+                                backend.summary, algorithm, o.hw),
+                    rows);
+}
+
 void add_collectives_command(CLI::App& validate) {
   auto o = std::make_shared<MeasureOptions>();
-  auto* cmd = validate.add_subcommand(
-      "collectives",
-      "Measure one collective over a size range on the cluster (Open MPI, schedules forced to the ones "
-      "strata\n"
-      "models) and print it beside the simulated time in nccl-tests' columns, with the error per size");
-  cmd->add_option("--cluster", o->cluster, "The system file written by `cluster up` (after `calibrate`)")
-      ->required();
+  auto* cmd = validate.add_subcommand("collectives",
+                                      "Measure one collective over a size range (Open MPI on an emulated "
+                                      "cluster, schedules forced to the ones\n"
+                                      "strata models; or NCCL on GPUs with --backend nccl) and print it "
+                                      "beside the simulated time in nccl-tests'\n"
+                                      "columns, with the error per size");
+  cmd->add_option(
+         "--backend", o->backend,
+         fmt::format("Measuring library: {} (mpi: Open MPI on --cluster; nccl: NCCL, one rank per GPU, "
+                     "--np ranks under mpirun)",
+                     v::measure_backend_names()))
+      ->capture_default_str();
+  cmd->add_option("--cluster", o->cluster,
+                  "The system file written by `cluster up` (after `calibrate`; mpi)");
+  add_int_option(*cmd, "--np", o->np, {1, 1 << 20}, "Ranks, one per GPU (nccl)", false);
+  cmd->add_option("--hosts", o->hosts,
+                  "mpirun --host list, e.g. node1:8,node2:8 (nccl; default this machine)");
+  cmd->add_option("--hw", o->hw, "System YAML that simulates the ranks, rank r on its GPU r (nccl)");
+  cmd->add_option("--algo", o->algo, "Simulated collective algorithm (nccl; default ring)");
   cmd->add_option("--op", o->op, std::string("Collective: ") + std::string(sim::kOpNames))
       ->capture_default_str();
   cmd->add_option("--sizes", o->sizes, "MIN:MAX[:FACTOR] as nccl-tests' -b/-e/-f")->capture_default_str();
@@ -159,55 +267,85 @@ void add_collectives_command(CLI::App& validate) {
   add_int_option(*cmd, "--warmup", o->warmup, {0, 100}, "Untimed runs per size");
   add_int_option(*cmd, "--iterations", o->iterations, {1, 1000}, "Timed runs per size");
   cmd->add_option("-o,--output", o->output, "Also write the rows as CSV to this file");
-  cmd->callback([o] {
-    const v::ClusterSpec spec = v::load_cluster(o->cluster);
-    const hw::Topology topo = hw::load_system(spec.system_file().string());
-    if (!o->output.empty()) util::check_output_path(o->output);
-    v::CollectiveCheckRequest req;
-    const auto op = sim::parse_op(o->op);
-    if (!op) throw util::InputError(fmt::format("--op '{}': expected one of {}", o->op, sim::kOpNames));
-    req.op = *op;
-    for (auto b : util::parse_size_range(o->sizes, "--sizes"))
-      req.sizes.push_back(static_cast<std::int64_t>(b));
-    if (!o->ranks.empty())
-      for (auto r : parse_rank_list(o->ranks, spec.ranks(), "--ranks")) req.group.push_back(r);
-    req.warmup = o->warmup;
-    req.iterations = o->iterations;
-    const int n = req.group.empty() ? spec.ranks() : static_cast<int>(req.group.size());
-    std::cerr << fmt::format("measuring {} on {} ranks at {} sizes...\n", sim::op_name(req.op), n,
-                             req.sizes.size());
-    const auto rows = v::check_collectives(spec, topo, req);
-    std::cout << fmt::format(
-        "# {} on {} of {} ranks of cluster '{}'; measured: Open MPI (coll/tuned, forced "
-        "schedules); simulated: algorithm openmpi on {}\n",
-        sim::op_name(req.op), n, spec.ranks(), spec.name, spec.system_file().string());
-    std::cout << v::collective_table(req.op, n, rows);
-    std::vector<double> err;
-    for (const auto& r : rows) err.push_back(std::abs(r.error()));
-    double mean = 0, mean_large = 0;
-    int large = 0;
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      mean += err[i];
-      if (rows[i].bytes >= (1 << 20)) {
-        mean_large += err[i];
-        ++large;
-      }
-    }
-    std::cout << fmt::format("# mean |error| {:.1f}% over {} sizes",
-                             100 * mean / static_cast<double>(rows.size()), rows.size());
-    if (large > 0)
-      std::cout << fmt::format("; {:.1f}% over the {} sizes >= 1 MiB", 100 * mean_large / large, large);
-    std::cout << "\n";
-    if (!o->output.empty()) util::write_file_atomically(o->output, v::collective_csv(req.op, n, rows));
-  });
+  cmd->callback([o] { run_collectives(*o); });
 }
 
 struct SynthOptions {
-  std::string cluster, axes, reduce = "0", bytes = "1MiB", output;
+  std::string cluster, axes, reduce = "0", bytes = "1MiB", output, backend = "mpi", hosts, hw, algo;
+  int np = 0;
   int max_size = 5, top = 10, sample = 10, warmup = 1, iterations = 5;
   double tolerance = 0.02;
   std::int64_t seed = 1;
 };
+
+// P2's placements x programs measured with `o.backend` and ranked against the simulator.
+void run_synth(const SynthOptions& o) {
+  const auto& backend = v::find_measure_backend(o.backend);
+  if (!o.output.empty()) util::check_output_path(o.output);
+  std::optional<v::ClusterSpec> spec;
+  std::optional<hw::Topology> topo;
+  int ranks = 0;
+  if (backend.emulated_cluster) {
+    if (o.cluster.empty()) throw util::InputError(fmt::format("--backend {} needs --cluster", backend.name));
+    spec = v::load_cluster(o.cluster);
+    topo = hw::load_system(spec->system_file().string());
+    ranks = spec->ranks();
+  } else {
+    if (o.hw.empty() || o.np < 1)
+      throw util::InputError(
+          fmt::format("--backend {} needs --np (ranks, one per GPU) and --hw", backend.name));
+    topo = hw::load_system(o.hw);
+    if (o.np != topo->num_gpus())
+      throw util::InputError(fmt::format("--np {}: P2's placements cover every GPU of --hw {}, which has {}",
+                                         o.np, o.hw, topo->num_gpus()));
+    ranks = o.np;
+  }
+  v::SynthCheckRequest req;
+  req.tolerance = o.tolerance;
+  for (auto a : util::parse_int_list(o.axes, {1, ranks}, "--axes", ','))
+    req.axes.push_back(static_cast<int>(a));
+  for (auto a :
+       util::parse_int_list(o.reduce, {0, static_cast<std::int64_t>(req.axes.size()) - 1}, "--reduce", ','))
+    req.reduce_axes.push_back(static_cast<int>(a));
+  req.bytes = static_cast<double>(util::parse_size(o.bytes, "--bytes"));
+  req.max_size = o.max_size;
+  req.top = o.top;
+  req.sample = o.sample;
+  req.seed = static_cast<std::uint64_t>(o.seed);
+  req.warmup = o.warmup;
+  req.iterations = o.iterations;
+  std::cerr << "synthesizing, simulating and measuring candidates...\n";
+  v::SynthCheck check;
+  if (spec) {
+    check = v::check_synth(*spec, *topo, req);
+    std::cout << fmt::format("# P2 synthesis on cluster '{}' ({} ranks): axes {}, reduce {}, {} per rank\n",
+                             spec->name, ranks, o.axes, o.reduce, units::format_bytes(req.bytes));
+  } else {
+    const std::string algorithm = o.algo.empty() ? std::string(backend.simulated_algorithm) : o.algo;
+    if (!sim::AlgorithmRegistry::instance().find(algorithm))
+      throw util::InputError(fmt::format("--algo '{}': expected one of {}", algorithm,
+                                         sim::AlgorithmRegistry::instance().names()));
+    const v::HostLaunch launch{o.np, o.hosts, 900};
+    v::require_backend(backend, launch);
+    check = v::check_synth(ranks, *topo, req, algorithm, [&](const v::MeasurementPlan& plan) {
+      return v::measure_on_hosts(backend, launch, plan);
+    });
+    std::cout << fmt::format(
+        "# P2 synthesis measured with {} on {} ranks ({}), simulated with {} on {}: axes {}, "
+        "reduce {}, {} per rank\n",
+        backend.name, ranks, o.hosts.empty() ? "this machine" : o.hosts, algorithm, o.hw, o.axes, o.reduce,
+        units::format_bytes(req.bytes));
+  }
+  std::cout << v::synth_report(check);
+  if (!o.output.empty()) util::write_file_atomically(o.output, v::synth_csv(check));
+  std::int64_t wrong = 0;
+  for (const auto& c : check.measured) wrong += std::max<std::int64_t>(c.wrong, 0);
+  if (wrong > 0)
+    throw std::runtime_error(
+        fmt::format("{} elements received wrong in the correctness passes: the measured "
+                    "library computed a wrong result",
+                    wrong));
+}
 
 void add_validate_synth_command(CLI::App& validate) {
   auto o = std::make_shared<SynthOptions>();
@@ -218,8 +356,19 @@ void add_validate_synth_command(CLI::App& validate) {
                               "file, simulated with Open MPI's schedules) on the cluster and report how well "
                               "the simulator ranked them:\n"
                               "top-1/5/10 accuracy, Spearman, regret of its pick, error of its times");
-  cmd->add_option("--cluster", o->cluster, "The system file written by `cluster up` (after `calibrate`)")
-      ->required();
+  cmd->add_option(
+         "--backend", o->backend,
+         fmt::format("Measuring library: {} (mpi: Open MPI on --cluster; nccl: NCCL, one rank per GPU, "
+                     "--np ranks under mpirun, one communicator per group by ncclCommSplit)",
+                     v::measure_backend_names()))
+      ->capture_default_str();
+  cmd->add_option("--cluster", o->cluster,
+                  "The system file written by `cluster up` (after `calibrate`; mpi)");
+  add_int_option(*cmd, "--np", o->np, {1, 1 << 20}, "Ranks, one per GPU (nccl)", false);
+  cmd->add_option("--hosts", o->hosts,
+                  "mpirun --host list, e.g. node1:8,node2:8 (nccl; default this machine)");
+  cmd->add_option("--hw", o->hw, "System YAML that simulates the ranks, rank r on its GPU r (nccl)");
+  cmd->add_option("--algo", o->algo, "Simulated collective algorithm (nccl; default ring)");
   cmd->add_option("--axes", o->axes, "Parallelism axis sizes, multiplying to the rank count, e.g. 2,2")
       ->required();
   cmd->add_option("--reduce", o->reduce, "Reduction axes (indices into --axes), e.g. 0 or 0,1")
@@ -234,31 +383,7 @@ void add_validate_synth_command(CLI::App& validate) {
   add_real_option(*cmd, "--tolerance", o->tolerance, 0, 1,
                   "Top-k: candidates measured within this share of the best count as fastest (noise)");
   cmd->add_option("-o,--output", o->output, "Also write the candidates as CSV to this file");
-  cmd->callback([o] {
-    const v::ClusterSpec spec = v::load_cluster(o->cluster);
-    const hw::Topology topo = hw::load_system(spec.system_file().string());
-    if (!o->output.empty()) util::check_output_path(o->output);
-    v::SynthCheckRequest req;
-    req.tolerance = o->tolerance;
-    for (auto a : util::parse_int_list(o->axes, {1, spec.ranks()}, "--axes", ','))
-      req.axes.push_back(static_cast<int>(a));
-    for (auto a : util::parse_int_list(o->reduce, {0, static_cast<std::int64_t>(req.axes.size()) - 1},
-                                       "--reduce", ','))
-      req.reduce_axes.push_back(static_cast<int>(a));
-    req.bytes = static_cast<double>(util::parse_size(o->bytes, "--bytes"));
-    req.max_size = o->max_size;
-    req.top = o->top;
-    req.sample = o->sample;
-    req.seed = static_cast<std::uint64_t>(o->seed);
-    req.warmup = o->warmup;
-    req.iterations = o->iterations;
-    std::cerr << "synthesizing, simulating and measuring candidates...\n";
-    const auto check = v::check_synth(spec, topo, req);
-    std::cout << fmt::format("# P2 synthesis on cluster '{}' ({} ranks): axes {}, reduce {}, {} per rank\n",
-                             spec.name, spec.ranks(), o->axes, o->reduce, units::format_bytes(req.bytes));
-    std::cout << v::synth_report(check);
-    if (!o->output.empty()) util::write_file_atomically(o->output, v::synth_csv(check));
-  });
+  cmd->callback([o] { run_synth(*o); });
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // strata validate graphs: the graph optimizers' candidates predicted by the cost model and replayed for real
-// on this machine's CPU (validate/graph_check.h, docs/validate.md §10): measured vs predicted time, top-k,
-// Spearman, regret, and the measured speedup of the optimizers' choices over the original graph.
+// on this machine's CPU or GPU (--device) (validate/graph_check.h, docs/validate.md §10): measured vs
+// predicted time, top-k, Spearman, regret, and the measured speedup of the optimizers' choices over the
+// original graph.
 #include <iostream>
 
 #include <fmt/format.h>
@@ -86,7 +87,8 @@ void print_report(const validate::GraphCheckReport& r, const std::string& output
 void run_graphs(const GraphsOptions& o) {
   if (!o.output.empty()) util::check_output_path(o.output);
   const auto topo = hw::load_system(util::find_data_file(o.hw).string());
-  const auto g = build_replay_model(o, "validate graphs", "cuBLAS/cuDNN kernels timed with CUDA events");
+  const auto& device = replay_device(o, "validate graphs");
+  const auto g = build_replay_model(o);
   const auto rules = ss::load_rules(
       o.rules.empty() ? util::find_data_file(experiments::kDefaultRules).string() : o.rules,
       ss::RuleFileFormat::kAutomatic, ss::TasoShapes::kUnknown);
@@ -98,14 +100,15 @@ void run_graphs(const GraphsOptions& o) {
   co.sample = o.sample;
   co.max_path_steps = o.path_steps;
   co.seed = static_cast<std::uint64_t>(o.seed);
-  std::cerr << fmt::format("{} ({} nodes), {} rules, device {}; {} ({})\n", g.name(), g.nodes().size(),
-                           rules.size(), topo.gpu().name, validate::onednn_description(),
-                           validate::omp_threads_note());
+  std::cerr << fmt::format("{} ({} nodes), {} rules, device {}; replayed on {}: {}\n", g.name(),
+                           g.nodes().size(), rules.size(), topo.gpu().name, device.name,
+                           device.description());
   const auto set = validate::optimizer_candidates(g, rules, cost, co);
   validate::CandidateCheckOptions check;
   check.timing = {.warmup = o.warmup, .repeat = o.node_repeat, .seed = 0};
   check.repeat = o.repeat;
   check.tolerance = o.tolerance;
+  check.device = &device;
   check.log = [](std::string_view line) { std::cerr << line << "\n"; };
   const auto report = validate::check_candidates(set, cost, check);
   std::cout << fmt::format(
@@ -128,7 +131,9 @@ void add_validate_graphs_command(CLI::App& validate) {
       "graphs",
       "Replay the graph optimizers' candidates (original, backtracking path and result, eqsat result, a "
       "seeded\n"
-      "sample of one-rewrite graphs) on the CPU and compare measured with predicted times");
+      "sample of one-rewrite graphs) on the CPU (or the GPU: --device cuda) and compare measured with "
+      "predicted "
+      "times");
   add_replay_model_options(*cmd, *o);
   cmd->add_option("--hw", o->hw, "System YAML whose GPU entry prices the operators")->capture_default_str();
   add_cost_params_option(*cmd, o->cost_params);

@@ -1,6 +1,7 @@
 // strata validate profile: every distinct operator instance of a model timed on this machine's CPU with
-// oneDNN kernels (validate/cpu_replay.h), written as a profile database for `strata model sim --profile`
-// (docs/validate.md, "Part 2, first slice").
+// oneDNN kernels (validate/cpu_replay.h) or on its GPU with cuBLAS/cuDNN (--device cuda,
+// validate/cuda_replay.h), written as a profile database for `strata model sim --profile` (docs/validate.md,
+// "Part 2, first slice" and "GPU backend").
 #include <iostream>
 #include <map>
 #include <set>
@@ -24,7 +25,7 @@ namespace strata::cli {
 namespace {
 
 struct ProfileOptions : ReplayModelOptions {
-  std::string output, hw, cost_params, errors_csv;
+  std::string output, hw, cost_params, errors_csv, profile_device;
   std::int64_t seed = 0;
   int repeat = 20, warmup = 3;
 };
@@ -81,49 +82,40 @@ void report_cost_model_errors(const ProfileOptions& o, const models::Graph& g,
   }
 }
 
-void run_profile(const ProfileOptions& o) {
-  util::check_output_path(o.output);
-  if (!o.errors_csv.empty()) util::check_output_path(o.errors_csv);
-  if (!o.hw.empty())  // bad system or parameter files are refused before the measurements
-    (void)models::roofline_params_for(o.cost_params, hw::load_system(o.hw).gpu().name);
-  const auto g = build_replay_model(o, "validate profile", "cuBLAS/cuDNN kernels timed with CUDA events");
-  std::cerr << fmt::format(
-      "profiling {} ({} nodes) on the host CPU with {} ({}): {} warm-up + {} timed runs "
-      "per operator instance, median\n",
-      g.name(), g.nodes().size(), validate::onednn_description(), validate::omp_threads_note(), o.warmup,
-      o.repeat);
-  const auto p = validate::profile_on_cpu(
-      g, {.warmup = o.warmup, .repeat = o.repeat, .seed = static_cast<std::uint64_t>(o.seed)});
-  p.db.save(o.output);
-
-  // Per operator: instances, total measured time, and which backend ran them.
+// Per operator: instances, total measured time, and which backend ran them.
+void print_profile(const ProfileOptions& o, const models::Graph& g, const validate::CpuProfile& p,
+                   const validate::ReplayDevice& device, const std::string& device_name) {
   struct Row {
-    int instances = 0, onednn = 0, reference = 0;
+    int instances = 0, fast = 0, reference = 0;
     double seconds = 0;
-    std::set<std::string> implementations;  // oneDNN's, as it names them
+    std::set<std::string> implementations;  // the library's, as it names them
   };
   std::map<std::string, Row> by_op;
   double total = 0;
-  int distinct_onednn = 0;
+  int distinct_fast = 0;
+  const auto fast = [](const validate::NodeTiming& t) {
+    return t.backend.backend != validate::CpuBackend::kReference;
+  };
   for (const auto& op : p.ops) {
     auto& r = by_op[std::string(g.node(op.node).op->name)];
     r.instances += op.instances;
-    (op.timing.backend.backend == validate::CpuBackend::kOneDnn ? r.onednn : r.reference) += op.instances;
-    if (op.timing.backend.backend == validate::CpuBackend::kOneDnn) {
-      ++distinct_onednn;
+    (fast(op.timing) ? r.fast : r.reference) += op.instances;
+    if (fast(op.timing)) {
+      ++distinct_fast;
       r.implementations.insert(op.timing.backend.detail);
     }
     r.seconds += op.timing.median_seconds * op.instances;
     total += op.timing.median_seconds * op.instances;
   }
   std::cout << fmt::format(
-      "# {}: {} distinct operator instances ({} on oneDNN, {} on the reference kernel), "
+      "# {}: {} distinct operator instances ({} on {}, {} on the reference kernel), "
       "{} views untimed\n",
-      g.name(), p.ops.size(), distinct_onednn, p.ops.size() - distinct_onednn, p.view_nodes);
-  std::cout << fmt::format("{:<16} {:>9} {:>7} {:>9} {:>12} {:>7}  {}\n", "operator", "instances", "oneDNN",
-                           "reference", "time", "share", "oneDNN implementations");
+      g.name(), p.ops.size(), distinct_fast, device.kernels, p.ops.size() - distinct_fast, p.view_nodes);
+  const std::string lib(device.library);
+  std::cout << fmt::format("{:<16} {:>9} {:>7} {:>9} {:>12} {:>7}  {}\n", "operator", "instances", lib,
+                           "reference", "time", "share", lib + " implementations");
   for (const auto& [name, r] : by_op)
-    std::cout << fmt::format("{:<16} {:>9} {:>7} {:>9} {:>12} {:>6.1f}%  {}\n", name, r.instances, r.onednn,
+    std::cout << fmt::format("{:<16} {:>9} {:>7} {:>9} {:>12} {:>6.1f}%  {}\n", name, r.instances, r.fast,
                              r.reference, units::format_duration(r.seconds), 100 * r.seconds / total,
                              fmt::join(r.implementations, ", "));
   std::cout << fmt::format("sum of node medians: {} (nodes one after another)\n",
@@ -137,12 +129,31 @@ void run_profile(const ProfileOptions& o) {
     if (op.timing.backend.backend == validate::CpuBackend::kReference)
       std::cout << fmt::format("reference kernel: {} ({}): {}\n", g.node(op.node).name,
                                g.node(op.node).op->name, op.timing.backend.detail);
+  const std::string hw = !device.system_file.empty()
+                             ? std::string(device.system_file)
+                             : fmt::format("SYSTEM.yaml (a system whose gpu is {})", device_name);
   std::cout << fmt::format(
       "wrote {} entries (device {}) to {}; use them with:\n  strata model sim {} --hw "
-      "configs/validate/host-cpu.yaml --dtype f32{}{} --profile {}\n",
-      p.db.size(), validate::kHostCpuDevice, o.output, o.model,
-      o.batch ? fmt::format(" --batch {}", o.batch) : "", o.seq ? fmt::format(" --seq {}", o.seq) : "",
-      o.output);
+      "{} --dtype f32{}{} --profile {}\n",
+      p.db.size(), device_name, o.output, o.model, hw, o.batch ? fmt::format(" --batch {}", o.batch) : "",
+      o.seq ? fmt::format(" --seq {}", o.seq) : "", o.output);
+}
+
+void run_profile(const ProfileOptions& o) {
+  util::check_output_path(o.output);
+  if (!o.errors_csv.empty()) util::check_output_path(o.errors_csv);
+  if (!o.hw.empty())  // bad system or parameter files are refused before the measurements
+    (void)models::roofline_params_for(o.cost_params, hw::load_system(o.hw).gpu().name);
+  const auto& device = replay_device(o, "validate profile");
+  const auto g = build_replay_model(o);
+  const std::string device_name = o.profile_device.empty() ? device.profile_device() : o.profile_device;
+  std::cerr << fmt::format(
+      "profiling {} ({} nodes) on {} ({}): {} warm-up + {} timed runs per operator instance, median\n",
+      g.name(), g.nodes().size(), device.where, device.description(), o.warmup, o.repeat);
+  const auto p = device.profile(
+      g, {.warmup = o.warmup, .repeat = o.repeat, .seed = static_cast<std::uint64_t>(o.seed)}, device_name);
+  p.db.save(o.output);
+  print_profile(o, g, p, device, device_name);
   if (!o.hw.empty()) report_cost_model_errors(o, g, p);
 }
 
@@ -152,13 +163,19 @@ void add_validate_profile_command(CLI::App& validate) {
   auto o = std::make_shared<ProfileOptions>();
   auto* cmd = validate.add_subcommand(
       "profile",
-      "Time every distinct operator instance of a model on this machine (f32, oneDNN kernels on the CPU;\n"
-      "the reference kernel where oneDNN has none) and write a profile database for `model sim --profile`");
+      "Time every distinct operator instance of a model on this machine (f32; oneDNN kernels on the CPU or\n"
+      "cuBLAS/cuDNN on the GPU with --device cuda; the reference kernel where they have none) and write a\n"
+      "profile database for `model sim --profile`");
   add_replay_model_options(*cmd, *o);
   add_int_option(*cmd, "--repeat", o->repeat, {1, 100000}, "Timed runs per operator instance (median kept)");
   add_int_option(*cmd, "--warmup", o->warmup, {0, 100000}, "Untimed runs before them");
   add_int_option(*cmd, "--seed", o->seed, kSeedRange, "Seed of the pseudo-random inputs and weights");
   cmd->add_option("-o,--output", o->output, "Profile database (JSON) to write")->required();
+  cmd->add_option(
+      "--profile-device", o->profile_device,
+      "Device name of the entries (default: host-cpu on the CPU, the GPU's name from "
+      "cudaGetDeviceProperties with --device cuda; give the hw catalogue's name, e.g. h100-sxm, for "
+      "`model sim --hw` to find them)");
   auto* hw =
       cmd->add_option("--hw", o->hw,
                       "Also compare the cost model of this system (gpu: host-cpu) with the measured times "

@@ -13,19 +13,20 @@ void add_replay_model_options(CLI::App& cmd, ReplayModelOptions& o) {
   cmd.add_option("--model", o.model, "Zoo name, transformer:..., model YAML or ONNX file")->required();
   add_int_option(cmd, "--batch", o.batch, {0, kMaxModelDim}, "Batch size (0: the model's default)");
   add_int_option(cmd, "--seq", o.seq, {0, kMaxModelDim}, "Sequence length (0: the model's default)");
-  cmd.add_option("--device", o.device, "cpu (oneDNN) or cuda (not built yet)")->capture_default_str();
+  cmd.add_option("--device", o.device,
+                 fmt::format("Where the kernels run: {} (cpu: oneDNN; cuda: cuBLAS/cuDNN on GPU 0)",
+                             validate::replay_device_names()))
+      ->capture_default_str();
 }
 
-models::Graph build_replay_model(const ReplayModelOptions& o, std::string_view command,
-                                 std::string_view gpu_backend) {
-  if (o.device == "cuda")
-    throw ConfigError(
-        fmt::format("--device cuda: the GPU backend ({}, issue 15) is not built yet; only --device cpu "
-                    "(oneDNN) today",
-                    gpu_backend));
-  if (o.device != "cpu") throw ConfigError(fmt::format("--device: expected cpu or cuda, got '{}'", o.device));
-  if (!validate::onednn_available())
-    throw ConfigError(fmt::format("{} --device cpu: {}", command, validate::onednn_description()));
+const validate::ReplayDevice& replay_device(const ReplayModelOptions& o, std::string_view command) {
+  const auto& device = validate::find_replay_device(o.device);
+  if (auto why = device.unavailable(); !why.empty())
+    throw ConfigError(fmt::format("{} --device {}: {}", command, device.name, why));
+  return device;
+}
+
+models::Graph build_replay_model(const ReplayModelOptions& o) {
   models::zoo::ModelRefOptions mo;
   mo.batch = o.batch;
   mo.seq = o.seq;

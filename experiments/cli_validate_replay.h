@@ -1,6 +1,6 @@
 // What `strata validate profile` and `strata validate graphs` share: the model they replay (zoo name or file,
-// batch, sequence), built in f32 because the replay computes in f32, and the device it runs on (the CPU with
-// oneDNN today; the GPU backend is not built).
+// batch, sequence), built in f32 because the replay computes in f32, and the device it runs on (cpu: oneDNN,
+// cuda: cuBLAS/cuDNN; validate/replay_device.h).
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "models/ir/graph.h"
+#include "validate/replay_device.h"
 
 namespace strata::cli {
 
@@ -21,9 +22,12 @@ struct ReplayModelOptions {
 // --model, --batch, --seq, --device on `cmd`, stored in `o` (which must outlive parsing).
 void add_replay_model_options(CLI::App& cmd, ReplayModelOptions& o);
 
-// Refuses a device other than cpu (cuda: not built yet, naming `gpu_backend`), and cpu without oneDNN; then
-// builds the model in f32. `command` names the subcommand in errors (e.g. "validate profile").
-models::Graph build_replay_model(const ReplayModelOptions& o, std::string_view command,
-                                 std::string_view gpu_backend);
+// The device named by --device; refuses an unknown one, and one this build or machine cannot replay on (cpu
+// without oneDNN; cuda built without CUDA or without a usable GPU: "no CUDA device (...)"), naming `command`
+// (e.g. "validate profile") in the error.
+const validate::ReplayDevice& replay_device(const ReplayModelOptions& o, std::string_view command);
+
+// The model of --model, --batch, --seq, built in f32.
+models::Graph build_replay_model(const ReplayModelOptions& o);
 
 }  // namespace strata::cli

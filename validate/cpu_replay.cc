@@ -32,7 +32,47 @@ std::string omp_threads_note() {
 }
 
 std::string_view cpu_backend_name(CpuBackend b) {
-  return b == CpuBackend::kOneDnn ? "onednn" : "reference";
+  switch (b) {
+    case CpuBackend::kOneDnn:
+      return "onednn";
+    case CpuBackend::kCuda:
+      return "cuda";
+    case CpuBackend::kReference:
+      break;
+  }
+  return "reference";
+}
+
+void check_replay_f32(const Graph& g) {
+  for (const auto& v : g.values())
+    if (models::is_float(v.type.dtype) && v.type.dtype != models::DType::kF32)
+      throw models::GraphError(
+          fmt::format("the replay runs f32 graphs; value '{}' is {} (build the model with "
+                      "--dtype f32)",
+                      v.name, models::dtype_name(v.type.dtype)));
+}
+
+// A source's data as the reference executor materializes it (feed, literal data, or pseudo-random values),
+// rounded to f32.
+std::vector<float> replay_source_values(const Graph& g, ValueId id, const models::Feeds<double>& feeds,
+                                        const models::ExecOptions& options) {
+  const auto& v = g.value(id);
+  std::vector<double> d;
+  if (auto it = feeds.find(id); it != feeds.end()) {
+    if (static_cast<std::int64_t>(it->second.size()) != v.type.numel())
+      throw models::GraphError(fmt::format("feed for '{}' has {} elements, its type {} needs {}", v.name,
+                                           it->second.size(), models::type_str(v.type), v.type.numel()));
+    d = it->second;
+  } else if (v.data) {
+    d = *v.data;
+  } else if (options.randomize_missing) {
+    d = models::random_values<double>(v.type.numel(), options.seed, v.name, !models::is_float(v.type.dtype),
+                                      options.random_index_bound);
+  } else {
+    throw models::GraphError(fmt::format("no value fed for {} '{}' ({})", models::value_kind_name(v.kind),
+                                         v.name, models::type_str(v.type)));
+  }
+  return {d.begin(), d.end()};
 }
 
 int CpuReplay::onednn_nodes() const {
@@ -122,38 +162,6 @@ class PreparedNode {
   std::vector<models::Out<double>> outs_;
 };
 
-void check_f32(const Graph& g) {
-  for (const auto& v : g.values())
-    if (models::is_float(v.type.dtype) && v.type.dtype != models::DType::kF32)
-      throw models::GraphError(
-          fmt::format("cpu replay runs f32 graphs; value '{}' is {} (build the model with "
-                      "--dtype f32)",
-                      v.name, models::dtype_name(v.type.dtype)));
-}
-
-// A source's data as the reference executor materializes it (feed, literal data, or pseudo-random values),
-// rounded to f32.
-std::vector<float> source_values(const Graph& g, ValueId id, const models::Feeds<double>& feeds,
-                                 const models::ExecOptions& options) {
-  const auto& v = g.value(id);
-  std::vector<double> d;
-  if (auto it = feeds.find(id); it != feeds.end()) {
-    if (static_cast<std::int64_t>(it->second.size()) != v.type.numel())
-      throw models::GraphError(fmt::format("feed for '{}' has {} elements, its type {} needs {}", v.name,
-                                           it->second.size(), models::type_str(v.type), v.type.numel()));
-    d = it->second;
-  } else if (v.data) {
-    d = *v.data;
-  } else if (options.randomize_missing) {
-    d = models::random_values<double>(v.type.numel(), options.seed, v.name, !models::is_float(v.type.dtype),
-                                      options.random_index_bound);
-  } else {
-    throw models::GraphError(fmt::format("no value fed for {} '{}' ({})", models::value_kind_name(v.kind),
-                                         v.name, models::type_str(v.type)));
-  }
-  return {d.begin(), d.end()};
-}
-
 struct NodeBuffers {
   std::vector<const float*> in;
   std::vector<float*> out;
@@ -169,7 +177,7 @@ NodeBuffers buffers(const Node& n, std::vector<std::vector<float>>& values) {
 
 CpuReplay replay_on_cpu(const Graph& g, const models::Feeds<double>& feeds,
                         const models::ExecOptions& options) {
-  check_f32(g);
+  check_replay_f32(g);
   for (const auto& [id, values] : feeds)  // as the reference executor: a feed must name a value
     if (id < 0 || static_cast<std::size_t>(id) >= g.values().size())
       throw models::GraphError(fmt::format("feed for unknown value id {}", id));
@@ -178,7 +186,7 @@ CpuReplay replay_on_cpu(const Graph& g, const models::Feeds<double>& feeds,
   for (std::size_t i = 0; i < g.values().size(); ++i) {
     const auto& v = g.values()[i];
     if (v.producer < 0)
-      r.values[i] = source_values(g, static_cast<ValueId>(i), feeds, options);
+      r.values[i] = replay_source_values(g, static_cast<ValueId>(i), feeds, options);
     else
       r.values[i].assign(static_cast<std::size_t>(v.type.numel()), 0.0f);
   }
@@ -224,12 +232,12 @@ NodeTiming time_node(const Graph& g, NodeId id, const TimingOptions& options) {
   if (id < 0 || static_cast<std::size_t>(id) >= g.nodes().size())
     throw std::out_of_range(fmt::format("time_node: graph '{}' has no node {}", g.name(), id));
   check_timing(options, "time_node");
-  check_f32(g);
+  check_replay_f32(g);
   const Node& n = g.node(id);
   models::ExecOptions exec;
   exec.seed = options.seed;
   std::vector<std::vector<float>> values(g.values().size());
-  for (auto v : n.inputs) values[static_cast<std::size_t>(v)] = source_values(g, v, {}, exec);
+  for (auto v : n.inputs) values[static_cast<std::size_t>(v)] = replay_source_values(g, v, {}, exec);
   for (auto v : n.outputs)
     values[static_cast<std::size_t>(v)].assign(static_cast<std::size_t>(g.type(v).numel()), 0.0f);
   PreparedNode node(g, n);
@@ -244,7 +252,7 @@ NodeTiming time_node(const Graph& g, NodeId id, const TimingOptions& options) {
 
 GraphTiming time_graph(const Graph& g, const TimingOptions& options) {
   check_timing(options, "time_graph");
-  check_f32(g);
+  check_replay_f32(g);
   models::ExecOptions exec;
   exec.seed = options.seed;
   GraphTiming t;
@@ -252,7 +260,7 @@ GraphTiming time_graph(const Graph& g, const TimingOptions& options) {
   for (std::size_t i = 0; i < g.values().size(); ++i) {
     const auto& v = g.values()[i];
     if (v.producer < 0)
-      t.values[i] = source_values(g, static_cast<ValueId>(i), {}, exec);
+      t.values[i] = replay_source_values(g, static_cast<ValueId>(i), {}, exec);
     else
       t.values[i].assign(static_cast<std::size_t>(v.type.numel()), 0.0f);
   }
@@ -320,6 +328,12 @@ GraphTiming time_graph(const Graph&, const TimingOptions&) {
 
 CpuProfile profile_on_cpu(const Graph& g, const TimingOptions& options, std::string_view device) {
   if (!onednn_available()) throw std::runtime_error(std::string(kOneDnnMissing));
+  return profile_graph(g, device,
+                       [&](const Graph& graph, NodeId id) { return time_node(graph, id, options); });
+}
+
+CpuProfile profile_graph(const Graph& g, std::string_view device,
+                         const std::function<NodeTiming(const Graph&, NodeId)>& time) {
   CpuProfile p;
   std::map<std::string, std::size_t> seen;  // key -> index into p.ops
   for (std::size_t i = 0; i < g.nodes().size(); ++i) {
@@ -333,7 +347,7 @@ CpuProfile profile_on_cpu(const Graph& g, const TimingOptions& options, std::str
       ++p.ops[it->second].instances;
       continue;
     }
-    ProfiledOp op{key, static_cast<NodeId>(i), 1, time_node(g, static_cast<NodeId>(i), options)};
+    ProfiledOp op{key, static_cast<NodeId>(i), 1, time(g, static_cast<NodeId>(i))};
     p.db.add(key, op.timing.median_seconds);
     seen.emplace(std::move(key), p.ops.size());
     p.ops.push_back(std::move(op));

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,8 +41,10 @@ std::string omp_threads_note();
 // a host CPU, so that a system YAML with `gpu: host-cpu` looks them up (docs/validate.md).
 inline constexpr std::string_view kHostCpuDevice = "host-cpu";
 
-enum class CpuBackend : std::uint8_t { kOneDnn, kReference };
-std::string_view cpu_backend_name(CpuBackend b);  // "onednn", "reference"
+// Which kernel ran a node: oneDNN (CPU replay), cuBLAS/cuDNN/strata's own CUDA kernels (GPU replay,
+// validate/cuda_replay.h), or the reference executor's kernel (on the host, in both replays).
+enum class CpuBackend : std::uint8_t { kOneDnn, kReference, kCuda };
+std::string_view cpu_backend_name(CpuBackend b);  // "onednn", "reference", "cuda"
 
 struct NodeBackend {
   models::NodeId node = -1;
@@ -76,6 +79,14 @@ struct NodeTiming {
   NodeBackend backend;
 };
 
+// What both replays share (the CPU one here, the GPU one in validate/cuda_replay.cc): the check that every
+// float value is f32 (models::GraphError otherwise), and a source's data as the reference executor
+// materializes it (feed, literal data, or pseudo-random values keyed by name and seed), rounded to f32.
+void check_replay_f32(const models::Graph& g);
+std::vector<float> replay_source_values(const models::Graph& g, models::ValueId id,
+                                        const models::Feeds<double>& feeds,
+                                        const models::ExecOptions& options);
+
 // One node of `g` timed on its own on pseudo-random inputs (keyed by value name and seed).
 NodeTiming time_node(const models::Graph& g, models::NodeId node, const TimingOptions& options = {});
 
@@ -109,6 +120,11 @@ struct CpuProfile {
   std::vector<ProfiledOp> ops;  // graph order of first appearance
   int view_nodes = 0;           // nodes without a kernel (views), not timed: the cost model charges 0
 };
+
+// Times every distinct operator instance of `g` (views skipped) with `time` under `device`: the profile of
+// either replay (profile_on_cpu, validate/cuda_replay.h's profile_on_cuda).
+CpuProfile profile_graph(const models::Graph& g, std::string_view device,
+                         const std::function<NodeTiming(const models::Graph&, models::NodeId)>& time);
 
 // Times every distinct operator instance of `g` (views skipped) under `device`.
 CpuProfile profile_on_cpu(const models::Graph& g, const TimingOptions& options = {},

@@ -144,7 +144,7 @@ CandidateSet optimizer_candidates(const models::Graph& input, std::span<const ss
 }
 
 EquivalenceCheck check_equivalent(const models::Graph& original, const models::Graph& candidate,
-                                  double tolerance, std::uint64_t seed) {
+                                  double tolerance, std::uint64_t seed, const ReplayDevice& device) {
   EquivalenceCheck c;
   if (original.outputs().size() != candidate.outputs().size()) {
     c.failure =
@@ -153,8 +153,8 @@ EquivalenceCheck check_equivalent(const models::Graph& original, const models::G
   }
   models::ExecOptions eo;
   eo.seed = seed;
-  const auto a = replay_on_cpu(original, scaled_feeds(original, seed), eo);
-  const auto b = replay_on_cpu(candidate, scaled_feeds(candidate, seed), eo);
+  const auto a = device.replay(original, scaled_feeds(original, seed), eo);
+  const auto b = device.replay(candidate, scaled_feeds(candidate, seed), eo);
   for (std::size_t k = 0; k < original.outputs().size(); ++k) {
     const auto& x = a.values[static_cast<std::size_t>(original.outputs()[k])];
     const auto& y = b.values[static_cast<std::size_t>(candidate.outputs()[k])];
@@ -186,15 +186,17 @@ EquivalenceCheck check_equivalent(const models::Graph& original, const models::G
   return c;
 }
 
-double measure_graph_seconds(const models::Graph& g, const TimingOptions& timing) {
-  const auto p = profile_on_cpu(ss::fold_weight_only(g), timing);
+double measure_graph_seconds(const models::Graph& g, const TimingOptions& timing,
+                             const ReplayDevice& device) {
+  const auto p = device.profile(ss::fold_weight_only(g), timing, device.name);
   double total = 0;
   for (const auto& op : p.ops) total += op.timing.median_seconds * op.instances;
   return total;
 }
 
-double measure_whole_graph_seconds(const models::Graph& g, const TimingOptions& timing) {
-  return time_graph(ss::fold_weight_only(g), timing).median_seconds;
+double measure_whole_graph_seconds(const models::Graph& g, const TimingOptions& timing,
+                                   const ReplayDevice& device) {
+  return device.time_graph(ss::fold_weight_only(g), timing).median_seconds;
 }
 
 double CandidateRow::measured() const {
@@ -262,7 +264,7 @@ GraphCheckReport check_candidates(const CandidateSet& set, const models::CostMod
   const auto& cands = set.candidates;
   std::vector<CandidateRow> rows;
   for (const auto& c : cands) {
-    const auto check = check_equivalent(cands[0].graph, c.graph, options.tolerance);
+    const auto check = check_equivalent(cands[0].graph, c.graph, options.tolerance, 0, *options.device);
     if (!check.pass) log(fmt::format("NOT EQUIVALENT: {} ({}): {}", c.name, c.how, check.failure));
     rows.push_back({c.name,
                     c.how,
@@ -277,8 +279,9 @@ GraphCheckReport check_candidates(const CandidateSet& set, const models::CostMod
     for (std::size_t i = 0; i < rows.size(); ++i) {
       auto& row = rows[i];
       if (!row.equivalent) continue;
-      row.measured_runs.push_back(measure_whole_graph_seconds(cands[i].graph, options.timing));
-      row.node_sum_runs.push_back(measure_graph_seconds(cands[i].graph, options.timing));
+      row.measured_runs.push_back(
+          measure_whole_graph_seconds(cands[i].graph, options.timing, *options.device));
+      row.node_sum_runs.push_back(measure_graph_seconds(cands[i].graph, options.timing, *options.device));
       log(fmt::format("round {}/{}: {} whole graph {:.4f} ms, sum of node medians {:.4f} ms", round + 1,
                       options.repeat, row.name, row.measured_runs.back() * 1e3,
                       row.node_sum_runs.back() * 1e3));

@@ -19,6 +19,7 @@
 #include "search/subst/optimizer.h"
 #include "search/subst/rule.h"
 #include "validate/cpu_replay.h"
+#include "validate/replay_device.h"
 #include "validate/stats.h"
 
 namespace strata::validate {
@@ -63,19 +64,23 @@ struct EquivalenceCheck {
   bool pass = false;
   std::string failure;  // why not, when !pass
 };
+// Replayed on `device` (default: the CPU).
 EquivalenceCheck check_equivalent(const models::Graph& original, const models::Graph& candidate,
-                                  double tolerance = 1e-3, std::uint64_t seed = 0);
+                                  double tolerance = 1e-3, std::uint64_t seed = 0,
+                                  const ReplayDevice& device = cpu_replay_device());
 
 // The sum of node medians of a graph: weight-only nodes folded first (search::subst::fold_weight_only: the
 // cost model charges them nothing, they run once before inference), then the sum over its kernels of each
 // distinct operator instance's median time (profile_on_cpu) times its instances; views cost nothing.
-double measure_graph_seconds(const models::Graph& g, const TimingOptions& timing);
+double measure_graph_seconds(const models::Graph& g, const TimingOptions& timing,
+                             const ReplayDevice& device = cpu_replay_device());
 
 // The whole-graph time of a graph: weight-only nodes folded as above, then time_graph's median over
 // `timing.repeat` passes of the whole graph (after its first pass and `timing.warmup` untimed ones). Unlike
 // the sum of node medians, each kernel reads its weights once per pass, after the other kernels ran, so small
 // weights do not stay in cache between repetitions of one node.
-double measure_whole_graph_seconds(const models::Graph& g, const TimingOptions& timing);
+double measure_whole_graph_seconds(const models::Graph& g, const TimingOptions& timing,
+                                   const ReplayDevice& device = cpu_replay_device());
 
 // One row of the report.
 struct CandidateRow {
@@ -119,8 +124,9 @@ GraphCheckReport summarize_candidates(std::vector<CandidateRow> rows, std::size_
 struct CandidateCheckOptions {
   TimingOptions timing{.warmup = 2, .repeat = 10, .seed = 0};
   int repeat = 3;
-  double tolerance = 1e-3;                    // check_equivalent's
-  std::function<void(std::string_view)> log;  // progress lines (may be empty)
+  double tolerance = 1e-3;                            // check_equivalent's
+  const ReplayDevice* device = &cpu_replay_device();  // where the candidates are replayed and timed
+  std::function<void(std::string_view)> log;          // progress lines (may be empty)
 };
 
 // What `strata validate graphs` and the cpu-validation experiment kind do with a candidate set: every

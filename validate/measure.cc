@@ -15,21 +15,13 @@
 #include "util/error.h"
 #include "util/path.h"
 #include "util/subprocess.h"
+#include "validate/measure_backend.h"
 
 namespace strata::validate {
 namespace fs = std::filesystem;
 
 fs::path worker_path() {
-  const fs::path beside = util::executable_path().parent_path() / "strata-mpi-worker";
-  std::error_code ec;
-  if (fs::exists(beside, ec)) return beside;
-#ifdef STRATA_WORKER_BUILD_PATH
-  if (fs::exists(STRATA_WORKER_BUILD_PATH, ec)) return STRATA_WORKER_BUILD_PATH;
-#endif
-  throw util::InputError(
-      "strata-mpi-worker was not found beside strata: strata was built without Open MPI (install "
-      "libopenmpi-dev "
-      "and openmpi-bin, then configure and build again)");
+  return worker_path(find_measure_backend("mpi"));
 }
 
 std::vector<std::string> mpirun_command(const ClusterSpec& spec, const fs::path& worker,
@@ -110,7 +102,7 @@ PlanResult measure(const ClusterSpec& spec, const MeasurementPlan& plan, int tim
   return result_from_json(text.str(), result_file.string());
 }
 
-double simulate_case(const hw::Topology& topo, const PlanCase& c) {
+double simulate_case(const hw::Topology& topo, const PlanCase& c, std::string_view algorithm) {
   search::reduce::LoweredProgram program;
   for (const auto& s : c.steps) {
     search::reduce::LoweredStep step;
@@ -123,7 +115,7 @@ double simulate_case(const hw::Topology& topo, const PlanCase& c) {
     }
     program.steps.push_back(std::move(step));
   }
-  return search::reduce::simulate_lowered(topo, program, "openmpi");
+  return search::reduce::simulate_lowered(topo, program, algorithm);
 }
 
 }  // namespace strata::validate

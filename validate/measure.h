@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "hw/topology.h"
@@ -12,8 +13,8 @@
 
 namespace strata::validate {
 
-// The MPI worker program: beside the running program (installed bin/, or the build tree's experiments/),
-// else the build tree's copy. Throws InputError when it was not built (no Open MPI at configure time).
+// The MPI worker program (validate/measure_backend.h's worker_path of backend mpi). Throws InputError when it
+// was not built (no Open MPI at configure time).
 std::filesystem::path worker_path();
 
 // The mpirun command line that runs `plan_file` on the cluster: one rank per slot, nodes filled in order
@@ -30,8 +31,9 @@ std::vector<std::string> mpirun_command(const ClusterSpec& spec, const std::file
 // util::InputError with the command and mpirun's output when the run fails or times out.
 PlanResult measure(const ClusterSpec& spec, const MeasurementPlan& plan, int timeout_seconds = 900);
 
-// The simulated time of a case on `topo` with Open MPI's schedules (collective algorithm "openmpi"); MPI
-// rank r is device r of the topology.
-double simulate_case(const hw::Topology& topo, const PlanCase& c);
+// The simulated time of a case on `topo` with Open MPI's schedules (collective algorithm "openmpi") or the
+// registered algorithm `algorithm` (validate/measure_backend.h's simulated_algorithm); MPI rank r is device r
+// of the topology.
+double simulate_case(const hw::Topology& topo, const PlanCase& c, std::string_view algorithm = "openmpi");
 
 }  // namespace strata::validate

@@ -167,9 +167,11 @@ MeasurementPlan plan_from_json(std::string_view text, std::string_view source) {
 
 std::string result_to_json(const PlanResult& result) {
   json cases = json::array();
-  for (const auto& c : result.cases)
-    cases.push_back(
-        {{"name", c.name}, {"seconds", c.seconds}, {"rank_median_seconds", c.rank_median_seconds}});
+  for (const auto& c : result.cases) {
+    json jc{{"name", c.name}, {"seconds", c.seconds}, {"rank_median_seconds", c.rank_median_seconds}};
+    if (c.wrong >= 0) jc["wrong"] = c.wrong;
+    cases.push_back(std::move(jc));
+  }
   return json{{"ranks", result.ranks}, {"library", result.library}, {"cases", cases}}.dump(1);
 }
 
@@ -186,6 +188,7 @@ PlanResult result_from_json(std::string_view text, std::string_view source) {
     c.name = field<std::string>(cases[i], "name", source, where);
     c.seconds = field<std::vector<double>>(cases[i], "seconds", source, where);
     c.rank_median_seconds = field<std::vector<double>>(cases[i], "rank_median_seconds", source, where);
+    if (cases[i].contains("wrong")) c.wrong = field<std::int64_t>(cases[i], "wrong", source, where);
     r.cases.push_back(std::move(c));
   }
   return r;

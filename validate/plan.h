@@ -51,10 +51,13 @@ struct CaseResult {
   std::string name;
   std::vector<double> seconds;              // per timed iteration: the slowest rank's time
   std::vector<double> rank_median_seconds;  // per rank: its median over the iterations
+  // Elements found wrong by the worker's correctness check, summed over ranks and calls (nccl-tests'
+  // #wrong); -1: not checked (the MPI worker does not check).
+  std::int64_t wrong = -1;
 };
 struct PlanResult {
   int ranks = 0;
-  std::string library;  // MPI_Get_library_version, first line
+  std::string library;  // MPI_Get_library_version, first line (the NCCL worker: NCCL's version too)
   std::vector<CaseResult> cases;
 };
 

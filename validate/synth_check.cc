@@ -55,11 +55,18 @@ RankingStats ranking_stats(const std::vector<SynthCandidate>& measured, double t
 }
 
 SynthCheck check_synth(const ClusterSpec& spec, const hw::Topology& topo, const SynthCheckRequest& request) {
+  return check_synth(spec.ranks(), topo, request, "openmpi",
+                     [&](const MeasurementPlan& plan) { return measure(spec, plan); });
+}
+
+SynthCheck check_synth(int ranks, const hw::Topology& topo, const SynthCheckRequest& request,
+                       std::string_view algorithm,
+                       const std::function<PlanResult(const MeasurementPlan&)>& measure) {
   rd::EvalConfig config;
   config.axes = request.axes;
   config.reduce_axes = request.reduce_axes;
   config.bytes_per_device = request.bytes;
-  config.algorithms = {"openmpi"};
+  config.algorithms = {std::string(algorithm)};
   config.synthesis.max_size = request.max_size;
   config.keep_all_programs = true;
   config.keep_lowered = true;
@@ -78,7 +85,7 @@ SynthCheck check_synth(const ClusterSpec& spec, const hw::Topology& topo, const 
       e.candidate.shape = prog.shape;
       e.plan = plan_case(prog.lowered, fmt::format("placement {} program {}", p, prog.index));
       // Predicted on exactly the work measured (sizes rounded to whole elements per rank).
-      e.candidate.predicted = simulate_case(topo, e.plan);
+      e.candidate.predicted = simulate_case(topo, e.plan, algorithm);
       all.push_back(std::move(e));
     }
   std::stable_sort(all.begin(), all.end(), [](const Entry& a, const Entry& b) {
@@ -98,14 +105,15 @@ SynthCheck check_synth(const ClusterSpec& spec, const hw::Topology& topo, const 
     std::sort(chosen.begin(), chosen.end());
   }
   MeasurementPlan plan;
-  plan.ranks = spec.ranks();
+  plan.ranks = ranks;
   plan.warmup = request.warmup;
   plan.iterations = request.iterations;
   for (std::size_t i : chosen) plan.cases.push_back(all[i].plan);
-  const PlanResult result = measure(spec, plan);
+  const PlanResult result = measure(plan);
   for (std::size_t k = 0; k < chosen.size(); ++k) {
     SynthCandidate c = all[chosen[k]].candidate;
     c.measured = spread_of(result.cases.at(k).seconds);
+    c.wrong = result.cases.at(k).wrong;
     check.measured.push_back(std::move(c));
   }
   check.tolerance = request.tolerance;

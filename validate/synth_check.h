@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "hw/topology.h"
@@ -30,11 +32,12 @@ struct SynthCheckRequest {
 };
 
 struct SynthCandidate {
-  std::string placement;  // matrix, e.g. [[2,2]]
-  std::string program;    // text form
-  std::string shape;      // e.g. ReduceScatter-AllReduce-AllGather
-  double predicted = 0;   // seconds
-  Spread measured;        // seconds
+  std::string placement;    // matrix, e.g. [[2,2]]
+  std::string program;      // text form
+  std::string shape;        // e.g. ReduceScatter-AllReduce-AllGather
+  double predicted = 0;     // seconds
+  Spread measured;          // seconds
+  std::int64_t wrong = -1;  // elements the worker's correctness check found wrong (-1: not checked)
 };
 
 struct RankingStats {
@@ -58,7 +61,14 @@ struct SynthCheck {
   double tolerance = 0;
 };
 
+// On the emulated cluster with Open MPI, simulated with Open MPI's schedules.
 SynthCheck check_synth(const ClusterSpec& spec, const hw::Topology& topo, const SynthCheckRequest& request);
+// The same with any way of measuring a plan of `ranks` ranks (e.g. measure_on_hosts with backend nccl: every
+// group of a lowered program its own NCCL communicator), programs synthesized and simulated with the
+// registered collective algorithm `algorithm`.
+SynthCheck check_synth(int ranks, const hw::Topology& topo, const SynthCheckRequest& request,
+                       std::string_view algorithm,
+                       const std::function<PlanResult(const MeasurementPlan&)>& measure);
 
 // Readable report: every measured candidate with predicted and measured times and ranks, then the statistics.
 std::string synth_report(const SynthCheck& check);

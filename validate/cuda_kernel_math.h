@@ -1,0 +1,81 @@
+// The per-element arithmetic of strata's CUDA kernels (validate/cuda_kernels.cu), as functions both nvcc
+// (device code) and the host compiler (tests/validate/cuda_plan_test.cc) compile: each kernel is a loop over
+// these, so running them over every index on the host checks what the kernels compute on machines without a
+// GPU. Only the launch geometry and the row normalisations' block reductions stay device-only.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "validate/cuda_kernels.h"
+
+#ifdef __CUDACC__
+#define STRATA_HOST_DEVICE __host__ __device__
+#else
+#define STRATA_HOST_DEVICE
+#endif
+
+namespace strata::validate::cuda {
+
+// The element offset of dense index `i` (row-major over the view's dims) under the view's strides.
+STRATA_HOST_DEVICE inline std::int64_t offset_of(const StridedView& v, std::int64_t i) {
+  std::int64_t off = 0;
+  for (int d = v.rank - 1; d >= 0; --d) {
+    const std::int64_t extent = v.dims[d];
+    off += (i % extent) * v.strides[d];
+    i /= extent;
+  }
+  return off;
+}
+
+STRATA_HOST_DEVICE inline float apply_unary(UnaryOp op, float x) {
+  switch (op) {
+    case UnaryOp::kRelu:
+      return x > 0.0f ? x : 0.0f;
+    case UnaryOp::kSigmoid:
+      return 1.0f / (1.0f + expf(-x));
+    case UnaryOp::kTanh:
+      return tanhf(x);
+    case UnaryOp::kGelu:  // exact erf form, as the reference (models/ops/activations.h)
+      return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    case UnaryOp::kSilu:
+      return x / (1.0f + expf(-x));
+    case UnaryOp::kRsqrt:
+      return 1.0f / sqrtf(x);
+  }
+  return x;
+}
+
+STRATA_HOST_DEVICE inline float apply_binary(BinaryOp op, float x, float y) {
+  return op == BinaryOp::kAdd ? x + y : op == BinaryOp::kSub ? x - y : x * y;
+}
+
+// Output element i of launch_binary.
+STRATA_HOST_DEVICE inline void binary_at(BinaryOp op, const StridedView& a, const float* pa,
+                                         const StridedView& b, const float* pb, const StridedView& out,
+                                         float* py, std::int64_t i) {
+  py[offset_of(out, i)] = apply_binary(op, pa[offset_of(a, i)], pb[offset_of(b, i)]);
+}
+
+// Element i of launch_copy.
+STRATA_HOST_DEVICE inline void copy_at(const StridedView& src, const float* ps, const StridedView& dst,
+                                       float* pd, std::int64_t i) {
+  pd[offset_of(dst, i)] = ps[offset_of(src, i)];
+}
+
+// Output element j of launch_reduce (`count` reduced elements).
+STRATA_HOST_DEVICE inline void reduce_at(const StridedView& kept, const StridedView& reduced, bool mean,
+                                         const float* x, float* y, std::int64_t j, std::int64_t count) {
+  const float* base = x + offset_of(kept, j);
+  float sum = 0.0f;
+  for (std::int64_t r = 0; r < count; ++r) sum += base[offset_of(reduced, r)];
+  y[j] = mean ? sum / static_cast<float>(count) : sum;
+}
+
+// Element i of a normalised row, given the row's mean (0 for rmsnorm) and reciprocal standard deviation.
+STRATA_HOST_DEVICE inline float normalise(float x, float mean, float rstd, const float* gamma,
+                                          const float* beta, std::int64_t i) {
+  return (x - mean) * rstd * gamma[i] + (beta ? beta[i] : 0.0f);
+}
+
+}  // namespace strata::validate::cuda

@@ -1,0 +1,52 @@
+#include "validate/replay_device.h"
+
+#include <array>
+
+#include <fmt/format.h>
+
+#include "util/error.h"
+#include "validate/cuda_replay.h"
+
+namespace strata::validate {
+namespace {
+
+std::string cpu_unavailable() {
+  return onednn_available() ? std::string() : std::string(kOneDnnMissing);
+}
+std::string cpu_description() {
+  return fmt::format("{} ({})", onednn_description(), omp_threads_note());
+}
+std::string cpu_profile_device() {
+  return std::string(kHostCpuDevice);
+}
+CpuProfile cuda_profile(const models::Graph& g, const TimingOptions& t, std::string_view device) {
+  return profile_on_cuda(g, t, device);
+}
+
+// The registry: the one place that lists the devices.
+const std::array<ReplayDevice, 2> kDevices{
+    ReplayDevice{"cpu", "oneDNN", "oneDNN", "the host CPU", "configs/validate/host-cpu.yaml", cpu_unavailable,
+                 cpu_description, cpu_profile_device, replay_on_cpu, time_node, time_graph, profile_on_cpu},
+    ReplayDevice{"cuda", "cuBLAS/cuDNN", "CUDA", "the GPU", "", cuda_unavailable_reason, cuda_description,
+                 cuda_device_name, replay_on_cuda, time_node_cuda, time_graph_cuda, cuda_profile},
+};
+
+}  // namespace
+
+std::string replay_device_names() {
+  std::string out;
+  for (const auto& d : kDevices) out += fmt::format("{}{}", out.empty() ? "" : ", ", d.name);
+  return out;
+}
+
+const ReplayDevice& find_replay_device(std::string_view name) {
+  for (const auto& d : kDevices)
+    if (d.name == name) return d;
+  throw util::InputError(fmt::format("--device '{}': expected one of {}", name, replay_device_names()));
+}
+
+const ReplayDevice& cpu_replay_device() {
+  return kDevices[0];
+}
+
+}  // namespace strata::validate
