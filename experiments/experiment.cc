@@ -24,8 +24,8 @@
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/interrupt.h"
-#include "util/subprocess.h"
 #include "util/path.h"
+#include "util/subprocess.h"
 
 extern char** environ;
 
@@ -163,6 +163,23 @@ std::string ExperimentFile::resolve_path(const YamlReader& field) const {
                     written, path_, fs::absolute(resolved, ec).string()));
   record_input({resolved.string(), false, ""});
   return resolved.string();
+}
+
+std::string ExperimentFile::model_reference(const YamlReader& field) const {
+  if (field.is_map()) {
+    if (field.size() == 0)
+      throw field.error("expected transformer keys, e.g. {layers: 24, hidden: 2048, ...}");
+    std::string ref = "transformer:";
+    for (const auto& kv : field.node()) {
+      const auto key = kv.first.as<std::string>();
+      ref += fmt::format("{}{}={}", ref.back() == ':' ? "" : ",", key, field.at(key).as_string());
+    }
+    return ref;
+  }
+  const std::string text = field.as_string();
+  const bool file = text.ends_with(".yaml") || text.ends_with(".yml") || text.ends_with(".onnx") ||
+                    text.find('/') != std::string::npos;
+  return file ? resolve_path(field) : text;
 }
 
 hw::Topology ExperimentFile::load_system(const YamlReader& field, std::optional<int> nodes) const {
@@ -303,7 +320,8 @@ bool run_plot_script(const std::string& script, const std::vector<std::string>& 
   argv_text.insert(argv_text.end(), args.begin(), args.end());
   // Ctrl-C or kill while plotting stops strata too (util::run_process), instead of being reported as a
   // missing matplotlib; the staging folder is removed and the previous results stay in place.
-  if (util::run_process(argv_text, util::ProcessOptions{.capture = false, .stdin_text = {}}).ok()) return true;
+  if (util::run_process(argv_text, util::ProcessOptions{.capture = false, .stdin_text = {}}).ok())
+    return true;
   std::cerr << "warning: plotting failed (needs /usr/bin/python3 with matplotlib); CSV and summary are "
                "written\n";
   return false;
@@ -342,9 +360,10 @@ std::string run_experiment(const std::string& path, const RunOptions& options) {
   const ExperimentFile file = ExperimentFile::load(path);
   if (has_sweep(file)) return run_sweep(file, options).folder;
   if (const MpiLaunch launch = mpi_launch(); launch.launched && launch.size != 1)
-    throw ConfigError(fmt::format("{}: only the points of a sweep (a `sweep:` section) are shared between MPI "
-                                  "ranks; this {} experiment is one run: start it without mpirun",
-                                  path, file.kind()));
+    throw ConfigError(
+        fmt::format("{}: only the points of a sweep (a `sweep:` section) are shared between MPI "
+                    "ranks; this {} experiment is one run: start it without mpirun",
+                    path, file.kind()));
   // The whole file is validated (and its hardware files loaded) before anything runs or is written.
   const auto run_and_report = find_experiment_kind(file.kind())->parse(file);
   ResultsDir out(fs::path(options.output_root) / file.name());

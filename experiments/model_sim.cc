@@ -67,10 +67,8 @@ ModelEntry read_model(const ExperimentFile& file, const Config& c, const YamlRea
   m.expect_map({"model", "batch", "seq", "dims", "label"});
   const YamlReader field = m.at("model");
   ModelEntry e;
-  const std::string text = field.as_string();
-  const bool is_file = text.ends_with(".yaml") || text.ends_with(".yml") || text.ends_with(".onnx") ||
-                       text.find('/') != std::string::npos;
-  e.ref = is_file ? file.resolve_path(field) : text;
+  e.ref = file.model_reference(field);
+  const std::string text = field.is_map() ? e.ref : field.as_string();
   zoo::ModelRefOptions mo;
   if (auto b = m.maybe("batch")) e.batch = mo.batch = b->as_int_in(1, kMaxModelDim);
   if (auto s = m.maybe("seq")) e.seq = mo.seq = s->as_int_in(1, kMaxModelDim);

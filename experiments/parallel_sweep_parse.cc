@@ -21,13 +21,13 @@ namespace zoo = models::zoo;
 constexpr long long kMaxBatch = 1LL << 30;  // the CLI's --global-batch bound (experiments/cli_parallel.cc)
 constexpr int kMaxDegree = 1 << 16;
 
-// The model: a decoder of the zoo, transformer:key=value,... or a model YAML relative to the experiment file.
-// Zoo decoders are simulated with fused attention, as Megatron-LM trains them (the same rule as
-// `strata parallelize --model`, docs/parallel.md).
+// The model: a decoder of the zoo, transformer:key=value,..., a mapping of transformer keys or a model YAML
+// relative to the experiment file (ExperimentFile::model_reference). Zoo decoders are simulated with fused
+// attention, as Megatron-LM trains them (the same rule as `strata parallelize --model`, docs/parallel.md).
 zoo::TransformerSpec read_model(const ExperimentFile& file, const YamlReader& field) {
-  const std::string text = field.as_string();
+  const std::string ref = file.model_reference(field);  // names file, line and field if a file is missing
+  const std::string text = field.is_map() ? ref : field.as_string();
   const bool yaml = text.ends_with(".yaml") || text.ends_with(".yml");
-  const std::string ref = yaml ? file.resolve_path(field) : text;  // names file, line and field if missing
   std::optional<zoo::TransformerSpec> spec;
   try {
     spec = zoo::training_transformer(zoo::resolve_model_ref(ref));
@@ -232,8 +232,8 @@ Config parse(const ExperimentFile& file) {
   x.name = file.name();
   x.description = file.description();
   const YamlReader model = root.at("model");
-  x.model_text = model.as_string();
   x.spec = read_model(file, model);
+  x.model_text = model.is_map() ? zoo::format_transformer_spec(x.spec) : model.as_string();
   if (auto seq = root.maybe("seq")) {
     x.spec.seq = seq->as_int_in(1, 1LL << 20);  // the CLI's --seq bound
     if (auto problem = zoo::check_spec(x.spec))

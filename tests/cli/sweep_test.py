@@ -184,6 +184,42 @@ class SweepInterrupted(unittest.TestCase):
             self.assertIn(f"8 points: {len(kept)} in the store, {8 - len(kept)} to compute", r.stdout)
 
 
+class SweepModelKeys(unittest.TestCase):
+    """A model written as a mapping of transformer keys: a sweep varies one key (`model.layers`)."""
+
+    def test_layers_axis(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = write(os.path.join(d, "m.yaml"), f"""experiment: m
+kind: parallel-sweep
+model: {{layers: 24, hidden: 2048, heads: 16, vocab: 32000, seq: 1024}}
+hw: {os.path.join(SOURCE, "configs/hw/dgx-h100.yaml")}
+nodes: [1]
+global_batch: 16
+families: [megatron]
+sweep:
+  axes: {{model.layers: [12, 24, 48]}}
+  plot: {{metric: step_s}}
+""")
+            r = strata("run", path, "--output", d, "--no-plots")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            steps = {}
+            for row in tidy_rows(os.path.join(d, "m")):
+                if row["metric"] == "step_s":
+                    steps[int(row["model.layers"])] = float(row["value"])
+            # Megatron's plan for 8 GPUs keeps every layer on every pipeline-free GPU: the layers' compute and
+            # TP all-reduces grow linearly with the layer count, embedding and head do not, so doubling the
+            # layers costs a little less than twice the step.
+            for few, many in ((12, 24), (24, 48)):
+                self.assertGreater(steps[many] / steps[few], 1.8)
+                self.assertLess(steps[many] / steps[few], 2.0)
+            # The summary names the model by its keys, with the point's layer count.
+            self.assertIn("layers=48", read(os.path.join(d, "m", "points", "2", "summary.md")))
+            bad = write(os.path.join(d, "b.yaml"), read(path).replace("layers: 24", "layerz: 24").split("sweep:")[0])
+            r = strata("run", "--check", bad)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("b.yaml:3:8: model: transformer spec: unknown key 'layerz'", r.stderr)
+
+
 class SweepErrors(unittest.TestCase):
     def check(self, sweep, expected, hw=None):
         """Runs, checks and dry-runs a file with `sweep` in place of LONG's: exit status 2, the message, nothing
