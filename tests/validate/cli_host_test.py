@@ -56,8 +56,9 @@ with tempfile.TemporaryDirectory() as tmp:
     printed_f32 = number(r"peak f32\s+([\d.]+) GFLOP/s", out)
     printed_triad = number(r"STREAM triad\s+([\d.]+) GB/s", out)
     yaml_f32 = re.search(r"fp32: ([\d.e+]+) (GFLOPS|TFLOPS)", yaml)
-    yaml_bw = re.search(r"hbm_bandwidth: ([\d.e+]+) (GB/s|TB/s)", yaml)
-    bw = float(yaml_bw.group(1)) * (1 if yaml_bw.group(2) == "GB/s" else 1e3) if yaml_bw else None
+    # The file writes the unit that keeps the number readable: MB/s below 1 GB/s (a sanitized build's triad).
+    yaml_bw = re.search(r"hbm_bandwidth: ([\d.e+]+) (MB/s|GB/s|TB/s)", yaml)
+    bw = float(yaml_bw.group(1)) * {"MB/s": 1e-3, "GB/s": 1, "TB/s": 1e3}[yaml_bw.group(2)] if yaml_bw else None
     if not (printed_f32 and printed_triad and yaml_f32 and yaml_bw):
         failures.append(f"figures missing: {out!r} {yaml!r}")
     else:
@@ -67,7 +68,7 @@ with tempfile.TemporaryDirectory() as tmp:
     if "launch_overhead:" not in yaml or "model: host-cpu" not in yaml:
         failures.append(f"gpu entry incomplete: {yaml!r}")
     # The cache level: at least the last-level cache sysfs lists for cpu0, at a bandwidth above memory's.
-    cache = re.search(r"cache: \{capacity: (\d+) (MiB|KiB|B), bandwidth: ([\d.e+]+) (GB/s|TB/s)\}", yaml)
+    cache = re.search(r"cache: \{capacity: (\d+) (MiB|KiB|B), bandwidth: ([\d.e+]+) (MB/s|GB/s|TB/s)\}", yaml)
     levels = []
     base = "/sys/devices/system/cpu/cpu0/cache"
     if os.path.isdir(base):
@@ -85,7 +86,7 @@ with tempfile.TemporaryDirectory() as tmp:
                 failures.append(f"no cache level in the YAML, and the report does not say why: {yaml!r}")
         else:
             capacity = int(cache.group(1)) * {"MiB": 2**20, "KiB": 2**10, "B": 1}[cache.group(2)]
-            cache_bw = float(cache.group(3)) * (1 if cache.group(4) == "GB/s" else 1e3)
+            cache_bw = float(cache.group(3)) * {"MB/s": 1e-3, "GB/s": 1, "TB/s": 1e3}[cache.group(4)]
             # The effective capacity is one of the curve's working sets (192 KiB x 2^k) within the last-level
             # cache strata sized the curve by: the larger of sysfs's and glibc's (getconf) figures.
             try:
