@@ -30,6 +30,7 @@
 #include "util/atomic_file.h"
 #include "util/lsan_mpi.h"
 #include "validate/collective_check.h"
+#include "validate/mpi_worker_main.h"
 #include "validate/plan.h"
 
 namespace {
@@ -268,16 +269,5 @@ extern "C" const char* __lsan_default_suppressions() {
 }
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int status = 0;
-  try {
-    status = run(argc, argv);
-  } catch (const std::exception& e) {
-    int me = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    std::cerr << "strata-nccl-worker (rank " << me << "): " << e.what() << "\n";
-    MPI_Abort(MPI_COMM_WORLD, 2);
-  }
-  MPI_Finalize();
-  return status;
+  return strata::validate::mpi_worker_main(argc, argv, "strata-nccl-worker", run);
 }
