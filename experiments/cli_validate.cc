@@ -151,6 +151,24 @@ void add_calibrate_command(CLI::App& validate) {
 }
 
 // The table and mean errors of `validate collectives`.
+// The options that choose where `validate collectives` and `validate synth` measure: the library
+// (validate/measure_backend.h), the emulated cluster (mpi) or the GPU ranks and the system that simulates
+// them (nccl). `nccl_note` ends the --backend help.
+template <class Options>
+void add_backend_options(CLI::App& cmd, Options& o, std::string_view nccl_note) {
+  cmd.add_option(
+         "--backend", o.backend,
+         fmt::format("Measuring library: {} (mpi: Open MPI on --cluster; nccl: NCCL, one rank per GPU, "
+                     "--np ranks under mpirun{})",
+                     v::measure_backend_names(), nccl_note))
+      ->capture_default_str();
+  cmd.add_option("--cluster", o.cluster, "The system file written by `cluster up` (after `calibrate`; mpi)");
+  add_int_option(cmd, "--np", o.np, {1, 1 << 20}, "Ranks, one per GPU (nccl)", false);
+  cmd.add_option("--hosts", o.hosts, "mpirun --host list, e.g. node1:8,node2:8 (nccl; default this machine)");
+  cmd.add_option("--hw", o.hw, "System YAML that simulates the ranks, rank r on its GPU r (nccl)");
+  cmd.add_option("--algo", o.algo, "Simulated collective algorithm (nccl; default ring)");
+}
+
 void print_collectives(const MeasureOptions& o, sim::CollectiveOp op, int n, const std::string& title,
                        const std::vector<v::CollectiveCheck>& rows) {
   std::cout << title;
@@ -247,19 +265,7 @@ void add_collectives_command(CLI::App& validate) {
                                       "strata models; or NCCL on GPUs with --backend nccl) and print it "
                                       "beside the simulated time in nccl-tests'\n"
                                       "columns, with the error per size");
-  cmd->add_option(
-         "--backend", o->backend,
-         fmt::format("Measuring library: {} (mpi: Open MPI on --cluster; nccl: NCCL, one rank per GPU, "
-                     "--np ranks under mpirun)",
-                     v::measure_backend_names()))
-      ->capture_default_str();
-  cmd->add_option("--cluster", o->cluster,
-                  "The system file written by `cluster up` (after `calibrate`; mpi)");
-  add_int_option(*cmd, "--np", o->np, {1, 1 << 20}, "Ranks, one per GPU (nccl)", false);
-  cmd->add_option("--hosts", o->hosts,
-                  "mpirun --host list, e.g. node1:8,node2:8 (nccl; default this machine)");
-  cmd->add_option("--hw", o->hw, "System YAML that simulates the ranks, rank r on its GPU r (nccl)");
-  cmd->add_option("--algo", o->algo, "Simulated collective algorithm (nccl; default ring)");
+  add_backend_options(*cmd, *o, "");
   cmd->add_option("--op", o->op, std::string("Collective: ") + std::string(sim::kOpNames))
       ->capture_default_str();
   cmd->add_option("--sizes", o->sizes, "MIN:MAX[:FACTOR] as nccl-tests' -b/-e/-f")->capture_default_str();
@@ -356,19 +362,7 @@ void add_validate_synth_command(CLI::App& validate) {
                               "file, simulated with Open MPI's schedules) on the cluster and report how well "
                               "the simulator ranked them:\n"
                               "top-1/5/10 accuracy, Spearman, regret of its pick, error of its times");
-  cmd->add_option(
-         "--backend", o->backend,
-         fmt::format("Measuring library: {} (mpi: Open MPI on --cluster; nccl: NCCL, one rank per GPU, "
-                     "--np ranks under mpirun, one communicator per group by ncclCommSplit)",
-                     v::measure_backend_names()))
-      ->capture_default_str();
-  cmd->add_option("--cluster", o->cluster,
-                  "The system file written by `cluster up` (after `calibrate`; mpi)");
-  add_int_option(*cmd, "--np", o->np, {1, 1 << 20}, "Ranks, one per GPU (nccl)", false);
-  cmd->add_option("--hosts", o->hosts,
-                  "mpirun --host list, e.g. node1:8,node2:8 (nccl; default this machine)");
-  cmd->add_option("--hw", o->hw, "System YAML that simulates the ranks, rank r on its GPU r (nccl)");
-  cmd->add_option("--algo", o->algo, "Simulated collective algorithm (nccl; default ring)");
+  add_backend_options(*cmd, *o, ", one communicator per group by ncclCommSplit");
   cmd->add_option("--axes", o->axes, "Parallelism axis sizes, multiplying to the rank count, e.g. 2,2")
       ->required();
   cmd->add_option("--reduce", o->reduce, "Reduction axes (indices into --axes), e.g. 0 or 0,1")
