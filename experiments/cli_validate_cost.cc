@@ -1,22 +1,24 @@
 // strata validate calibrate-cost: the cost model's efficiency curves fitted on microbenchmarks timed on this
-// machine's CPU (validate/cost_calibration.h, docs/validate.md §11), written for `--cost-params`.
+// machine's CPU or GPU (validate/cost_calibration.h, docs/validate.md §11), written for `--cost-params`.
 #include <iostream>
 
 #include <fmt/format.h>
 
 #include "experiments/cli.h"
 #include "experiments/cli_options.h"
+#include "experiments/cli_validate_replay.h"
 #include "hw/config_error.h"
 #include "hw/system_loader.h"
 #include "hw/units.h"
 #include "util/atomic_file.h"
+#include "util/path.h"
 #include "validate/cost_calibration.h"
 
 namespace strata::cli {
 namespace {
 
 struct CalibrateCostOptions {
-  std::string hw = "configs/validate/host-cpu.yaml", output, points_csv;
+  std::string hw, output, points_csv, device = "cpu";
   bool quick = false;
   int repeat = 20, warmup = 3, min_points = 4;
   double target_seconds = 0.2;
@@ -36,20 +38,23 @@ std::string points_csv(const std::vector<validate::CalibrationPoint>& points, co
 void run_calibrate_cost(const CalibrateCostOptions& o) {
   util::check_output_path(o.output);
   if (!o.points_csv.empty()) util::check_output_path(o.points_csv);
-  if (!validate::onednn_available()) throw std::runtime_error(validate::onednn_description());
-  const auto topo = hw::load_system(o.hw);
+  const auto& device = replay_device(o.device, "validate calibrate-cost");
+  if (o.hw.empty() && device.system_file.empty())
+    throw ConfigError(fmt::format(
+        "validate calibrate-cost --device {}: give --hw, a system whose gpu is the GPU measured (e.g. "
+        "configs/hw/dgx-h100.yaml): its peak FLOP/s and bandwidth are what the curves are fitted against",
+        device.name));
+  const std::string hw = o.hw.empty() ? util::find_data_file(device.system_file).string() : o.hw;
+  const auto topo = hw::load_system(hw);
   const auto& gpu = topo.gpu();
-  if (gpu.name != validate::kHostCpuDevice)
-    throw ConfigError(
-        fmt::format("--hw {}: its GPU is '{}'; the CPU microbenchmarks calibrate the device "
-                    "'{}' (a system file with gpu: host-cpu, e.g. from strata validate host)",
-                    o.hw, gpu.name, validate::kHostCpuDevice));
+  if (auto why = validate::pricing_mismatch(device, gpu, "--hw " + hw); !why.empty())
+    throw ConfigError(why);
   const auto suite = validate::calibration_suite(o.quick);
-  const std::string threads = validate::omp_threads_note();
-  std::cerr << fmt::format(
-      "timing {} microbenchmarks on the CPU with {} ({}); device {} of {}: {} fp32, {}\n", suite.size(),
-      validate::onednn_description(), threads, gpu.name, o.hw,
-      fmt::format("{:.1f} GFLOP/s", gpu.peak_fp32 / 1e9), units::format_bandwidth(gpu.hbm_bandwidth));
+  const std::string where = device.description();
+  std::cerr << fmt::format("timing {} microbenchmarks on {} with {}; device {} of {}: {} fp32, {}\n",
+                           suite.size(), device.where, where, gpu.name, hw,
+                           fmt::format("{:.1f} GFLOP/s", gpu.peak_fp32 / 1e9),
+                           units::format_bandwidth(gpu.hbm_bandwidth));
   validate::MeasureOptions mo;
   mo.timing = {.warmup = o.warmup, .repeat = o.repeat, .seed = static_cast<std::uint64_t>(o.seed)};
   mo.target_seconds = o.target_seconds;
@@ -57,7 +62,7 @@ void run_calibrate_cost(const CalibrateCostOptions& o) {
     std::cerr << fmt::format("[{:>3}/{}] {:<44} {}\n", done, total, p.label,
                              units::format_duration(p.measured));
   };
-  const auto points = validate::measure_suite(suite, mo);
+  const auto points = validate::measure_suite(suite, mo, device);
   auto result = validate::fit_cost_params(points, gpu, o.min_points);
 
   std::cout << fmt::format("{:<16} {:>6} {:>10} {:>10} {:>10}   {}\n", "fitted", "points", "prior", "fitted",
@@ -71,10 +76,10 @@ void run_calibrate_cost(const CalibrateCostOptions& o) {
   std::cout << "(median and worst |predicted/measured - 1| over each family's microbenchmarks)\n";
 
   result.params.fit.update({{"command", "strata validate calibrate-cost"},
-                            {"system", o.hw},
+                            {"system", hw},
                             {"quick", o.quick},
-                            {"onednn", validate::onednn_description()},
-                            {"threads", threads}});
+                            {"replay_device", std::string(device.name)},
+                            {"kernels", where}});
   models::save_cost_params(o.output, result.params);
   if (!o.points_csv.empty())
     util::write_file_atomically(
@@ -82,7 +87,7 @@ void run_calibrate_cost(const CalibrateCostOptions& o) {
   std::cout << fmt::format(
       "wrote {}; use it with --cost-params {} --hw {} (model sim, optimize, validate "
       "graphs, validate profile)\n",
-      o.output, o.output, o.hw);
+      o.output, o.output, hw);
 }
 
 }  // namespace
@@ -92,11 +97,13 @@ void add_validate_calibrate_cost_command(CLI::App& validate) {
   auto* cmd = validate.add_subcommand(
       "calibrate-cost",
       "Fit the cost model's efficiency curves (per operator and per operator kind) to microbenchmarks timed\n"
-      "on this machine's CPU with oneDNN: synthetic shapes, never the models it is then checked on");
+      "on this machine's CPU with oneDNN or its GPU with cuBLAS/cuDNN: synthetic shapes, never the models it\n"
+      "is then checked on");
+  add_replay_device_option(*cmd, o->device);
   cmd->add_option("--hw", o->hw,
-                  "System YAML of the device being calibrated (gpu: host-cpu; its peak FLOP/s and bandwidth, "
-                  "ideally measured by `strata validate host`)")
-      ->capture_default_str();
+                  "System YAML of the device being calibrated: --device cpu: gpu: host-cpu, its peak FLOP/s and "
+                  "bandwidth ideally measured by `strata validate host` (default configs/validate/host-cpu.yaml); "
+                  "--device cuda: a system whose gpu is the GPU measured (required)");
   cmd->add_flag("--quick", o->quick, "About a tenth of the microbenchmarks (tests, CI)");
   add_int_option(*cmd, "--repeat", o->repeat, {3, 100000},
                  "Most timed runs per microbenchmark (median kept)");

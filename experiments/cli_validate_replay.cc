@@ -13,14 +13,22 @@ void add_replay_model_options(CLI::App& cmd, ReplayModelOptions& o) {
   cmd.add_option("--model", o.model, "Zoo name, transformer:..., model YAML or ONNX file")->required();
   add_int_option(cmd, "--batch", o.batch, {0, kMaxModelDim}, "Batch size (0: the model's default)");
   add_int_option(cmd, "--seq", o.seq, {0, kMaxModelDim}, "Sequence length (0: the model's default)");
-  cmd.add_option("--device", o.device,
+  add_replay_device_option(cmd, o.device);
+}
+
+void add_replay_device_option(CLI::App& cmd, std::string& device) {
+  cmd.add_option("--device", device,
                  fmt::format("Where the kernels run: {} (cpu: oneDNN; cuda: cuBLAS/cuDNN on GPU 0)",
                              validate::replay_device_names()))
       ->capture_default_str();
 }
 
 const validate::ReplayDevice& replay_device(const ReplayModelOptions& o, std::string_view command) {
-  const auto& device = validate::find_replay_device(o.device);
+  return replay_device(o.device, command);
+}
+
+const validate::ReplayDevice& replay_device(std::string_view name, std::string_view command) {
+  const auto& device = validate::find_replay_device(name);
   if (auto why = device.unavailable(); !why.empty())
     throw ConfigError(fmt::format("{} --device {}: {}", command, device.name, why));
   return device;

@@ -22,10 +22,14 @@ struct ReplayModelOptions {
 // --model, --batch, --seq, --device on `cmd`, stored in `o` (which must outlive parsing).
 void add_replay_model_options(CLI::App& cmd, ReplayModelOptions& o);
 
+// --device alone (the choices of validate/replay_device.h), stored in `device`.
+void add_replay_device_option(CLI::App& cmd, std::string& device);
+
 // The device named by --device; refuses an unknown one, and one this build or machine cannot replay on (cpu
 // without oneDNN; cuda built without CUDA or without a usable GPU: "no CUDA device (...)"), naming `command`
 // (e.g. "validate profile") in the error.
 const validate::ReplayDevice& replay_device(const ReplayModelOptions& o, std::string_view command);
+const validate::ReplayDevice& replay_device(std::string_view name, std::string_view command);
 
 // The model of --model, --batch, --seq, built in f32.
 models::Graph build_replay_model(const ReplayModelOptions& o);

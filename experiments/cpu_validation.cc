@@ -1,6 +1,8 @@
-// The `cpu-validation` experiment kind (configs/experiments/validate_cpu.yaml; docs/validate.md, "Validation
-// grids"): the cost model checked against this machine's CPU (oneDNN kernels) over a grid of models, what
-// `strata validate profile --hw`, `validate graphs` and `validate calibrate-cost` do one model at a time.
+// The `cpu-validation` and `gpu-validation` experiment kinds (configs/experiments/validate_cpu.yaml,
+// validate_gpu.yaml; docs/validate.md, "Validation grids"): the cost model checked against this machine's CPU
+// (oneDNN kernels) or GPU (cuBLAS/cuDNN, validate/replay_device.h) over a grid of models, what `strata validate
+// profile --hw`, `validate graphs` and `validate calibrate-cost` do one model at a time. The two kinds differ
+// only in the device they replay on.
 // Optionally calibrates the cost model first (microbenchmarks, never the models checked), then per model:
 // every distinct operator instance measured (profile_on_cpu) beside its predicted time, the whole graph
 // measured (time_graph) beside its predicted time, and optionally the graph optimizers' candidates ranked.
@@ -33,6 +35,7 @@
 #include "validate/cpu_replay.h"
 #include "validate/graph_check.h"
 #include "validate/host_bench.h"
+#include "validate/replay_device.h"
 #include "validate/stats.h"
 
 namespace strata::experiments {
@@ -62,7 +65,8 @@ struct GraphsConfig {
 };
 
 struct Config {
-  std::string name, description, hw_label, cost_params_label;
+  const v::ReplayDevice* device = &v::cpu_replay_device();
+  std::string kind, name, description, hw_label, cost_params_label;
   hw::GpuSpec gpu;
   models::CostParams
       params;  // from cost_params:, or the built-in priors (replaced by the fit when calibrating)
@@ -77,7 +81,7 @@ struct ModelResult {
   std::vector<v::OpError> ops;
   v::ErrorSummary errors;                          // over the distinct instances
   double whole_measured = 0, whole_predicted = 0;  // seconds, weight-only nodes folded
-  int onednn = 0, reference = 0, views = 0;
+  int fast = 0, reference = 0, views = 0;  // distinct instances on the device's library / the reference
   std::optional<v::GraphCheckReport> graphs;
 };
 
@@ -85,7 +89,7 @@ struct Results {
   models::CostParams params;
   std::vector<v::FamilyFit> fits;
   std::size_t microbenchmarks = 0;
-  std::string onednn, threads, cpu;
+  std::string kernels, threads, cpu;  // the device's libraries (device->description()), OMP threads, CPU
   std::vector<ModelResult> models;
 };
 
@@ -101,19 +105,20 @@ std::string pct(double share) {
 
 // ---------------------------------------------------------------------------------------------------- parse
 
+// hw: the system whose GPU entry prices the device: host-cpu for the CPU (default: strata's
+// configs/validate/host-cpu.yaml), a GPU of the catalogue for the GPU (required).
 hw::GpuSpec parse_hw(const ExperimentFile& file, Config& c) {
   const YamlReader& root = file.root();
   const auto h = root.maybe("hw");
-  c.hw_label = h ? h->as_string() : "configs/validate/host-cpu.yaml";
+  if (!h && c.device->system_file.empty())
+    throw root.error(fmt::format("expected hw: a system whose gpu is the GPU {} replays on (e.g. "
+                                 "../hw/dgx-h100.yaml): its peaks price the operators",
+                                 file.kind()));
+  c.hw_label = h ? h->as_string() : std::string(c.device->system_file);
   const hw::Topology topo =
       h ? file.load_system(*h) : hw::load_system(util::find_data_file(c.hw_label).string());
-  if (topo.gpu().name != v::kHostCpuDevice) {
-    const std::string msg = fmt::format(
-        "its GPU is '{}'; the CPU validation prices operators on the device '{}' (a system file with gpu: "
-        "host-cpu, e.g. from strata validate host)",
-        topo.gpu().name, v::kHostCpuDevice);
-    throw h ? h->error(msg) : root.error(msg);
-  }
+  if (auto why = v::pricing_mismatch(*c.device, topo.gpu(), "hw " + c.hw_label); !why.empty())
+    throw h ? h->error(why) : root.error(why);
   return topo.gpu();
 }
 
@@ -200,10 +205,12 @@ GraphsConfig parse_graphs(const ExperimentFile& file, const YamlReader& g) {
   return out;
 }
 
-Config parse(const ExperimentFile& file) {
+Config parse(const ExperimentFile& file, const v::ReplayDevice& device) {
   file.expect_keys({"hw", "cost_params", "calibrate", "models", "repeat", "warmup", "seed", "graphs"});
   const YamlReader& root = file.root();
   Config c;
+  c.device = &device;
+  c.kind = file.kind();
   c.name = file.name();
   c.description = file.description();
   c.gpu = parse_hw(file, c);
@@ -231,13 +238,14 @@ void calibrate(const Config& c, Results& r) {
     std::cerr << fmt::format("[calibrate {:>3}/{}] {:<44} {}\n", done, total, p.label,
                              units::format_duration(p.measured));
   };
-  const auto points = v::measure_suite(suite, mo);
+  const auto points = v::measure_suite(suite, mo, *c.device);
   auto fit = v::fit_cost_params(points, c.gpu);
-  fit.params.fit.update({{"command", "strata run (kind cpu-validation, calibrate)"},
+  fit.params.fit.update({{"command", fmt::format("strata run (kind {}, calibrate)", c.kind)},
                          {"experiment", c.name},
                          {"system", c.hw_label},
                          {"quick", c.calibrate == Calibrate::kQuick},
-                         {"onednn", r.onednn},
+                         {"replay_device", std::string(c.device->name)},
+                         {"kernels", r.kernels},
                          {"threads", r.threads}});
   r.params = std::move(fit.params);
   r.fits = std::move(fit.fits);
@@ -256,6 +264,7 @@ v::GraphCheckReport rank_candidates(const Config& c, const ModelEntry& m, const 
   v::CandidateCheckOptions check;
   check.timing = {.warmup = gc.warmup, .repeat = gc.node_repeat, .seed = c.seed};
   check.repeat = gc.repeat;
+  check.device = c.device;
   check.log = [&](std::string_view line) { std::cerr << fmt::format("[{}] {}\n", m.label, line); };
   auto report = v::check_candidates(set, cost, check);
   if (report.ranked != static_cast<int>(report.rows.size()))
@@ -267,10 +276,10 @@ v::GraphCheckReport rank_candidates(const Config& c, const ModelEntry& m, const 
 ModelResult check_model(const Config& c, const ModelEntry& m, const models::CostModel& cost) {
   ModelResult mr;
   const v::TimingOptions timing{.warmup = c.warmup, .repeat = c.repeat, .seed = c.seed};
-  const auto profile = v::profile_on_cpu(m.graph, timing);
+  const auto profile = c.device->profile(m.graph, timing, c.device->profile_device());
   mr.views = profile.view_nodes;
   for (const auto& op : profile.ops)
-    (op.timing.backend.backend == v::CpuBackend::kOneDnn ? mr.onednn : mr.reference) += 1;
+    (op.timing.backend.backend == v::CpuBackend::kReference ? mr.reference : mr.fast) += 1;
   mr.ops = v::compare_with_cost_model(m.graph, profile, cost);
   std::vector<double> predicted, measured;
   for (const auto& o : mr.ops) {
@@ -280,7 +289,7 @@ ModelResult check_model(const Config& c, const ModelEntry& m, const models::Cost
   mr.errors = v::error_summary(predicted, measured);
   std::cerr << fmt::format("[{}] {} distinct operator instances: median |error| {}; whole graph\n", m.label,
                            mr.ops.size(), pct(mr.errors.median_abs));
-  mr.whole_measured = v::measure_whole_graph_seconds(m.graph, timing);
+  mr.whole_measured = v::measure_whole_graph_seconds(m.graph, timing, *c.device);
   mr.whole_predicted = ss::graph_cost(m.graph, cost);
   std::cerr << fmt::format("[{}] whole graph measured {}, predicted {}\n", m.label,
                            units::format_duration(mr.whole_measured),
@@ -290,14 +299,16 @@ ModelResult check_model(const Config& c, const ModelEntry& m, const models::Cost
 }
 
 Results run(const Config& c) {
-  if (!v::onednn_available())  // refused before anything runs; `strata run --check` still checks the file
-    throw ConfigError(fmt::format("experiment {} (kind cpu-validation): {}", c.name, v::kOneDnnMissing));
+  // Refused before anything runs; `strata run --check` still checks the file.
+  if (auto why = c.device->unavailable(); !why.empty())
+    throw ConfigError(fmt::format("experiment {} (kind {}): {}", c.name, c.kind, why));
   Results r;
-  r.onednn = v::onednn_description();
+  r.kernels = c.device->description();
   r.threads = v::omp_threads_note();
   r.cpu = v::read_cpu_info().model;
-  std::cerr << fmt::format("[cpu-validation] {} models on {} ({}), {}, {}\n", c.models.size(),
-                           r.cpu.empty() ? "this CPU" : r.cpu, r.threads, r.onednn, c.cost_params_label);
+  std::cerr << fmt::format("[{}] {} models on {} (CPU {}, {}), {}\n", c.kind,
+                           c.models.size(), r.kernels, r.cpu.empty() ? "unknown" : r.cpu, r.threads,
+                           c.cost_params_label);
   r.params = c.params;
   if (c.calibrate != Calibrate::kNo) calibrate(c, r);
   const models::CostModel cost(c.gpu, r.params.roofline);
@@ -324,15 +335,15 @@ std::string ops_csv(const Config& c, const Results& r) {
 // The models table: models.csv and the summary's rows.
 std::string models_section(const Config& c, const Results& r, std::string& csv) {
   csv =
-      "model,target,distinct_ops,onednn_ops,reference_ops,views,median_abs_error,mean_abs_error,mean_error,"
+      "model,target,distinct_ops,library_ops,reference_ops,views,median_abs_error,mean_abs_error,mean_error,"
       "worst_abs_error,worst_op,whole_measured_ms,whole_predicted_ms,whole_error\n";
-  std::string md =
+  std::string md = fmt::format(
       "## Per model\n\nPer-operator |error| = |predicted / measured - 1| over the distinct operator "
-      "instances "
-      "(each timed alone, median); whole graph: one inference pass (weight-only nodes folded, views not "
-      "re-run) measured by `time_graph` against the cost model's graph time.\n\n"
-      "| model | distinct ops (oneDNN / reference) | median \\|error\\| | mean \\|error\\| | mean signed | "
-      "worst (op) | whole graph measured | predicted | error |\n|---|---|---|---|---|---|---|---|---|\n";
+      "instances (each timed alone, median); whole graph: one inference pass (weight-only nodes folded, "
+      "views not re-run) measured against the cost model's graph time.\n\n"
+      "| model | distinct ops ({} / reference) | median \\|error\\| | mean \\|error\\| | mean signed | "
+      "worst (op) | whole graph measured | predicted | error |\n|---|---|---|---|---|---|---|---|---|\n",
+      c.device->library);
   for (std::size_t i = 0; i < c.models.size(); ++i) {
     const auto& m = c.models[i];
     const auto& mr = r.models[i];
@@ -342,11 +353,11 @@ std::string models_section(const Config& c, const Results& r, std::string& csv) 
     const std::string worst_op = worst ? worst->op + " " + worst->node : "";
     const double whole_error = mr.whole_predicted / mr.whole_measured - 1;
     csv += fmt::format("{},{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{},{:.6f},{:.6f},{:.6f}\n",
-                       csv_field(m.label), m.target ? 1 : 0, mr.ops.size(), mr.onednn, mr.reference, mr.views,
+                       csv_field(m.label), m.target ? 1 : 0, mr.ops.size(), mr.fast, mr.reference, mr.views,
                        mr.errors.median_abs, mr.errors.mean_abs, mr.errors.mean, mr.errors.max_abs,
                        csv_field(worst_op), mr.whole_measured * 1e3, mr.whole_predicted * 1e3, whole_error);
     md += fmt::format("| {}{} | {} ({} / {}) | {} | {} | {:+.1f}% | {} ({}) | {} | {} | {:+.1f}% |\n",
-                      m.label, m.target ? " (target)" : "", mr.ops.size(), mr.onednn, mr.reference,
+                      m.label, m.target ? " (target)" : "", mr.ops.size(), mr.fast, mr.reference,
                       pct(mr.errors.median_abs), pct(mr.errors.mean_abs), 100 * mr.errors.mean,
                       pct(mr.errors.max_abs), worst_op, units::format_duration(mr.whole_measured),
                       units::format_duration(mr.whole_predicted), 100 * whole_error);
@@ -476,12 +487,11 @@ std::string calibration_section(const Results& r) {
 
 void report(const Config& c, const Results& r, ResultsDir& out, const RunOptions& options) {
   std::string md = fmt::format(
-      "# {}\n\n{}\n\nDevice: {} (CPU: {}), priced as `{}` from {} ({:.1f} GFLOP/s fp32, {}); {}; {}. Cost "
-      "parameters: {}. Each distinct operator instance and each whole-graph pass: {} warm-up + {} timed "
-      "runs, "
-      "median; seed {}.\n\n",
-      c.name, c.description, v::kHostCpuDevice, r.cpu.empty() ? "unknown" : r.cpu, c.gpu.name, c.hw_label,
-      c.gpu.peak_fp32 / 1e9, units::format_bandwidth(c.gpu.hbm_bandwidth), r.onednn, r.threads,
+      "# {}\n\n{}\n\nReplayed on {} with {} (host CPU: {}; {}), priced as `{}` from {} ({:.1f} GFLOP/s "
+      "fp32, {}). Cost parameters: {}. Each distinct operator instance and each whole-graph pass: {} "
+      "warm-up + {} timed runs, median; seed {}.\n\n",
+      c.name, c.description, c.device->where, r.kernels, r.cpu.empty() ? "unknown" : r.cpu, r.threads,
+      c.gpu.name, c.hw_label, c.gpu.peak_fp32 / 1e9, units::format_bandwidth(c.gpu.hbm_bandwidth),
       c.cost_params_label, c.warmup, c.repeat, c.seed);
   std::string models_csv;
   md += models_section(c, r, models_csv);
@@ -507,7 +517,14 @@ ExperimentKind cpu_validation_kind() {
   return make_kind<Config, Results>(
       "cpu-validation",
       "the cost model against operators, whole graphs and optimizer candidates measured on this CPU (oneDNN)",
-      parse, run, report);
+      [](const ExperimentFile& f) { return parse(f, v::cpu_replay_device()); }, run, report);
+}
+
+ExperimentKind gpu_validation_kind() {
+  return make_kind<Config, Results>(
+      "gpu-validation",
+      "as cpu-validation, measured on this machine's GPU 0 (cuBLAS/cuDNN; hw: the system of that GPU)",
+      [](const ExperimentFile& f) { return parse(f, v::find_replay_device("cuda")); }, run, report);
 }
 
 }  // namespace strata::experiments

@@ -10,6 +10,7 @@ ExperimentKind subst_optimizers_kind();     // subst_optimizers.cc
 ExperimentKind parallel_sweep_kind();       // parallel_sweep.cc
 ExperimentKind emulated_validation_kind();  // emulated_validation.cc
 ExperimentKind cpu_validation_kind();       // cpu_validation.cc
+ExperimentKind gpu_validation_kind();       // cpu_validation.cc (the same grid on the GPU)
 ExperimentKind model_sim_kind();            // model_sim.cc
 ExperimentKind llm_reproduction_kind();     // llm_reproduction.cc
 ExperimentKind subst_generation_kind();     // subst_generation.cc
@@ -18,7 +19,8 @@ const std::vector<ExperimentKind>& experiment_kinds() {
   static const std::vector<ExperimentKind> kinds{
       collective_sweep_kind(), p2_reproduction_kind(),     subst_optimizers_kind(),
       parallel_sweep_kind(),   emulated_validation_kind(), cpu_validation_kind(),
-      model_sim_kind(),        llm_reproduction_kind(),    subst_generation_kind(),
+      gpu_validation_kind(),   model_sim_kind(),           llm_reproduction_kind(),
+      subst_generation_kind(),
   };
   return kinds;
 }

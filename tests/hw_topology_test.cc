@@ -31,7 +31,7 @@ TEST(Presets, EveryPresetLoadsAndEveryGpuReachesEveryOther) {
           }
     }
   }
-  EXPECT_EQ(count, 7);
+  EXPECT_EQ(count, 8);
 }
 
 TEST(Presets, DgxH100HasPublishedNumbers) {
@@ -66,6 +66,20 @@ TEST(Presets, DgxB200HasPublishedNumbers) {
   EXPECT_NEAR(t.gpu().hbm_capacity, 180e9, 1);
   EXPECT_NEAR(t.gpu().hbm_bandwidth, 8000e9, 1);
   EXPECT_NEAR(t.gpu().peak_flops(DType::kBf16), 2250e12, 1);
+}
+
+TEST(Presets, DgxH200IsDgxH100WithTheH200sMemory) {
+  const Topology h200 = load_system(test::preset("dgx-h200.yaml"), LoadOptions{2});
+  const Topology h100 = load_system(test::preset("dgx-h100.yaml"), LoadOptions{2});
+  EXPECT_EQ(h200.num_gpus(), 16);
+  EXPECT_EQ(h200.nics_per_node(), 8);
+  EXPECT_TRUE(h200.nvls_capable());
+  EXPECT_EQ(h200.route_bandwidth(0, 1), h100.route_bandwidth(0, 1));  // same NVSwitch fabric
+  EXPECT_EQ(h200.route_bandwidth(0, 8), h100.route_bandwidth(0, 8));  // same NDR NICs
+  // NVIDIA DGX H200 datasheet: 141 GB HBM3e at 4.8 TB/s per GPU; the H100 SXM's dense bf16 989.4 TFLOP/s.
+  EXPECT_NEAR(h200.gpu().hbm_capacity, 141e9, 1);
+  EXPECT_NEAR(h200.gpu().hbm_bandwidth, 4800e9, 1);
+  EXPECT_NEAR(h200.gpu().peak_flops(DType::kBf16), 989.4e12, 1);
 }
 
 TEST(Presets, Dgx1HybridCubeMeshGivesSixLinksPerGpu) {

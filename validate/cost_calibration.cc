@@ -194,23 +194,24 @@ std::vector<Microbenchmark> calibration_suite(bool quick) {
 }
 
 std::vector<CalibrationPoint> measure_suite(const std::vector<Microbenchmark>& suite,
-                                            const MeasureOptions& o) {
+                                            const MeasureOptions& o, const ReplayDevice& device) {
+  if (const auto why = device.unavailable(); !why.empty()) throw std::runtime_error(why);
   std::vector<CalibrationPoint> points;
   for (const auto& m : suite) {
     const models::NodeId node = 0;
     // One untimed probe run decides how many repetitions fit the target time (at least 3).
     TimingOptions probe = o.timing;
     probe.repeat = 1;
-    const auto first = time_node(m.graph, node, probe);
+    const auto first = device.time_node(m.graph, node, probe);
     TimingOptions t = o.timing;
     if (first.median_seconds > 0)
       t.repeat = std::clamp(static_cast<int>(o.target_seconds / first.median_seconds), 3, o.timing.repeat);
-    const auto timing = time_node(m.graph, node, t);
-    if (timing.backend.backend != CpuBackend::kOneDnn)
+    const auto timing = device.time_node(m.graph, node, t);
+    if (timing.backend.backend == CpuBackend::kReference)
       throw std::runtime_error(
           fmt::format("microbenchmark '{}' ran on the reference kernel ({}): its time says "
-                      "nothing about oneDNN's kernels",
-                      m.label, timing.backend.detail));
+                      "nothing about {}'s kernels",
+                      m.label, timing.backend.detail, device.kernels));
     points.push_back({m.label, std::string(m.graph.node(node).op->name), m.graph, timing.median_seconds});
     if (o.progress) o.progress(points.size(), suite.size(), points.back());
   }

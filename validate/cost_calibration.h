@@ -21,6 +21,7 @@
 #include "models/cost/cost_params.h"
 #include "models/ir/graph.h"
 #include "validate/cpu_replay.h"
+#include "validate/replay_device.h"
 
 namespace strata::validate {
 
@@ -50,10 +51,12 @@ struct MeasureOptions {
   double target_seconds = 0.2;  // repetitions are reduced so one benchmark takes about this long (>= 3)
   std::function<void(std::size_t done, std::size_t total, const CalibrationPoint&)> progress;
 };
-// Times every microbenchmark on the CPU (oneDNN; throws without it). Benchmarks that fall back to the
-// reference kernel are an error: their time says nothing about the fast kernels the models run.
+// Times every microbenchmark on `device` (the CPU with oneDNN, or the GPU; throws where it cannot run).
+// Benchmarks that fall back to the reference kernel are an error: their time says nothing about the fast
+// kernels the models run.
 std::vector<CalibrationPoint> measure_suite(const std::vector<Microbenchmark>& suite,
-                                            const MeasureOptions& options);
+                                            const MeasureOptions& options,
+                                            const ReplayDevice& device = cpu_replay_device());
 
 // Result of a fit for one operator (or one kind: `op` is then the kind's name).
 struct FamilyFit {

@@ -25,9 +25,9 @@ CpuProfile cuda_profile(const models::Graph& g, const TimingOptions& t, std::str
 
 // The registry: the one place that lists the devices.
 const std::array<ReplayDevice, 2> kDevices{
-    ReplayDevice{"cpu", "oneDNN", "oneDNN", "the host CPU", "configs/validate/host-cpu.yaml", cpu_unavailable,
+    ReplayDevice{"cpu", "oneDNN", "oneDNN", "the host CPU", true, "configs/validate/host-cpu.yaml", cpu_unavailable,
                  cpu_description, cpu_profile_device, replay_on_cpu, time_node, time_graph, profile_on_cpu},
-    ReplayDevice{"cuda", "cuBLAS/cuDNN", "CUDA", "the GPU", "", cuda_unavailable_reason, cuda_description,
+    ReplayDevice{"cuda", "cuBLAS/cuDNN", "CUDA", "the GPU", false, "", cuda_unavailable_reason, cuda_description,
                  cuda_device_name, replay_on_cuda, time_node_cuda, time_graph_cuda, cuda_profile},
 };
 
@@ -43,6 +43,20 @@ const ReplayDevice& find_replay_device(std::string_view name) {
   for (const auto& d : kDevices)
     if (d.name == name) return d;
   throw util::InputError(fmt::format("--device '{}': expected one of {}", name, replay_device_names()));
+}
+
+std::string pricing_mismatch(const ReplayDevice& device, const hw::GpuSpec& gpu, std::string_view what) {
+  const bool host = gpu.name == kHostCpuDevice;
+  if (host == device.on_host_cpu) return {};
+  if (device.on_host_cpu)
+    return fmt::format(
+        "{}: its GPU is '{}'; {} on {} is priced as the device '{}' (a system file with gpu: host-cpu, e.g. "
+        "from strata validate host)",
+        what, gpu.name, device.kernels, device.where, kHostCpuDevice);
+  return fmt::format(
+      "{}: its GPU is '{}' (the host CPU); --device {} measures {}: give a system whose gpu is that GPU's "
+      "catalogue entry (strata hw list; e.g. configs/hw/dgx-h100.yaml)",
+      what, gpu.name, device.name, device.where);
 }
 
 const ReplayDevice& cpu_replay_device() {

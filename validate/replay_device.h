@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "hw/gpu_spec.h"
 #include "validate/cpu_replay.h"
 
 namespace strata::validate {
@@ -16,6 +17,7 @@ struct ReplayDevice {
   std::string_view kernels;  // "oneDNN", "cuBLAS/cuDNN", for messages
   std::string_view library;  // short name for table columns: "oneDNN", "CUDA"
   std::string_view where;    // "the host CPU", "the GPU"
+  bool on_host_cpu = false;  // priced by the catalogue's host-cpu entry (else by a GPU's entry)
   // A system file whose gpu entry prices this device, for `model sim --profile` hints ("" when none ships).
   std::string_view system_file;
   std::string (*unavailable)();     // "" when this build can replay on it here; otherwise why not
@@ -31,6 +33,11 @@ struct ReplayDevice {
 std::string replay_device_names();
 // The device named `name`; throws util::InputError naming the choices.
 const ReplayDevice& find_replay_device(std::string_view name);
+// Why a system whose GPU entry is `gpu` cannot price what `device` measures ("" when it can): the CPU is
+// priced as host-cpu (strata validate host), a GPU as a GPU of the catalogue. `what` names the system in the
+// message (e.g. "--hw dgx-h100.yaml").
+std::string pricing_mismatch(const ReplayDevice& device, const hw::GpuSpec& gpu, std::string_view what);
+
 // The host CPU (the default everywhere).
 const ReplayDevice& cpu_replay_device();
 

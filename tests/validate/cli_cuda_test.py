@@ -9,12 +9,19 @@ unavailable  (no GPU here; otherwise skipped, exit 77): `validate profile --devi
              --device cuda` and `validate collectives --backend nccl` fail with exit status 2 and the clear
              reason, and write no file: "no CUDA device (cudaGetDeviceCount: ...)" when strata was built with
              CUDA, "strata was built without CUDA" when not. Unknown devices and backends are named with the
-             choices.
+             choices. `validate calibrate-cost --device cuda` and a `gpu-validation` experiment fail the same
+             way; calibrate-cost refuses --device cpu with a GPU system and --device cuda with host-cpu.
 gpu          (a GPU here; otherwise skipped, exit 77): `validate profile --device cuda` writes a profile that
              `model sim --profile` reads back, predicting exactly its sum of node medians with every kernel
              timed from it; `validate collectives --backend nccl` over the node's GPUs (at most 8) reports 0
-             wrong elements at every size.
+             wrong elements at every size; `validate calibrate-cost --device cuda --quick` writes parameters
+             for the system's GPU, every family's fit no worse than the priors in mean |log error| (the fit
+             starts from them and keeps the best), and a `gpu-validation` experiment with them reports
+             every distinct operator of squeezenet measured, most on the GPU's libraries.
 """
+import csv
+import json
+import math
 import os
 import re
 import shutil
@@ -52,6 +59,24 @@ def unavailable():
                            "configs/hw/dgx-h100.yaml", "--sizes", "1MiB:1MiB", "-o", out_file)
         if rc != 2 or f"--backend nccl: {reason}" not in err or os.path.exists(out_file):
             failures.append(f"collectives --backend nccl: expected exit 2 with {reason!r}; got {rc}, {err!r}")
+        rc, out, err = run("validate", "calibrate-cost", "--device", "cuda", "--hw", "configs/hw/dgx-h100.yaml",
+                           "-o", out_file)
+        prefix = f"validate calibrate-cost --device cuda: {reason}"
+        if rc != 2 or prefix not in err or os.path.exists(out_file):
+            failures.append(f"calibrate-cost --device cuda: expected exit 2 with {prefix!r}; got {rc}, {err!r}")
+        exp = os.path.join(tmp, "grid.yaml")
+        with open(exp, "w") as f:
+            f.write(f"experiment: g\nkind: gpu-validation\nhw: {os.path.abspath('configs/hw/dgx-h100.yaml')}\n"
+                    "models: [{model: squeezenet}]\n")
+        rc, out, err = run("run", exp, "--output", os.path.join(tmp, "results"))
+        if rc != 2 or reason not in err or os.path.exists(os.path.join(tmp, "results", "g")):
+            failures.append(f"gpu-validation run: expected exit 2 with {reason!r}, no results; got {rc}, {err!r}")
+    for device, hw, want in (("cpu", "configs/hw/dgx-a100.yaml", "is priced as the device 'host-cpu'"),
+                             ("cuda", "configs/validate/host-cpu.yaml", "measures the GPU: give a system")):
+        rc, out, err = run("validate", "calibrate-cost", "--device", device, "--hw", hw, "-o", "/tmp/never.json")
+        # Without a GPU the missing device is reported first; the system check applies where one exists.
+        if rc != 2 or (want not in err and not (device == "cuda" and reason in err)):
+            failures.append(f"calibrate-cost --device {device} --hw {hw}: expected exit 2 with {want!r}; got {rc}, {err!r}")
     rc, out, err = run("validate", "profile", "--model", "squeezenet", "--device", "tpu", "-o", "/tmp/x.json")
     if rc != 2 or "--device 'tpu': expected one of cpu, cuda" not in err:
         failures.append(f"--device tpu: expected exit 2 naming cpu and cuda; got {rc}, {err!r}")
@@ -80,6 +105,7 @@ def on_gpu(count):
             if rc != 0 or not step or not kernels or step.group(1) != total.group(1) or \
                     kernels.group(1) != kernels.group(2):
                 failures.append(f"model sim --profile does not predict the profile's sum {total.group(1)}: {sim!r}")
+        calibrate_and_grid(tmp)
     if not shutil.which("mpirun"):
         print("note: no mpirun; the NCCL check is not run")
         return
@@ -90,6 +116,43 @@ def on_gpu(count):
     # nccl-tests' columns: size count type redop root time algbw busbw spread ranks #wrong | simulated ...
     if rc != 0 or len(rows) != 4 or any(r[10] != "0" for r in rows):
         failures.append(f"NCCL all-reduce on {np} GPUs: expected 4 sizes with #wrong 0; got {rc}, {out!r}, {err!r}")
+
+
+def calibrate_and_grid(tmp):
+    params, points = os.path.join(tmp, "cost.json"), os.path.join(tmp, "points.csv")
+    rc, out, err = run("validate", "calibrate-cost", "--device", "cuda", "--quick", "--hw", "configs/hw/dgx-h100.yaml",
+                       "--target-seconds", "0.02", "-o", params, "--points-csv", points)
+    if rc != 0 or not os.path.exists(params):
+        failures.append(f"calibrate-cost --device cuda: exit {rc}: {err[-500:]!r}")
+        return
+    doc = json.load(open(params))
+    if doc.get("device") != "h100-sxm":
+        failures.append(f"calibrate-cost: parameters for {doc.get('device')!r}, expected the system's h100-sxm")
+    # Every fitted family: the mean |log(predicted/measured)| after the fit is at most the priors'.
+    rows = list(csv.DictReader(open(points)))
+    by_op = {}
+    for r in rows:
+        by_op.setdefault(r["op"], []).append(r)
+    for op, group in by_op.items():
+        def mean_log(col):
+            return sum(abs(math.log(float(r[col]) / float(r["measured_us"]))) for r in group) / len(group)
+        if mean_log("predicted_fitted_us") > mean_log("predicted_prior_us") + 1e-9:
+            failures.append(f"{op}: fitted curve worse than the priors on its own microbenchmarks")
+    exp = os.path.join(tmp, "grid.yaml")
+    with open(exp, "w") as f:
+        f.write(f"experiment: g\nkind: gpu-validation\nhw: {os.path.abspath('configs/hw/dgx-h100.yaml')}\n"
+                f"cost_params: {params}\nrepeat: 5\nwarmup: 1\nmodels: [{{model: squeezenet}}]\n")
+    rc, out, err = run("run", exp, "--output", os.path.join(tmp, "results"), "--no-plots")
+    ops = os.path.join(tmp, "results", "g", "ops.csv")
+    if rc != 0 or not os.path.exists(ops):
+        failures.append(f"gpu-validation run: exit {rc}: {err[-500:]!r}")
+        return
+    models = list(csv.DictReader(open(os.path.join(tmp, "results", "g", "models.csv"))))
+    measured = [float(r["measured_us"]) for r in csv.DictReader(open(ops))]
+    if len(models) != 1 or int(models[0]["distinct_ops"]) != len(measured) or min(measured) <= 0 or \
+            int(models[0]["library_ops"]) + int(models[0]["reference_ops"]) != len(measured) or \
+            int(models[0]["library_ops"]) < int(models[0]["reference_ops"]):
+        failures.append(f"gpu-validation: squeezenet's operators not measured, or mostly off the GPU: {models}")
 
 
 count = gpus()
