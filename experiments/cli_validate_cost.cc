@@ -47,9 +47,8 @@ void run_calibrate_cost(const CalibrateCostOptions& o) {
   const std::string hw = o.hw.empty() ? util::find_data_file(device.system_file).string() : o.hw;
   const auto topo = hw::load_system(hw);
   const auto& gpu = topo.gpu();
-  if (auto why = validate::pricing_mismatch(device, gpu, "--hw " + hw); !why.empty())
-    throw ConfigError(why);
-  const auto suite = validate::calibration_suite(o.quick);
+  if (auto why = validate::pricing_mismatch(device, gpu, "--hw " + hw); !why.empty()) throw ConfigError(why);
+  const auto suite = validate::calibration_suite(o.quick, device.large_kernels);
   const std::string where = device.description();
   std::cerr << fmt::format("timing {} microbenchmarks on {} with {}; device {} of {}: {} fp32, {}\n",
                            suite.size(), device.where, where, gpu.name, hw,
@@ -97,13 +96,15 @@ void add_validate_calibrate_cost_command(CLI::App& validate) {
   auto* cmd = validate.add_subcommand(
       "calibrate-cost",
       "Fit the cost model's efficiency curves (per operator and per operator kind) to microbenchmarks timed\n"
-      "on this machine's CPU with oneDNN or its GPU with cuBLAS/cuDNN: synthetic shapes, never the models it\n"
+      "on this machine's CPU with oneDNN or its GPU with cuBLAS/cuDNN: synthetic shapes, never the models "
+      "it\n"
       "is then checked on");
   add_replay_device_option(*cmd, o->device);
-  cmd->add_option("--hw", o->hw,
-                  "System YAML of the device being calibrated: --device cpu: gpu: host-cpu, its peak FLOP/s and "
-                  "bandwidth ideally measured by `strata validate host` (default configs/validate/host-cpu.yaml); "
-                  "--device cuda: a system whose gpu is the GPU measured (required)");
+  cmd->add_option(
+      "--hw", o->hw,
+      "System YAML of the device being calibrated: --device cpu: gpu: host-cpu, its peak FLOP/s and "
+      "bandwidth ideally measured by `strata validate host` (default configs/validate/host-cpu.yaml); "
+      "--device cuda: a system whose gpu is the GPU measured (required)");
   cmd->add_flag("--quick", o->quick, "About a tenth of the microbenchmarks (tests, CI)");
   add_int_option(*cmd, "--repeat", o->repeat, {3, 100000},
                  "Most timed runs per microbenchmark (median kept)");

@@ -1,11 +1,11 @@
 // The `cpu-validation` and `gpu-validation` experiment kinds (configs/experiments/validate_cpu.yaml,
 // validate_gpu.yaml; docs/validate.md, "Validation grids"): the cost model checked against this machine's CPU
-// (oneDNN kernels) or GPU (cuBLAS/cuDNN, validate/replay_device.h) over a grid of models, what `strata validate
-// profile --hw`, `validate graphs` and `validate calibrate-cost` do one model at a time. The two kinds differ
-// only in the device they replay on.
-// Optionally calibrates the cost model first (microbenchmarks, never the models checked), then per model:
-// every distinct operator instance measured (profile_on_cpu) beside its predicted time, the whole graph
-// measured (time_graph) beside its predicted time, and optionally the graph optimizers' candidates ranked.
+// (oneDNN kernels) or GPU (cuBLAS/cuDNN, validate/replay_device.h) over a grid of models, what `strata
+// validate profile --hw`, `validate graphs` and `validate calibrate-cost` do one model at a time. The two
+// kinds differ only in the device they replay on. Optionally calibrates the cost model first
+// (microbenchmarks, never the models checked), then per model: every distinct operator instance measured
+// (profile_on_cpu) beside its predicted time, the whole graph measured (time_graph) beside its predicted
+// time, and optionally the graph optimizers' candidates ranked.
 //   ops.csv          model, op, node, instances, measured_us, predicted_us, error (predicted/measured - 1)
 //   models.csv       per model: per-operator |error| median, mean, worst; whole graph measured / predicted
 //   graphs.csv       (graphs:) every candidate: predicted, measured, spread, equivalence
@@ -47,7 +47,6 @@ namespace ss = search::subst;
 // The issue 15 targets the summary checks.
 constexpr double kOpErrorTarget = 0.15;  // per-operator median |error| on the zoo CNNs and BERT-base
 constexpr double kTop1Target = 0.80;  // share of models whose predicted-fastest candidate is measured fastest
-
 
 enum class Calibrate : std::uint8_t { kNo, kFull, kQuick };
 
@@ -111,9 +110,10 @@ hw::GpuSpec parse_hw(const ExperimentFile& file, Config& c) {
   const YamlReader& root = file.root();
   const auto h = root.maybe("hw");
   if (!h && c.device->system_file.empty())
-    throw root.error(fmt::format("expected hw: a system whose gpu is the GPU {} replays on (e.g. "
-                                 "../hw/dgx-h100.yaml): its peaks price the operators",
-                                 file.kind()));
+    throw root.error(
+        fmt::format("expected hw: a system whose gpu is the GPU {} replays on (e.g. "
+                    "../hw/dgx-h100.yaml): its peaks price the operators",
+                    file.kind()));
   c.hw_label = h ? h->as_string() : std::string(c.device->system_file);
   const hw::Topology topo =
       h ? file.load_system(*h) : hw::load_system(util::find_data_file(c.hw_label).string());
@@ -195,8 +195,8 @@ GraphsConfig parse_graphs(const ExperimentFile& file, const YamlReader& g) {
   if (auto s = g.maybe("node_repeat")) out.node_repeat = s->as_int32_in(1, 100000);
   if (auto s = g.maybe("warmup")) out.warmup = s->as_int32_in(0, 100000);
   const auto field = g.maybe("rules");
-  out.rules_path = field ? file.resolve_path(*field)
-                         : util::find_data_file(experiments::kDefaultRules).string();
+  out.rules_path =
+      field ? file.resolve_path(*field) : util::find_data_file(experiments::kDefaultRules).string();
   try {
     out.rules = ss::load_rules(out.rules_path, ss::RuleFileFormat::kAutomatic, ss::TasoShapes::kUnknown);
   } catch (const ConfigError& e) {
@@ -229,7 +229,7 @@ Config parse(const ExperimentFile& file, const v::ReplayDevice& device) {
 // ------------------------------------------------------------------------------------------------------ run
 
 void calibrate(const Config& c, Results& r) {
-  const auto suite = v::calibration_suite(c.calibrate == Calibrate::kQuick);
+  const auto suite = v::calibration_suite(c.calibrate == Calibrate::kQuick, c.device->large_kernels);
   std::cerr << fmt::format("[calibrate] {} microbenchmarks\n", suite.size());
   v::MeasureOptions mo;
   // measure_suite keeps at least 3 repetitions per benchmark.
@@ -306,9 +306,8 @@ Results run(const Config& c) {
   r.kernels = c.device->description();
   r.threads = v::omp_threads_note();
   r.cpu = v::read_cpu_info().model;
-  std::cerr << fmt::format("[{}] {} models on {} (CPU {}, {}), {}\n", c.kind,
-                           c.models.size(), r.kernels, r.cpu.empty() ? "unknown" : r.cpu, r.threads,
-                           c.cost_params_label);
+  std::cerr << fmt::format("[{}] {} models on {} (CPU {}, {}), {}\n", c.kind, c.models.size(), r.kernels,
+                           r.cpu.empty() ? "unknown" : r.cpu, r.threads, c.cost_params_label);
   r.params = c.params;
   if (c.calibrate != Calibrate::kNo) calibrate(c, r);
   const models::CostModel cost(c.gpu, r.params.roofline);

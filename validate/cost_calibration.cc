@@ -27,7 +27,7 @@ using models::ValueId;
 // once, outside the timing, as it does for a model's weights).
 class SuiteBuilder {
  public:
-  explicit SuiteBuilder(bool quick) : quick_(quick) {}
+  SuiteBuilder(bool quick, bool large) : quick_(quick), large_(large) {}
   void add(std::string label, std::string_view op, const std::vector<Shape>& inputs, Attrs attrs = {}) {
     Graph g(label);
     std::vector<ValueId> ins;
@@ -39,24 +39,31 @@ class SuiteBuilder {
   // In quick mode only every `stride`-th candidate of a family is kept.
   bool keep(int index, int stride = 4) const { return !quick_ || index % stride == 0; }
   std::vector<Microbenchmark> take() { return std::move(suite_); }
+  // The larger shapes a GPU needs to reach its peak (calibration_suite's `large`).
+  bool large() const { return large_; }
+  double max_flops() const { return large_ ? kLargeMaxFlops : kMaxFlops; }
+
+  static constexpr double kMaxFlops = 3e9;        // keeps each benchmark under ~0.1 s on one CPU core
+  static constexpr double kLargeMaxFlops = 2e11;  // ~4 ms at a GPU's 50 TFLOP/s of plain FP32
 
  private:
-  bool quick_;
+  bool quick_, large_;
   std::vector<Microbenchmark> suite_;
 };
 
-constexpr double kMaxFlops = 3e9;  // keeps each benchmark under ~0.1 s on one core
-
 void add_matmuls(SuiteBuilder& b) {
   int i = 0;
-  for (std::int64_t m : {1, 12, 60, 300, 1500})
+  std::vector<std::int64_t> rows{1, 12, 60, 300, 1500};
+  if (b.large()) rows.insert(rows.end(), {6000, 24000});
+  for (std::int64_t m : rows)
     for (auto [k, n] : std::vector<std::pair<std::int64_t, std::int64_t>>{
              {40, 40}, {200, 200}, {640, 640}, {2000, 2000}, {200, 2000}, {2000, 200}, {640, 2000}}) {
-      if (2.0 * static_cast<double>(m * k * n) > kMaxFlops || !b.keep(i++)) continue;
+      if (2.0 * static_cast<double>(m * k * n) > b.max_flops() || !b.keep(i++)) continue;
       b.add(fmt::format("matmul {}x{}x{}", m, k, n), "matmul", {{m, k}, {k, n}});
     }
   i = 0;
-  for (std::int64_t batch : {6, 24})
+  for (std::int64_t batch :
+       b.large() ? std::vector<std::int64_t>{6, 24, 192} : std::vector<std::int64_t>{6, 24})
     for (auto [m, k, n] : std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>>{
              {40, 48, 40}, {200, 48, 200}, {200, 200, 48}, {500, 80, 500}}) {
       if (!b.keep(i++, 3)) continue;
@@ -80,8 +87,19 @@ void add_convs(SuiteBuilder& b) {
       {1, 640, 12, 640, 3, 3, 2, 32},  {1, 96, 50, 96, 3, 3, 1, 96},  {1, 192, 25, 192, 5, 5, 1, 192},
       {1, 384, 12, 384, 3, 3, 2, 384}, {1, 64, 40, 64, 7, 7, 1, 64},  {1, 24, 60, 48, 3, 3, 2, 1},
   };
+  std::vector<ConvCase> all(std::begin(cases), std::end(cases));
+  if (b.large())  // the dense cases again at the batches GPUs train and serve with
+    for (std::int64_t batch : {16, 64})
+      for (const auto& c : cases)
+        if (c.groups == 1 && c.n == 1) {
+          ConvCase big = c;
+          big.n = batch;
+          const double flops = 2.0 * static_cast<double>(batch * c.o * c.c * c.kh * c.kw) *
+                               static_cast<double>((c.h / c.stride) * (c.h / c.stride));
+          if (flops <= b.max_flops()) all.push_back(big);
+        }
   int i = 0;
-  for (const auto& c : cases) {
+  for (const auto& c : all) {
     if (!b.keep(i++, 3)) continue;
     const std::int64_t ph = (c.kh - 1) / 2, pw = (c.kw - 1) / 2;
     b.add(fmt::format("conv2d {}x{}x{}x{} k{}x{} s{} g{} o{}", c.n, c.c, c.h, c.h, c.kh, c.kw, c.stride,
@@ -112,7 +130,8 @@ void add_pools(SuiteBuilder& b) {
 
 void add_elementwise(SuiteBuilder& b) {
   // Sizes from 3 K to 3 M elements; rows of 100 (the shape does not matter to a streaming kernel).
-  const std::int64_t rows[] = {30, 300, 3000, 30000};
+  std::vector<std::int64_t> rows{30, 300, 3000, 30000};
+  if (b.large()) rows.insert(rows.end(), {300000, 1000000});  // 30 M and 100 M elements
   int i = 0;
   for (std::string_view op : {"relu", "sigmoid", "tanh", "gelu"})
     for (auto r : rows)
@@ -141,7 +160,9 @@ void add_reductions(SuiteBuilder& b) {
   for (auto [c, h] : std::vector<std::pair<std::int64_t, std::int64_t>>{
            {40, 100}, {160, 50}, {320, 25}, {640, 12}, {1280, 6}})
     if (b.keep(i++, 2))
-      b.add(fmt::format("batchnorm 1x{}x{}x{}", c, h, h), "batchnorm", {{1, c, h, h}, {c}, {c}, {c}, {c}});
+      for (std::int64_t n : b.large() ? std::vector<std::int64_t>{1, 32} : std::vector<std::int64_t>{1})
+        b.add(fmt::format("batchnorm {}x{}x{}x{}", n, c, h, h), "batchnorm",
+              {{n, c, h, h}, {c}, {c}, {c}, {c}});
   for (auto [r, n] : std::vector<std::pair<std::int64_t, std::int64_t>>{{200, 640}, {3000, 100}, {20, 5000}})
     if (b.keep(i++, 2))
       b.add(fmt::format("reduce_mean {}x{} last axis", r, n), "reduce_mean", {{r, n}},
@@ -182,8 +203,8 @@ models::KindEfficiency from_vector(const std::vector<double>& x) {
 
 }  // namespace
 
-std::vector<Microbenchmark> calibration_suite(bool quick) {
-  SuiteBuilder b(quick);
+std::vector<Microbenchmark> calibration_suite(bool quick, bool large) {
+  SuiteBuilder b(quick, large);
   add_matmuls(b);
   add_convs(b);
   add_pools(b);
@@ -193,8 +214,8 @@ std::vector<Microbenchmark> calibration_suite(bool quick) {
   return b.take();
 }
 
-std::vector<CalibrationPoint> measure_suite(const std::vector<Microbenchmark>& suite,
-                                            const MeasureOptions& o, const ReplayDevice& device) {
+std::vector<CalibrationPoint> measure_suite(const std::vector<Microbenchmark>& suite, const MeasureOptions& o,
+                                            const ReplayDevice& device) {
   if (const auto why = device.unavailable(); !why.empty()) throw std::runtime_error(why);
   std::vector<CalibrationPoint> points;
   for (const auto& m : suite) {

@@ -36,7 +36,10 @@ struct Microbenchmark {
 // (windowed and global), relu, sigmoid, tanh, gelu, ewadd, ewmul, scalar_mul, softmax, layernorm,
 // batchnorm, reduce_mean, concat, transpose. Shapes are spaced geometrically over the sizes CNNs and
 // transformers use, and avoid the zoo models' exact layer shapes.
-std::vector<Microbenchmark> calibration_suite(bool quick);
+// `large`: also the shapes a GPU needs to approach its peak (matmuls up to 200 GFLOP, the dense
+// convolutions at batch 16 and 64, element-wise ops over up to 100 M elements, batch-32 batchnorms): a
+// curve fitted on batch-1 shapes alone extrapolates a GPU's small-kernel efficiency to large kernels.
+std::vector<Microbenchmark> calibration_suite(bool quick, bool large = false);
 
 // A measured microbenchmark: what the cost model needs to price it again with other parameters.
 struct CalibrationPoint {

@@ -103,6 +103,7 @@ struct GraphTiming {
   double min_seconds = 0, max_seconds = 0;
   int kernels = 0;                         // nodes run in each timed pass
   int view_nodes = 0;                      // run in the first pass only
+  bool cuda_graph = false;                 // GPU: the passes replayed a CUDA graph of every kernel
   std::vector<NodeBackend> nodes;          // one per node, graph order
   std::vector<std::vector<float>> values;  // every value after the last pass, by ValueId
 };

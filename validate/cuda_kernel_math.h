@@ -78,4 +78,35 @@ STRATA_HOST_DEVICE inline float normalise(float x, float mean, float rstd, const
   return (x - mean) * rstd * gamma[i] + (beta ? beta[i] : 0.0f);
 }
 
+// Output element i (dense over [planes, oh, ow]) of launch_pool.
+STRATA_HOST_DEVICE inline float pool_at(const PoolWindow& p, const float* x, std::int64_t i) {
+  const std::int64_t ox = i % p.ow, oy = (i / p.ow) % p.oh, plane = i / (p.ow * p.oh);
+  const std::int64_t ys = oy * p.sh - p.pt, xs = ox * p.sw - p.pl;
+  const std::int64_t ye_pad = ys + p.kh < p.h + p.pb ? ys + p.kh : p.h + p.pb;
+  const std::int64_t xe_pad = xs + p.kw < p.w + p.pr ? xs + p.kw : p.w + p.pr;
+  const std::int64_t y0 = ys > 0 ? ys : 0, y1 = ye_pad < p.h ? ye_pad : p.h;
+  const std::int64_t x0 = xs > 0 ? xs : 0, x1 = xe_pad < p.w ? xe_pad : p.w;
+  const float* in = x + plane * p.h * p.w;
+  if (!p.avg) {
+    float best = in[y0 * p.w + x0];
+    for (std::int64_t y = y0; y < y1; ++y)
+      for (std::int64_t xx = x0; xx < x1; ++xx) best = in[y * p.w + xx] > best ? in[y * p.w + xx] : best;
+    return best;
+  }
+  float sum = 0.0f;
+  for (std::int64_t y = y0; y < y1; ++y)
+    for (std::int64_t xx = x0; xx < x1; ++xx) sum += in[y * p.w + xx];
+  const std::int64_t count = p.include_pad ? (ye_pad - ys) * (xe_pad - xs) : (y1 - y0) * (x1 - x0);
+  return sum / static_cast<float>(count);
+}
+
+// Output element i (dense over [rows, d]) of launch_gather_rows.
+STRATA_HOST_DEVICE inline float gather_at(const float* index, const float* table, std::int64_t vocab,
+                                          std::int64_t d, std::int64_t i) {
+  const float f = index[i / d];
+  std::int64_t row = static_cast<std::int64_t>(f < 0.0f ? f - 0.5f : f + 0.5f);  // nearest, as llround
+  if (row < 0) row += vocab;
+  return row >= 0 && row < vocab ? table[row * d + i % d] : NAN;
+}
+
 }  // namespace strata::validate::cuda

@@ -43,6 +43,19 @@ __global__ void copy_kernel(StridedView src, const float* ps, StridedView dst, f
     copy_at(src, ps, dst, pd, i);
 }
 
+__global__ void pool_kernel(PoolWindow p, const float* x, float* y, std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    y[i] = pool_at(p, x, i);
+}
+
+__global__ void gather_kernel(const float* index, const float* table, std::int64_t vocab, std::int64_t d,
+                              float* y, std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    y[i] = gather_at(index, table, vocab, d, i);
+}
+
 __global__ void reduce_kernel(StridedView kept, StridedView reduced, bool mean, const float* x, float* y,
                               std::int64_t outputs, std::int64_t count) {
   for (std::int64_t j = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; j < outputs;
@@ -126,6 +139,22 @@ int launch_row_norm(bool rms, const float* x, const float* gamma, const float* b
   const int blocks = static_cast<int>(rows < 65535 ? rows : 65535);
   row_norm_kernel<<<blocks, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(rms, x, gamma, beta, y, rows, n,
                                                                               eps);
+  return last_error();
+}
+
+int launch_pool(const PoolWindow& p, const float* x, float* y, void* stream) {
+  const std::int64_t n = p.planes * p.oh * p.ow;
+  if (n <= 0) return 0;
+  pool_kernel<<<blocks_for(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(p, x, y, n);
+  return last_error();
+}
+
+int launch_gather_rows(const float* index, std::int64_t rows, const float* table, std::int64_t vocab,
+                       std::int64_t d, float* y, void* stream) {
+  const std::int64_t n = rows * d;
+  if (n <= 0) return 0;
+  gather_kernel<<<blocks_for(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(index, table, vocab, d, y,
+                                                                                   n);
   return last_error();
 }
 

@@ -39,4 +39,21 @@ int launch_reduce(const StridedView& kept, const StridedView& reduced, bool mean
 int launch_row_norm(bool rms, const float* x, const float* gamma, const float* beta, float* y,
                     std::int64_t rows, std::int64_t n, float eps, void* stream);
 
+// 2-D pooling over `planes` (N x C) NCHW planes of h x w as models/ops/pooling.cc defines it: output (oy, ox)
+// pools the window of kh x kw starting at (oy sh - pt, ox sw - pl), clipped to the input; the average divides
+// by the clipped window's size or, with include_pad, by the window clipped to the input padded by pb and pr
+// at its end. Any padding and ceil mode (the output size is given), which cuDNN's descriptors cannot express.
+struct PoolWindow {
+  std::int64_t planes = 0, h = 0, w = 0, oh = 0, ow = 0, kh = 1, kw = 1, sh = 1, sw = 1;
+  std::int64_t pt = 0, pl = 0, pb = 0, pr = 0;
+  bool avg = false, include_pad = false;
+};
+int launch_pool(const PoolWindow& p, const float* x, float* y, void* stream);
+// Embedding lookup: y [rows, d] = table [index[r], :] for integer indices stored as floats (rounded to the
+// nearest, negative ones counted from the end as ONNX Gather does); an index outside [-vocab, vocab) gives
+// a row of NaN (the reference executor throws), so a bad index fails the comparison instead of reading out
+// of bounds.
+int launch_gather_rows(const float* index, std::int64_t rows, const float* table, std::int64_t vocab,
+                       std::int64_t d, float* y, void* stream);
+
 }  // namespace strata::validate::cuda

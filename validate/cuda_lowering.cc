@@ -241,6 +241,10 @@ class ConvNode final : public BoundNode {
                                           CUDNN_DATA_FLOAT),
           "cudnnSetConvolution2dDescriptor");
     check(cudnnSetConvolutionGroupCount(conv_.get(), groups), "cudnnSetConvolutionGroupCount");
+    // Plain FP32 arithmetic, as the cuBLAS GEMMs (CUBLAS_COMPUTE_32F): cuDNN's default math type lets
+    // convolutions run in TF32 on Ampere and later (measured on an H200: a 6.6 GFLOP batch-32 1x1 conv at
+    // 83 TFLOP/s, above the 67 TFLOP/s FP32 peak), which the f32 replay and its f32 pricing would not match.
+    check(cudnnSetConvolutionMathType(conv_.get(), CUDNN_FMA_MATH), "cudnnSetConvolutionMathType");
     int n = 0, c = 0, h = 0, ww = 0;
     check(cudnnGetConvolution2dForwardOutputDim(conv_.get(), x_.get(), w_.get(), &n, &c, &h, &ww),
           "cudnnGetConvolution2dForwardOutputDim");
@@ -331,9 +335,73 @@ class PoolNode final : public BoundNode {
   cudnnPoolingMode_t mode_ = CUDNN_POOLING_MAX_DETERMINISTIC;
 };
 
+// maxpool2d / avgpool2d with what cuDNN's descriptors cannot express (asymmetric pads, ceil mode):
+// strata's pooling kernel, the reference's window rule (cuda_kernel_math.h pool_at).
+class PoolKernelNode final : public BoundNode {
+ public:
+  PoolKernelNode(const NodeView& v, bool avg) {
+    const auto& x = v.in_shape(0);
+    const auto& o = v.out_shape();
+    const auto& k = v.attrs.ints("kernel");
+    const auto& s = v.attrs.ints("strides");
+    const auto& pads = v.attrs.ints("pads");
+    if (x.size() != 4 || o.size() != 4 || k.size() != 2 || s.size() != 2 || pads.size() != 4)
+      throw Unsupported{"not a 2-D window over an NCHW tensor"};
+    p_ = {.planes = x[0] * x[1],
+          .h = x[2],
+          .w = x[3],
+          .oh = o[2],
+          .ow = o[3],
+          .kh = k[0],
+          .kw = k[1],
+          .sh = s[0],
+          .sw = s[1],
+          .pt = pads[0],
+          .pl = pads[1],
+          .pb = pads[2],
+          .pr = pads[3],
+          .avg = avg,
+          .include_pad = avg && v.attrs.has("count_include_pad") && v.attrs.i("count_include_pad") != 0};
+  }
+  void run() override {
+    check(static_cast<cudaError_t>(launch_pool(p_, in_[0], out_[0], context().stream)), "pooling kernel");
+  }
+  std::string implementation() const override {
+    return p_.avg ? "strata average-pooling kernel" : "strata max-pooling kernel";
+  }
+
+ private:
+  PoolWindow p_;
+};
+
 template <bool kAvg>
 std::unique_ptr<CudaNode> lower_pool(const NodeView& v) {
-  return std::make_unique<PoolNode>(v, kAvg);
+  try {
+    return std::make_unique<PoolNode>(v, kAvg);
+  } catch (const Unsupported&) {  // asymmetric pads or ceil mode
+    return std::make_unique<PoolKernelNode>(v, kAvg);
+  }
+}
+
+// embedding (table [V, D], integer indices of any shape): strata's gather kernel.
+class GatherNode final : public BoundNode {
+ public:
+  explicit GatherNode(const NodeView& v)
+      : rows_(numel(v.in_shape(1))), vocab_(v.in_shape(0).at(0)), d_(v.in_shape(0).at(1)) {}
+  void run() override {
+    check(static_cast<cudaError_t>(
+              launch_gather_rows(in_[1], rows_, in_[0], vocab_, d_, out_[0], context().stream)),
+          "gather kernel");
+  }
+  std::string implementation() const override { return "strata gather kernel (embedding)"; }
+
+ private:
+  std::int64_t rows_, vocab_, d_;
+};
+
+std::unique_ptr<CudaNode> lower_embedding(const NodeView& v) {
+  if (v.in.size() != 2 || v.in_shape(0).size() != 2) throw Unsupported{"not a [V, D] table with indices"};
+  return std::make_unique<GatherNode>(v);
 }
 
 // softmax (not causal): cudnnSoftmaxForward, accurate (max-subtracted), channel mode over [N, C, H, 1].
@@ -573,6 +641,7 @@ const std::unordered_map<std::string_view, LowerFn>& lowerings() {
       {"conv2d", lower_conv},
       {"maxpool2d", lower_pool<false>},
       {"avgpool2d", lower_pool<true>},
+      {"embedding", lower_embedding},
       {"softmax", lower_softmax},
       {"relu", lower_activation<CUDNN_ACTIVATION_RELU>},
       {"sigmoid", lower_activation<CUDNN_ACTIVATION_SIGMOID>},
@@ -602,10 +671,15 @@ CudaLowering lower_to_cuda(const models::Graph& g, const models::Node& n) {
   const auto it = table.find(n.op->name);
   const bool view = it == table.end() && n.op->kind == models::OpKind::kView;
   if (it == table.end() && !view) return {nullptr, fmt::format("no CUDA lowering for {}", n.op->name)};
-  for (auto v : n.inputs)
-    if (g.type(v).dtype != models::DType::kF32)
+  // Integer inputs are indices, which the replay stores as floats (exact below 2^24); only lowerings that
+  // read them as indices take them.
+  const bool reads_indices = n.op->name == "embedding";
+  for (auto v : n.inputs) {
+    const auto dt = g.type(v).dtype;
+    if (dt != models::DType::kF32 && (models::is_float(dt) || !reads_indices))
       return {nullptr, fmt::format("input '{}' is {}, the replay runs f32 graphs", g.value(v).name,
-                                   models::dtype_name(g.type(v).dtype))};
+                                   models::dtype_name(dt))};
+  }
   NodeView nv{{}, {}, n.attrs};
   for (auto v : n.inputs) nv.in.push_back(g.type(v));
   for (auto v : n.outputs) nv.out.push_back(g.type(v));

@@ -25,10 +25,12 @@ CpuProfile cuda_profile(const models::Graph& g, const TimingOptions& t, std::str
 
 // The registry: the one place that lists the devices.
 const std::array<ReplayDevice, 2> kDevices{
-    ReplayDevice{"cpu", "oneDNN", "oneDNN", "the host CPU", true, "configs/validate/host-cpu.yaml", cpu_unavailable,
-                 cpu_description, cpu_profile_device, replay_on_cpu, time_node, time_graph, profile_on_cpu},
-    ReplayDevice{"cuda", "cuBLAS/cuDNN", "CUDA", "the GPU", false, "", cuda_unavailable_reason, cuda_description,
-                 cuda_device_name, replay_on_cuda, time_node_cuda, time_graph_cuda, cuda_profile},
+    ReplayDevice{"cpu", "oneDNN", "oneDNN", "the host CPU", true, false, "configs/validate/host-cpu.yaml",
+                 cpu_unavailable, cpu_description, cpu_profile_device, replay_on_cpu, time_node, time_graph,
+                 profile_on_cpu},
+    ReplayDevice{"cuda", "cuBLAS/cuDNN", "CUDA", "the GPU", false, true, "", cuda_unavailable_reason,
+                 cuda_description, cuda_device_name, replay_on_cuda, time_node_cuda, time_graph_cuda,
+                 cuda_profile},
 };
 
 }  // namespace

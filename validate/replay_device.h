@@ -13,11 +13,12 @@
 namespace strata::validate {
 
 struct ReplayDevice {
-  std::string_view name;     // "cpu", "cuda"
-  std::string_view kernels;  // "oneDNN", "cuBLAS/cuDNN", for messages
-  std::string_view library;  // short name for table columns: "oneDNN", "CUDA"
-  std::string_view where;    // "the host CPU", "the GPU"
-  bool on_host_cpu = false;  // priced by the catalogue's host-cpu entry (else by a GPU's entry)
+  std::string_view name;       // "cpu", "cuda"
+  std::string_view kernels;    // "oneDNN", "cuBLAS/cuDNN", for messages
+  std::string_view library;    // short name for table columns: "oneDNN", "CUDA"
+  std::string_view where;      // "the host CPU", "the GPU"
+  bool on_host_cpu = false;    // priced by the catalogue's host-cpu entry (else by a GPU's entry)
+  bool large_kernels = false;  // reaches its peak only at sizes a CPU core takes seconds for (calibration)
   // A system file whose gpu entry prices this device, for `model sim --profile` hints ("" when none ships).
   std::string_view system_file;
   std::string (*unavailable)();     // "" when this build can replay on it here; otherwise why not

@@ -68,17 +68,23 @@ TEST(CostCalibration, FitRecoversTimesGeneratedWithKnownCurves) {
 
 TEST(CostCalibration, SuiteSharesNoOperatorInstanceWithTheZooModels) {
   // Calibration is not validation: no microbenchmark may be a layer of a model the calibration is checked on.
+  // The GPU's suite (`large`) is the CPU's plus larger shapes; the models at batch 1 and at batch 32 (the
+  // GPU grid's batched ResNet-50).
   std::set<std::string> suite_keys;
   const auto suite = calibration_suite(false);
-  for (const auto& m : suite) suite_keys.insert(models::profile_key(m.graph, m.graph.node(0), "d"));
-  EXPECT_EQ(suite_keys.size(), suite.size()) << "two microbenchmarks are the same instance";
-  for (const char* name : {"resnet50", "resnext50", "inception-v3", "squeezenet", "nasnet-a", "bert-base"}) {
-    const bool bert = std::string_view(name) == "bert-base";
-    const auto g =
-        models::zoo::build_model(name, {.batch = 1, .seq_len = bert ? 128 : 0, .dtype = models::DType::kF32});
-    for (const auto& n : g.nodes())
-      EXPECT_EQ(suite_keys.count(models::profile_key(g, n, "d")), 0u) << name << ": " << n.name;
-  }
+  const auto large = calibration_suite(false, true);
+  EXPECT_GT(large.size(), suite.size());
+  for (const auto& m : large) suite_keys.insert(models::profile_key(m.graph, m.graph.node(0), "d"));
+  EXPECT_EQ(suite_keys.size(), large.size()) << "two microbenchmarks are the same instance";
+  for (const char* name : {"resnet50", "resnext50", "inception-v3", "squeezenet", "nasnet-a", "bert-base"})
+    for (std::int64_t batch : {1, 32}) {
+      const bool bert = std::string_view(name) == "bert-base";
+      const auto g = models::zoo::build_model(
+          name, {.batch = batch, .seq_len = bert ? 128 : 0, .dtype = models::DType::kF32});
+      for (const auto& n : g.nodes())
+        EXPECT_EQ(suite_keys.count(models::profile_key(g, n, "d")), 0u)
+            << name << " " << batch << ": " << n.name;
+    }
   // Every family the issue names is there, and the quick suite is a subset with every operator.
   std::set<std::string> ops, quick_ops;
   for (const auto& m : suite) ops.insert(std::string(m.graph.node(0).op->name));

@@ -391,5 +391,96 @@ TEST(NcclCheck, ExpectedValuesAreTheCollectivesOfTheSentValues) {
   EXPECT_EQ(expected_recv_value(CollectiveOp::kAllGather, 4, 8, 1, 5), 4.0f);
 }
 
+TEST(CudaKernelMath, PoolingWindowsMatchTheReferenceInCeilModeAndWithAsymmetricPads) {
+  struct Case {
+    const char* op;
+    Shape x;
+    models::Attrs attrs;
+  };
+  const Case cases[] = {
+      // 3x3 stride 2 over 8 in ceil mode: 4 outputs, the last window clipped (cuDNN's floor gives 3).
+      {"maxpool2d",
+       {2, 3, 8, 8},
+       {{"kernel", models::Ints{3, 3}}, {"strides", models::Ints{2, 2}}, {"ceil_mode", std::int64_t{1}}}},
+      {"avgpool2d",
+       {2, 3, 8, 8},
+       {{"kernel", models::Ints{3, 3}}, {"strides", models::Ints{2, 2}}, {"ceil_mode", std::int64_t{1}}}},
+      // Asymmetric pads [top 0, left 1, bottom 1, right 0], padding counted in the divisor.
+      {"avgpool2d",
+       {1, 2, 7, 6},
+       {{"kernel", models::Ints{2, 3}},
+        {"strides", models::Ints{1, 2}},
+        {"pads", models::Ints{0, 1, 1, 0}},
+        {"count_include_pad", std::int64_t{1}}}},
+      {"avgpool2d",
+       {1, 2, 7, 6},
+       {{"kernel", models::Ints{2, 3}},
+        {"strides", models::Ints{1, 2}},
+        {"pads", models::Ints{0, 1, 1, 0}},
+        {"ceil_mode", std::int64_t{1}}}},
+      {"maxpool2d",
+       {1, 2, 7, 6},
+       {{"kernel", models::Ints{2, 2}},
+        {"strides", models::Ints{2, 2}},
+        {"pads", models::Ints{1, 0, 0, 1}},
+        {"ceil_mode", std::int64_t{1}}}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.op);
+    const auto r = run_reference(c.op, {c.x}, c.attrs);
+    const auto& k = c.attrs.ints("kernel");
+    const auto& s = c.attrs.ints("strides");
+    const auto pads = c.attrs.has("pads") ? c.attrs.ints("pads") : models::Ints{0, 0, 0, 0};
+    // The output size from the reference's own output, as the lowering takes it from the graph.
+    const std::int64_t planes = c.x[0] * c.x[1];
+    const std::int64_t ow = [&] {  // the reference's output is [N, C, oh, ow]; recover ow from its count
+      models::Graph g("shape");
+      const auto in = g.add_input("x", models::TensorType{c.x, models::DType::kF32});
+      return g.type(g.add(c.op, {in}, c.attrs)).shape[3];
+    }();
+    const std::int64_t oh = static_cast<std::int64_t>(r.out.size()) / planes / ow;
+    const PoolWindow p{.planes = planes,
+                       .h = c.x[2],
+                       .w = c.x[3],
+                       .oh = oh,
+                       .ow = ow,
+                       .kh = k[0],
+                       .kw = k[1],
+                       .sh = s[0],
+                       .sw = s[1],
+                       .pt = pads[0],
+                       .pl = pads[1],
+                       .pb = pads[2],
+                       .pr = pads[3],
+                       .avg = std::string_view(c.op) == "avgpool2d",
+                       .include_pad = c.attrs.has("count_include_pad")};
+    std::vector<float> y(r.out.size());
+    for (std::int64_t i = 0; i < static_cast<std::int64_t>(y.size()); ++i)
+      y[static_cast<std::size_t>(i)] = pool_at(p, r.in[0].data(), i);
+    expect_close(y, r.out, 1e-6);
+  }
+}
+
+TEST(CudaKernelMath, GatherRowsIsTheEmbeddingLookup) {
+  models::Graph g("emb");
+  const auto table = g.add_input("table", models::TensorType{{5, 3}, models::DType::kF32});
+  const auto idx = g.add_input("idx", models::TensorType{{2, 2}, models::DType::kI64});
+  const auto y = g.add("embedding", {table, idx});
+  g.mark_output(y);
+  models::Feeds<double> feeds;
+  feeds[table] = {0, 1, 2, 10, 11, 12, 20, 21, 22, 30, 31, 32, 40, 41, 42};
+  feeds[idx] = {4, 0, -1, 2};  // -1: the last row, as ONNX Gather
+  const auto want = models::execute<double>(g, feeds)[static_cast<std::size_t>(y)];
+  const std::vector<float> t(feeds[table].begin(), feeds[table].end()),
+      ix(feeds[idx].begin(), feeds[idx].end());
+  std::vector<float> got(12);
+  for (std::int64_t i = 0; i < 12; ++i)
+    got[static_cast<std::size_t>(i)] = gather_at(ix.data(), t.data(), 5, 3, i);
+  expect_close(got, want, 0);
+  const std::vector<float> bad{5, 0};  // out of range: a row of NaN, never a read past the table
+  for (std::int64_t i = 0; i < 3; ++i) EXPECT_TRUE(std::isnan(gather_at(bad.data(), t.data(), 5, 3, i)));
+  EXPECT_EQ(gather_at(bad.data(), t.data(), 5, 3, 3), 0.0f);
+}
+
 }  // namespace
 }  // namespace strata::validate::cuda

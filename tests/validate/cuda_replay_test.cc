@@ -148,12 +148,26 @@ TEST(CudaReplayOps, ConvolutionPoolingSoftmaxActivationsNormalisations) {
   expect_matches_reference(g, 1);
 }
 
-TEST(CudaReplayOps, PoolingInCeilModeRunsTheReferenceKernel) {
+TEST(CudaReplayOps, PoolingInCeilModeAndWithAsymmetricPadsRunsStratasKernel) {
   SKIP_WITHOUT_GPU();
   // 3x3 stride 2 over 8: cuDNN's floor gives 3, the graph's ceil mode 4.
   const Attrs ceil{{"kernel", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"ceil_mode", std::int64_t{1}}};
-  expect_matches_reference(one_node("maxpool2d", {{2, 3, 8, 8}}, ceil), 9, false);
-  expect_matches_reference(one_node("avgpool2d", {{2, 3, 8, 8}}, ceil), 9, false);
+  expect_matches_reference(one_node("maxpool2d", {{2, 3, 8, 8}}, ceil), 9);
+  expect_matches_reference(one_node("avgpool2d", {{2, 3, 8, 8}}, ceil), 9);
+  const Attrs asym{{"kernel", Ints{2, 3}},
+                   {"strides", Ints{1, 2}},
+                   {"pads", Ints{0, 1, 1, 0}},
+                   {"count_include_pad", std::int64_t{1}}};
+  expect_matches_reference(one_node("avgpool2d", {{1, 2, 7, 6}}, asym), 6);
+}
+
+TEST(CudaReplayOps, EmbeddingGathersRowsOnTheGpu) {
+  SKIP_WITHOUT_GPU();
+  Graph g("emb");
+  const auto table = g.add_input("table", TensorType{{50, 8}, DType::kF32});
+  const auto idx = g.add_input("idx", TensorType{{3, 4}, DType::kI64});
+  g.mark_output(g.add("embedding", {table, idx}));
+  expect_matches_reference(g, 1);  // the replay's source indices: pseudo-random rows of the table
 }
 
 TEST(CudaReplayOps, ElementWiseAndMovement) {
@@ -197,12 +211,21 @@ TEST(CudaReplay, TimingsArePositiveOrderedAndGrowWithTheWork) {
     EXPECT_LE(x->min_seconds, x->median_seconds);
     EXPECT_LE(x->median_seconds, x->max_seconds);
     EXPECT_EQ(x->backend.backend, CpuBackend::kCuda);
+    // cuBLAS's GEMM can be captured: the timed runs replay a CUDA graph, without the host's issue time.
+    EXPECT_NE(x->backend.detail.find("timed as a CUDA graph"), std::string::npos) << x->backend.detail;
   }
   // 2048³ is 32768x the multiply-adds of 64³: no GPU runs both in the same time.
   EXPECT_GT(large.median_seconds, 4 * small.median_seconds);
   const auto whole = time_graph_cuda(one_node("relu", {{1 << 20}}), t);
   EXPECT_GT(whole.median_seconds, 0);
   EXPECT_EQ(whole.kernels, 1);
+  EXPECT_TRUE(whole.cuda_graph);
+  // A node on the host's reference kernel (a causal softmax: no CUDA lowering) copies synchronously, which
+  // cannot be captured: it is timed by direct launches.
+  const auto host = time_node_cuda(
+      one_node("softmax", {{4, 4}}, {{"axis", std::int64_t{-1}}, {"causal", std::int64_t{1}}}), 0, t);
+  EXPECT_EQ(host.backend.backend, CpuBackend::kReference);
+  EXPECT_NE(host.backend.detail.find("timed by direct launches"), std::string::npos) << host.backend.detail;
   const auto p = profile_on_cuda(one_node("relu", {{1 << 20}}), t, "test-gpu");
   ASSERT_EQ(p.ops.size(), 1u);
   EXPECT_NE(p.ops[0].key.find("test-gpu"), std::string::npos);
