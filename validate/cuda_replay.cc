@@ -1,6 +1,7 @@
 #include "validate/cuda_replay.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -252,8 +253,14 @@ EventTiming time_with_events(const TimingOptions& options, bool capturable, F&& 
   } start, stop;
   for (int i = 0; i < options.warmup; ++i) run();
   cuda::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  // STRATA_CUDA_DIRECT_TIMING=1 times direct launches everywhere (to compare the two, or where a driver
+  // mishandles capture).
+  static const bool direct = [] {
+    const char* v = std::getenv("STRATA_CUDA_DIRECT_TIMING");
+    return v && *v && std::string_view(v) != "0";
+  }();
   std::optional<CapturedRun> graph;
-  if (capturable) graph.emplace(stream, run);
+  if (capturable && !direct) graph.emplace(stream, run);
   const bool replay = graph && graph->captured();
   const auto once = [&] { replay ? graph->launch(stream) : run(); };
   if (replay) once();  // the graph's first launch uploads it
