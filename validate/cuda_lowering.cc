@@ -567,12 +567,14 @@ class CopyNode final : public BoundNode {
     StridedView src, dst;
     std::size_t input;
     std::int64_t offset;  // into the output
+    std::size_t output = 0;
+    std::int64_t src_offset = 0;  // into the input
   };
   CopyNode(std::vector<Part> parts, std::string what) : parts_(std::move(parts)), what_(std::move(what)) {}
   void run() override {
     for (const auto& p : parts_)
-      check(static_cast<cudaError_t>(
-                launch_copy(p.src, in_[p.input], p.dst, out_[0] + p.offset, context().stream)),
+      check(static_cast<cudaError_t>(launch_copy(p.src, in_[p.input] + p.src_offset, p.dst,
+                                                 out_[p.output] + p.offset, context().stream)),
             "copy kernel");
   }
   std::string implementation() const override { return what_; }
@@ -591,6 +593,18 @@ std::unique_ptr<CudaNode> lower_concat(const NodeView& v) {
     parts.push_back({dense_view(shapes[i]), part.dst, i, part.offset});
   }
   return std::make_unique<CopyNode>(std::move(parts), "strata strided copy kernel (concat)");
+}
+
+// split along `axis`: output i is the slice of the input a concat of the outputs would have put there.
+std::unique_ptr<CudaNode> lower_split(const NodeView& v) {
+  std::vector<Shape> shapes;
+  for (const auto& t : v.out) shapes.push_back(t.shape);
+  std::vector<CopyNode::Part> parts;
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    const auto slice = concat_part(shapes, i, v.attrs.i("axis"));
+    parts.push_back({slice.dst, dense_view(shapes[i]), 0, 0, i, slice.offset});
+  }
+  return std::make_unique<CopyNode>(std::move(parts), "strata strided copy kernel (split)");
 }
 
 std::unique_ptr<CudaNode> lower_transpose(const NodeView& v) {
@@ -659,6 +673,7 @@ const std::unordered_map<std::string_view, LowerFn>& lowerings() {
       {"batchnorm", lower_batchnorm},
       {"rmsnorm", lower_rmsnorm},
       {"concat", lower_concat},
+      {"split", lower_split},
       {"transpose", lower_transpose},
   };
   return table;

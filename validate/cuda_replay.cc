@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
-#include <optional>
+#include <span>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -230,19 +230,26 @@ class CapturedRun {
   cudaGraphExec_t exec_ = nullptr;
 };
 
-struct EventTiming {
-  Spread spread;
-  bool graph = false;  // timed as replays of a CUDA graph
-};
-
 // `run` (which enqueues on the stream) `warmup` times untimed, then `repeat` times, each between two CUDA
 // events recorded on the stream; the median, min and max of those times (spread_of, as the CPU profiler).
 // With `capturable` (every kernel on the device) the timed runs replay a CUDA graph of `run`: the events
 // then bracket the kernels' execution on the GPU without the host's time to issue them. cuDNN 9's legacy
 // calls spend tens of microseconds on the host per call (measured on an H200: a squeezenet 1x1 convolution
 // at 33-56 us issued directly), which would otherwise be timed as GPU work whenever the GPU waits for them.
+// STRATA_CUDA_DIRECT_TIMING=1 times direct launches everywhere (to compare the two, or where a driver
+// mishandles capture).
+bool direct_timing_only() {
+  static const bool direct = [] {
+    const char* v = std::getenv("STRATA_CUDA_DIRECT_TIMING");
+    return v && *v && std::string_view(v) != "0";
+  }();
+  return direct;
+}
+
+// `repeat` runs of `once` (which enqueues on the stream), each between two CUDA events recorded on the
+// stream; the median, min and max of those times (spread_of, as the CPU profiler).
 template <class F>
-EventTiming time_with_events(const TimingOptions& options, bool capturable, F&& run) {
+Spread time_between_events(int repeat, F&& once) {
   const auto stream = cuda::context().stream;
   struct Event {
     cudaEvent_t e{};
@@ -251,22 +258,8 @@ EventTiming time_with_events(const TimingOptions& options, bool capturable, F&& 
     Event& operator=(const Event&) = delete;
     ~Event() { cudaEventDestroy(e); }
   } start, stop;
-  for (int i = 0; i < options.warmup; ++i) run();
-  cuda::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-  // STRATA_CUDA_DIRECT_TIMING=1 times direct launches everywhere (to compare the two, or where a driver
-  // mishandles capture).
-  static const bool direct = [] {
-    const char* v = std::getenv("STRATA_CUDA_DIRECT_TIMING");
-    return v && *v && std::string_view(v) != "0";
-  }();
-  std::optional<CapturedRun> graph;
-  if (capturable && !direct) graph.emplace(stream, run);
-  const bool replay = graph && graph->captured();
-  const auto once = [&] { replay ? graph->launch(stream) : run(); };
-  if (replay) once();  // the graph's first launch uploads it
-  cuda::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   std::vector<double> seconds;
-  for (int i = 0; i < options.repeat; ++i) {
+  for (int i = 0; i < repeat; ++i) {
     cuda::check(cudaEventRecord(start.e, stream), "cudaEventRecord");
     once();
     cuda::check(cudaEventRecord(stop.e, stream), "cudaEventRecord");
@@ -275,7 +268,57 @@ EventTiming time_with_events(const TimingOptions& options, bool capturable, F&& 
     cuda::check(cudaEventElapsedTime(&ms, start.e, stop.e), "cudaEventElapsedTime");
     seconds.push_back(static_cast<double>(ms) * 1e-3);
   }
-  return {spread_of(std::move(seconds)), replay};
+  return spread_of(std::move(seconds));
+}
+
+struct EventTiming {
+  Spread spread;
+  bool graph = false;  // timed as replays of CUDA graphs only
+};
+
+// The kernels of a pass in order, each run of consecutive kernels on the GPU captured as one CUDA graph
+// after `warmup` direct passes; kernels on the host's reference kernel (synchronous copies, which cannot be
+// captured) run directly between the graphs. A pass launches the graphs and runs those kernels, so the
+// events bracket the GPU's execution of the kernels without the host's time to issue them, except around
+// the host's kernels. cuDNN 9's legacy calls spend tens of microseconds on the host per call (measured on an
+// H200: a squeezenet 1x1 convolution at 33-56 us issued directly), which would otherwise be timed as GPU
+// work whenever the GPU waits for them.
+EventTiming time_kernels(const TimingOptions& options, std::span<cuda::CudaNode* const> kernels,
+                         std::span<const std::uint8_t> on_gpu) {
+  const auto stream = cuda::context().stream;
+  for (int i = 0; i < options.warmup; ++i)
+    for (auto* k : kernels) k->run();
+  cuda::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  struct Segment {
+    std::span<cuda::CudaNode* const> kernels;
+    std::unique_ptr<CapturedRun> graph;  // null: run directly
+  };
+  std::vector<Segment> segments;
+  bool all_captured = !kernels.empty();
+  for (std::size_t i = 0; i < kernels.size();) {
+    std::size_t j = i + 1;
+    while (j < kernels.size() && on_gpu[j] == on_gpu[i]) ++j;
+    Segment seg{kernels.subspan(i, j - i), nullptr};
+    if (on_gpu[i] && !direct_timing_only()) {
+      seg.graph = std::make_unique<CapturedRun>(stream, [&] {
+        for (auto* k : seg.kernels) k->run();
+      });
+      if (!seg.graph->captured()) seg.graph.reset();
+    }
+    all_captured = all_captured && seg.graph;
+    segments.push_back(std::move(seg));
+    i = j;
+  }
+  const auto once = [&] {
+    for (const auto& seg : segments)
+      if (seg.graph)
+        seg.graph->launch(stream);
+      else
+        for (auto* k : seg.kernels) k->run();
+  };
+  once();  // a graph's first launch uploads it
+  cuda::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  return {time_between_events(options.repeat, once), all_captured};
 }
 
 std::string timing_note(bool graph) {
@@ -325,8 +368,9 @@ NodeTiming time_node_cuda(const Graph& g, NodeId id, const TimingOptions& option
   auto p = prepare(g, n);
   const auto b = buffers(n, values);
   p.kernel->bind(b.in, b.out);
-  const auto timed =
-      time_with_events(options, p.backend.backend == CpuBackend::kCuda, [&] { p.kernel->run(); });
+  cuda::CudaNode* const kernel = p.kernel.get();
+  const std::uint8_t on_gpu = p.backend.backend == CpuBackend::kCuda;
+  const auto timed = time_kernels(options, {&kernel, 1}, {&on_gpu, 1});
   const Spread& s = timed.spread;
   NodeTiming t;
   t.median_seconds = s.median;
@@ -346,23 +390,25 @@ GraphTiming time_graph_cuda(const Graph& g, const TimingOptions& options) {
   auto values = device_values(g, {}, exec);
   GraphTiming t;
   std::vector<std::unique_ptr<cuda::CudaNode>> kernels;
-  for (const auto& n : g.nodes()) {  // first pass: every node, views included
+  std::vector<std::uint8_t> kernel_on_gpu;  // per entry of `kernels`: 1 on the GPU, 0 on the host
+  for (const auto& n : g.nodes()) {         // first pass: every node, views included
     auto p = prepare(g, n);
     const auto b = buffers(n, values);
     p.kernel->bind(b.in, b.out);
     p.kernel->run();
+    const bool gpu = p.backend.backend == CpuBackend::kCuda;
     t.nodes.push_back(std::move(p.backend));
-    if (models::is_view(n) || models::split_is_view(g, n))
+    if (models::is_view(n) || models::split_is_view(g, n)) {
       ++t.view_nodes;
-    else
+    } else {
       kernels.push_back(std::move(p.kernel));
+      kernel_on_gpu.push_back(gpu);
+    }
   }
   t.kernels = static_cast<int>(kernels.size());
-  const bool all_on_gpu = std::all_of(t.nodes.begin(), t.nodes.end(),
-                                      [](const NodeBackend& b) { return b.backend == CpuBackend::kCuda; });
-  const auto timed = time_with_events(options, all_on_gpu, [&] {
-    for (auto& k : kernels) k->run();
-  });
+  std::vector<cuda::CudaNode*> order;
+  for (auto& k : kernels) order.push_back(k.get());
+  const auto timed = time_kernels(options, order, kernel_on_gpu);
   const Spread& s = timed.spread;
   t.cuda_graph = timed.graph;
   t.median_seconds = s.median;

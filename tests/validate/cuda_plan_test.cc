@@ -482,5 +482,25 @@ TEST(CudaKernelMath, GatherRowsIsTheEmbeddingLookup) {
   EXPECT_EQ(gather_at(bad.data(), t.data(), 5, 3, 3), 0.0f);
 }
 
+TEST(CudaKernelMath, SplitCopiesEachSliceOfTheInput) {
+  // [2, 9, 4] split along axis 1 into 2, 3, 4: output i element (a, b, c) is input (a, off_i + b, c).
+  const std::vector<Shape> outs{{2, 2, 4}, {2, 3, 4}, {2, 4, 4}};
+  std::vector<float> x(72);
+  std::iota(x.begin(), x.end(), 0.0f);
+  std::int64_t first = 0;
+  for (std::size_t i = 0; i < outs.size(); ++i) {
+    const auto slice = concat_part(outs, i, 1);  // the lowering's source view of output i
+    std::vector<float> y(static_cast<std::size_t>(numel(outs[i])));
+    for (std::int64_t e = 0; e < numel(outs[i]); ++e)
+      copy_at(slice.dst, x.data() + slice.offset, dense_view(outs[i]), y.data(), e);
+    for (std::int64_t a = 0; a < 2; ++a)
+      for (std::int64_t b = 0; b < outs[i][1]; ++b)
+        for (std::int64_t c = 0; c < 4; ++c)
+          EXPECT_EQ(y[static_cast<std::size_t>((a * outs[i][1] + b) * 4 + c)],
+                    x[static_cast<std::size_t>((a * 9 + first + b) * 4 + c)]);
+    first += outs[i][1];
+  }
+}
+
 }  // namespace
 }  // namespace strata::validate::cuda

@@ -176,6 +176,13 @@ TEST(CudaReplayOps, ElementWiseAndMovement) {
   expect_matches_reference(one_node("ewsub", {{1, 4}, {3, 4}}), 1);
   expect_matches_reference(one_node("ewmul", {{2, 3, 4}, {2, 3, 4}}), 1);
   expect_matches_reference(one_node("concat", {{2, 3, 4}, {2, 5, 4}}, {{"axis", std::int64_t{1}}}), 1);
+  {  // split into three along the middle axis: every output checked
+    Graph g("split");
+    const auto x = g.add_input("x", TensorType{{2, 9, 4}, DType::kF32});
+    for (auto y : g.add_node("split", {x}, {{"axis", std::int64_t{1}}, {"sizes", Ints{2, 3, 4}}}))
+      g.mark_output(y);
+    expect_matches_reference(g, 1);
+  }
   expect_matches_reference(one_node("transpose", {{2, 3, 4}}, {{"perm", Ints{2, 0, 1}}}), 1);
   expect_matches_reference(one_node("reduce_sum", {{2, 3, 4}}, {{"axes", Ints{1}}}), 3);
   expect_matches_reference(one_node("reduce_mean", {{2, 3, 4}}, {{"axes", Ints{0, 2}}}), 8);
