@@ -29,13 +29,13 @@ constexpr double kUs = 1e-6;
 // ~0.5 us GPU to GPU, PCIe ~0.5 us per hop, IB ~1 us NIC to NIC through a switch); the per-step software
 // latency of collectives comes from NCCL's tables in sim/, not from here.
 const std::array<LinkKind, 19> kLinks{{
-    // NVLink 1 (P100; Pascal architecture whitepaper WP-08019-001: 4 links of 20 GB/s per direction); the
-    // efficiency of NVLink 2 is assumed (NCCL lists no separate SM60 figure in src/graph/topo.h).
-    {"nvlink1", "NVLink 1 (P100), one link", Transport::kNvlink, 20 * kGB, 20.0 / 25.0, 0.5 * kUs},
     {"nvlink2", "NVLink 2 (V100), one link", Transport::kNvlink, 25 * kGB, 20.0 / 25.0, 0.5 * kUs},
     {"nvlink3", "NVLink 3 (A100), one link", Transport::kNvlink, 25 * kGB, 20.0 / 25.0, 0.5 * kUs},
     {"nvlink4", "NVLink 4 (H100/H200), one link", Transport::kNvlink, 25 * kGB, 20.6 / 25.0, 0.5 * kUs},
     {"nvlink5", "NVLink 5 (B200), one link", Transport::kNvlink, 50 * kGB, 40.1 / 50.0, 0.5 * kUs},
+    // NVLink 1 (P100; Pascal architecture whitepaper WP-08019-001: 4 links of 20 GB/s per direction); the
+    // efficiency of NVLink 2 is assumed (NCCL lists no separate SM60 figure in src/graph/topo.h).
+    {"nvlink1", "NVLink 1 (P100), one link", Transport::kNvlink, 20 * kGB, 20.0 / 25.0, 0.5 * kUs},
     {"pcie3", "PCIe Gen3 x16", Transport::kPcie, 15.75 * kGB, 12.0 / 15.75, 0.5 * kUs},
     {"pcie4", "PCIe Gen4 x16", Transport::kPcie, 31.5 * kGB, 25.6 / 31.5, 0.5 * kUs},
     {"pcie5", "PCIe Gen5 x16", Transport::kPcie, 63 * kGB, 51.2 / 63.0, 0.5 * kUs},
@@ -58,8 +58,8 @@ const std::array<LinkKind, 19> kLinks{{
     // 1500-byte MTU. tc counts every segment's Ethernet frame (1514 B without FCS) while TCP with timestamps
     // carries 1448 B of it (RFC 7323), so the payload rate is 1448/1514 of the shaped rate. The line rate is
     // whatever `validate cluster up` shapes; 1 Gb/s here, ~10 us one way through the kernel's stack.
-    {"tcp-veth", "Emulated Ethernet: veth pair shaped by tc, TCP/IPv4, MTU 1500", Transport::kNet,
-     0.125 * kGB, 1448.0 / 1514.0, 10.0 * kUs},
+    {"tcp-veth", "Emulated Ethernet: veth pair shaped by tc, TCP/IPv4, MTU 1500", Transport::kNet, 0.125 * kGB,
+     1448.0 / 1514.0, 10.0 * kUs},
 }};
 }  // namespace
 
