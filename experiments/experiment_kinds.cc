@@ -14,13 +14,16 @@ ExperimentKind gpu_validation_kind();       // cpu_validation.cc (the same grid 
 ExperimentKind model_sim_kind();            // model_sim.cc
 ExperimentKind llm_reproduction_kind();     // llm_reproduction.cc
 ExperimentKind subst_generation_kind();     // subst_generation.cc
+ExperimentKind flexflow_reproduction_kind();  // flexflow_reproduction.cc
 
 const std::vector<ExperimentKind>& experiment_kinds() {
   static const std::vector<ExperimentKind> kinds{
-      collective_sweep_kind(), p2_reproduction_kind(),     subst_optimizers_kind(),
-      parallel_sweep_kind(),   emulated_validation_kind(), cpu_validation_kind(),
-      gpu_validation_kind(),   model_sim_kind(),           llm_reproduction_kind(),
-      subst_generation_kind(),
+      collective_sweep_kind(),    p2_reproduction_kind(),
+      subst_optimizers_kind(),    parallel_sweep_kind(),
+      emulated_validation_kind(), cpu_validation_kind(),
+      gpu_validation_kind(),      model_sim_kind(),
+      llm_reproduction_kind(),    subst_generation_kind(),
+      flexflow_reproduction_kind(),
   };
   return kinds;
 }

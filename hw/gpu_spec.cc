@@ -71,7 +71,7 @@ constexpr double T = 1e12;
 // Throughput figures are dense (no 2:4 sparsity). Sources: NVIDIA V100/A100/H100/H200/B200 datasheets, as
 // tabulated at https://glennklockwood.com/garden/processors/ (A100, H100, B200 pages); NVLink links per GPU
 // (NVLink2 6, NVLink3 12, NVLink4 and NVLink5 18) from the same datasheets.
-const std::array<GpuSpec, 8> kCatalog{{
+const std::array<GpuSpec, 10> kCatalog{{
     {"v100-sxm2", "NVIDIA V100 SXM2 32 GB", GpuArch::kVolta, 7.8 * T, 15.7 * T, 0, 125 * T, 0, 0, 900 * kGB,
      32 * kGB, 4e-6, 6, "nvlink2", "pcie3"},
     {"a100-sxm4-40gb", "NVIDIA A100 SXM4 40 GB", GpuArch::kAmpere, 9.7 * T, 19.5 * T, 156 * T, 312 * T,
@@ -88,6 +88,21 @@ const std::array<GpuSpec, 8> kCatalog{{
     // B200 figures vary between NVIDIA documents (FP64 37 vs 40 TFLOPS); the lower end of each range is used.
     {"b200", "NVIDIA B200 (HGX, 1000 W) 180 GB usable", GpuArch::kBlackwell, 37 * T, 75 * T, 1100 * T,
      2250 * T, 2250 * T, 4500 * T, 8000 * kGB, 180 * kGB, 3e-6, 18, "nvlink5", "pcie6"},
+    // The GPUs of FlexFlow's clusters (Jia et al., SysML 2019, arXiv 1807.05358, §8). GpuArch has no
+    // Pascal or Kepler entry, so both are labelled volta: the label is only printed (no cost or NCCL figure
+    // reads it). P100 SXM2 (NVIDIA Tesla P100 datasheet and Pascal architecture whitepaper WP-08019-001):
+    // FP64 5.3, FP32 10.6, FP16 21.2 TFLOP/s at boost clock; HBM2 732 GB/s, 16 GB; 4 NVLink 1 links (20 GB/s
+    // per direction each); PCIe Gen3 x16 to the host.
+    {"p100-sxm2", "NVIDIA Tesla P100 SXM2 16 GB (Pascal)", GpuArch::kVolta, 5.3 * T, 10.6 * T, 0, 21.2 * T, 0,
+     0, 732 * kGB, 16 * kGB, 4e-6, 4, "nvlink1", "pcie3"},
+    // K80 (NVIDIA Tesla K80 datasheet): a board of two GK210 GPUs, each a device of its own; the
+    // datasheet's board figures with GPU Boost (8.73 TFLOP/s FP32, 2.91 FP64, 480 GB/s GDDR5, 24 GB) halved
+    // per GPU: 2496 cores x 2 FLOP x 875 MHz = 4.37 TFLOP/s FP32, 1.455 FP64, 240 GB/s, 12 GB. The boost
+    // figure is used (not the 560 MHz base clock, 2.8 TFLOP/s) because it is the datasheet's peak, as for
+    // every other entry. No FP16 arithmetic path (FP16 runs at the FP32 rate); no NVLink; each board's PCIe
+    // Gen3 switch joins its two GPUs to the host.
+    {"k80", "NVIDIA Tesla K80, one GK210 GPU of the dual-GPU board (Kepler)", GpuArch::kVolta, 1.455 * T,
+     4.365 * T, 0, 0, 0, 0, 240 * kGB, 12 * kGB, 4e-6, 0, "", "pcie3"},
     // One x86 server core as the device of an emulated cluster (strata validate: one MPI rank per core). Two
     // 256-bit FMA units per core (Intel 64 and IA-32 Architectures Optimization Reference Manual) give 16 FP64
     // and 32 FP32 FLOP per cycle, at an assumed 2.5 GHz; ~10 GB/s is one core's typical STREAM bandwidth. The

@@ -28,16 +28,22 @@ constexpr double kUs = 1e-6;
 // RoCE assumes the same transport overhead as IB. Latencies are physical one-hop estimates (NVLink/NVSwitch
 // ~0.5 us GPU to GPU, PCIe ~0.5 us per hop, IB ~1 us NIC to NIC through a switch); the per-step software
 // latency of collectives comes from NCCL's tables in sim/, not from here.
-const std::array<LinkKind, 17> kLinks{{
+const std::array<LinkKind, 19> kLinks{{
     {"nvlink2", "NVLink 2 (V100), one link", Transport::kNvlink, 25 * kGB, 20.0 / 25.0, 0.5 * kUs},
     {"nvlink3", "NVLink 3 (A100), one link", Transport::kNvlink, 25 * kGB, 20.0 / 25.0, 0.5 * kUs},
     {"nvlink4", "NVLink 4 (H100/H200), one link", Transport::kNvlink, 25 * kGB, 20.6 / 25.0, 0.5 * kUs},
     {"nvlink5", "NVLink 5 (B200), one link", Transport::kNvlink, 50 * kGB, 40.1 / 50.0, 0.5 * kUs},
+    // NVLink 1 (P100; Pascal architecture whitepaper WP-08019-001: 4 links of 20 GB/s per direction); the
+    // efficiency of NVLink 2 is assumed (NCCL lists no separate SM60 figure in src/graph/topo.h).
+    {"nvlink1", "NVLink 1 (P100), one link", Transport::kNvlink, 20 * kGB, 20.0 / 25.0, 0.5 * kUs},
     {"pcie3", "PCIe Gen3 x16", Transport::kPcie, 15.75 * kGB, 12.0 / 15.75, 0.5 * kUs},
     {"pcie4", "PCIe Gen4 x16", Transport::kPcie, 31.5 * kGB, 25.6 / 31.5, 0.5 * kUs},
     {"pcie5", "PCIe Gen5 x16", Transport::kPcie, 63 * kGB, 51.2 / 63.0, 0.5 * kUs},
     {"pcie6", "PCIe Gen6 x16", Transport::kPcie, 121 * kGB, 51.2 / 63.0, 0.5 * kUs},
     {"ib-edr", "InfiniBand EDR 4x (100 Gb/s)", Transport::kNet, 12.5 * kGB, 0.94, 1.0 * kUs},
+    // FDR 4x: 14.0625 Gb/s per lane, the 56 Gb/s port rate (InfiniBand Trade Association roadmap); 64b/66b
+    // encoding and transport overhead in the same 0.94 as the other IB rates.
+    {"ib-fdr", "InfiniBand FDR 4x (56 Gb/s)", Transport::kNet, 7 * kGB, 0.94, 1.0 * kUs},
     {"ib-hdr", "InfiniBand HDR 4x (200 Gb/s)", Transport::kNet, 25 * kGB, 0.94, 1.0 * kUs},
     {"ib-ndr", "InfiniBand NDR 4x (400 Gb/s)", Transport::kNet, 50 * kGB, 0.94, 1.0 * kUs},
     {"ib-xdr", "InfiniBand XDR 4x (800 Gb/s)", Transport::kNet, 100 * kGB, 0.94, 1.0 * kUs},

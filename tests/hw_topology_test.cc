@@ -31,7 +31,7 @@ TEST(Presets, EveryPresetLoadsAndEveryGpuReachesEveryOther) {
           }
     }
   }
-  EXPECT_EQ(count, 8);
+  EXPECT_EQ(count, 10);
 }
 
 TEST(Presets, DgxH100HasPublishedNumbers) {
@@ -80,6 +80,46 @@ TEST(Presets, DgxH200IsDgxH100WithTheH200sMemory) {
   EXPECT_NEAR(h200.gpu().hbm_capacity, 141e9, 1);
   EXPECT_NEAR(h200.gpu().hbm_bandwidth, 4800e9, 1);
   EXPECT_NEAR(h200.gpu().peak_flops(DType::kBf16), 989.4e12, 1);
+}
+
+// FlexFlow's clusters (arXiv 1807.05358, §8) with datasheet numbers written out here: Tesla P100 datasheet
+// (10.6 / 21.2 TFLOP/s FP32 / FP16, 732 GB/s HBM2, 16 GB, 4 NVLink 1 links of 20 GB/s), Tesla K80 datasheet
+// per board (8.73 TFLOP/s FP32 with boost, 480 GB/s, 24 GB) halved per GK210 GPU.
+TEST(Presets, FlexFlowP100ClusterHasDatasheetNumbers) {
+  const Topology t = load_system(test::preset("flexflow-p100.yaml"), LoadOptions{4});
+  EXPECT_EQ(t.num_gpus(), 16);
+  EXPECT_EQ(t.nics_per_node(), 1);
+  EXPECT_EQ(t.gpu().name, "p100-sxm2");
+  EXPECT_NEAR(t.gpu().peak_flops(DType::kFp32), 10.6e12, 1);
+  EXPECT_NEAR(t.gpu().peak_flops(DType::kFp16), 21.2e12, 1);
+  EXPECT_NEAR(t.gpu().hbm_bandwidth, 732e9, 1);
+  EXPECT_NEAR(t.gpu().hbm_capacity, 16e9, 1);
+  EXPECT_EQ(t.gpu().nvlink_links, 4);
+  // One NVLink 1 link per pair: 20 GB/s at NVLink 2's efficiency 0.8 = 16 GB/s, to each of the 3 peers.
+  for (Rank p = 1; p < 4; ++p) {
+    EXPECT_EQ(t.route_transport(0, p), Transport::kNvlink);
+    EXPECT_NEAR(t.route_bandwidth(0, p), 16e9, 1e3);
+  }
+  // Between nodes: EDR 100 Gb/s = 12.5 GB/s at 0.94.
+  EXPECT_EQ(t.route_transport(0, 4), Transport::kNet);
+  EXPECT_NEAR(t.route_bandwidth(0, 4), 11.75e9, 1e3);
+}
+
+TEST(Presets, FlexFlowK80ClusterHasDatasheetNumbers) {
+  const Topology t = load_system(test::preset("flexflow-k80.yaml"), LoadOptions{2});
+  EXPECT_EQ(t.num_gpus(), 8);
+  EXPECT_EQ(t.gpu().name, "k80");
+  EXPECT_NEAR(t.gpu().peak_flops(DType::kFp32), 8.73e12 / 2, 1);
+  EXPECT_NEAR(t.gpu().peak_flops(DType::kFp16), 8.73e12 / 2, 1);  // no FP16 path: the FP32 rate
+  EXPECT_NEAR(t.gpu().hbm_bandwidth, 480e9 / 2, 1);
+  EXPECT_NEAR(t.gpu().hbm_capacity, 24e9 / 2, 1);
+  EXPECT_EQ(t.gpu().nvlink_links, 0);
+  // Two GPUs of a board: PCIe Gen3 x16 through the board's switch (12 GB/s effective, SimAI's ratio).
+  EXPECT_EQ(t.route_transport(0, 1), Transport::kPcie);
+  EXPECT_NEAR(t.route_bandwidth(0, 1), 12e9, 1e3);
+  // Between nodes: FDR 56 Gb/s = 7 GB/s at 0.94.
+  EXPECT_EQ(t.route_transport(0, 4), Transport::kNet);
+  EXPECT_NEAR(t.route_bandwidth(0, 4), 6.58e9, 1e3);
 }
 
 TEST(Presets, Dgx1HybridCubeMeshGivesSixLinksPerGpu) {
@@ -376,7 +416,7 @@ TEST(Routes, PresetRoutesEqualTheFullSearch) {
       EXPECT_EQ(routes_differing_from_reference(load_system(entry.path().string(), LoadOptions{nodes})), 0);
     }
   }
-  EXPECT_EQ(count, 7);
+  EXPECT_EQ(count, 10);
 }
 
 TEST(Routes, FatTreeRoutesEqualTheFullSearch) {

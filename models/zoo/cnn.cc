@@ -1,6 +1,6 @@
-// Convolutional networks. ResNet-50 / ResNeXt-50 follow torchvision (v1.5: stride on the 3x3 conv);
-// Inception-v3 follows torchvision without the auxiliary head; SqueezeNet is v1.0 (Iandola et al. 2016);
-// NasNet-A is the cell stack TASO evaluates (examples/nasnet_a.py: 3 stages of 5 normal cells + 1
+// Convolutional networks. AlexNet, ResNet-50/101 / ResNeXt-50 follow torchvision (v1.5: stride on the 3x3
+// conv); Inception-v3 follows torchvision without the auxiliary head; SqueezeNet is v1.0 (Iandola et al.
+// 2016); NasNet-A is the cell stack TASO evaluates (examples/nasnet_a.py: 3 stages of 5 normal cells + 1
 // reduction cell on a 128x56x56 input, separable convs as grouped + pointwise conv).
 #include "models/zoo/builder.h"
 #include "models/zoo/zoo.h"
@@ -26,13 +26,12 @@ ValueId bottleneck(NetBuilder& b, ValueId x, std::int64_t planes, std::int64_t s
 }  // namespace
 
 Graph build_resnet(const ZooOptions& o, std::int64_t groups, std::int64_t width_per_group,
-                   const std::string& name) {
+                   const std::string& name, std::array<std::int64_t, 4> blocks) {
   Graph g(name);
   NetBuilder b(g, o.dtype);
   auto x = b.input("image", {batch_of(o), 3, 224, 224}, o.dtype);
   x = b.conv_bn(x, {.out = 64, .kh = 7, .kw = 7, .stride = 2, .relu = true}, "conv1");
   x = b.maxpool(x, 3, 2, 1);
-  const std::int64_t blocks[] = {3, 4, 6, 3};
   for (int l = 0; l < 4; ++l) {
     auto s = b.scope("layer" + std::to_string(l + 1));
     const std::int64_t planes = 64 << l;
@@ -43,6 +42,31 @@ Graph build_resnet(const ZooOptions& o, std::int64_t groups, std::int64_t width_
   }
   x = b.global_avgpool(x);
   g.mark_output(b.linear(x, 1000, true, "fc"));
+  return g;
+}
+
+// AlexNet as torchvision builds it (Krizhevsky 2014, "One weird trick", arXiv 1404.5997: 64-192-384-256-256
+// channels, single tower; the 2012 paper's two-GPU towers have 96-256-384-384-256), 224x224 input. Dropout is
+// left out (no FLOPs, no parameters); the adaptive 6x6 average pool is the identity at this input size.
+Graph build_alexnet(const ZooOptions& o) {
+  Graph g("alexnet");
+  NetBuilder b(g, o.dtype);
+  auto x = b.input("image", {batch_of(o), 3, 224, 224}, o.dtype);
+  x = b.conv(x,
+             {.out = 64, .kh = 11, .kw = 11, .stride = 4, .pad_h = 2, .pad_w = 2, .bias = true, .relu = true},
+             "features.0");
+  x = b.maxpool(x, 3, 2, 0, "features.2");
+  x = b.conv(x, {.out = 192, .kh = 5, .kw = 5, .bias = true, .relu = true}, "features.3");
+  x = b.maxpool(x, 3, 2, 0, "features.5");
+  x = b.conv(x, {.out = 384, .kh = 3, .kw = 3, .bias = true, .relu = true}, "features.6");
+  x = b.conv(x, {.out = 256, .kh = 3, .kw = 3, .bias = true, .relu = true}, "features.8");
+  x = b.conv(x, {.out = 256, .kh = 3, .kw = 3, .bias = true, .relu = true}, "features.10");
+  x = b.maxpool(x, 3, 2, 0, "features.12");
+  const auto s = b.shape(x);
+  x = b.reshape(x, {s[0], s[1] * s[2] * s[3]}, "flatten");
+  x = b.relu(b.linear(x, 4096, true, "classifier.1"), "classifier.2");
+  x = b.relu(b.linear(x, 4096, true, "classifier.4"), "classifier.5");
+  g.mark_output(b.linear(x, 1000, true, "classifier.6"));
   return g;
 }
 

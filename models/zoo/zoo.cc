@@ -63,6 +63,16 @@ TransformerSpec mixtral_8x7b() {
   return c;
 }
 
+// FlexFlow's RNNs (arXiv 1807.05358, §8): RNNTC 4 recurrent layers, RNNLM 2, NMT 2 + 2; sizes of FlexFlow's
+// released RNN example (nmt/nmt.cc), see models/zoo/rnn.cc.
+LstmModelSpec flexflow_rnn(const std::string& name) {
+  LstmModelSpec s;
+  s.name = name;
+  if (name == "rnntc") s.kind = LstmModelKind::kClassifier, s.layers = 4;
+  if (name == "nmt") s.kind = LstmModelKind::kTranslation;
+  return s;
+}
+
 ZooEntry decoder_entry(const std::string& desc, const TransformerSpec& c) {
   return {c.name, desc, "transformer", 1, c.seq, [c](const ZooOptions& o) { return build_transformer(c, o); },
           c};
@@ -72,6 +82,13 @@ std::vector<ZooEntry> make_zoo() {
   std::vector<ZooEntry> z = {
       {"resnet50", "ResNet-50 v1.5 (He et al. 2016; torchvision), 224x224", "cnn", 1, 0,
        [](const ZooOptions& o) { return build_resnet(o, 1, 64, "resnet50"); }},
+      {"resnet101", "ResNet-101 v1.5 (He et al. 2016: [3, 4, 23, 3] bottleneck blocks; torchvision), 224x224",
+       "cnn", 1, 0,
+       [](const ZooOptions& o) {
+         return build_resnet(o, 1, 64, "resnet101", {3, 4, 23, 3});
+       }},
+      {"alexnet", "AlexNet (torchvision's single-tower variant, Krizhevsky 2014), 224x224", "cnn", 1, 0,
+       build_alexnet},
       {"resnext50", "ResNeXt-50 32x4d (Xie et al. 2017; torchvision), 224x224", "cnn", 1, 0,
        [](const ZooOptions& o) { return build_resnet(o, 32, 4, "resnext50"); }},
       {"inception-v3", "Inception-v3 (Szegedy et al. 2016; torchvision, no aux head), 299x299", "cnn", 1, 0,
@@ -81,6 +98,12 @@ std::vector<ZooEntry> make_zoo() {
        "cnn", 1, 0, build_nasnet_a},
       {"nasrnn", "NasRNN cell (Zoph & Le 2017) as evaluated by TASO, hidden 512, unrolled seq_len steps",
        "rnn", 1, 5, [](const ZooOptions& o) { return build_nasrnn(o); }},
+      {"rnntc", "RNNTC (FlexFlow): text classification, 4-layer LSTM, hidden 2048, vocab 20480, 2 classes",
+       "rnn", 1, 20, [](const ZooOptions& o) { return build_lstm_model(o, flexflow_rnn("rnntc")); }},
+      {"rnnlm", "RNNLM (FlexFlow): language model, 2-layer LSTM, hidden 2048, vocab 20480, softmax per step",
+       "rnn", 1, 20, [](const ZooOptions& o) { return build_lstm_model(o, flexflow_rnn("rnnlm")); }},
+      {"nmt", "NMT (FlexFlow): 2-layer LSTM encoder + 2-layer decoder with dot attention, hidden 2048", "rnn",
+       1, 20, [](const ZooOptions& o) { return build_lstm_model(o, flexflow_rnn("nmt")); }},
       {"bert-base", "BERT-base (Devlin et al. 2019): 12 layers, hidden 768, 12 heads, incl. pooler",
        "transformer", 1, 128, [](const ZooOptions& o) { return build_bert(o); }},
   };

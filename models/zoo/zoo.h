@@ -1,8 +1,10 @@
-// The model zoo: CNNs (ResNet-50, ResNeXt-50, Inception-v3, SqueezeNet, NasNet-A), recurrent (NasRNN) and
+// The model zoo: CNNs (AlexNet, ResNet-50/101, ResNeXt-50, Inception-v3, SqueezeNet, NasNet-A), recurrent
+// (NasRNN; FlexFlow's LSTM models RNNTC, RNNLM, NMT) and
 // transformer models (BERT-base; GPT-3, LLaMA, Llama 2 and Mixtral-style decoders from a TransformerSpec),
 // each parameterized by batch size, sequence length and element type.
 #pragma once
 
+#include <array>
 #include <functional>
 #include <optional>
 #include <span>
@@ -40,11 +42,24 @@ Graph build_bert(const ZooOptions& options, std::int64_t layers = 12, std::int64
                  std::int64_t heads = 12, std::int64_t ffn = 3072);
 
 // Family builders (models/zoo/*.cc).
+// Bottleneck ResNets: `blocks` per stage ({3, 4, 6, 3}: ResNet-50 / ResNeXt-50; {3, 4, 23, 3}: ResNet-101).
 Graph build_resnet(const ZooOptions& o, std::int64_t groups, std::int64_t width_per_group,
-                   const std::string& name);
+                   const std::string& name, std::array<std::int64_t, 4> blocks = {3, 4, 6, 3});
+Graph build_alexnet(const ZooOptions& o);
 Graph build_inception_v3(const ZooOptions& o);
 Graph build_squeezenet(const ZooOptions& o);
 Graph build_nasnet_a(const ZooOptions& o);
 Graph build_nasrnn(const ZooOptions& o, std::int64_t hidden = 512);
+
+// LSTM models after FlexFlow's RNNTC, RNNLM and NMT (models/zoo/rnn.cc).
+enum class LstmModelKind { kClassifier, kLanguageModel, kTranslation };
+struct LstmModelSpec {
+  std::string name;
+  LstmModelKind kind = LstmModelKind::kLanguageModel;
+  std::int64_t layers = 2;  // per stack (NMT: encoder and decoder each)
+  std::int64_t hidden = 2048, embed = 2048, vocab = 20 * 1024, seq = 20;
+  std::int64_t classes = 2;  // classifier only
+};
+Graph build_lstm_model(const ZooOptions& o, const LstmModelSpec& spec);
 
 }  // namespace strata::models::zoo

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <stdexcept>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -102,7 +104,27 @@ OpLowering::OpLowering(const PlanSpace& space, const ShardCosts& costs, Options 
                       "must stay below 2^31)",
                       g.node(space.nodes()[ix(i)]).name, edges, space.gpus()));
   }
-  for (auto* list : {&consumers_, &producers_})
+  // Tied weights: users of each weight value (planned nodes only), in node order.
+  std::map<models::ValueId, std::vector<std::pair<int, int>>> users;
+  tied_of_input_.resize(n);
+  partners_.resize(n);
+  for (int i = 0; i < space.size(); ++i) {
+    const auto& node = g.node(space.nodes()[ix(i)]);
+    tied_of_input_[ix(i)].assign(node.inputs.size(), -1);
+    for (int j : param_inputs_[ix(i)]) users[node.inputs[ix(j)]].push_back({i, j});
+  }
+  for (auto& [value, us] : users) {
+    if (us.size() < 2) continue;
+    std::sort(us.begin(), us.end());
+    const int w = static_cast<int>(tied_users_.size());
+    for (const auto& [i, j] : us) {
+      tied_of_input_[ix(i)][ix(j)] = w;
+      for (const auto& [k, unused] : us)
+        if (k != i) partners_[ix(i)].push_back(k);
+    }
+    tied_users_.push_back(std::move(us));
+  }
+  for (auto* list : {&consumers_, &producers_, &partners_})
     for (auto& l : *list) {
       std::sort(l.begin(), l.end());
       l.erase(std::unique(l.begin(), l.end()), l.end());
@@ -250,6 +272,36 @@ void OpLowering::lower_reduction(int i, const OpPlan& plan, CommTables& comm,
   }
 }
 
+int OpLowering::tied_weight(int i, int j) const {
+  return tied_of_input_[ix(i)][ix(j)];
+}
+
+namespace {
+// Where a node's parts hold a weight: (GPU, block) per part, sorted.
+std::vector<std::pair<int, Block>> weight_layout(const PlanSpace& space, int i, const OpConfig& c, int j) {
+  std::vector<std::pair<int, Block>> l;
+  for (int p = 0; p < c.parts(); ++p) l.emplace_back(c.device(p), space.input_block(i, c, p, j));
+  std::sort(l.begin(), l.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.first, a.second.lo, a.second.hi) < std::tie(b.first, b.second.lo, b.second.hi);
+  });
+  return l;
+}
+bool same_layout(const std::vector<std::pair<int, Block>>& a, const std::vector<std::pair<int, Block>>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
+    return x.first == y.first && x.second.lo == y.second.lo && x.second.hi == y.second.hi;
+  });
+}
+}  // namespace
+
+bool OpLowering::merged_into_owner(int i, int j, const OpPlan& plan) const {
+  const int w = tied_weight(i, j);
+  if (w < 0) return false;
+  const auto [oi, oj] = tied_users_[ix(w)].front();
+  if (oi == i && oj == j) return false;
+  return same_layout(weight_layout(*space_, i, space_->config(i, plan.choice[ix(i)]), j),
+                     weight_layout(*space_, oi, space_->config(oi, plan.choice[ix(oi)]), oj));
+}
+
 void OpLowering::lower_sync(int i, const OpPlan& plan, CommTables& comm,
                             std::vector<LoweredTask>& sync) const {
   const auto& g = space_->graph();
@@ -257,6 +309,13 @@ void OpLowering::lower_sync(int i, const OpPlan& plan, CommTables& comm,
   const auto& c = space_->config(i, plan.choice[ix(i)]);
   const auto dims = space_->dims(i);
   for (int j : param_inputs_[ix(i)]) {
+    if (merged_into_owner(i, j, plan)) continue;  // its owner's all-reduce carries its gradient
+    // The owner of a tied weight also waits for the users merged into it (their parts on the same GPUs).
+    std::vector<std::pair<int, const OpConfig*>> merged;
+    if (const int w = tied_weight(i, j); w >= 0 && tied_users_[ix(w)].front() == std::pair{i, j})
+      for (const auto& [u, uj] : tied_users_[ix(w)])
+        if (std::pair{u, uj} != std::pair{i, j} && merged_into_owner(u, uj, plan))
+          merged.emplace_back(u, &space_->config(u, plan.choice[ix(u)]));
     // Parts differing only in dimensions that do not split this weight hold copies of the same shard.
     std::map<std::vector<int>, std::vector<int>> members;
     for (int p = 0; p < c.parts(); ++p) {
@@ -279,6 +338,10 @@ void OpLowering::lower_sync(int i, const OpPlan& plan, CommTables& comm,
         ranks.push_back(c.device(p));
         t.deps.push_back({i, OpBlock::kBwd, p});
       }
+      for (const auto& [u, uc] : merged)
+        for (int q = 0; q < uc->parts(); ++q)
+          if (std::find(ranks.begin(), ranks.end(), uc->device(q)) != ranks.end())
+            t.deps.push_back({u, OpBlock::kBwd, q});
       t.group = comm.group(ranks);
       sync.push_back(std::move(t));
     }
@@ -292,6 +355,7 @@ void OpLowering::add_memory(int i, const OpPlan& plan, int sign, std::vector<std
   for (int p = 0; p < c.parts(); ++p) {
     double bytes = 0;
     for (int j : param_inputs_[ix(i)]) {
+      if (merged_into_owner(i, j, plan)) continue;  // its owner holds the shards on the same GPUs
       const auto v = node.inputs[ix(j)];
       const double elems = space_->input_block(i, c, p, j).elements();
       const double eb = dtype_bytes_of(g, v);

@@ -5,6 +5,14 @@
 // same intersections backwards (a producer part receives every consumer part's contribution and sums them);
 // and an all-reduce of each parameter shard's gradient over the parts that hold a copy of it.
 //
+// A weight used by several nodes (tied: an unrolled RNN's per-layer weights, shared embeddings) is
+// synchronised once per iteration where its users lay it out alike: its owner (the user of the smallest node
+// index) all-reduces each shard after every user's backward kernels on that shard are done, and a user whose
+// (GPU, shard) pairs equal the owner's keeps no copy and sends no all-reduce of its own (each GPU sums its
+// users' gradients locally first, as frameworks accumulate a shared weight's gradient). A user laid out
+// otherwise keeps and synchronises its own copy. A node's change therefore re-lowers the gradient all-reduces
+// and memory of its tied partners too (tied_partners).
+//
 // Tasks are grouped in blocks per node (incoming transfers, kernels, reductions; the same backwards), so a
 // change of one node's configuration re-lowers only its own blocks and its neighbours' transfer blocks.
 // Every task has a key that orders it topologically (producers' blocks before consumers' in the forward
@@ -112,6 +120,8 @@ class OpLowering {
   // Planned neighbours: nodes whose incoming transfers change when node i changes configuration.
   const std::vector<int>& consumers(int i) const { return consumers_[static_cast<std::size_t>(i)]; }
   const std::vector<int>& producers(int i) const { return producers_[static_cast<std::size_t>(i)]; }
+  // Other nodes that use one of node i's weights: their gradient all-reduces and memory depend on i's layout.
+  const std::vector<int>& tied_partners(int i) const { return partners_[static_cast<std::size_t>(i)]; }
 
   // Bytes node i keeps on each GPU under `plan`: its parameter shards, their gradients and optimizer
   // state, its output blocks (saved for the backward pass) and the input blocks it received from other GPUs.
@@ -142,6 +152,10 @@ class OpLowering {
   // Parts of node i that hold the same output block (differ only in reduction indices): the group id of a
   // part, and the members of each group.
   int reduction_group(int i, const OpConfig& c, int part) const;
+  // Tied weights: the weight behind node i's input j (-1: used by node i alone), and whether node i's copy
+  // of it merges into its owner's synchronisation under `plan` (its (GPU, block) pairs equal the owner's).
+  int tied_weight(int i, int j) const;
+  bool merged_into_owner(int i, int j, const OpPlan& plan) const;
 
   const PlanSpace* space_;
   const ShardCosts* costs_;
@@ -150,6 +164,11 @@ class OpLowering {
   std::vector<std::vector<Out>> outs_;
   std::vector<std::vector<int>> consumers_, producers_;
   std::vector<std::vector<int>> param_inputs_;  // per node: inputs that are trainable weights
+  // Tied weights: per weight its users (node, input), sorted, the first being the owner; per node the weight
+  // of each input (-1: not tied); per node its tied partners.
+  std::vector<std::vector<std::pair<int, int>>> tied_users_;
+  std::vector<std::vector<int>> tied_of_input_;
+  std::vector<std::vector<int>> partners_;
 };
 
 }  // namespace strata::search::parallel

@@ -248,8 +248,16 @@ sim::SimTime OpSimulator::simulate_full() {
 }
 
 void OpSimulator::memory_of_neighbourhood(int i, int sign) {
-  lowering_.add_memory(i, plan_, sign, memory_);
-  for (int c : lowering_.consumers(i)) lowering_.add_memory(c, plan_, sign, memory_);
+  // Node i, its consumers (the inputs they receive) and its tied partners (whether their copy of a shared
+  // weight merges into the owner's), each once.
+  std::vector<int> nodes{i};
+  const auto& cs = lowering_.consumers(i);
+  const auto& ts = lowering_.tied_partners(i);
+  nodes.insert(nodes.end(), cs.begin(), cs.end());
+  nodes.insert(nodes.end(), ts.begin(), ts.end());
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  for (int n : nodes) lowering_.add_memory(n, plan_, sign, memory_);
 }
 
 sim::SimTime OpSimulator::propose(int i, int choice, sim::SimTime limit) {
@@ -309,6 +317,10 @@ sim::SimTime OpSimulator::propose(int i, int choice, sim::SimTime limit) {
     lowering_.lower(p, OpBlock::kBwdIn, plan_, comm_, a, b);
     replace(p, OpBlock::kBwdIn, a);
     in_place(p, OpBlock::kBwd, b);
+  }
+  for (int t : lowering_.tied_partners(i)) {  // shared weights: who synchronises them, waiting for whom
+    lowering_.lower(t, OpBlock::kSync, plan_, comm_, a, b);
+    replace(t, OpBlock::kSync, a);
   }
 
   // Link the new and changed tasks; bound their first possible start by the old schedule where all their

@@ -336,5 +336,96 @@ class GeneratorRepro(unittest.TestCase):
             self.assertRegex(r.err, r"paper\[0\]\.rows\[0\]\.key: expected the label of a run")
 
 
+class FlexFlowRepro(unittest.TestCase):
+    """configs/experiments/repro/flexflow.yaml at CI size: AlexNet and RNNLM (3 steps, 8 samples per GPU) on 4 and 8
+    GPUs of both clusters, 200 proposals. Checked here: the searched plan is never slower than a data-parallel
+    plan that fits (data parallelism is a start of the search and a finalist); the same seed gives the same
+    results.csv; the paper rows are the YAML's and strata's rows are min/max of the speedups recomputed from the
+    step times; K80 data parallelism is slower than P100's by at most the largest ratio of their datasheet figures
+    (HBM 732 / 240 GB/s)."""
+
+    MODELS = ["alexnet", "rnnlm"]
+
+    def run_small(self, edit=None):
+        path = src("configs/experiments/repro/flexflow.yaml")
+        tree = load_yaml(path)
+        for c in tree["clusters"]:
+            c["hw"] = os.path.normpath(os.path.join(os.path.dirname(path), c["hw"]))
+        tree["gpus"] = [4, 8]
+        tree["models"] = [{"name": "alexnet", "batch_per_gpu": 8}, {"name": "rnnlm", "batch_per_gpu": 8, "seq": 3}]
+        tree["search"] = {"proposals": 200, "chains_per_start": 1, "seed": 3}
+        if edit:
+            edit(tree)
+        d = tempfile.TemporaryDirectory()
+        self.addCleanup(d.cleanup)
+        exp = os.path.join(d.name, "flexflow.yaml")
+        with open(exp, "w") as f:
+            yaml.safe_dump(tree, f, sort_keys=False)
+        return tree, exp, d.name
+
+    def test_small_run_beside_the_paper(self):
+        tree, exp, d = self.run_small()
+        r = strata("run", exp, "--output", d, "--no-plots", cwd=d)
+        self.assertEqual(r.rc, 0, r)
+        out = os.path.join(d, "flexflow_reproduction")
+        text = read_text(os.path.join(out, "results.csv"))
+        rows = read_csv(os.path.join(out, "results.csv"))
+        self.assertEqual(len(rows), 2 * 2 * len(self.MODELS))
+        speed = {}
+        for row in rows:
+            best, dp, ex = float(row["best_ms"]), float(row["data_parallel_ms"]), float(row["expert_ms"])
+            self.assertEqual(row["best_fits"], "1", row)
+            if row["data_parallel_fits"] == "1":
+                self.assertLessEqual(best, dp * (1 + 1e-9), row)
+            speed[(row["cluster"], int(row["gpus"]), row["model"])] = (dp / best, ex / best, min(dp, ex) / best, dp)
+        for g in (4, 8):
+            ratio = speed[("k80", g, "alexnet")][3] / speed[("p100", g, "alexnet")][3]
+            self.assertGreater(ratio, 1.0)
+            self.assertLessEqual(ratio, 732 / 240)
+        # Same seed, same file.
+        r2 = strata("run", exp, "--output", os.path.join(d, "again"), "--no-plots", cwd=d)
+        self.assertEqual(r2.rc, 0, r2)
+        self.assertEqual(read_text(os.path.join(d, "again", "flexflow_reproduction", "results.csv")), text)
+        side = by_key(read_csv(os.path.join(out, "side_by_side.csv")), "table", "row", "metric")
+        checked = 0
+        for table in tree["paper"]:
+            for row in table["rows"]:
+                for m in table["metrics"]:
+                    key = m["key"]
+                    if key not in row:
+                        continue
+                    got = side[(table["name"], row["key"], key)]
+                    self.assertEqual(float(got["paper"]), row[key])
+                    gpus = row.get("gpus", 8)
+                    pts = [v for (c, g, model), v in speed.items() if model in row["models"] and g == gpus
+                           and row.get("cluster", c) == c]
+                    if not pts:
+                        self.assertEqual(got["strata"], "")
+                        self.assertIn("not run", got["strata_note"])
+                        continue
+                    index = {"speedup_vs_dp": 0, "speedup_vs_expert": 1, "speedup_vs_baselines": 2}
+                    values = [p[index[key]] if key in index else 100 * (1 - 1 / p[0]) for p in pts]
+                    expect = {"min": min, "max": max}.get(row.get("stat"), lambda v: v[0])(values)
+                    self.assertAlmostEqual(float(got["strata"]), expect, delta=1e-4 * max(1.0, abs(expect)))
+                    checked += 1
+        self.assertGreaterEqual(checked, 2)
+        summary = read_text(os.path.join(out, "summary.md"))
+        self.assertIn("https://arxiv.org/abs/1807.05358", summary)
+
+    def test_bad_fields_are_named(self):
+        def bad_gpus(t):
+            t["gpus"] = [4, 6]
+
+        def bad_cluster(t):
+            t["paper"][0]["rows"][3]["cluster"] = "v100"
+
+        for edit, pattern in [(bad_gpus, r"gpus\[1\]: expected a multiple of cluster 'p100''s 4 GPUs per node"),
+                              (bad_cluster, r"paper\[0\]\.rows\[3\]\.cluster: expected a cluster named")]:
+            _, exp, d = self.run_small(edit)
+            r = strata("run", "--check", exp, cwd=d)
+            self.assertEqual(r.rc, 2, r)
+            self.assertRegex(r.err, pattern)
+
+
 if __name__ == "__main__":
     cli_test.main()  # --strata/--source, then unittest on this module

@@ -44,6 +44,54 @@ TEST(Zoo, TasoBenchmarks) {
   EXPECT_EQ(rnn.param_count(), 5 * 8 * 2 * 512 * 512 + 512);
 }
 
+// FlexFlow's CNNs (arXiv 1807.05358, §8), counted by hand from the layer shapes.
+TEST(Zoo, FlexFlowCnns) {
+  const auto alex = zoo::build_model("alexnet");
+  // conv 64x3x11x11, 192x64x5x5, 384x192x3x3, 256x384x3x3, 256x256x3x3 and fc 9216-4096-4096-1000, with
+  // biases: torchvision's alexnet, 61,100,840.
+  const std::int64_t alex_params = (64 * 3 * 121 + 64) + (192 * 64 * 25 + 192) + (384 * 192 * 9 + 384) +
+                                   (256 * 384 * 9 + 256) + (256 * 256 * 9 + 256) + (9216 * 4096 + 4096) +
+                                   (4096 * 4096 + 4096) + (4096 * 1000 + 1000);
+  EXPECT_EQ(alex_params, 61100840);
+  EXPECT_EQ(alex.param_count(), alex_params);
+  // Multiply-adds: output positions x filter size per conv (55, 27, 13, 13, 13 pixels square), plus the fcs.
+  const double alex_macs = 55.0 * 55 * 64 * 3 * 121 + 27.0 * 27 * 192 * 64 * 25 + 13.0 * 13 * 384 * 192 * 9 +
+                           13.0 * 13 * 256 * 384 * 9 + 13.0 * 13 * 256 * 256 * 9 + 9216.0 * 4096 +
+                           4096.0 * 4096 + 4096.0 * 1000;
+  EXPECT_NEAR(macs(alex), alex_macs, 1.0);
+  EXPECT_EQ(alex.type(alex.outputs()[0]).shape, (Shape{1, 1000}));
+  // ResNet-101 = ResNet-50 with 17 more layer3 blocks, each 1024->256 1x1, 256->256 3x3, 256->1024 1x1 convs
+  // and their batchnorms (2 x 256 + 2 x 256 + 2 x 1024 affine): torchvision's resnet101, 44,549,160.
+  const std::int64_t block = 1024 * 256 + 256 * 256 * 9 + 256 * 1024 + 2 * (256 + 256 + 1024);
+  const auto r101 = zoo::build_model("resnet101");
+  EXPECT_EQ(r101.param_count(), 25557032 + 17 * block);
+  EXPECT_EQ(r101.param_count(), 44549160);
+  // Each extra block at 14x14: 196 positions x (1024*256 + 256*256*9 + 256*1024) multiply-adds.
+  EXPECT_NEAR(macs(r101) - macs(zoo::build_model("resnet50")),
+              17 * 196.0 * (1024 * 256 + 256 * 256 * 9 + 256 * 1024), 1.0);
+}
+
+// FlexFlow's LSTM models: per layer W[(in + h), 4h] + b[4h] with in = embed = h = 2048, vocabulary 20480.
+TEST(Zoo, FlexFlowLstmModels) {
+  const std::int64_t h = 2048, v = 20480, layer = (2 * h) * (4 * h) + 4 * h, emb = v * h, out = h * v + v;
+  EXPECT_EQ(zoo::build_model("rnntc", {.seq_len = 2}).param_count(), emb + 4 * layer + (h * 2 + 2));
+  EXPECT_EQ(zoo::build_model("rnnlm", {.seq_len = 2}).param_count(), emb + 2 * layer + out);
+  // NMT: source and target embeddings, 2 + 2 layers, the attention's combine W[2h, h], the output layer.
+  EXPECT_EQ(zoo::build_model("nmt", {.seq_len = 2}).param_count(), 2 * emb + 4 * layer + 2 * h * h + out);
+  // Multiply-adds for T steps of batch B: every cell's [x h] W, the output projections, and for NMT the two
+  // attention products (B x T x h each per decoder step) and the combine layer.
+  const double T = 3, B = 2, cell = 2.0 * h * 4 * h;
+  EXPECT_NEAR(macs(zoo::build_model("rnnlm", {.batch = 2, .seq_len = 3})), T * B * (2 * cell + 1.0 * h * v),
+              1.0);
+  EXPECT_NEAR(macs(zoo::build_model("rnntc", {.batch = 2, .seq_len = 3})), T * B * 4 * cell + B * h * 2.0,
+              1.0);
+  EXPECT_NEAR(macs(zoo::build_model("nmt", {.batch = 2, .seq_len = 3})),
+              T * B * (4 * cell + 2 * T * h + 2.0 * h * h + 1.0 * h * v), 1.0);
+  // RNNLM and NMT predict a word per step: one softmax output per step.
+  EXPECT_EQ(zoo::build_model("rnnlm", {.seq_len = 3}).outputs().size(), 3u);
+  EXPECT_EQ(zoo::build_model("rnntc", {.seq_len = 3}).outputs().size(), 1u);
+}
+
 TEST(Zoo, TransformersMatchPublishedParameterCounts) {
   const auto bert = zoo::build_model("bert-base", {.batch = 2, .seq_len = 16});
   EXPECT_EQ(bert.param_count(), 109482240);  // bert-base-uncased incl. pooler (~110 M)

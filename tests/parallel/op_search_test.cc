@@ -81,6 +81,32 @@ TEST(OpDelta, EqualsFullResimulationOnBert) {
   check_delta(g, topo, 150, 3, 16);
 }
 
+// An unrolled LSTM language model uses each layer's weights at every step (tied weights): proposals change
+// who synchronises them and which copies are kept, so tied partners are re-lowered too.
+TEST(OpDelta, EqualsFullResimulationOnTiedWeights) {
+  const auto topo = pcie_system(4);
+  const auto g = models::zoo::build_model("rnnlm", {.batch = 8, .seq_len = 3, .dtype = DType::kF16});
+  check_delta(g, topo, 150, 5, 16);
+}
+
+// Under data parallelism every user of a tied weight lays it out alike, so the weight is kept (and
+// all-reduced) once: each GPU holds every parameter with its gradient and Adam's two fp32 moments
+// (4 + 4 + 8 bytes in fp32), and one more step adds activations only, not another copy of the weights.
+TEST(OpLowering, TiedWeightsAreKeptOnceUnderDataParallelism) {
+  const auto topo = pcie_system(4);
+  const models::CostModel cm(topo.gpu());
+  auto peak = [&](std::int64_t steps) {
+    const auto g = models::zoo::build_model("rnnlm", {.batch = 4, .seq_len = steps});
+    const Prepared p(g, topo, cm);
+    return static_cast<double>(OpSimulator(p.lowering, topo, data_parallel_plan(p.space)).peak_memory());
+  };
+  const double params = static_cast<double>(models::zoo::build_model("rnnlm", {.seq_len = 2}).param_count());
+  const double two = peak(2), three = peak(3);
+  EXPECT_GE(two, 16 * params);
+  EXPECT_LT(two, 16 * params * 1.05);
+  EXPECT_LT(three - two, 0.05 * 16 * params);
+}
+
 // Brute force over every plan of a 4-node MLP on 2 GPUs (5 x 4 x 5 x 4 = 400 plans): MCMC from DP and the
 // expert plan finds the optimum.
 TEST(OpMcmc, FindsTheExhaustiveOptimum) {
