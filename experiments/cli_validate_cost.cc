@@ -1,5 +1,5 @@
 // strata validate calibrate-cost: the cost model's efficiency curves fitted on microbenchmarks timed on this
-// machine's CPU or GPU (validate/cost_calibration.h, docs/validate.md §11), written for `--cost-params`.
+// machine's CPU or GPU (validate/cost_calibration.h, docs/replay.md §3), written for `--cost-params`.
 #include <iostream>
 
 #include <fmt/format.h>

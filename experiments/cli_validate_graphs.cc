@@ -1,5 +1,5 @@
 // strata validate graphs: the graph optimizers' candidates predicted by the cost model and replayed for real
-// on this machine's CPU or GPU (--device) (validate/graph_check.h, docs/validate.md §10): measured vs
+// on this machine's CPU or GPU (--device) (validate/graph_check.h, docs/replay.md §2): measured vs
 // predicted time, top-k, Spearman, regret, and the measured speedup of the optimizers' choices over the
 // original graph.
 #include <iostream>

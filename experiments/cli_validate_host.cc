@@ -1,6 +1,6 @@
 // strata validate host: this machine's CPU measured by microbenchmarks (validate/host_bench.h: oneDNN matmul
 // peak FLOP/s, STREAM copy/triad bandwidth, last-level cache, per-primitive overhead) and written as a system
-// YAML whose GPU figures are the measured ones, for `strata model sim --hw FILE` (docs/validate.md §9).
+// YAML whose GPU figures are the measured ones, for `strata model sim --hw FILE` (docs/replay.md §1).
 #include <iostream>
 
 #include <fmt/format.h>

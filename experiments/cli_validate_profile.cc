@@ -1,7 +1,7 @@
 // strata validate profile: every distinct operator instance of a model timed on this machine's CPU with
 // oneDNN kernels (validate/cpu_replay.h) or on its GPU with cuBLAS/cuDNN (--device cuda,
-// validate/cuda_replay.h), written as a profile database for `strata model sim --profile` (docs/validate.md,
-// "Part 2, first slice" and "GPU backend").
+// validate/cuda_replay.h), written as a profile database for `strata model sim --profile` (docs/replay.md
+// §1 and §5).
 #include <iostream>
 #include <map>
 #include <set>

@@ -1,5 +1,5 @@
 // The `cpu-validation` and `gpu-validation` experiment kinds (configs/experiments/validate_cpu.yaml,
-// validate_gpu.yaml; docs/validate.md, "Validation grids"): the cost model checked against this machine's CPU
+// validate_gpu.yaml; docs/replay.md §4): the cost model checked against this machine's CPU
 // (oneDNN kernels) or GPU (cuBLAS/cuDNN, validate/replay_device.h) over a grid of models, what `strata
 // validate profile --hw`, `validate graphs` and `validate calibrate-cost` do one model at a time. The two
 // kinds differ only in the device they replay on. Optionally calibrates the cost model first

@@ -172,7 +172,7 @@ TEST(ConfigErrors, QuantitiesOutsideTheirRange) {
   EXPECT_NE(e.find("gpu.hbm_capacity: expected a size from 1 B to 1024 TiB"), std::string::npos) << e;
 }
 
-// A cache level in front of the device memory (a CPU's last-level cache, docs/validate.md §11).
+// A cache level in front of the device memory (a CPU's last-level cache, docs/replay.md §3).
 TEST(ConfigErrors, GpuCacheLevelIsReadAndChecked) {
   const auto t = load_system_from_string(
       replace(kGood, "gpu: h100-sxm\n",

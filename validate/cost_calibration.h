@@ -1,5 +1,5 @@
 // Calibrating the roofline cost model (models/cost/cost_model.h) on microbenchmarks (issue 15;
-// docs/validate.md §11): single-operator graphs on synthetic shapes, chosen independently of the zoo models
+// docs/replay.md §3): single-operator graphs on synthetic shapes, chosen independently of the zoo models
 // the calibration is then checked on (calibration is not validation), are timed on the CPU with oneDNN, and
 // the efficiency curves eff(t) = max·t/(t + half) of each operator and each operator kind are fitted to them.
 //

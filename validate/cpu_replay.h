@@ -1,5 +1,5 @@
 // Replaying models/ graphs on the host CPU with real kernels (issue 15, part 2 of validate/;
-// docs/validate.md). Every node runs in f32 on oneDNN (Intel's deep-learning primitives library, Debian
+// docs/replay.md §1). Every node runs in f32 on oneDNN (Intel's deep-learning primitives library, Debian
 // libdnnl-dev) when its operator and configuration have a lowering (validate/onednn_kernels.cc and
 // onednn_composite.cc: matmul, batch_matmul, conv2d, max/avg pooling, softmax (causal too), fused attention,
 // relu/sigmoid/tanh/gelu/silu, rsqrt, ewadd/ewsub/ewmul/scalar_mul, layernorm, rmsnorm, batchnorm, concat,
@@ -38,7 +38,7 @@ std::string onednn_description();
 std::string omp_threads_note();
 
 // The device name under which CPU measurements go into a profile database: the hw catalogue's GPU entry for
-// a host CPU, so that a system YAML with `gpu: host-cpu` looks them up (docs/validate.md).
+// a host CPU, so that a system YAML with `gpu: host-cpu` looks them up (docs/replay.md §1).
 inline constexpr std::string_view kHostCpuDevice = "host-cpu";
 
 // Which kernel ran a node: oneDNN (CPU replay), cuBLAS/cuDNN/strata's own CUDA kernels (GPU replay,

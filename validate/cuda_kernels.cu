@@ -2,7 +2,7 @@
 // with 64-bit indices, one thread per output element over the per-element functions of
 // validate/cuda_kernel_math.h (which the host tests run too), a block per row for the normalisations. The GPU
 // replay times them like the cuBLAS/cuDNN kernels, so their speed is what the profile records for these
-// operators (docs/validate.md, "GPU backend").
+// operators (docs/gpu.md).
 #include <cuda_runtime.h>
 
 #include "validate/cuda_kernel_math.h"

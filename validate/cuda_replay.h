@@ -1,15 +1,16 @@
-// Replaying models/ graphs on an NVIDIA GPU (issue 15, the GPU backend of validate/; docs/validate.md, "GPU
-// backend"): the CPU replay's structures (validate/cpu_replay.h) filled by cuBLAS (matmul, batch_matmul),
-// cuDNN (conv2d, max/avg pooling, softmax, relu/sigmoid/tanh, batchnorm) and strata's own CUDA kernels
+// Replaying models/ graphs on an NVIDIA GPU (issue 15, the GPU backend of validate/; docs/gpu.md): the
+// CPU replay's structures (validate/cpu_replay.h) filled by cuBLAS (matmul, batch_matmul), cuDNN (conv2d in
+// plain FP32, max/avg pooling, softmax, relu/sigmoid/tanh, batchnorm) and strata's own CUDA kernels
 // (validate/cuda_kernels.cu: gelu, silu, rsqrt, broadcasting ewadd/ewsub/ewmul/scalar_mul, layernorm,
-// rmsnorm, reduce_sum/mean, concat, transpose, views), f32 throughout; every other node (causal softmax,
-// attention, embedding, ...) runs the reference executor's kernel on the host between copies. Kernels are
-// timed with CUDA events on one stream: warm-up runs, repetitions, the median, min and max as the CPU
-// profiler keeps.
+// rmsnorm, reduce_sum/mean, concat, split, transpose, pooling that cuDNN cannot express, embedding, views),
+// f32 throughout; every other node (causal softmax, attention, backward and optimizer operators, ...) runs
+// the reference executor's kernel on the host between copies. Kernels are timed with CUDA events on one
+// stream: warm-up runs, then repetitions that replay a CUDA graph of the GPU kernels (the host's kernels run
+// directly between graphs), the median, min and max as the CPU profiler keeps.
 //
-// Compiled whenever CMake finds the CUDA toolkit, cuDNN and NCCL (STRATA_CUDA, docs/validate.md). Without the
-// backend every function below throws std::runtime_error with kCudaNotBuilt; with it but without a usable GPU
-// (no device, no driver) with "no CUDA device (<cudaGetErrorString>)".
+// Compiled whenever CMake finds the CUDA toolkit, cuDNN and NCCL (STRATA_CUDA, docs/gpu.md). Without
+// the backend every function below throws std::runtime_error with kCudaNotBuilt; with it but without a usable
+// GPU (no device, no driver) with "no CUDA device (<cudaGetErrorString>)".
 #pragma once
 
 #include <string>
@@ -43,9 +44,11 @@ std::string cuda_device_name();
 // downloaded into the result. NodeBackend::backend is kCuda (detail: the library and kernel) or kReference.
 CpuReplay replay_on_cuda(const models::Graph& g, const models::Feeds<double>& feeds = {},
                          const models::ExecOptions& options = {});
-// As time_node: one node on pseudo-random inputs, timed with CUDA events around each run.
+// As time_node: one node on pseudo-random inputs, timed with CUDA events around each run (a CUDA-graph
+// replay of it on the GPU; NodeBackend::detail says which).
 NodeTiming time_node_cuda(const models::Graph& g, models::NodeId node, const TimingOptions& options = {});
-// As time_graph: whole passes over shared device buffers, each pass timed with CUDA events.
+// As time_graph: whole passes over shared device buffers, each pass timed with CUDA events (GraphTiming::
+// cuda_graph: every kernel replayed from CUDA graphs).
 GraphTiming time_graph_cuda(const models::Graph& g, const TimingOptions& options = {});
 // As profile_on_cpu; `device` empty: cuda_device_name().
 CpuProfile profile_on_cuda(const models::Graph& g, const TimingOptions& options = {},

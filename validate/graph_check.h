@@ -1,4 +1,4 @@
-// Is the optimized graph really faster? (issue 15; docs/validate.md §10, TASO's question, Jia et al., SOSP
+// Is the optimized graph really faster? (issue 15; docs/replay.md §2, TASO's question, Jia et al., SOSP
 // 2019, §7.) The candidates the graph optimizers choose between — the original graph, every graph along the
 // backtracking search's path to its result, the equality-saturation result, and a seeded sample of graphs one
 // rule application away from the original — are predicted by the cost model, checked equal in function to

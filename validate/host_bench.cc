@@ -135,7 +135,7 @@ CpuInfo read_cpu_info() {
 std::string host_system_yaml(const HostBench& b) {
   std::string h;
   h += "# This machine's CPU as one device, measured by `strata validate host` (validate/host_bench.h,\n";
-  h += "# docs/validate.md §9). Profile entries are looked up under the GPU catalogue name host-cpu; the\n";
+  h += "# docs/replay.md §1). Profile entries are looked up under the GPU catalogue name host-cpu; the\n";
   h += "# roofline figures below replace the catalogue's guesses.\n";
   h += fmt::format("# CPU: {} ({} MHz in /proc/cpuinfo), {} OpenMP threads, {}\n",
                    b.cpu.model.empty() ? "unknown" : b.cpu.model, b.cpu.max_mhz, b.threads, b.onednn);

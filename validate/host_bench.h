@@ -1,4 +1,4 @@
-// Microbenchmarks of this machine's CPU (issue 15; docs/validate.md §9): the figures the roofline cost model
+// Microbenchmarks of this machine's CPU (issue 15; docs/replay.md §1): the figures the roofline cost model
 // (models/cost/cost_model.h) reads from a device spec, measured instead of guessed, so that a system YAML
 // with `gpu: {model: host-cpu, peak: ..., hbm_bandwidth: ..., launch_overhead: ...}` predicts CPU times.
 //   - peak FLOP/s: large oneDNN matmuls in f32 (and bf16 where oneDNN has a non-reference implementation on

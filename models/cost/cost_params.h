@@ -1,5 +1,5 @@
 // The cost model's efficiency parameters as a file (`--cost-params`), so that fitted values (`strata validate
-// calibrate-cost`, docs/validate.md) replace the engineering priors of RooflineParams::defaults().
+// calibrate-cost`, docs/replay.md §3) replace the engineering priors of RooflineParams::defaults().
 //
 // JSON, every field checked:
 //   {"format": "strata-cost-params", "version": 1,

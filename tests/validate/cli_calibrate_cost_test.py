@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`strata validate calibrate-cost` and `--cost-params` end to end (docs/validate.md §11): the quick
+"""`strata validate calibrate-cost` and `--cost-params` end to end (docs/replay.md §3): the quick
 microbenchmark suite is fitted and the fit is no worse than the priors on its own points; `model sim` reads
 the file and predicts differently; a system with another GPU refuses it; a bad field is named; `validate
 profile --hw --cost-params` reports per-operator errors whose CSV agrees with its own measured and predicted

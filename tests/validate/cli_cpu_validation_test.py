@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The `cpu-validation` experiment kind end to end (docs/validate.md, "Validation grids").
+"""The `cpu-validation` experiment kind end to end (docs/replay.md §4).
 
 1. Parse errors: bad fields are refused with exit status 2, naming the file, the line of the field, the field
    and what was expected; nothing is written.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The GPU backend through the command line (docs/validate.md, "GPU backend").
+"""The GPU backend through the command line (docs/gpu.md).
 
 Usage: cli_cuda_test.py <strata binary> <built with CUDA: 1|0> unavailable|gpu   (run from the source root)
 

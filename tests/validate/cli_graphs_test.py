@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`strata validate graphs` end to end (docs/validate.md §10) on a small transformer: the command exits 0,
+"""`strata validate graphs` end to end (docs/replay.md §2) on a small transformer: the command exits 0,
 writes one CSV row per printed candidate with the original first, every candidate equivalent, the three
 repeats of the whole-graph time and of the sum of node medians in each row and their medians as the measured
 (ranked) time and the node sum; the same seed draws the same candidates (eqsat's aside: its ILP extraction
@@ -69,7 +69,7 @@ with tempfile.TemporaryDirectory() as tmp:
                        "1", "--warmup", "0", "-o", again)
     def deterministic(table):
         # Eqsat's result depends on the machine's speed where Z3's ILP extraction hits its time limit
-        # (docs/validate.md §10; seen on a loaded 2-core machine), so it is left out: its own row, and its
+        # (docs/replay.md §2; seen on a loaded 2-core machine), so it is left out: its own row, and its
         # name where it equals another candidate.
         out = []
         for r in table:

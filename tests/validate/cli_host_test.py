@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`strata validate host --quick` end to end (docs/validate.md §9): it prints the measurements and writes a
+"""`strata validate host --quick` end to end (docs/replay.md §1): it prints the measurements and writes a
 system YAML whose comment header names this CPU (/proc/cpuinfo, read here) and the thread count, whose
 gpu figures are the printed ones, and whose cache level is one of the measured working sets (192 KiB doubling, up to twice
 cpu0's last-level cache: sysfs, read here) at a bandwidth above memory's; `strata model sim resnet50 --hw FILE --dtype f32` loads it, runs on host-cpu

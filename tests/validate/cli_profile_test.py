@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`strata validate profile` end to end (docs/validate.md §9): a profile of squeezenet is written, and
+"""`strata validate profile` end to end (docs/replay.md §1): a profile of squeezenet is written, and
 `strata model sim --profile` reads it back and predicts exactly the profile's sum of node medians with every
 kernel timed from it (the roofline's prediction differs); an unknown device is refused with exit status 2 and
 no file written (--device cuda: tests/validate/cli_cuda_test.py). Reports itself skipped (exit 77) when strata

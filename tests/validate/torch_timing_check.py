@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""strata's CUDA-event timings beside PyTorch's, on the GPU (docs/validate.md, "GPU backend").
+"""strata's CUDA-event timings beside PyTorch's, on the GPU (docs/gpu.md).
 
 Usage: torch_timing_check.py points.csv out.csv
   points.csv: `strata validate calibrate-cost --device cuda --points-csv` (each microbenchmark's measured time)
