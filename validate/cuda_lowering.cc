@@ -339,30 +339,7 @@ class PoolNode final : public BoundNode {
 // strata's pooling kernel, the reference's window rule (cuda_kernel_math.h pool_at).
 class PoolKernelNode final : public BoundNode {
  public:
-  PoolKernelNode(const NodeView& v, bool avg) {
-    const auto& x = v.in_shape(0);
-    const auto& o = v.out_shape();
-    const auto& k = v.attrs.ints("kernel");
-    const auto& s = v.attrs.ints("strides");
-    const auto& pads = v.attrs.ints("pads");
-    if (x.size() != 4 || o.size() != 4 || k.size() != 2 || s.size() != 2 || pads.size() != 4)
-      throw Unsupported{"not a 2-D window over an NCHW tensor"};
-    p_ = {.planes = x[0] * x[1],
-          .h = x[2],
-          .w = x[3],
-          .oh = o[2],
-          .ow = o[3],
-          .kh = k[0],
-          .kw = k[1],
-          .sh = s[0],
-          .sw = s[1],
-          .pt = pads[0],
-          .pl = pads[1],
-          .pb = pads[2],
-          .pr = pads[3],
-          .avg = avg,
-          .include_pad = avg && v.attrs.has("count_include_pad") && v.attrs.i("count_include_pad") != 0};
-  }
+  PoolKernelNode(const NodeView& v, bool avg) : p_(plan_pool(v.in_shape(0), v.out_shape(), v.attrs, avg)) {}
   void run() override {
     check(static_cast<cudaError_t>(launch_pool(p_, in_[0], out_[0], context().stream)), "pooling kernel");
   }

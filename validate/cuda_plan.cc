@@ -96,6 +96,30 @@ Window2d plan_window(std::span<const std::int64_t> kernel, std::span<const std::
   return w;
 }
 
+PoolWindow plan_pool(const models::Shape& in, const models::Shape& out, const models::Attrs& attrs,
+                     bool avg) {
+  const auto& k = attrs.ints("kernel");
+  const auto& s = attrs.ints("strides");
+  const auto pads = attrs.has("pads") ? attrs.ints("pads") : models::Ints{0, 0, 0, 0};
+  if (in.size() != 4 || out.size() != 4 || k.size() != 2 || s.size() != 2 || pads.size() != 4)
+    throw Unsupported{"not a 2-D window over an NCHW tensor"};
+  return {.planes = in[0] * in[1],
+          .h = in[2],
+          .w = in[3],
+          .oh = out[2],
+          .ow = out[3],
+          .kh = k[0],
+          .kw = k[1],
+          .sh = s[0],
+          .sw = s[1],
+          .pt = pads[0],
+          .pl = pads[1],
+          .pb = pads[2],
+          .pr = pads[3],
+          .avg = avg,
+          .include_pad = avg && attrs.has("count_include_pad") && attrs.i("count_include_pad") != 0};
+}
+
 SoftmaxDims plan_softmax(const models::Shape& shape, std::int64_t axis) {
   const auto rank = static_cast<std::int64_t>(shape.size());
   if (axis < 0) axis += rank;

@@ -55,6 +55,11 @@ struct Window2d {
 };
 // pads are [top, left, bottom, right] as in models/ops (conv2d, maxpool2d, avgpool2d); throws Unsupported for
 // asymmetric pads or an output size cuDNN would not produce (pooling's ceil mode).
+// maxpool2d / avgpool2d of NCHW `in` to `out` (the graph's output shape, ceil mode already applied) as
+// strata's pooling kernel takes it (cuda_kernels.h PoolWindow): any pads, the divisor as `count_include_pad`
+// says. Throws Unsupported for anything but a 2-D window over NCHW tensors.
+PoolWindow plan_pool(const models::Shape& in, const models::Shape& out, const models::Attrs& attrs, bool avg);
+
 Window2d plan_window(std::span<const std::int64_t> kernel, std::span<const std::int64_t> strides,
                      std::span<const std::int64_t> pads, std::span<const std::int64_t> dilations,
                      const models::Shape& in, const models::Shape& out);

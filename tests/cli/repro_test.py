@@ -49,6 +49,16 @@ def run_copy(test, name, edit):
     return tree, os.path.join(d.name, tree["experiment"])
 
 
+def paper_cells(tree, out):
+    """Every (table, row, metric key, side_by_side.csv row) of the file's `paper:` rows that has that metric."""
+    side = by_key(read_csv(os.path.join(out, "side_by_side.csv")), "table", "row", "metric")
+    for table in tree["paper"]:
+        for row in table["rows"]:
+            for m in table["metrics"]:
+                if m["key"] in row:
+                    yield table, row, m["key"], side[(table["name"], row["key"], m["key"])]
+
+
 def by_key(rows, *keys):
     return {tuple(r[k] for k in keys): r for r in rows}
 
@@ -196,33 +206,26 @@ class SubstRepro(unittest.TestCase):
     def check_side_by_side(self, tree, out, run_models):
         results = read_csv(os.path.join(out, "results.csv"))
         opt = by_key(results, "model", "optimizer")
-        side = by_key(read_csv(os.path.join(out, "side_by_side.csv")), "table", "row", "metric")
         checked = 0
-        for table in tree["paper"]:
-            for row in table["rows"]:
-                for m in table["metrics"]:
-                    key = m["key"]
-                    if key not in row:
-                        continue
-                    got = side[(table["name"], row["key"], key)]
-                    self.assertAlmostEqual(float(got["paper"]), row[key])
-                    if row["key"] == "all":
-                        ratios = [float(opt[(x, "backtrack")]["cost_after_ms"]) / float(opt[(x, "eqsat")]["cost_after_ms"])
-                                  for x in run_models]
-                        self.assertAlmostEqual(float(got["strata"]), max(ratios), places=3)
-                        checked += 1
-                        continue
-                    if row["key"] not in run_models:
-                        self.assertEqual(got["strata"], "")
-                        self.assertIn("not run", got["strata_note"])
-                        continue
-                    name = {"backtrack": "backtrack", "eqsat": "eqsat", "xfers": "backtrack+xfers"}[key.split("_")[0]]
-                    r = opt[(row["key"], name)]
-                    speedup = float(r["cost_before_ms"]) / float(r["cost_after_ms"])
-                    expect = {"speedup": speedup, "percent": 100 * (speedup - 1),
-                              "seconds": float(r["optimizer_seconds"])}[key.split("_")[-1]]
-                    self.assertAlmostEqual(float(got["strata"]), expect, delta=2e-3 * max(1.0, abs(expect)))
-                    checked += 1
+        for table, row, key, got in paper_cells(tree, out):
+            self.assertAlmostEqual(float(got["paper"]), row[key])
+            if row["key"] == "all":
+                ratios = [float(opt[(x, "backtrack")]["cost_after_ms"]) / float(opt[(x, "eqsat")]["cost_after_ms"])
+                          for x in run_models]
+                self.assertAlmostEqual(float(got["strata"]), max(ratios), places=3)
+                checked += 1
+                continue
+            if row["key"] not in run_models:
+                self.assertEqual(got["strata"], "")
+                self.assertIn("not run", got["strata_note"])
+                continue
+            name = {"backtrack": "backtrack", "eqsat": "eqsat", "xfers": "backtrack+xfers"}[key.split("_")[0]]
+            r = opt[(row["key"], name)]
+            speedup = float(r["cost_before_ms"]) / float(r["cost_after_ms"])
+            expect = {"speedup": speedup, "percent": 100 * (speedup - 1),
+                      "seconds": float(r["optimizer_seconds"])}[key.split("_")[-1]]
+            self.assertAlmostEqual(float(got["strata"]), expect, delta=2e-3 * max(1.0, abs(expect)))
+            checked += 1
         self.assertGreater(checked, 0)
 
     def test_tensat_on_two_models(self):
@@ -386,28 +389,21 @@ class FlexFlowRepro(unittest.TestCase):
         r2 = strata("run", exp, "--output", os.path.join(d, "again"), "--no-plots", cwd=d)
         self.assertEqual(r2.rc, 0, r2)
         self.assertEqual(read_text(os.path.join(d, "again", "flexflow_reproduction", "results.csv")), text)
-        side = by_key(read_csv(os.path.join(out, "side_by_side.csv")), "table", "row", "metric")
         checked = 0
-        for table in tree["paper"]:
-            for row in table["rows"]:
-                for m in table["metrics"]:
-                    key = m["key"]
-                    if key not in row:
-                        continue
-                    got = side[(table["name"], row["key"], key)]
-                    self.assertEqual(float(got["paper"]), row[key])
-                    gpus = row.get("gpus", 8)
-                    pts = [v for (c, g, model), v in speed.items() if model in row["models"] and g == gpus
-                           and row.get("cluster", c) == c]
-                    if not pts:
-                        self.assertEqual(got["strata"], "")
-                        self.assertIn("not run", got["strata_note"])
-                        continue
-                    index = {"speedup_vs_dp": 0, "speedup_vs_expert": 1, "speedup_vs_baselines": 2}
-                    values = [p[index[key]] if key in index else 100 * (1 - 1 / p[0]) for p in pts]
-                    expect = {"min": min, "max": max}.get(row.get("stat"), lambda v: v[0])(values)
-                    self.assertAlmostEqual(float(got["strata"]), expect, delta=1e-4 * max(1.0, abs(expect)))
-                    checked += 1
+        for table, row, key, got in paper_cells(tree, out):
+            self.assertEqual(float(got["paper"]), row[key])
+            gpus = row.get("gpus", 8)
+            pts = [v for (c, g, model), v in speed.items() if model in row["models"] and g == gpus
+                   and row.get("cluster", c) == c]
+            if not pts:
+                self.assertEqual(got["strata"], "")
+                self.assertIn("not run", got["strata_note"])
+                continue
+            index = {"speedup_vs_dp": 0, "speedup_vs_expert": 1, "speedup_vs_baselines": 2}
+            values = [p[index[key]] if key in index else 100 * (1 - 1 / p[0]) for p in pts]
+            expect = {"min": min, "max": max}.get(row.get("stat"), lambda v: v[0])(values)
+            self.assertAlmostEqual(float(got["strata"]), expect, delta=1e-4 * max(1.0, abs(expect)))
+            checked += 1
         self.assertGreaterEqual(checked, 2)
         summary = read_text(os.path.join(out, "summary.md"))
         self.assertIn("https://arxiv.org/abs/1807.05358", summary)

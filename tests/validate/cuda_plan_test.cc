@@ -428,32 +428,11 @@ TEST(CudaKernelMath, PoolingWindowsMatchTheReferenceInCeilModeAndWithAsymmetricP
   for (const auto& c : cases) {
     SCOPED_TRACE(c.op);
     const auto r = run_reference(c.op, {c.x}, c.attrs);
-    const auto& k = c.attrs.ints("kernel");
-    const auto& s = c.attrs.ints("strides");
-    const auto pads = c.attrs.has("pads") ? c.attrs.ints("pads") : models::Ints{0, 0, 0, 0};
-    // The output size from the reference's own output, as the lowering takes it from the graph.
-    const std::int64_t planes = c.x[0] * c.x[1];
-    const std::int64_t ow = [&] {  // the reference's output is [N, C, oh, ow]; recover ow from its count
-      models::Graph g("shape");
-      const auto in = g.add_input("x", models::TensorType{c.x, models::DType::kF32});
-      return g.type(g.add(c.op, {in}, c.attrs)).shape[3];
-    }();
-    const std::int64_t oh = static_cast<std::int64_t>(r.out.size()) / planes / ow;
-    const PoolWindow p{.planes = planes,
-                       .h = c.x[2],
-                       .w = c.x[3],
-                       .oh = oh,
-                       .ow = ow,
-                       .kh = k[0],
-                       .kw = k[1],
-                       .sh = s[0],
-                       .sw = s[1],
-                       .pt = pads[0],
-                       .pl = pads[1],
-                       .pb = pads[2],
-                       .pr = pads[3],
-                       .avg = std::string_view(c.op) == "avgpool2d",
-                       .include_pad = c.attrs.has("count_include_pad")};
+    // The output shape from the graph, as the lowering takes it (ceil mode applied by the shape rule).
+    models::Graph g("shape");
+    const auto in = g.add_input("x", models::TensorType{c.x, models::DType::kF32});
+    const auto out = g.type(g.add(c.op, {in}, c.attrs)).shape;
+    const PoolWindow p = plan_pool(c.x, out, c.attrs, std::string_view(c.op) == "avgpool2d");
     std::vector<float> y(r.out.size());
     for (std::int64_t i = 0; i < static_cast<std::int64_t>(y.size()); ++i)
       y[static_cast<std::size_t>(i)] = pool_at(p, r.in[0].data(), i);
