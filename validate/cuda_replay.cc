@@ -230,12 +230,6 @@ class CapturedRun {
   cudaGraphExec_t exec_ = nullptr;
 };
 
-// `run` (which enqueues on the stream) `warmup` times untimed, then `repeat` times, each between two CUDA
-// events recorded on the stream; the median, min and max of those times (spread_of, as the CPU profiler).
-// With `capturable` (every kernel on the device) the timed runs replay a CUDA graph of `run`: the events
-// then bracket the kernels' execution on the GPU without the host's time to issue them. cuDNN 9's legacy
-// calls spend tens of microseconds on the host per call (measured on an H200: a squeezenet 1x1 convolution
-// at 33-56 us issued directly), which would otherwise be timed as GPU work whenever the GPU waits for them.
 // STRATA_CUDA_DIRECT_TIMING=1 times direct launches everywhere (to compare the two, or where a driver
 // mishandles capture).
 bool direct_timing_only() {
