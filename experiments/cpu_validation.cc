@@ -486,10 +486,10 @@ std::string calibration_section(const Results& r) {
 
 void report(const Config& c, const Results& r, ResultsDir& out, const RunOptions& options) {
   std::string md = fmt::format(
-      "# {}\n\n{}\n\nReplayed on {} with {} (host CPU: {}; {}), priced as `{}` from {} ({:.1f} GFLOP/s "
+      "# {}\n\n{}\n\nReplayed on {} with {} (host CPU: {}), priced as `{}` from {} ({:.1f} GFLOP/s "
       "fp32, {}). Cost parameters: {}. Each distinct operator instance and each whole-graph pass: {} "
       "warm-up + {} timed runs, median; seed {}.\n\n",
-      c.name, c.description, c.device->where, r.kernels, r.cpu.empty() ? "unknown" : r.cpu, r.threads,
+      c.name, c.description, c.device->where, r.kernels, r.cpu.empty() ? "unknown" : r.cpu,
       c.gpu.name, c.hw_label, c.gpu.peak_fp32 / 1e9, units::format_bandwidth(c.gpu.hbm_bandwidth),
       c.cost_params_label, c.warmup, c.repeat, c.seed);
   std::string models_csv;
