@@ -66,7 +66,8 @@ struct GraphsConfig {
 struct Config {
   const v::ReplayDevice* device = &v::cpu_replay_device();
   std::string kind, name, description, hw_label, cost_params_label;
-  hw::GpuSpec gpu;
+  hw::GpuSpec gpu;            // as the file gives it; with measure_host, replaced by the measurement in run
+  bool measure_host = false;  // hw: measure (the CPU only): `strata validate host` first, in the run
   models::CostParams
       params;  // from cost_params:, or the built-in priors (replaced by the fit when calibrating)
   Calibrate calibrate = Calibrate::kNo;
@@ -89,6 +90,8 @@ struct Results {
   std::vector<v::FamilyFit> fits;
   std::size_t microbenchmarks = 0;
   std::string kernels, threads, cpu;  // the device's libraries (device->description()), OMP threads, CPU
+  hw::GpuSpec gpu;                    // the device spec that priced everything (measured with hw: measure)
+  std::string host_yaml;              // with hw: measure, the measured system file
   std::vector<ModelResult> models;
 };
 
@@ -114,6 +117,16 @@ hw::GpuSpec parse_hw(const ExperimentFile& file, Config& c) {
         fmt::format("expected hw: a system whose gpu is the GPU {} replays on (e.g. "
                     "../hw/dgx-h100.yaml): its peaks price the operators",
                     file.kind()));
+  if (h && h->as_string() == "measure") {
+    if (!c.device->on_host_cpu)
+      throw h->error(
+          fmt::format("'measure' runs `strata validate host` on this CPU; {} needs the system of "
+                      "the GPU it replays on",
+                      file.kind()));
+    c.measure_host = true;
+    c.hw_label = "this CPU, measured in the run (strata validate host)";
+    return hw::load_system(util::find_data_file(c.device->system_file).string()).gpu();  // its device name
+  }
   c.hw_label = h ? h->as_string() : std::string(c.device->system_file);
   const hw::Topology topo =
       h ? file.load_system(*h) : hw::load_system(util::find_data_file(c.hw_label).string());
@@ -239,7 +252,7 @@ void calibrate(const Config& c, Results& r) {
                              units::format_duration(p.measured));
   };
   const auto points = v::measure_suite(suite, mo, *c.device);
-  auto fit = v::fit_cost_params(points, c.gpu);
+  auto fit = v::fit_cost_params(points, r.gpu);
   fit.params.fit.update({{"command", fmt::format("strata run (kind {}, calibrate)", c.kind)},
                          {"experiment", c.name},
                          {"system", c.hw_label},
@@ -298,6 +311,18 @@ ModelResult check_model(const Config& c, const ModelEntry& m, const models::Cost
   return mr;
 }
 
+// hw: measure: this CPU's peak, bandwidth, cache level and per-kernel overhead (strata validate host), the
+// device spec everything is then priced with.
+void measure_host(Results& r) {
+  if (!v::host_bench_available()) throw ConfigError("hw: measure: " + v::host_bench_missing());
+  std::cerr << "[host] measuring this CPU (strata validate host)\n";
+  const auto bench = v::run_host_bench({});
+  r.host_yaml = v::host_system_yaml(bench);
+  r.gpu = hw::load_system_from_string(r.host_yaml, "host.yaml").gpu();
+  std::cerr << fmt::format("[host] {:.1f} GFLOP/s fp32, {} from memory\n", r.gpu.peak_fp32 / 1e9,
+                           units::format_bandwidth(r.gpu.hbm_bandwidth));
+}
+
 Results run(const Config& c) {
   // Refused before anything runs; `strata run --check` still checks the file.
   if (auto why = c.device->unavailable(); !why.empty())
@@ -309,8 +334,10 @@ Results run(const Config& c) {
   std::cerr << fmt::format("[{}] {} models on {} (CPU {}, {}), {}\n", c.kind, c.models.size(), r.kernels,
                            r.cpu.empty() ? "unknown" : r.cpu, r.threads, c.cost_params_label);
   r.params = c.params;
+  r.gpu = c.gpu;
+  if (c.measure_host) measure_host(r);
   if (c.calibrate != Calibrate::kNo) calibrate(c, r);
-  const models::CostModel cost(c.gpu, r.params.roofline);
+  const models::CostModel cost(r.gpu, r.params.roofline);
   for (std::size_t i = 0; i < c.models.size(); ++i) {
     const auto& m = c.models[i];
     std::cerr << fmt::format("[model {}/{}] {} ({} nodes)\n", i + 1, c.models.size(), m.label,
@@ -489,9 +516,9 @@ void report(const Config& c, const Results& r, ResultsDir& out, const RunOptions
       "# {}\n\n{}\n\nReplayed on {} with {} (host CPU: {}), priced as `{}` from {} ({:.1f} GFLOP/s "
       "fp32, {}). Cost parameters: {}. Each distinct operator instance and each whole-graph pass: {} "
       "warm-up + {} timed runs, median; seed {}.\n\n",
-      c.name, c.description, c.device->where, r.kernels, r.cpu.empty() ? "unknown" : r.cpu,
-      c.gpu.name, c.hw_label, c.gpu.peak_fp32 / 1e9, units::format_bandwidth(c.gpu.hbm_bandwidth),
-      c.cost_params_label, c.warmup, c.repeat, c.seed);
+      c.name, c.description, c.device->where, r.kernels, r.cpu.empty() ? "unknown" : r.cpu, r.gpu.name,
+      c.hw_label, r.gpu.peak_fp32 / 1e9, units::format_bandwidth(r.gpu.hbm_bandwidth), c.cost_params_label,
+      c.warmup, c.repeat, c.seed);
   std::string models_csv;
   md += models_section(c, r, models_csv);
   md += families_section(r);
@@ -501,6 +528,7 @@ void report(const Config& c, const Results& r, ResultsDir& out, const RunOptions
   out.write("ops.csv", ops_csv(c, r));
   out.write("models.csv", models_csv);
   out.write("cost_params.json", models::cost_params_json(r.params));
+  if (!r.host_yaml.empty()) out.write("host.yaml", r.host_yaml);
   md += fmt::format(
       "\nFiles: `ops.csv` (every distinct operator instance), `models.csv`, {}`cost_params.json` (the "
       "parameters used: `--cost-params`), `ops_scatter.png`, `op_errors.png`{}.\n",

@@ -180,6 +180,35 @@ with tempfile.TemporaryDirectory() as tmp:
         if f"Cost parameters: {params_file}" not in summary2 or "always top-3: **" not in summary2:
             failures.append("graphs summary lacks the parameters' origin or the ranking targets")
 
+    # 4. hw: measure: this CPU measured in the run (strata validate host) prices the grid; host.yaml is the
+    # measured system file, and the summary's figures are its figures. The GPU kind refuses it by name.
+    exp3 = os.path.join(tmp, "measured.yaml")
+    write(exp3, f"experiment: measured\nkind: cpu-validation\nhw: measure\nmodels:\n  - {{model: \"{TINY}\"}}\n"
+                "repeat: 2\nwarmup: 1\n")
+    rc, out, err = run("run", exp3, "--output", out_dir, "--no-plots")
+    res3 = os.path.join(out_dir, "measured")
+    if rc != 0 or not os.path.exists(os.path.join(res3, "host.yaml")):
+        failures.append(f"hw: measure run failed or wrote no host.yaml: exit {rc}, {err[-500:]!r}")
+    else:
+        host = open(os.path.join(res3, "host.yaml")).read()
+        peak = re.search(r"peak:\s*\{fp32:\s*([\d.]+)\s*(GFLOPS|TFLOPS)", host)
+        summary3 = open(os.path.join(res3, "summary.md")).read()
+        shown = re.search(r"\(([\d.]+) GFLOP/s fp32", summary3)
+        if not peak or not shown:
+            failures.append(f"host.yaml or the summary lacks the fp32 peak: {host[:300]!r}")
+        else:
+            gflops = float(peak.group(1)) * (1000 if peak.group(2) == "TFLOPS" else 1)
+            if abs(gflops - float(shown.group(1))) > 0.051 * max(1.0, gflops / 1000):
+                failures.append(f"summary prices at {shown.group(1)} GFLOP/s, host.yaml measured {gflops}")
+        if "measured in the run" not in summary3:
+            failures.append("the summary does not say the device spec was measured in the run")
+    bad = os.path.join(tmp, "gpu_measure.yaml")
+    text = "experiment: g\nkind: gpu-validation\nhw: measure\nmodels: [{model: squeezenet}]\n"
+    write(bad, text)
+    rc, out, err = run("run", bad, "--output", os.path.join(tmp, "never"))
+    if rc != 2 or f"{bad}:3:" not in err or "validate host" not in err:
+        failures.append(f"gpu-validation with hw: measure: expected exit 2 naming line 3; got {rc}, {err!r}")
+
 for f in failures:
     print("FAIL:", f)
 print(f"{len(failures)} failure(s)" if failures else "cpu-validation end-to-end checks passed")
