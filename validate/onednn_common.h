@@ -121,5 +121,6 @@ std::unique_ptr<OneDnnNode> lower_conv(const NodeView& v);
 std::unique_ptr<OneDnnNode> lower_softmax(const NodeView& v);
 std::unique_ptr<OneDnnNode> lower_attention(const NodeView& v);
 std::unique_ptr<OneDnnNode> lower_rmsnorm(const NodeView& v);
+std::unique_ptr<OneDnnNode> lower_split(const NodeView& v);
 
 }  // namespace strata::validate::detail

@@ -321,6 +321,56 @@ class RmsNormNode final : public OneDnnNode {
 
 }  // namespace
 
+// split along an axis: one reorder per output, from the input's slice (a sub-memory of the dense input at the
+// output's offset along the axis) into the dense output.
+class SplitNode final : public OneDnnNode {
+ public:
+  explicit SplitNode(const NodeView& v) {
+    const auto& x = v.in_shape(0);
+    const auto rank = static_cast<std::int64_t>(x.size());
+    auto axis = v.attrs.i("axis");
+    if (axis < 0) axis += rank;
+    if (rank == 0 || axis < 0 || axis >= rank) throw Unsupported{"axis out of range"};
+    const auto whole = dense(x);
+    std::int64_t first = 0;
+    for (std::size_t i = 0; i < v.out.size(); ++i) {
+      const auto& o = v.out_shape(i);
+      Dims offsets(x.size(), 0);
+      offsets[static_cast<std::size_t>(axis)] = first;
+      first += o[static_cast<std::size_t>(axis)];
+      const auto slice = whole.submemory_desc(o, offsets);
+      const auto dst = dense(o);
+      const dnnl::reorder::primitive_desc pd(cpu_engine(), slice, cpu_engine(), dst);
+      impl_ = pd.impl_info_str();
+      parts_.push_back({dnnl::reorder(pd), memory(slice, cpu_engine(), DNNL_MEMORY_NONE),
+                        memory(dst, cpu_engine(), DNNL_MEMORY_NONE)});
+    }
+  }
+  void bind(std::span<const float* const> in, std::span<float* const> out) override {
+    for (std::size_t i = 0; i < parts_.size(); ++i) {
+      parts_[i].src.set_data_handle(const_cast<float*>(in[0]));  // the slice's offset is in its descriptor
+      parts_[i].dst.set_data_handle(out[i]);
+    }
+  }
+  void run() override {
+    for (auto& p : parts_) p.copy.execute(cpu_stream(), {{DNNL_ARG_FROM, p.src}, {DNNL_ARG_TO, p.dst}});
+    cpu_stream().wait();
+  }
+  std::string implementation() const override { return impl_ + " (split)"; }
+
+ private:
+  struct Part {
+    dnnl::reorder copy;
+    memory src, dst;
+  };
+  std::vector<Part> parts_;
+  std::string impl_;
+};
+
+std::unique_ptr<OneDnnNode> lower_split(const NodeView& v) {
+  return std::make_unique<SplitNode>(v);
+}
+
 std::unique_ptr<OneDnnNode> lower_rmsnorm(const NodeView& v) {
   const auto& x = v.in_shape(0);
   if (x.empty() || x.back() == 0) throw Unsupported{"empty normalized dim"};

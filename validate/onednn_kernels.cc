@@ -226,6 +226,7 @@ const std::unordered_map<std::string_view, LowerFn>& lowerings() {
       {"batchnorm", lower_batchnorm},
       {"rmsnorm", lower_rmsnorm},
       {"concat", lower_concat},
+      {"split", lower_split},
       {"transpose", lower_transpose},
   };
   return table;

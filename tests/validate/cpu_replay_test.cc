@@ -195,11 +195,18 @@ TEST(CpuReplayOps, LayerRmsAndBatchNormalization) {
   expect_matches_reference(g, 1);
 }
 
-TEST(CpuReplayOps, ConcatAndTranspose) {
+TEST(CpuReplayOps, ConcatSplitAndTranspose) {
   SKIP_WITHOUT_ONEDNN();
   expect_matches_reference(one_node("concat", {{1, 3, 4, 4}, {1, 5, 4, 4}}, {{"axis", std::int64_t{1}}}), 1);
   expect_matches_reference(one_node("concat", {{2, 3}, {2, 4}, {2, 1}}, {{"axis", std::int64_t{-1}}}), 1);
   expect_matches_reference(one_node("transpose", {{2, 3, 4, 5}}, {{"perm", Ints{0, 2, 1, 3}}}), 1);
+  for (std::int64_t axis : {1, -1}) {  // split into three along the middle and the last axis: every output
+    Graph g("split");
+    const auto x = g.add_input("x", TensorType{{2, 9, 6}, DType::kF32});
+    const Ints sizes = axis == 1 ? Ints{2, 3, 4} : Ints{1, 2, 3};
+    for (auto y : g.add_node("split", {x}, {{"axis", axis}, {"sizes", sizes}})) g.mark_output(y);
+    expect_matches_reference(g, 1);
+  }
   expect_matches_reference(one_node("transpose", {{2, 3, 4}}), 1);  // empty perm: reversed
   expect_matches_reference(
       one_node("transpose", {{3, 4}}, {{"perm", Ints{1, 0}}, {"shuffle", std::int64_t{0}}}), 1);
