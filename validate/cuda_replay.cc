@@ -270,6 +270,11 @@ struct EventTiming {
   bool graph = false;  // timed as replays of CUDA graphs only
 };
 
+struct TimedKernel {
+  cuda::CudaNode* kernel;
+  bool on_gpu;  // false: the host's reference kernel between copies
+};
+
 // The kernels of a pass in order, each run of consecutive kernels on the GPU captured as one CUDA graph
 // after `warmup` direct passes; kernels on the host's reference kernel (synchronous copies, which cannot be
 // captured) run directly between the graphs. A pass launches the graphs and runs those kernels, so the
@@ -277,26 +282,25 @@ struct EventTiming {
 // the host's kernels. cuDNN 9's legacy calls spend tens of microseconds on the host per call (measured on an
 // H200: a squeezenet 1x1 convolution at 33-56 us issued directly), which would otherwise be timed as GPU
 // work whenever the GPU waits for them.
-EventTiming time_kernels(const TimingOptions& options, std::span<cuda::CudaNode* const> kernels,
-                         std::span<const std::uint8_t> on_gpu) {
+EventTiming time_kernels(const TimingOptions& options, std::span<const TimedKernel> kernels) {
   const auto stream = cuda::context().stream;
-  for (int i = 0; i < options.warmup; ++i)
-    for (auto* k : kernels) k->run();
+  const auto run_all = [](std::span<const TimedKernel> ks) {
+    for (const auto& k : ks) k.kernel->run();
+  };
+  for (int i = 0; i < options.warmup; ++i) run_all(kernels);
   cuda::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   struct Segment {
-    std::span<cuda::CudaNode* const> kernels;
+    std::span<const TimedKernel> kernels;
     std::unique_ptr<CapturedRun> graph;  // null: run directly
   };
   std::vector<Segment> segments;
   bool all_captured = !kernels.empty();
   for (std::size_t i = 0; i < kernels.size();) {
     std::size_t j = i + 1;
-    while (j < kernels.size() && on_gpu[j] == on_gpu[i]) ++j;
+    while (j < kernels.size() && kernels[j].on_gpu == kernels[i].on_gpu) ++j;
     Segment seg{kernels.subspan(i, j - i), nullptr};
-    if (on_gpu[i] && !direct_timing_only()) {
-      seg.graph = std::make_unique<CapturedRun>(stream, [&] {
-        for (auto* k : seg.kernels) k->run();
-      });
+    if (kernels[i].on_gpu && !direct_timing_only()) {
+      seg.graph = std::make_unique<CapturedRun>(stream, [&] { run_all(seg.kernels); });
       if (!seg.graph->captured()) seg.graph.reset();
     }
     all_captured = all_captured && seg.graph;
@@ -308,7 +312,7 @@ EventTiming time_kernels(const TimingOptions& options, std::span<cuda::CudaNode*
       if (seg.graph)
         seg.graph->launch(stream);
       else
-        for (auto* k : seg.kernels) k->run();
+        run_all(seg.kernels);
   };
   once();  // a graph's first launch uploads it
   cuda::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
@@ -362,9 +366,8 @@ NodeTiming time_node_cuda(const Graph& g, NodeId id, const TimingOptions& option
   auto p = prepare(g, n);
   const auto b = buffers(n, values);
   p.kernel->bind(b.in, b.out);
-  cuda::CudaNode* const kernel = p.kernel.get();
-  const std::uint8_t on_gpu = p.backend.backend == CpuBackend::kCuda;
-  const auto timed = time_kernels(options, {&kernel, 1}, {&on_gpu, 1});
+  const TimedKernel kernel{p.kernel.get(), p.backend.backend == CpuBackend::kCuda};
+  const auto timed = time_kernels(options, {&kernel, 1});
   const Spread& s = timed.spread;
   NodeTiming t;
   t.median_seconds = s.median;
@@ -383,9 +386,9 @@ GraphTiming time_graph_cuda(const Graph& g, const TimingOptions& options) {
   exec.seed = options.seed;
   auto values = device_values(g, {}, exec);
   GraphTiming t;
-  std::vector<std::unique_ptr<cuda::CudaNode>> kernels;
-  std::vector<std::uint8_t> kernel_on_gpu;  // per entry of `kernels`: 1 on the GPU, 0 on the host
-  for (const auto& n : g.nodes()) {         // first pass: every node, views included
+  std::vector<std::unique_ptr<cuda::CudaNode>> kernels;  // owned; timed in this order
+  std::vector<TimedKernel> timed_kernels;
+  for (const auto& n : g.nodes()) {  // first pass: every node, views included
     auto p = prepare(g, n);
     const auto b = buffers(n, values);
     p.kernel->bind(b.in, b.out);
@@ -395,14 +398,12 @@ GraphTiming time_graph_cuda(const Graph& g, const TimingOptions& options) {
     if (models::is_view(n) || models::split_is_view(g, n)) {
       ++t.view_nodes;
     } else {
+      timed_kernels.push_back({p.kernel.get(), gpu});
       kernels.push_back(std::move(p.kernel));
-      kernel_on_gpu.push_back(gpu);
     }
   }
   t.kernels = static_cast<int>(kernels.size());
-  std::vector<cuda::CudaNode*> order;
-  for (auto& k : kernels) order.push_back(k.get());
-  const auto timed = time_kernels(options, order, kernel_on_gpu);
+  const auto timed = time_kernels(options, timed_kernels);
   const Spread& s = timed.spread;
   t.cuda_graph = timed.graph;
   t.median_seconds = s.median;
