@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/algorithms/algorithms.h"
 #include "sim/collective_runner.h"
 #include "sim/nccl_model.h"
 #include "sim/trace.h"
@@ -79,7 +80,43 @@ TEST(Collectives, NvlsOnH100MatchesNcclsRule) {
   EXPECT_NEAR(r.busbw / 1e9, 480, 0.10 * 480);
 }
 
-// Nodes of `gpus` GPUs on an NVLS-capable switch (ports `port_gbps` per direction), one NIC of `nic_gbps` per GPU.
+TEST(Collectives, NvlsChunkStaircaseFollowsNccl221) {
+  // NCCL v2.21.5-1 computeCollChunkInfo on one DGX H100: ops = 16 channels x 8 heads = 128; 128 KiB from
+  // 64 x 128 x 128 KiB = 1 GiB, 64 KiB from 8 x 128 x 64 KiB = 64 MiB, 32 KiB from 2 x 128 x 32 KiB = 8 MiB,
+  // 16 KiB below.
+  const double KiB = 1024, MiB = KiB * KiB;
+  EXPECT_EQ(algorithms::nvls_chunk_bytes(4 * MiB, 8), 16 * KiB);
+  EXPECT_EQ(algorithms::nvls_chunk_bytes(8 * MiB - 1, 8), 16 * KiB);
+  EXPECT_EQ(algorithms::nvls_chunk_bytes(8 * MiB, 8), 32 * KiB);
+  EXPECT_EQ(algorithms::nvls_chunk_bytes(64 * MiB - 1, 8), 32 * KiB);
+  EXPECT_EQ(algorithms::nvls_chunk_bytes(64 * MiB, 8), 64 * KiB);
+  EXPECT_EQ(algorithms::nvls_chunk_bytes(1024 * MiB - 1, 8), 64 * KiB);
+  EXPECT_EQ(algorithms::nvls_chunk_bytes(1024 * MiB, 8), 128 * KiB);
+  // NVLS-Tree: 128 KiB on 2-3 nodes from 4 x 128 x 128 KiB = 64 MiB, 64 KiB from 128 x 64 KiB = 8 MiB,
+  // 32 KiB below; from 4 nodes at most 64 KiB (NCCL_NVLSTREE_MAX_CHUNKSIZE).
+  EXPECT_EQ(algorithms::nvls_tree_chunk_bytes(64 * MiB, 2, 8), 128 * KiB);
+  EXPECT_EQ(algorithms::nvls_tree_chunk_bytes(64 * MiB - 1, 2, 8), 64 * KiB);
+  EXPECT_EQ(algorithms::nvls_tree_chunk_bytes(8 * MiB, 2, 8), 64 * KiB);
+  EXPECT_EQ(algorithms::nvls_tree_chunk_bytes(8 * MiB - 1, 2, 8), 32 * KiB);
+  EXPECT_EQ(algorithms::nvls_tree_chunk_bytes(1024 * MiB, 4, 8), 64 * KiB);
+}
+
+TEST(Collectives, NvlsPipelineFillCostsTwoStepsPerChannel) {
+  // One DGX H100, NVLS all-reduce: each channel's n steps through the three-stage pipeline take n + 2 step
+  // times (computeCollSteps: n = (S/16) / (8 heads x chunk)). Time = 25 us NVLS NVLink hop (base 0) +
+  // S (n+2)/n x 9/8 / 0.85 / port rate. 4 MiB: 16 KiB chunks, n = 2, twice the bytes; 128 MiB: 64 KiB
+  // chunks, n = 16; 1 GiB: 128 KiB chunks, n = 64.
+  const hw::Topology t = hw::load_system(test::preset("dgx-h100.yaml"));
+  const double port = 0.85 * 370.8e9, MiB = 1 << 20;
+  for (auto [S, steps] : {std::pair{4 * MiB, 2.0}, {128 * MiB, 16.0}, {1024 * MiB, 64.0}}) {
+    const auto r = run(t, CollectiveOp::kAllReduce, S, "nvls");
+    const double expected = 25 * kUs + S * (steps + 2) / steps * 9 / 8 / port;
+    EXPECT_NEAR(r.seconds, expected, 1e-6 * expected) << S;
+  }
+}
+
+// Nodes of `gpus` GPUs on an NVLS-capable switch (ports `port_gbps` per direction), one NIC of `nic_gbps` per
+// GPU.
 hw::Topology nvls_nodes(int nodes, int gpus, double port_gbps, double nic_gbps) {
   return test::uniform_switch(nodes, gpus, port_gbps, nic_gbps, -1, "nvswitch3");
 }
@@ -99,9 +136,11 @@ TEST(Collectives, NvlsTreeIsBoundByTheSwitchPortOrByTheNicsTwoNodeTrees) {
     EXPECT_NEAR(r.seconds, expected, 1e-3 * expected);
   }
   {
-    const auto t = nvls_nodes(2, 4, 100, 400);  // fast NICs (PCIe 50 GB/s still carries only S/n): the ports
+    // Fast NICs (PCIe 50 GB/s still carries only S/n): the ports bound it. Their NVLS pipeline adds a fill
+    // and drain of two steps per channel: 16 channels x 2 x (4 heads x 128 KiB) = 16 MiB.
+    const auto t = nvls_nodes(2, 4, 100, 400);
     const auto r = run(t, CollectiveOp::kAllReduce, S, "nvls-tree");
-    const double expected = S * (n + 1) / n / 0.85 / 100e9 + latency;
+    const double expected = (S + 16.0 * (1 << 20)) * (n + 1) / n / 0.85 / 100e9 + latency;
     EXPECT_NEAR(r.seconds, expected, 1e-3 * expected);
   }
   // Where it applies: all-reduce over whole nodes of an NVLS-capable system, across nodes, Simple only.

@@ -75,6 +75,23 @@ double tree_chunk_bytes(double per_channel, Protocol protocol, int nodes, double
 // The GPU's links to and from the NVSwitch of its node (nvls.cc); -1 where there is none.
 std::pair<hw::LinkId, hw::LinkId> nvswitch_port(const hw::Topology& topo, hw::Rank gpu);
 
+// NCCL's NVLS rules (nvls.cc; NVIDIA/nccl v2.21.5-1 src/enqueue.cc computeCollChunkInfo / computeCollSteps,
+// src/transport/nvls.cc): NVLS and NVLS-Tree run on 16 channels on Hopper, each step of a channel moves one
+// chunk per head, and the chunk shrinks for messages that give the channels x heads few chunks.
+inline constexpr int kNvlsChannels = 16;
+inline constexpr double kNvlsChunk = 128 * 1024.0;  // NCCL_NVLS_CHUNKSIZE's default
+// The one-node NVLS all-reduce chunk for `bytes` over `heads` heads (one head per GPU on one node):
+// 128 KiB, 64 KiB below 64 x ops x chunk, 32 KiB below 8 x ops x 64 KiB, 16 KiB below 2 x ops x 32 KiB,
+// ops = 16 channels x heads.
+double nvls_chunk_bytes(double bytes, int heads);
+// The NVLS-Tree chunk (nvls_tree.cc) over `nodes` nodes.
+double nvls_tree_chunk_bytes(double bytes, int nodes, int heads);
+// Payload bytes that the NVLS part's switch ports carry per GPU in the time model: the message plus the
+// pipeline's fill and drain. The NVLS kernel's scatter, reduce/multicast and gather warps form a three-stage
+// pipeline coupled by FIFOs, through which each channel runs its steps (one `chunk` per head each), so a
+// channel's n steps take n + 2 step times: bytes + 2 x channels x (one step's payload).
+double nvls_pipeline_payload(double bytes, int heads, double chunk);
+
 // Latency of the slowest chain of `steps` consecutive hops around a ring whose hop latencies are `lat`
 // (step s of rank i waits for step s-1 of rank i-1, so latencies add along windows of the ring).
 double ring_window_latency(std::span<const double> lat, int steps);

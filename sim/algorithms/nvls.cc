@@ -4,6 +4,15 @@
 // reduced slice plus everyone's reduced slices down. NCCL rates the switch path at nvlsEfficiency = 0.85 of
 // the NVLink bandwidth on Hopper; with 8 H100 that gives algbw ~ 0.85 * 370.8 * 8/9 = 280 GB/s, in line
 // with NVIDIA's "busBw ~480, algbw ~275" for NVLS on 8 H100 (nccl-tests #212).
+//
+// Mid-size messages (docs/fidelity.md §6.4): NCCL's kernel (src/device/all_reduce.h, NVLS, v2.21.5-1) gives
+// each of 16 channels three groups of warps - scatter, reduce-and-multicast, gather - coupled by FIFOs, and
+// moves one chunk per head per step; the chunk falls from 128 KiB to 16 KiB for smaller messages. A channel's
+// n steps therefore take n + 2 step times, and with few steps (2 at 4 MiB, 16 at 128 MiB on 8 GPUs) the
+// fill and drain are a large share of the time. No per-step overhead is charged beyond that: its size is
+// not in NCCL's source and needs a microbenchmark.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "sim/algorithms/algorithms.h"
@@ -35,7 +44,8 @@ class Nvls final : public CollectiveAlgorithm {
   TaskId build(BuildContext& ctx) const override {
     const TaskId start = begin_collective(ctx);
     const int n = ctx.group_size();
-    const double wire = ctx.spec.bytes * (n + 1.0) / n / nccl::kNvlsEfficiency;
+    const double payload = nvls_pipeline_payload(ctx.spec.bytes, n, nvls_chunk_bytes(ctx.spec.bytes, n));
+    const double wire = payload * (n + 1.0) / n / nccl::kNvlsEfficiency;
     const double lat = nccl::hop_latency(hw::Transport::kNvlink, nccl::Family::kNvls, Protocol::kSimple);
     const std::array<Dep, 1> deps{Dep{start}};
     std::vector<Dep> finals;
@@ -63,6 +73,33 @@ std::pair<hw::LinkId, hw::LinkId> nvswitch_port(const hw::Topology& topo, hw::Ra
     (lk.src == g ? to_switch : from_switch) = l;
   }
   return {to_switch, from_switch};
+}
+
+double nvls_chunk_bytes(double bytes, int heads) {
+  const double ops = static_cast<double>(kNvlsChannels) * heads;
+  double chunk = kNvlsChunk;
+  if (bytes < 64 * ops * chunk && chunk > 65536) chunk = 65536;
+  if (bytes < 8 * ops * chunk && chunk > 32768) chunk = 32768;
+  if (bytes < 2 * ops * chunk && chunk > 16384) chunk = 16384;
+  return chunk;
+}
+
+double nvls_tree_chunk_bytes(double bytes, int nodes, int heads) {
+  // At most the tree's maximum chunk (NCCL_NVLSTREE_MAX_CHUNKSIZE: 64 KiB from 4 nodes on, else the NVLS
+  // chunk); the 256 KiB and 128 KiB steps of NCCL's rule only bite when NCCL_NVLS_CHUNKSIZE is raised.
+  double chunk = std::min(kNvlsChunk, nodes >= 4 ? 65536.0 : kNvlsChunk);
+  const double ops = static_cast<double>(kNvlsChannels) * heads;
+  if (bytes < 32 * ops * chunk && chunk > 262144) chunk = 262144;
+  if (bytes < 16 * ops * chunk && chunk > 131072) chunk = 131072;
+  if (bytes < 4 * ops * chunk && chunk > 65536) chunk = 65536;
+  if (bytes < 1 * ops * chunk && chunk > 32768) chunk = 32768;
+  return chunk;
+}
+
+double nvls_pipeline_payload(double bytes, int heads, double chunk) {
+  const double per_channel = bytes / kNvlsChannels;
+  const double step = std::min(per_channel, heads * chunk);
+  return bytes + 2.0 * kNvlsChannels * step;
 }
 
 std::unique_ptr<CollectiveAlgorithm> make_nvls() {

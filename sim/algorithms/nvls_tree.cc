@@ -23,23 +23,6 @@
 namespace strata::sim::algorithms {
 namespace {
 
-// NCCL's NVLS channels on Hopper (NVLS_NCHANNELS_SM90) and its NVLS chunk size (NCCL_NVLS_CHUNKSIZE default).
-constexpr int kNvlsChannels = 16;
-constexpr double kNvlsChunk = 128 * 1024.0;
-
-// NCCL's NVLS-Tree chunk size for an all-reduce of `bytes` (src/enqueue.cc): at most the tree's maximum chunk
-// (64 KiB from 4 nodes on, else the NVLS chunk), smaller for messages that give each of the channels x heads
-// concurrent operations few chunks.
-double nvls_tree_chunk(double bytes, int nodes, int heads) {
-  double chunk = std::min(kNvlsChunk, nodes >= 4 ? 65536.0 : kNvlsChunk);
-  const double ops = static_cast<double>(kNvlsChannels) * heads;
-  if (bytes < 32 * ops * chunk && chunk > 262144) chunk = 262144;
-  if (bytes < 16 * ops * chunk && chunk > 131072) chunk = 131072;
-  if (bytes < 4 * ops * chunk && chunk > 65536) chunk = 65536;
-  if (bytes < 1 * ops * chunk && chunk > 32768) chunk = 32768;
-  return chunk;
-}
-
 class NvlsTree final : public CollectiveAlgorithm {
  public:
   std::string_view name() const override { return "nvls-tree"; }
@@ -76,8 +59,8 @@ class NvlsTree final : public CollectiveAlgorithm {
     for (int i = 0; i < num_nodes; ++i) order[static_cast<std::size_t>(i)] = i;
     const double per_tree = bytes / (2.0 * heads);
     const double per_channel = per_tree / (kNvlsChannels / 2);
-    const int chunks =
-        std::max(1, static_cast<int>(std::ceil(per_channel / nvls_tree_chunk(bytes, num_nodes, heads))));
+    const int chunks = std::max(
+        1, static_cast<int>(std::ceil(per_channel / nvls_tree_chunk_bytes(bytes, num_nodes, heads))));
     const auto tree_label = ctx.label("tree");
     std::vector<Dep> finals;
     double tree_latency = 0;
@@ -98,8 +81,11 @@ class NvlsTree final : public CollectiveAlgorithm {
     }
     // Inside each node: NVLS on every GPU's switch port. Its latency carries the whole pipeline's (NVLS, then
     // the trees up and down, then the multicast): NCCL's intraLat + 2 log2(nodes) interLat.
+    // The NVLS warps (scatter, gather, and the reduce/broadcast warps that feed the trees) pipeline one
+    // tree chunk per head per step, with the same fill and drain as one-node NVLS.
     const int n = heads;
-    const double wire = bytes * (n + 1.0) / n / nccl::kNvlsEfficiency;
+    const double payload = nvls_pipeline_payload(bytes, n, nvls_tree_chunk_bytes(bytes, num_nodes, heads));
+    const double wire = payload * (n + 1.0) / n / nccl::kNvlsEfficiency;
     const double lat =
         nccl::hop_latency(hw::Transport::kNvlink, nccl::Family::kNvlsTree, Protocol::kSimple) + tree_latency;
     const std::array<Dep, 1> deps{Dep{start}};
