@@ -156,6 +156,36 @@ TEST(Algorithms, Dgx1TreeChainsFollowNvlink) {
   EXPECT_LT(tree.busbw, 120e9 * 1.01);
 }
 
+TEST(Algorithms, RingsUseEveryLinkOfFourGpusWithOneLinkPerPair) {
+  // 4 H100, one NVLink4 link (25 GB/s x 20.6/25 = 20.6 GB/s per direction) per pair. A GPU has 3 links, but
+  // 3 rings cannot load them evenly: each of K4's 3 undirected Hamiltonian cycles uses 4 of its 6 links. All
+  // 3 cycles run both ways (6 rings at S/6) put 2 rings on every link direction, so every GPU sends at
+  // 3 x 20.6 GB/s and the ring all-reduce approaches busbw 61.8 GB/s; before, 3 rings reached 30.9 GB/s.
+  const hw::Topology t = hw::load_system_from_string(R"(
+name: fc4
+gpu: h100-sxm
+node:
+  gpus: 4
+  fabric: {wiring: fully-connected, link: nvlink4, links_per_pair: 1}
+  host: {cpus: 1, pcie_switches: 2, pcie: pcie5}
+  nics: {count: 1, link: ib-ndr}
+network: {wiring: fat-tree}
+)",
+                                                     "fc4.yaml");
+  const double S = 8.0 * (1 << 30);
+  const auto ring = run(t, CollectiveOp::kAllReduce, range(0, 4), S, "ring");
+  EXPECT_NEAR(ring.busbw, 3 * 20.6e9, 0.01 * 3 * 20.6e9);
+  // An explicit channel count is kept: 3 rings, and the busiest link carries two of them.
+  CollectiveRequest req;
+  req.spec.group = range(0, 4);
+  req.spec.bytes = S;
+  req.spec.channels = 3;
+  req.algorithm = "ring";
+  req.auto_protocol = false;
+  const auto three = run_collective(t, req);
+  EXPECT_NEAR(three.busbw, 1.5 * 20.6e9, 0.01 * 1.5 * 20.6e9);
+}
+
 TEST(Algorithms, OneRankCollectivesAreALocalCopy) {
   // nccl-tests on one GPU: busbw factor 0; NCCL copies the out-of-place buffer on the device, S read and S
   // written at HBM bandwidth, after the launch.

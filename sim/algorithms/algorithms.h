@@ -25,7 +25,9 @@ TaskId join(BuildContext& ctx, std::span<const Dep> deps);
 // Ring orders for `channels` parallel rings over the group (ring.cc). Rings visit nodes in ascending order;
 // on switched nodes each channel starts the node at a different GPU so channels enter and leave nodes
 // through different NICs; on directly wired nodes (ring, cube-mesh) rings follow direct links, balanced
-// over the links' multiplicities.
+// over the links' multiplicities. On one directly wired node, when spec.channels is 0 and no `channels` rings
+// load every link evenly, it may return more rings (e.g. 6 on 4 GPUs with one link per pair): callers use
+// one channel per returned ring.
 std::vector<std::vector<hw::Rank>> ring_orders(const BuildContext& ctx, int channels);
 
 // Adds `steps` consecutive ring steps around `ring` for one channel, each moving `slice` payload bytes per

@@ -41,11 +41,13 @@ std::vector<std::vector<hw::Rank>> hamiltonian_cycles(const hw::Topology& topo,
   return cycles;
 }
 
-// `channels` rings (channels even) that load every direct link exactly up to its multiplicity: channels/2
-// undirected Hamiltonian cycles, each run in both directions, whose edge counts never exceed the link
-// multiplicities. Depth-first search over multisets of cycles; nullopt when none exists.
+// `channels` rings (channels even) that load every direct link exactly up to `scale` times its multiplicity:
+// channels/2 undirected Hamiltonian cycles, each run in both directions, whose edge counts never exceed scale
+// x the link multiplicities. Depth-first search over multisets of cycles, at most `budget` partial choices;
+// nullopt when none exists (or none was found within the budget).
 std::optional<std::vector<std::vector<hw::Rank>>> exact_ring_split(
-    const hw::Topology& topo, const std::vector<std::vector<hw::Rank>>& cycles, int channels) {
+    const hw::Topology& topo, const std::vector<std::vector<hw::Rank>>& cycles, int channels, int scale = 1,
+    long budget = 200000) {
   if (channels < 2 || channels % 2 != 0) return std::nullopt;
   // Undirected cycles: keep one orientation of each (second vertex below the last).
   // Per undirected cycle: its wires, each named by its (lower, higher) rank pair so that a cycle and the
@@ -64,12 +66,13 @@ std::optional<std::vector<std::vector<hw::Rank>>> exact_ring_split(
   std::vector<std::size_t> chosen;
   const auto fits = [&](std::size_t k) {
     for (const auto& w : edges[k])
-      if (load[w] + 1 > topo.link(*topo.direct_link(w.first, w.second)).multiplicity) return false;
+      if (load[w] + 1 > scale * topo.link(*topo.direct_link(w.first, w.second)).multiplicity) return false;
     return true;
   };
   std::function<bool(std::size_t)> dfs = [&](std::size_t from) {
     if (static_cast<int>(chosen.size()) * 2 == channels) return true;
     for (std::size_t k = from; k < edges.size(); ++k) {
+      if (--budget < 0) return false;
       if (!fits(k)) continue;
       for (const auto& w : edges[k]) ++load[w];
       chosen.push_back(k);
@@ -89,6 +92,30 @@ std::optional<std::vector<std::vector<hw::Rank>>> exact_ring_split(
     out.push_back(std::move(reversed));
   }
   return out;
+}
+
+// Where no split into `channels` rings loads every link fully (e.g. 4 GPUs with one link per pair: each
+// undirected Hamiltonian cycle of K4 uses 4 of the 6 links, so 3 channels, one per link of a GPU, cannot
+// cover them evenly), more rings at a smaller share each may: all three cycles of K4, each run both ways, put
+// two rings on every link direction, and 6 rings at S/6 use all three links of every GPU. This is what NCCL's
+// ring search finds when it lowers the per-channel speed until nChannels x speed reaches a GPU's total NVLink
+// bandwidth (src/graph/search.cc, ncclTopoCompute). Tries scale k = 2, 3, 4: k x (link multiplicities summed
+// over the node's wires) / n undirected cycles, 2 rings each, within kMaxChannels.
+std::optional<std::vector<std::vector<hw::Rank>>> scaled_ring_split(
+    const hw::Topology& topo, std::span<const hw::Rank> members,
+    const std::vector<std::vector<hw::Rank>>& cycles) {
+  long wire_units = 0;
+  for (std::size_t i = 0; i < members.size(); ++i)
+    for (std::size_t j = i + 1; j < members.size(); ++j)
+      if (auto l = topo.direct_link(members[i], members[j])) wire_units += topo.link(*l).multiplicity;
+  const auto n = static_cast<long>(members.size());
+  for (int scale = 2; scale <= 4; ++scale) {
+    if (scale * wire_units % n != 0) continue;
+    const long channels = 2 * scale * wire_units / n;
+    if (channels > kMaxChannels) break;
+    if (auto split = exact_ring_split(topo, cycles, static_cast<int>(channels), scale)) return split;
+  }
+  return std::nullopt;
 }
 
 std::vector<hw::Rank> rotate_by(std::vector<hw::Rank> v, std::size_t k) {
@@ -112,8 +139,9 @@ class Ring final : public CollectiveAlgorithm {
   TaskId build(BuildContext& ctx) const override {
     const int n = ctx.group_size();
     const TaskId start = begin_collective(ctx);
-    const int channels = ctx.channels();
-    const auto orders = ring_orders(ctx, channels);
+    // ring_orders may return more rings than ctx.channels() where only more rings load every link evenly.
+    const auto orders = ring_orders(ctx, ctx.channels());
+    const int channels = static_cast<int>(orders.size());
     const double per_channel = ctx.spec.bytes / channels;
     std::vector<Dep> finals;
     const auto op = ctx.spec.op;
@@ -195,6 +223,8 @@ std::vector<std::vector<hw::Rank>> ring_orders(const BuildContext& ctx, int chan
       const auto cycles = hamiltonian_cycles(topo, nodes[0], 5040);
       if (!cycles.empty()) {
         if (auto exact = exact_ring_split(topo, cycles, channels)) return *exact;
+        if (ctx.spec.channels == 0)
+          if (auto scaled = scaled_ring_split(topo, nodes[0], cycles)) return *scaled;
         std::map<hw::LinkId, int> load;
         for (int c = 0; c < channels; ++c) {
           std::size_t best = 0;

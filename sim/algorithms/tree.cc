@@ -132,10 +132,11 @@ class Tree final : public CollectiveAlgorithm {
     std::vector<int> order(nodes.size());
     for (std::size_t i = 0; i < nodes.size(); ++i)
       order[i] = static_cast<int>((i + static_cast<std::size_t>(root_node)) % nodes.size());
-    const int channels = ctx.channels();
     // Chains inside nodes follow the channel's ring (ring_orders): direct NVLinks on directly wired nodes
-    // (DGX-1's hybrid cube-mesh), and on switched nodes a different first GPU, hence NIC, per channel.
-    const auto rings = ring_orders(ctx, channels);
+    // (DGX-1's hybrid cube-mesh), and on switched nodes a different first GPU, hence NIC, per channel. One
+    // channel per ring (ring_orders may return more rings than asked for, to load every link evenly).
+    const auto rings = ring_orders(ctx, ctx.channels());
+    const int channels = static_cast<int>(rings.size());
     // All-reduce uses mirrored pairs (each node interior in at most one tree of a pair); broadcast and
     // reduce have a fixed root, so one tree per channel.
     const int per_channel = op == CollectiveOp::kAllReduce ? 2 : 1;

@@ -344,8 +344,10 @@ class FlexFlowRepro(unittest.TestCase):
     GPUs of both clusters, 200 proposals. Checked here: the searched plan is never slower than a data-parallel
     plan that fits (data parallelism is a start of the search and a finalist); the same seed gives the same
     results.csv; the paper rows are the YAML's and strata's rows are min/max of the speedups recomputed from the
-    step times; K80 data parallelism is slower than P100's by at most the largest ratio of their datasheet figures
-    (HBM 732 / 240 GB/s)."""
+    step times; K80 data parallelism is slower than P100's by at most the largest ratio of their datasheet figures:
+    HBM 732 / 240 GB/s, or a GPU's in-node links, 3 NVLink 1 links of 20 GB/s x 0.8 on the P100 node against one
+    PCIe Gen3 x16 path at 12 GB/s on the K80 node (AlexNet's 8-sample steps are bound by the gradient
+    all-reduce)."""
 
     MODELS = ["alexnet", "rnnlm"]
 
@@ -384,7 +386,7 @@ class FlexFlowRepro(unittest.TestCase):
         for g in (4, 8):
             ratio = speed[("k80", g, "alexnet")][3] / speed[("p100", g, "alexnet")][3]
             self.assertGreater(ratio, 1.0)
-            self.assertLessEqual(ratio, 732 / 240)
+            self.assertLessEqual(ratio, max(732 / 240, 3 * 20 * 0.8 / 12))
         # Same seed, same file.
         r2 = strata("run", exp, "--output", os.path.join(d, "again"), "--no-plots", cwd=d)
         self.assertEqual(r2.rc, 0, r2)
