@@ -167,17 +167,7 @@ namespace strata::hw {
 TEST(Routes, ThinNvlinkIsPreferredOverFasterPcie) {
   // One NVLink4 link (20.6 GB/s) per pair against PCIe Gen5 through the host (51.2 GB/s): NCCL's P2P
   // transport still uses NVLink, and so do strata's routes.
-  const Topology t = load_system_from_string(R"(
-name: thin
-gpu: h100-sxm
-node:
-  gpus: 4
-  fabric: {wiring: fully-connected, link: nvlink4, links_per_pair: 1}
-  host: {cpus: 1, pcie_switches: 2, pcie: pcie5}
-  nics: {count: 1, link: ib-ndr}
-network: {wiring: fat-tree}
-)",
-                                             "thin.yaml");
+  const Topology t = test::fully_connected4(1);
   const auto r = t.route(0, 1);
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(t.link(r[0]).transport, Transport::kNvlink);

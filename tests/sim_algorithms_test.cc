@@ -161,17 +161,7 @@ TEST(Algorithms, RingsUseEveryLinkOfFourGpusWithOneLinkPerPair) {
   // 3 rings cannot load them evenly: each of K4's 3 undirected Hamiltonian cycles uses 4 of its 6 links. All
   // 3 cycles run both ways (6 rings at S/6) put 2 rings on every link direction, so every GPU sends at
   // 3 x 20.6 GB/s and the ring all-reduce approaches busbw 61.8 GB/s; before, 3 rings reached 30.9 GB/s.
-  const hw::Topology t = hw::load_system_from_string(R"(
-name: fc4
-gpu: h100-sxm
-node:
-  gpus: 4
-  fabric: {wiring: fully-connected, link: nvlink4, links_per_pair: 1}
-  host: {cpus: 1, pcie_switches: 2, pcie: pcie5}
-  nics: {count: 1, link: ib-ndr}
-network: {wiring: fat-tree}
-)",
-                                                     "fc4.yaml");
+  const hw::Topology t = test::fully_connected4(1);
   const double S = 8.0 * (1 << 30);
   const auto ring = run(t, CollectiveOp::kAllReduce, range(0, 4), S, "ring");
   EXPECT_NEAR(ring.busbw, 3 * 20.6e9, 0.01 * 3 * 20.6e9);

@@ -33,6 +33,25 @@ network: {{wiring: fat-tree}}
   return hw::load_system_from_string(yaml, "uniform.yaml");
 }
 
-inline std::string preset(const std::string& name) { return std::string(STRATA_SOURCE_DIR) + "/configs/hw/" + name; }
+// 4 H100 wired `fully-connected` with `links_per_pair` NVLink4 links per pair (20.6 GB/s each per direction),
+// PCIe Gen5 through one CPU, one NDR NIC.
+inline hw::Topology fully_connected4(int links_per_pair) {
+  const std::string yaml = fmt::format(R"(
+name: fc4
+gpu: h100-sxm
+node:
+  gpus: 4
+  fabric: {{wiring: fully-connected, link: nvlink4, links_per_pair: {}}}
+  host: {{cpus: 1, pcie_switches: 2, pcie: pcie5}}
+  nics: {{count: 1, link: ib-ndr}}
+network: {{wiring: fat-tree}}
+)",
+                                       links_per_pair);
+  return hw::load_system_from_string(yaml, "fc4.yaml");
+}
+
+inline std::string preset(const std::string& name) {
+  return std::string(STRATA_SOURCE_DIR) + "/configs/hw/" + name;
+}
 
 }  // namespace strata::test
