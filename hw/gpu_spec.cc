@@ -10,12 +10,18 @@ using units::kGB;
 
 std::string_view dtype_name(DType t) {
   switch (t) {
-    case DType::kFp64: return "fp64";
-    case DType::kFp32: return "fp32";
-    case DType::kTf32: return "tf32";
-    case DType::kFp16: return "fp16";
-    case DType::kBf16: return "bf16";
-    case DType::kFp8: return "fp8";
+    case DType::kFp64:
+      return "fp64";
+    case DType::kFp32:
+      return "fp32";
+    case DType::kTf32:
+      return "tf32";
+    case DType::kFp16:
+      return "fp16";
+    case DType::kBf16:
+      return "bf16";
+    case DType::kFp8:
+      return "fp8";
   }
   return "?";
 }
@@ -31,35 +37,54 @@ std::optional<DType> parse_dtype(std::string_view name) {
 
 int dtype_bytes(DType t) {
   switch (t) {
-    case DType::kFp64: return 8;
+    case DType::kFp64:
+      return 8;
     case DType::kFp32:
-    case DType::kTf32: return 4;
+    case DType::kTf32:
+      return 4;
     case DType::kFp16:
-    case DType::kBf16: return 2;
-    case DType::kFp8: return 1;
+    case DType::kBf16:
+      return 2;
+    case DType::kFp8:
+      return 1;
   }
   return 4;
 }
 
 std::string_view arch_name(GpuArch a) {
   switch (a) {
-    case GpuArch::kVolta: return "volta";
-    case GpuArch::kAmpere: return "ampere";
-    case GpuArch::kHopper: return "hopper";
-    case GpuArch::kBlackwell: return "blackwell";
-    case GpuArch::kHostCpu: return "host-cpu";
+    case GpuArch::kKepler:
+      return "kepler";
+    case GpuArch::kPascal:
+      return "pascal";
+    case GpuArch::kVolta:
+      return "volta";
+    case GpuArch::kAmpere:
+      return "ampere";
+    case GpuArch::kHopper:
+      return "hopper";
+    case GpuArch::kBlackwell:
+      return "blackwell";
+    case GpuArch::kHostCpu:
+      return "host-cpu";
   }
   return "?";
 }
 
 double GpuSpec::peak_flops(DType t) const {
   switch (t) {
-    case DType::kFp64: return peak_fp64;
-    case DType::kFp32: return peak_fp32;
-    case DType::kTf32: return peak_tf32 > 0 ? peak_tf32 : peak_fp32;
-    case DType::kFp16: return peak_fp16 > 0 ? peak_fp16 : peak_fp32;
-    case DType::kBf16: return peak_bf16 > 0 ? peak_bf16 : (peak_fp16 > 0 ? peak_fp16 : peak_fp32);
-    case DType::kFp8: return peak_fp8 > 0 ? peak_fp8 : peak_flops(DType::kFp16);
+    case DType::kFp64:
+      return peak_fp64;
+    case DType::kFp32:
+      return peak_fp32;
+    case DType::kTf32:
+      return peak_tf32 > 0 ? peak_tf32 : peak_fp32;
+    case DType::kFp16:
+      return peak_fp16 > 0 ? peak_fp16 : peak_fp32;
+    case DType::kBf16:
+      return peak_bf16 > 0 ? peak_bf16 : (peak_fp16 > 0 ? peak_fp16 : peak_fp32);
+    case DType::kFp8:
+      return peak_fp8 > 0 ? peak_fp8 : peak_flops(DType::kFp16);
   }
   return peak_fp32;
 }
@@ -88,31 +113,32 @@ const std::array<GpuSpec, 10> kCatalog{{
     // B200 figures vary between NVIDIA documents (FP64 37 vs 40 TFLOPS); the lower end of each range is used.
     {"b200", "NVIDIA B200 (HGX, 1000 W) 180 GB usable", GpuArch::kBlackwell, 37 * T, 75 * T, 1100 * T,
      2250 * T, 2250 * T, 4500 * T, 8000 * kGB, 180 * kGB, 3e-6, 18, "nvlink5", "pcie6"},
-    // The GPUs of FlexFlow's clusters (Jia et al., SysML 2019, arXiv 1807.05358, §8). GpuArch has no
-    // Pascal or Kepler entry, so both are labelled volta: the label is only printed (no cost or NCCL figure
-    // reads it). P100 SXM2 (NVIDIA Tesla P100 datasheet and Pascal architecture whitepaper WP-08019-001):
-    // FP64 5.3, FP32 10.6, FP16 21.2 TFLOP/s at boost clock; HBM2 732 GB/s, 16 GB; 4 NVLink 1 links (20 GB/s
-    // per direction each); PCIe Gen3 x16 to the host.
-    {"p100-sxm2", "NVIDIA Tesla P100 SXM2 16 GB (Pascal)", GpuArch::kVolta, 5.3 * T, 10.6 * T, 0, 21.2 * T, 0,
-     0, 732 * kGB, 16 * kGB, 4e-6, 4, "nvlink1", "pcie3"},
+    // The GPUs of FlexFlow's clusters (Jia et al., SysML 2019, arXiv 1807.05358, §8). P100 SXM2 (NVIDIA Tesla
+    // P100 datasheet and Pascal architecture whitepaper WP-08019-001): FP64 5.3, FP32 10.6, FP16 21.2 TFLOP/s
+    // at boost clock; HBM2 732 GB/s, 16 GB; 4 NVLink 1 links (20 GB/s per direction each); PCIe Gen3 x16 to
+    // the host.
+    {"p100-sxm2", "NVIDIA Tesla P100 SXM2 16 GB", GpuArch::kPascal, 5.3 * T, 10.6 * T, 0, 21.2 * T, 0, 0,
+     732 * kGB, 16 * kGB, 4e-6, 4, "nvlink1", "pcie3"},
     // K80 (NVIDIA Tesla K80 datasheet): a board of two GK210 GPUs, each a device of its own; the
     // datasheet's board figures with GPU Boost (8.73 TFLOP/s FP32, 2.91 FP64, 480 GB/s GDDR5, 24 GB) halved
     // per GPU: 2496 cores x 2 FLOP x 875 MHz = 4.37 TFLOP/s FP32, 1.455 FP64, 240 GB/s, 12 GB. The boost
     // figure is used (not the 560 MHz base clock, 2.8 TFLOP/s) because it is the datasheet's peak, as for
     // every other entry. No FP16 arithmetic path (FP16 runs at the FP32 rate); no NVLink; each board's PCIe
     // Gen3 switch joins its two GPUs to the host.
-    {"k80", "NVIDIA Tesla K80, one GK210 GPU of the dual-GPU board (Kepler)", GpuArch::kVolta, 1.455 * T,
-     4.365 * T, 0, 0, 0, 0, 240 * kGB, 12 * kGB, 4e-6, 0, "", "pcie3"},
+    {"k80", "NVIDIA Tesla K80, one GK210 GPU of the dual-GPU board", GpuArch::kKepler, 1.455 * T, 4.365 * T,
+     0, 0, 0, 0, 240 * kGB, 12 * kGB, 4e-6, 0, "", "pcie3"},
     // One x86 server core as the device of an emulated cluster (strata validate: one MPI rank per core). Two
-    // 256-bit FMA units per core (Intel 64 and IA-32 Architectures Optimization Reference Manual) give 16 FP64
-    // and 32 FP32 FLOP per cycle, at an assumed 2.5 GHz; ~10 GB/s is one core's typical STREAM bandwidth. The
-    // collectives validate measures use none of these figures.
+    // 256-bit FMA units per core (Intel 64 and IA-32 Architectures Optimization Reference Manual) give 16
+    // FP64 and 32 FP32 FLOP per cycle, at an assumed 2.5 GHz; ~10 GB/s is one core's typical STREAM
+    // bandwidth. The collectives validate measures use none of these figures.
     {"host-cpu", "One host CPU core (an MPI rank of an emulated cluster)", GpuArch::kHostCpu, 40e9, 80e9, 0,
      0, 0, 0, 10 * kGB, 4 * kGB, 0, 0, "", "pcie4"},
 }};
 }  // namespace
 
-std::span<const GpuSpec> gpu_catalog() { return kCatalog; }
+std::span<const GpuSpec> gpu_catalog() {
+  return kCatalog;
+}
 
 const GpuSpec* find_gpu(std::string_view name) {
   for (const auto& g : kCatalog)

@@ -18,7 +18,7 @@ int dtype_bytes(DType t);
 
 // GPU generation; NCCL's tuning constants are indexed by it.
 // kHostCpu: a CPU core standing in for a device (one MPI rank of an emulated cluster, strata validate).
-enum class GpuArch { kVolta, kAmpere, kHopper, kBlackwell, kHostCpu };
+enum class GpuArch { kKepler, kPascal, kVolta, kAmpere, kHopper, kBlackwell, kHostCpu };
 std::string_view arch_name(GpuArch a);
 
 struct GpuSpec {

@@ -95,6 +95,7 @@ TEST(Presets, FlexFlowP100ClusterHasDatasheetNumbers) {
   EXPECT_NEAR(t.gpu().hbm_bandwidth, 732e9, 1);
   EXPECT_NEAR(t.gpu().hbm_capacity, 16e9, 1);
   EXPECT_EQ(t.gpu().nvlink_links, 4);
+  EXPECT_EQ(arch_name(t.gpu().arch), "pascal");  // GP100
   // One NVLink 1 link per pair: 20 GB/s at NVLink 2's efficiency 0.8 = 16 GB/s, to each of the 3 peers.
   for (Rank p = 1; p < 4; ++p) {
     EXPECT_EQ(t.route_transport(0, p), Transport::kNvlink);
@@ -109,6 +110,7 @@ TEST(Presets, FlexFlowK80ClusterHasDatasheetNumbers) {
   const Topology t = load_system(test::preset("flexflow-k80.yaml"), LoadOptions{2});
   EXPECT_EQ(t.num_gpus(), 8);
   EXPECT_EQ(t.gpu().name, "k80");
+  EXPECT_EQ(arch_name(t.gpu().arch), "kepler");  // GK210
   EXPECT_NEAR(t.gpu().peak_flops(DType::kFp32), 8.73e12 / 2, 1);
   EXPECT_NEAR(t.gpu().peak_flops(DType::kFp16), 8.73e12 / 2, 1);  // no FP16 path: the FP32 rate
   EXPECT_NEAR(t.gpu().hbm_bandwidth, 480e9 / 2, 1);
