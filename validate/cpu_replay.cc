@@ -48,8 +48,8 @@ void check_replay_f32(const Graph& g) {
   for (const auto& v : g.values())
     if (models::is_float(v.type.dtype) && v.type.dtype != models::DType::kF32)
       throw models::GraphError(
-          fmt::format("the replay runs f32 graphs; value '{}' is {} (build the model with "
-                      "--dtype f32)",
+          fmt::format("the GPU replay runs f32 graphs; value '{}' is {} (build the model with "
+                      "--dtype f32; bf16 replays on the CPU, --device cpu)",
                       v.name, models::dtype_name(v.type.dtype)));
 }
 
