@@ -89,9 +89,9 @@ void run_graphs(const GraphsOptions& o) {
   const auto topo = hw::load_system(util::find_data_file(o.hw).string());
   const auto& device = replay_device(o, "validate graphs");
   const auto g = build_replay_model(o);
-  const auto rules = ss::load_rules(
-      o.rules.empty() ? util::find_data_file(experiments::kDefaultRules).string() : o.rules,
-      ss::RuleFileFormat::kAutomatic, ss::TasoShapes::kUnknown);
+  const auto rules =
+      ss::load_rules(o.rules.empty() ? util::find_data_file(experiments::kDefaultRules).string() : o.rules,
+                     ss::RuleFileFormat::kAutomatic, ss::TasoShapes::kUnknown);
   const models::CostModel cost(topo.gpu(), models::roofline_params_for(o.cost_params, topo.gpu().name));
   validate::CandidateOptions co;
   co.backtrack.alpha = o.alpha;
@@ -112,11 +112,11 @@ void run_graphs(const GraphsOptions& o) {
   check.log = [](std::string_view line) { std::cerr << line << "\n"; };
   const auto report = validate::check_candidates(set, cost, check);
   std::cout << fmt::format(
-      "model {}: {} candidates; predicted by the cost model on {} (f32), measured (weight-only nodes folded) "
+      "model {}: {} candidates; predicted by the cost model on {} ({}), measured (weight-only nodes folded) "
       "as the whole graph's time (median of {} passes after 1 + {} untimed ones; ranked) and as the sum of "
       "node medians ({} warm-up + {} timed runs per distinct operator instance), {} repeats\n",
-      g.name(), report.rows.size(), topo.gpu().name, o.node_repeat, o.warmup, o.warmup, o.node_repeat,
-      o.repeat);
+      g.name(), report.rows.size(), topo.gpu().name, o.dtype, o.node_repeat, o.warmup, o.warmup,
+      o.node_repeat, o.repeat);
   print_report(report, o.output);
   if (report.ranked != static_cast<int>(report.rows.size()))
     throw std::runtime_error(
@@ -150,10 +150,16 @@ void add_validate_graphs_command(CLI::App& validate) {
                  "(median kept)");
   add_int_option(*cmd, "--warmup", o->warmup, {0, 100000},
                  "Untimed passes / runs per operator instance before them");
-  add_real_option(*cmd, "--tolerance", o->tolerance, 0, 1,
-                  "Equivalence: largest max |difference| / max |output| of the replayed outputs");
+  auto* tolerance =
+      add_real_option(*cmd, "--tolerance", o->tolerance, 0, 1,
+                      "Equivalence: largest max |difference| / max |output| of the replayed outputs (default "
+                      "1e-3; with --dtype bf16, 1/32: a rewrite moves where bf16 rounds, each rounding up to "
+                      "2^-8 relative)");
   cmd->add_option("-o,--output", o->output, "CSV of the candidate table");
-  cmd->callback([o] { run_graphs(*o); });
+  cmd->callback([o, tolerance] {
+    if (o->dtype == "bf16" && tolerance->count() == 0) o->tolerance = 1.0 / 32;
+    run_graphs(*o);
+  });
 }
 
 }  // namespace strata::cli

@@ -134,9 +134,10 @@ void print_profile(const ProfileOptions& o, const models::Graph& g, const valida
                              : fmt::format("SYSTEM.yaml (a system whose gpu is {})", device_name);
   std::cout << fmt::format(
       "wrote {} entries (device {}) to {}; use them with:\n  strata model sim {} --hw "
-      "{} --dtype f32{}{} --profile {}\n",
-      p.db.size(), device_name, o.output, o.model, hw, o.batch ? fmt::format(" --batch {}", o.batch) : "",
-      o.seq ? fmt::format(" --seq {}", o.seq) : "", o.output);
+      "{} --dtype {}{}{} --profile {}\n",
+      p.db.size(), device_name, o.output, o.model, hw, o.dtype,
+      o.batch ? fmt::format(" --batch {}", o.batch) : "", o.seq ? fmt::format(" --seq {}", o.seq) : "",
+      o.output);
 }
 
 void run_profile(const ProfileOptions& o) {
@@ -163,9 +164,9 @@ void add_validate_profile_command(CLI::App& validate) {
   auto o = std::make_shared<ProfileOptions>();
   auto* cmd = validate.add_subcommand(
       "profile",
-      "Time every distinct operator instance of a model on this machine (f32; oneDNN kernels on the CPU or\n"
-      "cuBLAS/cuDNN on the GPU with --device cuda; the reference kernel where they have none) and write a\n"
-      "profile database for `model sim --profile`");
+      "Time every distinct operator instance of a model on this machine (f32, or bf16 on the CPU; oneDNN\n"
+      "kernels on the CPU or cuBLAS/cuDNN on the GPU with --device cuda; the reference kernel where they\n"
+      "have none) and write a profile database for `model sim --profile`");
   add_replay_model_options(*cmd, *o);
   add_int_option(*cmd, "--repeat", o->repeat, {1, 100000}, "Timed runs per operator instance (median kept)");
   add_int_option(*cmd, "--warmup", o->warmup, {0, 100000}, "Untimed runs before them");

@@ -13,6 +13,11 @@ void add_replay_model_options(CLI::App& cmd, ReplayModelOptions& o) {
   cmd.add_option("--model", o.model, "Zoo name, transformer:..., model YAML or ONNX file")->required();
   add_int_option(cmd, "--batch", o.batch, {0, kMaxModelDim}, "Batch size (0: the model's default)");
   add_int_option(cmd, "--seq", o.seq, {0, kMaxModelDim}, "Sequence length (0: the model's default)");
+  cmd.add_option("--dtype", o.dtype,
+                 "Element type of weights and activations: f32, or bf16 (CPU only, oneDNN's bf16 kernels "
+                 "with f32 accumulation; refused on a CPU without bf16 support)")
+      ->check(CLI::IsMember({"f32", "bf16"}))
+      ->capture_default_str();
   add_replay_device_option(cmd, o.device);
 }
 
@@ -38,7 +43,7 @@ models::Graph build_replay_model(const ReplayModelOptions& o) {
   models::zoo::ModelRefOptions mo;
   mo.batch = o.batch;
   mo.seq = o.seq;
-  mo.dtype = models::DType::kF32;  // the replay computes in f32; profile keys carry the graph's types
+  mo.dtype = o.dtype == "bf16" ? models::DType::kBF16 : models::DType::kF32;  // profile keys carry it
   return models::zoo::build_model_ref(models::zoo::resolve_model_ref(o.model), mo);
 }
 

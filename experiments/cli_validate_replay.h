@@ -1,5 +1,5 @@
 // What `strata validate profile` and `strata validate graphs` share: the model they replay (zoo name or file,
-// batch, sequence), built in f32 because the replay computes in f32, and the device it runs on (cpu: oneDNN,
+// batch, sequence, element type: f32, or bf16 on the CPU), and the device it runs on (cpu: oneDNN,
 // cuda: cuBLAS/cuDNN; validate/replay_device.h).
 #pragma once
 
@@ -15,11 +15,11 @@
 namespace strata::cli {
 
 struct ReplayModelOptions {
-  std::string model, device = "cpu";
+  std::string model, device = "cpu", dtype = "f32";
   std::int64_t batch = 0, seq = 0;
 };
 
-// --model, --batch, --seq, --device on `cmd`, stored in `o` (which must outlive parsing).
+// --model, --batch, --seq, --dtype, --device on `cmd`, stored in `o` (which must outlive parsing).
 void add_replay_model_options(CLI::App& cmd, ReplayModelOptions& o);
 
 // --device alone (the choices of validate/replay_device.h), stored in `device`.
@@ -31,7 +31,8 @@ void add_replay_device_option(CLI::App& cmd, std::string& device);
 const validate::ReplayDevice& replay_device(const ReplayModelOptions& o, std::string_view command);
 const validate::ReplayDevice& replay_device(std::string_view name, std::string_view command);
 
-// The model of --model, --batch, --seq, built in f32.
+// The model of --model, --batch, --seq, built in --dtype (f32 or bf16; bf16 replays on the CPU only, where
+// oneDNN has bf16 kernels: validate/cpu_replay.h).
 models::Graph build_replay_model(const ReplayModelOptions& o);
 
 }  // namespace strata::cli

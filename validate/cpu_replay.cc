@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "util/timer.h"
+#include "validate/replay_buffer.h"
 
 #if STRATA_HAVE_ONEDNN
 #include <oneapi/dnnl/dnnl.hpp>
@@ -47,9 +48,30 @@ void check_replay_f32(const Graph& g) {
   for (const auto& v : g.values())
     if (models::is_float(v.type.dtype) && v.type.dtype != models::DType::kF32)
       throw models::GraphError(
-          fmt::format("the replay runs f32 graphs; value '{}' is {} (build the model with "
-                      "--dtype f32)",
+          fmt::format("the GPU replay runs f32 graphs; value '{}' is {} (build the model with "
+                      "--dtype f32; bf16 replays on the CPU, --device cpu)",
                       v.name, models::dtype_name(v.type.dtype)));
+}
+
+void check_cpu_replay_types(const Graph& g) {
+  for (const auto& v : g.values())
+    if (models::is_float(v.type.dtype) && v.type.dtype != models::DType::kF32 &&
+        v.type.dtype != models::DType::kBF16)
+      throw models::GraphError(
+          fmt::format("the CPU replay runs f32 and bf16 graphs; value '{}' is {} (build the model with "
+                      "--dtype f32 or bf16)",
+                      v.name, models::dtype_name(v.type.dtype)));
+}
+
+namespace {
+bool bf16_forced_unsupported = false;
+}  // namespace
+
+ScopedBf16Unsupported::ScopedBf16Unsupported() : previous_(bf16_forced_unsupported) {
+  bf16_forced_unsupported = true;
+}
+ScopedBf16Unsupported::~ScopedBf16Unsupported() {
+  bf16_forced_unsupported = previous_;
 }
 
 // A source's data as the reference executor materializes it (feed, literal data, or pseudo-random values),
@@ -95,12 +117,26 @@ std::string onednn_description() {
   return fmt::format("oneDNN {}.{}.{} ({} threading)", v->major, v->minor, v->patch, runtime);
 }
 
+std::string cpu_bf16_matmul_note() {
+  static const std::string impl = detail::bf16_matmul_implementation();
+  if (bf16_forced_unsupported) return (impl.empty() ? "none" : impl) + ", taken as unsupported by a test";
+  return impl.empty() ? "none" : impl;
+}
+
+bool cpu_runs_bf16() {
+  static const bool runs = [] {
+    const auto impl = detail::bf16_matmul_implementation();
+    return !impl.empty() && impl.find("ref") == std::string::npos;
+  }();
+  return runs && !bf16_forced_unsupported;
+}
+
 namespace {
 
-// One node ready to run on f32 buffers: its oneDNN primitive, or the reference kernel on double copies.
-// load() binds the buffers (for the reference kernel: converts the inputs to double), kernel() computes,
-// store() writes the reference kernel's outputs back in f32; timing repeats kernel() alone, so the reference
-// kernel's timings do not include the conversions.
+// One node ready to run on the values' f32 or bf16 buffers: its oneDNN primitive, or the reference kernel
+// on double copies. load() binds the buffers (for the reference kernel: converts the inputs to double),
+// kernel() computes, store() writes the reference kernel's outputs back, rounded once to their f32 or bf16;
+// timing repeats kernel() alone, so the reference kernel's timings do not include the conversions.
 class PreparedNode {
  public:
   PreparedNode(const Graph& g, const Node& n) : g_(g), n_(n) {
@@ -117,10 +153,14 @@ class PreparedNode {
   }
   const NodeBackend& backend() const { return backend_; }
 
-  void load(std::span<const float* const> in, std::span<float* const> out) {
+  void load(std::span<const ReplayBuffer* const> in, std::span<ReplayBuffer* const> out) {
     out_.assign(out.begin(), out.end());
     if (onednn_) {
-      onednn_->bind(in, out);
+      std::vector<const void*> in_data;
+      std::vector<void*> out_data;
+      for (const auto* b : in) in_data.push_back(b->data());
+      for (auto* b : out) out_data.push_back(b->data());
+      onednn_->bind(in_data, out_data);
       return;
     }
     in_d_.resize(n_.inputs.size());
@@ -129,7 +169,8 @@ class PreparedNode {
     outs_.clear();
     for (std::size_t i = 0; i < n_.inputs.size(); ++i) {
       const auto& type = g_.type(n_.inputs[i]);
-      in_d_[i].assign(in[i], in[i] + type.numel());
+      in_d_[i].resize(in[i]->size());
+      for (std::size_t j = 0; j < in_d_[i].size(); ++j) in_d_[i][j] = in[i]->get(j);
       ins_.push_back({in_d_[i].data(), &type.shape, type.numel()});
     }
     for (std::size_t i = 0; i < n_.outputs.size(); ++i) {
@@ -147,8 +188,7 @@ class PreparedNode {
   void store() {
     if (onednn_) return;
     for (std::size_t i = 0; i < out_d_.size(); ++i)
-      std::transform(out_d_[i].begin(), out_d_[i].end(), out_[i],
-                     [](double x) { return static_cast<float>(x); });
+      for (std::size_t j = 0; j < out_d_[i].size(); ++j) out_[i]->set(j, out_d_[i][j]);
   }
 
  private:
@@ -156,48 +196,66 @@ class PreparedNode {
   const Node& n_;
   NodeBackend backend_;
   std::unique_ptr<detail::OneDnnNode> onednn_;
-  std::vector<float*> out_;
+  std::vector<ReplayBuffer*> out_;
   std::vector<std::vector<double>> in_d_, out_d_;
   std::vector<models::In<double>> ins_;
   std::vector<models::Out<double>> outs_;
 };
 
 struct NodeBuffers {
-  std::vector<const float*> in;
-  std::vector<float*> out;
+  std::vector<const ReplayBuffer*> in;
+  std::vector<ReplayBuffer*> out;
 };
-NodeBuffers buffers(const Node& n, std::vector<std::vector<float>>& values) {
+NodeBuffers buffers(const Node& n, std::vector<ReplayBuffer>& values) {
   NodeBuffers b;
-  for (auto v : n.inputs) b.in.push_back(values[static_cast<std::size_t>(v)].data());
-  for (auto v : n.outputs) b.out.push_back(values[static_cast<std::size_t>(v)].data());
+  for (auto v : n.inputs) b.in.push_back(&values[static_cast<std::size_t>(v)]);
+  for (auto v : n.outputs) b.out.push_back(&values[static_cast<std::size_t>(v)]);
   return b;
+}
+
+// Every value of `g` in its storage type: sources as replay_source_values gives them (rounded to bf16 for
+// bf16 values), the rest zero.
+std::vector<ReplayBuffer> replay_values(const Graph& g, const models::Feeds<double>& feeds,
+                                        const models::ExecOptions& options) {
+  std::vector<ReplayBuffer> values;
+  values.reserve(g.values().size());
+  for (std::size_t i = 0; i < g.values().size(); ++i) {
+    const auto& v = g.values()[i];
+    const auto storage = validate::replay_storage_type(v.type.dtype);
+    if (v.producer < 0)
+      values.emplace_back(storage, replay_source_values(g, static_cast<ValueId>(i), feeds, options));
+    else
+      values.emplace_back(storage, static_cast<std::size_t>(v.type.numel()));
+  }
+  return values;
+}
+
+std::vector<std::vector<float>> widened(const std::vector<ReplayBuffer>& values) {
+  std::vector<std::vector<float>> out;
+  out.reserve(values.size());
+  for (const auto& v : values) out.push_back(v.widened());
+  return out;
 }
 
 }  // namespace
 
 CpuReplay replay_on_cpu(const Graph& g, const models::Feeds<double>& feeds,
                         const models::ExecOptions& options) {
-  check_replay_f32(g);
+  check_cpu_replay_types(g);
   for (const auto& [id, values] : feeds)  // as the reference executor: a feed must name a value
     if (id < 0 || static_cast<std::size_t>(id) >= g.values().size())
       throw models::GraphError(fmt::format("feed for unknown value id {}", id));
+  auto values = replay_values(g, feeds, options);
   CpuReplay r;
-  r.values.resize(g.values().size());
-  for (std::size_t i = 0; i < g.values().size(); ++i) {
-    const auto& v = g.values()[i];
-    if (v.producer < 0)
-      r.values[i] = replay_source_values(g, static_cast<ValueId>(i), feeds, options);
-    else
-      r.values[i].assign(static_cast<std::size_t>(v.type.numel()), 0.0f);
-  }
   for (const auto& n : g.nodes()) {
     PreparedNode node(g, n);
-    auto b = buffers(n, r.values);
+    auto b = buffers(n, values);
     node.load(b.in, b.out);
     node.kernel();
     node.store();
     r.nodes.push_back(node.backend());
   }
+  r.values = widened(values);
   return r;
 }
 
@@ -232,14 +290,17 @@ NodeTiming time_node(const Graph& g, NodeId id, const TimingOptions& options) {
   if (id < 0 || static_cast<std::size_t>(id) >= g.nodes().size())
     throw std::out_of_range(fmt::format("time_node: graph '{}' has no node {}", g.name(), id));
   check_timing(options, "time_node");
-  check_replay_f32(g);
+  check_cpu_replay_types(g);
   const Node& n = g.node(id);
   models::ExecOptions exec;
   exec.seed = options.seed;
-  std::vector<std::vector<float>> values(g.values().size());
-  for (auto v : n.inputs) values[static_cast<std::size_t>(v)] = replay_source_values(g, v, {}, exec);
+  std::vector<ReplayBuffer> values(g.values().size());
+  for (auto v : n.inputs)
+    values[static_cast<std::size_t>(v)] =
+        ReplayBuffer(replay_storage_type(g.type(v).dtype), replay_source_values(g, v, {}, exec));
   for (auto v : n.outputs)
-    values[static_cast<std::size_t>(v)].assign(static_cast<std::size_t>(g.type(v).numel()), 0.0f);
+    values[static_cast<std::size_t>(v)] =
+        ReplayBuffer(replay_storage_type(g.type(v).dtype), static_cast<std::size_t>(g.type(v).numel()));
   PreparedNode node(g, n);
   auto b = buffers(n, values);
   node.load(b.in, b.out);
@@ -252,18 +313,11 @@ NodeTiming time_node(const Graph& g, NodeId id, const TimingOptions& options) {
 
 GraphTiming time_graph(const Graph& g, const TimingOptions& options) {
   check_timing(options, "time_graph");
-  check_replay_f32(g);
+  check_cpu_replay_types(g);
   models::ExecOptions exec;
   exec.seed = options.seed;
   GraphTiming t;
-  t.values.resize(g.values().size());
-  for (std::size_t i = 0; i < g.values().size(); ++i) {
-    const auto& v = g.values()[i];
-    if (v.producer < 0)
-      t.values[i] = replay_source_values(g, static_cast<ValueId>(i), {}, exec);
-    else
-      t.values[i].assign(static_cast<std::size_t>(v.type.numel()), 0.0f);
-  }
+  auto values = replay_values(g, {}, exec);
   // First pass: prepare and bind every node in graph order, so that a node packing an input when bound
   // (a convolution's weights) sees its producer's result; run it, views included.
   struct Step {
@@ -274,7 +328,7 @@ GraphTiming time_graph(const Graph& g, const TimingOptions& options) {
   std::vector<Step> kernels;
   for (const auto& n : g.nodes()) {
     auto node = std::make_unique<PreparedNode>(g, n);
-    auto b = buffers(n, t.values);
+    auto b = buffers(n, values);
     node->load(b.in, b.out);
     node->kernel();
     node->store();
@@ -297,6 +351,7 @@ GraphTiming time_graph(const Graph& g, const TimingOptions& options) {
         }
       },
       t.median_seconds, t.min_seconds, t.max_seconds);
+  t.values = widened(values);
   return t;
 }
 
@@ -322,6 +377,12 @@ NodeTiming time_node(const Graph&, NodeId, const TimingOptions&) {
 }
 GraphTiming time_graph(const Graph&, const TimingOptions&) {
   no_onednn();
+}
+bool cpu_runs_bf16() {
+  return false;
+}
+std::string cpu_bf16_matmul_note() {
+  return "none (built without oneDNN)";
 }
 
 #endif

@@ -1,11 +1,14 @@
 // Replaying models/ graphs on the host CPU with real kernels (issue 15, part 2 of validate/;
-// docs/replay.md §1). Every node runs in f32 on oneDNN (Intel's deep-learning primitives library, Debian
-// libdnnl-dev) when its operator and configuration have a lowering (validate/onednn_kernels.cc and
-// onednn_composite.cc: matmul, batch_matmul, conv2d, max/avg pooling, softmax (causal too), fused attention,
-// relu/sigmoid/tanh/gelu/silu, rsqrt, ewadd/ewsub/ewmul/scalar_mul, layernorm, rmsnorm, batchnorm, concat,
-// transpose, reduce_sum/reduce_mean); every other node runs the reference executor's kernel (models/exec, in
-// double precision, its result rounded to f32): correct, just slower. The replay says which node ran where
-// and why.
+// docs/replay.md §1). Every node runs in the graph's element type, f32 or bf16 (docs/replay.md, "bf16"), on
+// oneDNN (Intel's deep-learning primitives library, Debian libdnnl-dev) when its operator and configuration
+// have a lowering (validate/onednn_kernels.cc and onednn_composite.cc: matmul, batch_matmul, conv2d, max/avg
+// pooling, softmax (causal too), fused attention, relu/sigmoid/tanh/gelu/silu, rsqrt,
+// ewadd/ewsub/ewmul/scalar_mul, layernorm, rmsnorm, batchnorm, concat, transpose, reduce_sum/reduce_mean);
+// every other node runs the reference executor's kernel (models/exec, in double precision, its result rounded
+// to the output's f32 or bf16): correct, just slower. The replay says which node ran where and why. bf16
+// values are stored as bf16 (validate/replay_buffer.h), so oneDNN's bf16 kernels (f32 accumulation inside)
+// read and write them with no conversion around the timed kernel; on a CPU where oneDNN has only reference
+// loops for bf16 (cpu_runs_bf16), a bf16 replay is refused.
 //
 // Timing (time_node, profile_on_cpu) measures one node's kernel with warm-up runs and repetitions and keeps
 // the median, per distinct operator instance (models::profile_key), into the profile database that
@@ -54,19 +57,37 @@ struct NodeBackend {
 };
 
 struct CpuReplay {
-  std::vector<std::vector<float>> values;  // every value's data, by ValueId
+  std::vector<std::vector<float>> values;  // every value's data, by ValueId (bf16 ones widened, exactly)
   std::vector<NodeBackend> nodes;          // one per node, graph order
   int onednn_nodes() const;
 };
 
-// Runs `g` (every value f32, integer-typed index values aside) node by node. Sources without a feed or
-// literal data get the reference executor's pseudo-random values (options.seed, options.random_index_bound;
-// models::random_values), rounded to f32, so execute<double>(g, feeds, options) sees the same inputs up to
-// that rounding. Every value is kept (options.keep_intermediates is not used). Throws models::GraphError for
-// a non-f32 float value, a feed for an unknown value or a mis-sized feed.
+// Runs `g` (every float value f32 or bf16, integer-typed index values aside) node by node. Sources without a
+// feed or literal data get the reference executor's pseudo-random values (options.seed,
+// options.random_index_bound; models::random_values), rounded to f32 (bf16 for a bf16 value), so
+// execute<double>(g, feeds, options) sees the same inputs up to that rounding. Every value is kept
+// (options.keep_intermediates is not used). Throws models::GraphError for an f16 or f64 value, a feed for
+// an unknown value or a mis-sized feed, and for a bf16 node with a oneDNN lowering when !cpu_runs_bf16().
 CpuReplay replay_on_cpu(const models::Graph& g, const models::Feeds<double>& feeds = {},
                         const models::ExecOptions& options = {});
 
+// Whether oneDNN runs bf16 kernels on this CPU: its bf16 matmul is a JIT kernel (AVX512_BF16, or AVX-512 on
+// which oneDNN emulates it), not its reference loops (ref:any), as `strata validate host` decides too.
+// Decided once per process; false while a ScopedBf16Unsupported lives.
+bool cpu_runs_bf16();
+// oneDNN's bf16 matmul implementation on this CPU ("brg:avx512_core_amx", "ref:any", "none"), for messages.
+std::string cpu_bf16_matmul_note();
+// Tests: while alive, cpu_runs_bf16() is false (the refusal path on a CPU that has bf16). Not thread-safe.
+class ScopedBf16Unsupported {
+ public:
+  ScopedBf16Unsupported();
+  ~ScopedBf16Unsupported();
+  ScopedBf16Unsupported(const ScopedBf16Unsupported&) = delete;
+  ScopedBf16Unsupported& operator=(const ScopedBf16Unsupported&) = delete;
+
+ private:
+  bool previous_;
+};
 struct TimingOptions {
   int warmup = 3;   // untimed runs first (caches, oneDNN's JIT, page faults)
   int repeat = 20;  // timed runs; the median is kept
@@ -80,9 +101,11 @@ struct NodeTiming {
 };
 
 // What both replays share (the CPU one here, the GPU one in validate/cuda_replay.cc): the check that every
-// float value is f32 (models::GraphError otherwise), and a source's data as the reference executor
-// materializes it (feed, literal data, or pseudo-random values keyed by name and seed), rounded to f32.
+// float value is f32 (the GPU replay) or f32 or bf16 (the CPU replay; models::GraphError otherwise), and a
+// source's data as the reference executor materializes it (feed, literal data, or pseudo-random values keyed
+// by name and seed), rounded to f32.
 void check_replay_f32(const models::Graph& g);
+void check_cpu_replay_types(const models::Graph& g);
 std::vector<float> replay_source_values(const models::Graph& g, models::ValueId id,
                                         const models::Feeds<double>& feeds,
                                         const models::ExecOptions& options);
@@ -96,7 +119,8 @@ NodeTiming time_node(const models::Graph& g, models::NodeId node, const TimingOp
 // and `repeat` timed passes run the kernels in graph order, each pass timed as a whole. Views
 // (models::is_view, models::split_is_view) are not run again: the cost model charges them nothing, and their
 // outputs, written in the first pass, do not change because the inputs do not. Reference-kernel nodes convert
-// their inputs to double and their outputs back to f32 inside the pass. Sources get pseudo-random values as
+// their inputs to double and their outputs back to f32 or bf16 inside the pass; oneDNN nodes read and write
+// the values' own f32 or bf16 buffers. Sources get pseudo-random values as
 // time_node's.
 struct GraphTiming {
   double median_seconds = 0;
@@ -105,7 +129,7 @@ struct GraphTiming {
   int view_nodes = 0;                      // run in the first pass only
   bool cuda_graph = false;                 // GPU: the passes replayed a CUDA graph of every kernel
   std::vector<NodeBackend> nodes;          // one per node, graph order
-  std::vector<std::vector<float>> values;  // every value after the last pass, by ValueId
+  std::vector<std::vector<float>> values;  // every value after the last pass, by ValueId (bf16 widened)
 };
 GraphTiming time_graph(const models::Graph& g, const TimingOptions& options = {});
 

@@ -37,10 +37,13 @@ struct Unsupported {
   std::string why;
 };
 
-// The node's types and attributes, what every lowering reads.
+// The node's types and attributes, what every lowering reads; `dt` is the element type of its data (f32 or
+// bf16). Parameters oneDNN takes in f32 only (normalization scale, shift and statistics) are widened from
+// bf16 when bound (WidenedInputs).
 struct NodeView {
   std::vector<models::TensorType> in, out;
   const models::Attrs& attrs;
+  memory::data_type dt = memory::data_type::f32;
   const Shape& in_shape(std::size_t i) const { return in.at(i).shape; }
   const Shape& out_shape(std::size_t i = 0) const { return out.at(i).shape; }
 };
@@ -50,12 +53,14 @@ inline Dims row_major_strides(const Dims& d) {
   for (std::size_t i = d.size(); i-- > 1;) st[i - 1] = st[i] * d[i];
   return st;
 }
-// A dense row-major f32 tensor (models::Shape is memory::dims); a 0-D tensor is one element.
-inline memory::desc dense(Dims d) {
+// A dense row-major tensor of `t` (models::Shape is memory::dims); a 0-D tensor is one element.
+inline memory::desc dense(Dims d, memory::data_type t = memory::data_type::f32) {
   if (d.empty()) d.push_back(1);
   if (d.size() > DNNL_MAX_NDIMS) throw Unsupported{fmt::format("rank {} > {}", d.size(), DNNL_MAX_NDIMS)};
-  return memory::desc(d, memory::data_type::f32, row_major_strides(d));
+  return memory::desc(d, t, row_major_strides(d));
 }
+// Element i of an owned dense f32 or bf16 buffer set to `value` (rounded to bf16 there): masks.
+void set_element(const memory& m, std::int64_t i, float value);
 // `s` right-aligned to `rank` dimensions with leading 1s (numpy broadcasting).
 inline Dims aligned(const Shape& s, std::size_t rank) {
   Dims d(rank - std::min(rank, s.size()), 1);
@@ -77,9 +82,9 @@ class PrimitiveNode final : public OneDnnNode {
     for (const auto& b : ins) in_.push_back(bind(b));
     for (const auto& b : outs) out_.push_back(bind(b));
   }
-  void bind(std::span<const float* const> in, std::span<float* const> out) override {
+  void bind(std::span<const void* const> in, std::span<void* const> out) override {
     // oneDNN takes non-const handles for every argument; inputs are only read.
-    for (auto& [index, mem] : in_) mem.set_data_handle(const_cast<float*>(in[index]));
+    for (auto& [index, mem] : in_) mem.set_data_handle(const_cast<void*>(in[index]));
     for (auto& [index, mem] : out_) mem.set_data_handle(out[index]);
   }
   void run() override {
@@ -115,6 +120,12 @@ inline dnnl::primitive_attr fused_activation(const models::Attrs& a) {
   }
   return attr;
 }
+
+// `node` with the inputs `which` (bf16 buffers of `numel` elements each) widened to f32 when bound, for the
+// parameters oneDNN 2.x reads in f32 only; `node` unchanged when `dt` is f32. Like a convolution's weight
+// packing, the widening runs once per binding, not in run().
+std::unique_ptr<OneDnnNode> widened_inputs(std::unique_ptr<OneDnnNode> node, memory::data_type dt,
+                                           std::vector<std::pair<std::size_t, std::int64_t>> which);
 
 // Composite lowerings (onednn_composite.cc).
 std::unique_ptr<OneDnnNode> lower_conv(const NodeView& v);

@@ -32,10 +32,10 @@ class BlockedConvNode final : public OneDnnNode {
     }
     if (src_in_ || dst_out_) impl_ += " (+ NCHW reorders)";
   }
-  void bind(std::span<const float* const> in, std::span<float* const> out) override {
-    user_src_.set_data_handle(const_cast<float*>(in[0]));
-    user_wei_.set_data_handle(const_cast<float*>(in[1]));
-    if (bias_) bias_.set_data_handle(const_cast<float*>(in[2]));
+  void bind(std::span<const void* const> in, std::span<void* const> out) override {
+    user_src_.set_data_handle(const_cast<void*>(in[0]));
+    user_wei_.set_data_handle(const_cast<void*>(in[1]));
+    if (bias_) bias_.set_data_handle(const_cast<void*>(in[2]));
     user_dst_.set_data_handle(out[0]);
     if (wei_in_) {  // packed once per binding
       wei_in_->execute(cpu_stream(), user_wei_, wei_);
@@ -80,13 +80,13 @@ std::unique_ptr<OneDnnNode> lower_conv(const NodeView& v) {
   const auto& p = v.attrs.ints("pads");
   const auto& dil = v.attrs.ints("dilations");
   const std::int64_t groups = v.attrs.i("groups");
-  const auto src = dense(x);
-  const auto wei = groups == 1 ? dense(w) : dense(Dims{groups, w[0] / groups, w[1], w[2], w[3]});
-  const auto dst = dense(v.out_shape());
+  const auto src = dense(x, v.dt);
+  const auto wei = groups == 1 ? dense(w, v.dt) : dense(Dims{groups, w[0] / groups, w[1], w[2], w[3]}, v.dt);
+  const auto dst = dense(v.out_shape(), v.dt);
   const bool bias = v.in.size() == 3;
-  const auto b = bias ? dense(v.in_shape(2)) : memory::desc();
+  const auto b = bias ? dense(v.in_shape(2), v.dt) : memory::desc();
   auto any = [](const memory::desc& d) {
-    return memory::desc(d.dims(), memory::data_type::f32, memory::format_tag::any);
+    return memory::desc(d.dims(), d.data_type(), memory::format_tag::any);
   };
   const Dims strides{st[0], st[1]}, dilates{dil[0] - 1, dil[1] - 1}, pad_l{p[0], p[1]}, pad_r{p[2], p[3]};
   const auto desc =
@@ -110,9 +110,9 @@ class CausalSoftmaxNode final : public OneDnnNode {
       : mask_(mask_desc, cpu_engine()),
         src_(data, cpu_engine(), DNNL_MEMORY_NONE),
         dst_(data, cpu_engine(), DNNL_MEMORY_NONE) {
-    auto* m = static_cast<float*>(mask_.get_data_handle());
     for (std::int64_t q = 0; q < s; ++q)
-      for (std::int64_t k = 0; k < skv; ++k) m[q * skv + k] = k <= q + skv - s ? 0.0f : kMasked;
+      for (std::int64_t k = 0; k < skv; ++k)
+        set_element(mask_, q * skv + k, k <= q + skv - s ? 0.0f : kMasked);
     const dnnl::binary::primitive_desc add_pd(
         dnnl::binary::desc(algorithm::binary_add, data, mask_desc, data), cpu_engine());
     const auto rank = static_cast<int>(data.dims().size());
@@ -122,8 +122,8 @@ class CausalSoftmaxNode final : public OneDnnNode {
     softmax_ = dnnl::softmax_forward(softmax_pd);
     impl_ = fmt::format("{} + {}", add_pd.impl_info_str(), softmax_pd.impl_info_str());
   }
-  void bind(std::span<const float* const> in, std::span<float* const> out) override {
-    src_.set_data_handle(const_cast<float*>(in[0]));
+  void bind(std::span<const void* const> in, std::span<void* const> out) override {
+    src_.set_data_handle(const_cast<void*>(in[0]));
     dst_.set_data_handle(out[0]);
   }
   void run() override {
@@ -134,7 +134,8 @@ class CausalSoftmaxNode final : public OneDnnNode {
   std::string implementation() const override { return impl_; }
 
  private:
-  static constexpr float kMasked = -1e30f;  // finite: x + kMasked never overflows for |x| < 1e37
+  // Finite: x + kMasked never overflows for |x| < 1e37; in bf16 it is -1.0009e30 (same exponent range).
+  static constexpr float kMasked = -1e30f;
   memory mask_, src_, dst_;
   dnnl::binary add_;
   dnnl::softmax_forward softmax_;
@@ -149,7 +150,7 @@ std::unique_ptr<OneDnnNode> lower_softmax(const NodeView& v) {
   const auto rank = static_cast<std::int64_t>(x.size());
   auto axis = v.attrs.i("axis");
   if (axis < 0) axis += rank;
-  const auto data = dense(x);
+  const auto data = dense(x, v.dt);
   if (v.attrs.i("causal") != 0) {
     if (rank < 2 || axis != rank - 1) throw Unsupported{"causal softmax not over the last of >= 2 axes"};
     const std::int64_t s = x[static_cast<std::size_t>(rank - 2)], skv = x[static_cast<std::size_t>(rank - 1)];
@@ -158,7 +159,7 @@ std::unique_ptr<OneDnnNode> lower_softmax(const NodeView& v) {
     Dims mask(static_cast<std::size_t>(rank), 1);
     mask[static_cast<std::size_t>(rank - 2)] = s;
     mask[static_cast<std::size_t>(rank - 1)] = skv;
-    return std::make_unique<CausalSoftmaxNode>(data, dense(mask), s, skv);
+    return std::make_unique<CausalSoftmaxNode>(data, dense(mask, v.dt), s, skv);
   }
   const dnnl::softmax_forward::primitive_desc pd(
       dnnl::softmax_forward::desc(prop_kind::forward_inference, data, static_cast<int>(axis)), cpu_engine());
@@ -177,14 +178,14 @@ namespace {
 class AttentionNode final : public OneDnnNode {
  public:
   AttentionNode(std::int64_t b, std::int64_t h, std::int64_t hkv, std::int64_t s, std::int64_t skv,
-                std::int64_t d, float scale, bool causal) {
+                std::int64_t d, float scale, bool causal, memory::data_type dt) {
     const std::int64_t rows = h / hkv * s;  // G·S
-    const memory::desc q(Dims{b, hkv, rows, d}, memory::data_type::f32, Dims{hkv * rows * d, rows * d, d, 1});
-    const memory::desc kt(Dims{b, hkv, d, skv}, memory::data_type::f32,
+    const memory::desc q(Dims{b, hkv, rows, d}, dt, Dims{hkv * rows * d, rows * d, d, 1});
+    const memory::desc kt(Dims{b, hkv, d, skv}, dt,
                           Dims{hkv * skv * d, skv * d, 1, d});  // k [B, Hkv, Skv, D] transposed
-    const auto scores = dense(Dims{b, hkv, rows, skv});
-    const auto v = dense(Dims{b, hkv, skv, d});
-    const auto o = dense(Dims{b, hkv, rows, d});
+    const auto scores = dense(Dims{b, hkv, rows, skv}, dt);     // bf16 too: p v's operands share a type
+    const auto v = dense(Dims{b, hkv, skv, d}, dt);
+    const auto o = dense(Dims{b, hkv, rows, d}, dt);
     dnnl::primitive_attr scaled;
     scaled.set_output_scales(0, {scale});
     const dnnl::matmul::primitive_desc qk_pd(dnnl::matmul::desc(q, kt, scores), scaled, cpu_engine());
@@ -203,11 +204,11 @@ class AttentionNode final : public OneDnnNode {
         fmt::format("{} + {} + {}", qk_pd.impl_info_str(), softmax_pd.impl_info_str(), pv_pd.impl_info_str());
     if (causal) {
       // Row r of a group is query r mod S; it sees keys k <= q + Skv - S (the IR's rule).
-      const auto mask = dense(Dims{1, 1, rows, skv});
+      const auto mask = dense(Dims{1, 1, rows, skv}, dt);
       mask_ = memory(mask, cpu_engine());
-      auto* m = static_cast<float*>(mask_.get_data_handle());
       for (std::int64_t r = 0; r < rows; ++r)
-        for (std::int64_t k = 0; k < skv; ++k) m[r * skv + k] = k <= r % s + skv - s ? 0.0f : kMasked;
+        for (std::int64_t k = 0; k < skv; ++k)
+          set_element(mask_, r * skv + k, k <= r % s + skv - s ? 0.0f : kMasked);
       const dnnl::binary::primitive_desc add_pd(
           dnnl::binary::desc(algorithm::binary_add, scores, mask, scores), cpu_engine());
       add_mask_ = dnnl::binary(add_pd);
@@ -215,10 +216,10 @@ class AttentionNode final : public OneDnnNode {
                           softmax_pd.impl_info_str(), pv_pd.impl_info_str());
     }
   }
-  void bind(std::span<const float* const> in, std::span<float* const> out) override {
-    q_.set_data_handle(const_cast<float*>(in[0]));
-    k_.set_data_handle(const_cast<float*>(in[1]));
-    v_.set_data_handle(const_cast<float*>(in[2]));
+  void bind(std::span<const void* const> in, std::span<void* const> out) override {
+    q_.set_data_handle(const_cast<void*>(in[0]));
+    k_.set_data_handle(const_cast<void*>(in[1]));
+    v_.set_data_handle(const_cast<void*>(in[2]));
     o_.set_data_handle(out[0]);
   }
   void run() override {
@@ -254,7 +255,7 @@ std::unique_ptr<OneDnnNode> lower_attention(const NodeView& v) {
   const double scale =
       v.attrs.f("scale") == 0 ? 1 / std::sqrt(static_cast<double>(q[3])) : v.attrs.f("scale");
   return std::make_unique<AttentionNode>(q[0], q[1], k[1], q[2], k[2], q[3], static_cast<float>(scale),
-                                         causal);
+                                         causal, v.dt);
 }
 
 namespace {
@@ -266,8 +267,9 @@ namespace {
 // post-ops, only has oneDNN 2.6's reference implementation, ref:any: 20x slower on a 128 x 256 input.)
 class RmsNormNode final : public OneDnnNode {
  public:
-  RmsNormNode(std::int64_t rows, std::int64_t n, float eps) {
-    const auto x = dense(Dims{rows, n}), var = dense(Dims{rows, 1}), stat = dense(Dims{rows}),
+  // In bf16: x, the squares and y bf16; the variance, mean and gamma f32 (gamma widened when bound).
+  RmsNormNode(std::int64_t rows, std::int64_t n, float eps, memory::data_type dt) {
+    const auto x = dense(Dims{rows, n}, dt), var = dense(Dims{rows, 1}), stat = dense(Dims{rows}),
                gamma = dense(Dims{n});
     const dnnl::eltwise_forward::primitive_desc square_pd(
         dnnl::eltwise_forward::desc(prop_kind::forward_inference, algorithm::eltwise_square, x, 0.0f, 0.0f),
@@ -293,9 +295,9 @@ class RmsNormNode final : public OneDnnNode {
     impl_ = fmt::format("{} + {} + {}", square_pd.impl_info_str(), mean_pd.impl_info_str(),
                         norm_pd.impl_info_str());
   }
-  void bind(std::span<const float* const> in, std::span<float* const> out) override {
-    x_.set_data_handle(const_cast<float*>(in[0]));
-    gamma_.set_data_handle(const_cast<float*>(in[1]));
+  void bind(std::span<const void* const> in, std::span<void* const> out) override {
+    x_.set_data_handle(const_cast<void*>(in[0]));
+    gamma_.set_data_handle(const_cast<void*>(in[1]));
     y_.set_data_handle(out[0]);
   }
   void run() override {
@@ -331,7 +333,7 @@ class SplitNode final : public OneDnnNode {
     auto axis = v.attrs.i("axis");
     if (axis < 0) axis += rank;
     if (rank == 0 || axis < 0 || axis >= rank) throw Unsupported{"axis out of range"};
-    const auto whole = dense(x);
+    const auto whole = dense(x, v.dt);
     std::int64_t first = 0;
     for (std::size_t i = 0; i < v.out.size(); ++i) {
       const auto& o = v.out_shape(i);
@@ -339,16 +341,16 @@ class SplitNode final : public OneDnnNode {
       offsets[static_cast<std::size_t>(axis)] = first;
       first += o[static_cast<std::size_t>(axis)];
       const auto slice = whole.submemory_desc(o, offsets);
-      const auto dst = dense(o);
+      const auto dst = dense(o, v.dt);
       const dnnl::reorder::primitive_desc pd(cpu_engine(), slice, cpu_engine(), dst);
       impl_ = pd.impl_info_str();
       parts_.push_back({dnnl::reorder(pd), memory(slice, cpu_engine(), DNNL_MEMORY_NONE),
                         memory(dst, cpu_engine(), DNNL_MEMORY_NONE)});
     }
   }
-  void bind(std::span<const float* const> in, std::span<float* const> out) override {
+  void bind(std::span<const void* const> in, std::span<void* const> out) override {
     for (std::size_t i = 0; i < parts_.size(); ++i) {
-      parts_[i].src.set_data_handle(const_cast<float*>(in[0]));  // the slice's offset is in its descriptor
+      parts_[i].src.set_data_handle(const_cast<void*>(in[0]));  // the slice's offset is in its descriptor
       parts_[i].dst.set_data_handle(out[i]);
     }
   }
@@ -376,7 +378,9 @@ std::unique_ptr<OneDnnNode> lower_rmsnorm(const NodeView& v) {
   if (x.empty() || x.back() == 0) throw Unsupported{"empty normalized dim"};
   std::int64_t rows = 1;
   for (std::size_t i = 0; i + 1 < x.size(); ++i) rows *= x[i];
-  return std::make_unique<RmsNormNode>(rows, x.back(), static_cast<float>(v.attrs.f("epsilon")));
+  return widened_inputs(
+      std::make_unique<RmsNormNode>(rows, x.back(), static_cast<float>(v.attrs.f("epsilon")), v.dt), v.dt,
+      {{1, x.back()}});
 }
 
 }  // namespace strata::validate::detail

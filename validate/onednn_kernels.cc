@@ -4,9 +4,58 @@
 // reordering in and out (onednn_composite.cc). Lowerings of one primitive are here.
 #include "validate/onednn_kernels.h"
 
+#include <optional>
+#include <variant>
+
+#include "validate/cpu_replay.h"
 #include "validate/onednn_common.h"
+#include "validate/replay_buffer.h"
 
 namespace strata::validate::detail {
+
+void set_element(const memory& m, std::int64_t i, float value) {
+  const auto k = static_cast<std::size_t>(i);
+  if (m.get_desc().data_type() == memory::data_type::bf16)
+    static_cast<std::uint16_t*>(m.get_data_handle())[k] = bf16_from_float(value);
+  else
+    static_cast<float*>(m.get_data_handle())[k] = value;
+}
+
+namespace {
+
+// A node whose bf16 parameter inputs are widened to owned f32 copies at each binding (widened_inputs).
+class WidenedInputsNode final : public OneDnnNode {
+ public:
+  WidenedInputsNode(std::unique_ptr<OneDnnNode> node, std::vector<std::pair<std::size_t, std::int64_t>> which)
+      : node_(std::move(node)), which_(std::move(which)), copies_(which_.size()) {}
+  void bind(std::span<const void* const> in, std::span<void* const> out) override {
+    std::vector<const void*> inputs(in.begin(), in.end());
+    for (std::size_t i = 0; i < which_.size(); ++i) {
+      const auto [index, numel] = which_[i];
+      const auto* words = static_cast<const std::uint16_t*>(in[index]);
+      copies_[i].resize(static_cast<std::size_t>(numel));
+      std::transform(words, words + numel, copies_[i].begin(), float_from_bf16);
+      inputs[index] = copies_[i].data();
+    }
+    node_->bind(inputs, out);
+  }
+  void run() override { node_->run(); }
+  std::string implementation() const override { return node_->implementation(); }
+
+ private:
+  std::unique_ptr<OneDnnNode> node_;
+  std::vector<std::pair<std::size_t, std::int64_t>> which_;
+  std::vector<std::vector<float>> copies_;
+};
+
+}  // namespace
+
+std::unique_ptr<OneDnnNode> widened_inputs(std::unique_ptr<OneDnnNode> node, memory::data_type dt,
+                                           std::vector<std::pair<std::size_t, std::int64_t>> which) {
+  if (dt == memory::data_type::f32) return node;
+  return std::make_unique<WidenedInputsNode>(std::move(node), std::move(which));
+}
+
 namespace {
 
 // matmul / batch_matmul: op(a) @ op(b), batch dims broadcast; a transpose is a stride swap of the last two
@@ -21,11 +70,11 @@ std::unique_ptr<OneDnnNode> lower_matmul(const NodeView& v) {
       std::swap(st[rank - 1], st[rank - 2]);
     }
     if (rank > DNNL_MAX_NDIMS) throw Unsupported{fmt::format("rank {} > {}", rank, DNNL_MAX_NDIMS)};
-    return memory::desc(logical, memory::data_type::f32, st);
+    return memory::desc(logical, v.dt, st);
   };
   const auto a = operand(v.in_shape(0), v.attrs.i("trans_a") != 0);
   const auto b = operand(v.in_shape(1), v.attrs.i("trans_b") != 0);
-  const auto o = dense(v.out_shape());
+  const auto o = dense(v.out_shape(), v.dt);
   const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, o), fused_activation(v.attrs), cpu_engine());
   return make<dnnl::matmul>(pd, {{DNNL_ARG_SRC, 0, a}, {DNNL_ARG_WEIGHTS, 1, b}}, {{DNNL_ARG_DST, 0, o}});
 }
@@ -55,7 +104,7 @@ std::unique_ptr<OneDnnNode> lower_pool(const NodeView& v) {
       throw Unsupported{"count_include_pad with ceil-mode windows past the padding"};
     alg = include ? algorithm::pooling_avg_include_padding : algorithm::pooling_avg_exclude_padding;
   }
-  const auto src = dense(x), dst = dense(o);
+  const auto src = dense(x, v.dt), dst = dense(o, v.dt);
   const dnnl::pooling_forward::primitive_desc pd(
       dnnl::pooling_forward::desc(prop_kind::forward_inference, alg, src, dst, {st[0], st[1]}, {k[0], k[1]},
                                   pad_l, pad_r),
@@ -66,7 +115,7 @@ std::unique_ptr<OneDnnNode> lower_pool(const NodeView& v) {
 // Unary activations: oneDNN's eltwise algorithm with its alpha (swish(x) = x * sigmoid(alpha x)).
 template <algorithm kAlg, int kAlpha = 0>
 std::unique_ptr<OneDnnNode> lower_unary(const NodeView& v) {
-  const auto data = dense(v.in_shape(0));
+  const auto data = dense(v.in_shape(0), v.dt);
   const dnnl::eltwise_forward::primitive_desc pd(
       dnnl::eltwise_forward::desc(prop_kind::forward_inference, kAlg, data, static_cast<float>(kAlpha), 0.0f),
       cpu_engine());
@@ -75,7 +124,7 @@ std::unique_ptr<OneDnnNode> lower_unary(const NodeView& v) {
 
 // rsqrt: eltwise pow, alpha · x^beta with alpha 1, beta -1/2.
 std::unique_ptr<OneDnnNode> lower_rsqrt(const NodeView& v) {
-  const auto data = dense(v.in_shape(0));
+  const auto data = dense(v.in_shape(0), v.dt);
   const dnnl::eltwise_forward::primitive_desc pd(
       dnnl::eltwise_forward::desc(prop_kind::forward_inference, algorithm::eltwise_pow, data, 1.0f, -0.5f),
       cpu_engine());
@@ -93,7 +142,7 @@ std::unique_ptr<OneDnnNode> lower_reduce(const NodeView& v) {
   const auto& axes = v.attrs.ints("axes");
   if (axes.empty()) std::fill(out.begin(), out.end(), 1);
   for (auto a : axes) out[static_cast<std::size_t>(a < 0 ? a + rank : a)] = 1;
-  const auto src = dense(x), dst = dense(out);
+  const auto src = dense(x, v.dt), dst = dense(out, v.dt);
   const dnnl::reduction::primitive_desc pd(dnnl::reduction::desc(kAlg, src, dst, 0.0f, 0.0f), cpu_engine());
   return make<dnnl::reduction>(pd, {{DNNL_ARG_SRC, 0, src}}, {{DNNL_ARG_DST, 0, dst}});
 }
@@ -113,7 +162,7 @@ std::unique_ptr<OneDnnNode> lower_binary(const NodeView& v) {
     std::swap(a, b);
     std::swap(first, second);
   }
-  const auto s0 = dense(a), s1 = dense(b), dst = dense(out);
+  const auto s0 = dense(a, v.dt), s1 = dense(b, v.dt), dst = dense(out, v.dt);
   const dnnl::binary::primitive_desc pd(dnnl::binary::desc(kAlg, s0, s1, dst), cpu_engine());
   return make<dnnl::binary>(pd, {{DNNL_ARG_SRC_0, first, s0}, {DNNL_ARG_SRC_1, second, s1}},
                             {{DNNL_ARG_DST, 0, dst}});
@@ -126,7 +175,7 @@ std::unique_ptr<OneDnnNode> lower_layernorm(const NodeView& v) {
   if (axis < 0) axis += static_cast<std::int64_t>(x.size());
   std::int64_t outer = 1, inner = 1;
   for (std::size_t i = 0; i < x.size(); ++i) (static_cast<std::int64_t>(i) < axis ? outer : inner) *= x[i];
-  const auto data = dense(Dims{outer, inner}), param = dense(Dims{inner});
+  const auto data = dense(Dims{outer, inner}, v.dt), param = dense(Dims{inner});  // parameters: f32
   const bool shift = v.in.size() == 3;
   auto flags = dnnl::normalization_flags::use_scale;
   if (shift) flags = flags | dnnl::normalization_flags::use_shift;
@@ -135,8 +184,13 @@ std::unique_ptr<OneDnnNode> lower_layernorm(const NodeView& v) {
                                               static_cast<float>(v.attrs.f("epsilon")), flags),
       cpu_engine());
   std::vector<PrimitiveNode::Binding> ins{{DNNL_ARG_SRC, 0, data}, {DNNL_ARG_SCALE, 1, param}};
-  if (shift) ins.push_back({DNNL_ARG_SHIFT, 2, param});
-  return make<dnnl::layer_normalization_forward>(pd, ins, {{DNNL_ARG_DST, 0, data}});
+  std::vector<std::pair<std::size_t, std::int64_t>> params{{1, inner}};
+  if (shift) {
+    ins.push_back({DNNL_ARG_SHIFT, 2, param});
+    params.emplace_back(2, inner);
+  }
+  return widened_inputs(make<dnnl::layer_normalization_forward>(pd, ins, {{DNNL_ARG_DST, 0, data}}), v.dt,
+                        params);
 }
 
 // batchnorm (x, scale, bias, mean, var) with the given statistics; x seen as [N, C, rest, 1].
@@ -144,20 +198,21 @@ std::unique_ptr<OneDnnNode> lower_batchnorm(const NodeView& v) {
   const auto& x = v.in_shape(0);
   std::int64_t rest = 1;
   for (std::size_t i = 2; i < x.size(); ++i) rest *= x[i];
-  const auto data = dense(Dims{x[0], x[1], rest, 1}), channel = dense(Dims{x[1]});
+  const auto data = dense(Dims{x[0], x[1], rest, 1}, v.dt), channel = dense(Dims{x[1]});  // channel: f32
   const auto flags = dnnl::normalization_flags::use_global_stats | dnnl::normalization_flags::use_scale |
                      dnnl::normalization_flags::use_shift;
   const dnnl::batch_normalization_forward::primitive_desc pd(
       dnnl::batch_normalization_forward::desc(prop_kind::forward_inference, data,
                                               static_cast<float>(v.attrs.f("epsilon")), flags),
       cpu_engine());
-  return make<dnnl::batch_normalization_forward>(pd,
-                                                 {{DNNL_ARG_SRC, 0, data},
-                                                  {DNNL_ARG_SCALE, 1, channel},
-                                                  {DNNL_ARG_SHIFT, 2, channel},
-                                                  {DNNL_ARG_MEAN, 3, channel},
-                                                  {DNNL_ARG_VARIANCE, 4, channel}},
-                                                 {{DNNL_ARG_DST, 0, data}});
+  auto node = make<dnnl::batch_normalization_forward>(pd,
+                                                      {{DNNL_ARG_SRC, 0, data},
+                                                       {DNNL_ARG_SCALE, 1, channel},
+                                                       {DNNL_ARG_SHIFT, 2, channel},
+                                                       {DNNL_ARG_MEAN, 3, channel},
+                                                       {DNNL_ARG_VARIANCE, 4, channel}},
+                                                      {{DNNL_ARG_DST, 0, data}});
+  return widened_inputs(std::move(node), v.dt, {{1, x[1]}, {2, x[1]}, {3, x[1]}, {4, x[1]}});
 }
 
 // concat along an axis: oneDNN's concat primitive (its sources are DNNL_ARG_MULTIPLE_SRC + i).
@@ -169,10 +224,10 @@ std::unique_ptr<OneDnnNode> lower_concat(const NodeView& v) {
   std::vector<memory::desc> srcs;
   std::vector<PrimitiveNode::Binding> ins;
   for (std::size_t i = 0; i < v.in.size(); ++i) {
-    srcs.push_back(dense(v.in_shape(i)));
+    srcs.push_back(dense(v.in_shape(i), v.dt));
     ins.push_back({DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i), i, srcs.back()});
   }
-  const auto dst = dense(v.out_shape());
+  const auto dst = dense(v.out_shape(), v.dt);
   const dnnl::concat::primitive_desc pd(dst, static_cast<int>(axis), srcs, cpu_engine());
   return make<dnnl::concat>(pd, ins, {{DNNL_ARG_DST, 0, dst}});
 }
@@ -193,8 +248,8 @@ std::unique_ptr<OneDnnNode> lower_transpose(const NodeView& v) {
     strides[i] = in_strides[static_cast<std::size_t>(perm[i])];
   }
   if (rank > DNNL_MAX_NDIMS) throw Unsupported{fmt::format("rank {} > {}", rank, DNNL_MAX_NDIMS)};
-  const memory::desc src(dims, memory::data_type::f32, strides);
-  const auto dst = dense(v.out_shape());
+  const memory::desc src(dims, v.dt, strides);
+  const auto dst = dense(v.out_shape(), v.dt);
   const dnnl::reorder::primitive_desc pd(cpu_engine(), src, cpu_engine(), dst);
   return make<dnnl::reorder>(pd, {{DNNL_ARG_FROM, 0, src}}, {{DNNL_ARG_TO, 0, dst}});
 }
@@ -234,23 +289,60 @@ const std::unordered_map<std::string_view, LowerFn>& lowerings() {
 
 }  // namespace
 
+namespace {
+
+// The element type of `n`'s data: every float input and output f32, or every one bf16; otherwise why not.
+std::variant<memory::data_type, std::string> node_data_type(const models::Graph& g, const models::Node& n) {
+  std::optional<models::DType> common;
+  for (const auto& list : {n.inputs, n.outputs})
+    for (auto v : list) {
+      const auto t = g.type(v).dtype;
+      if (t != models::DType::kF32 && t != models::DType::kBF16)
+        return fmt::format("'{}' is {}, the replay lowers f32 and bf16 values", g.value(v).name,
+                           models::dtype_name(t));
+      if (common && *common != t)
+        return fmt::format("'{}' is {}, another operand {} (mixed element types)", g.value(v).name,
+                           models::dtype_name(t), models::dtype_name(*common));
+      common = t;
+    }
+  return common == models::DType::kBF16 ? memory::data_type::bf16 : memory::data_type::f32;
+}
+
+}  // namespace
+
 OneDnnLowering lower_to_onednn(const models::Graph& g, const models::Node& n) {
   const auto& table = lowerings();
   const auto it = table.find(n.op->name);
   if (it == table.end()) return {nullptr, fmt::format("no oneDNN lowering for {}", n.op->name)};
-  for (auto v : n.inputs)
-    if (g.type(v).dtype != models::DType::kF32)
-      return {nullptr, fmt::format("input '{}' is {}, the replay runs f32 graphs", g.value(v).name,
-                                   models::dtype_name(g.type(v).dtype))};
-  NodeView view{{}, {}, n.attrs};
+  const auto dt = node_data_type(g, n);
+  if (const auto* why = std::get_if<std::string>(&dt)) return {nullptr, *why};
+  NodeView view{{}, {}, n.attrs, std::get<memory::data_type>(dt)};
   for (auto v : n.inputs) view.in.push_back(g.type(v));
   for (auto v : n.outputs) view.out.push_back(g.type(v));
+  OneDnnLowering lowered;
   try {
-    return {it->second(view), {}};
+    lowered.kernel = it->second(view);
   } catch (const Unsupported& u) {
     return {nullptr, u.why};
   } catch (const dnnl::error& e) {
     return {nullptr, fmt::format("oneDNN refused it: {}", e.what())};
+  }
+  if (view.dt == memory::data_type::bf16 && !cpu_runs_bf16())
+    throw models::GraphError(fmt::format(
+        "bf16 replay: node '{}' ({}) cannot run in bf16 on this CPU: it lacks bf16 support (the AVX512_BF16 "
+        "instructions, /proc/cpuinfo flag avx512_bf16, or at least AVX-512, on which oneDNN emulates them), "
+        "so oneDNN would run only its slow reference loops ({}; oneDNN's bf16 matmul here: {}); replay "
+        "the model in f32 (--dtype f32) instead",
+        n.name, n.op->name, lowered.kernel->implementation(), cpu_bf16_matmul_note()));
+  return lowered;
+}
+
+std::string bf16_matmul_implementation() {
+  const memory::desc d(Dims{64, 64}, memory::data_type::bf16, memory::format_tag::ab);
+  try {
+    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(d, d, d), cpu_engine()).impl_info_str();
+  } catch (const dnnl::error&) {
+    return "";
   }
 }
 

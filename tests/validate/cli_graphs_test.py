@@ -3,7 +3,8 @@
 writes one CSV row per printed candidate with the original first, every candidate equivalent, the three
 repeats of the whole-graph time and of the sum of node medians in each row and their medians as the measured
 (ranked) time and the node sum; the same seed draws the same candidates (eqsat's aside: its ILP extraction
-has a wall-clock limit);
+has a wall-clock limit); with --dtype bf16 the candidates are built, priced and replayed in bf16 and still
+found equivalent (skipped on a CPU without bf16 kernels, where the command must refuse naming the CPU feature);
 an unknown `--device` is refused with exit status 2 and no file written (`--device cuda`: cli_cuda_test.py).
 Reports itself skipped (exit 77) when strata
 was built without oneDNN.
@@ -81,6 +82,20 @@ with tempfile.TemporaryDirectory() as tmp:
     names_again = deterministic(csv.DictReader(open(again))) if rc == 0 else []
     if names_again != deterministic(rows):
         failures.append(f"the same seed drew different candidates: {names_again} vs {deterministic(rows)}")
+
+    bf16 = os.path.join(tmp, "bf16.csv")
+    rc, out, err = run("validate", "graphs", "--model", MODEL, "--dtype", "bf16", "--sample", "2", "--repeat",
+                       "1", "--node-repeat", "1", "--warmup", "0", "-o", bf16)
+    if rc != 0 and "avx512_bf16" in err:
+        print("bf16 part skipped: this CPU has no bf16 kernels (refused as it must be)")
+    elif rc != 0 or not os.path.exists(bf16):
+        failures.append(f"validate graphs --dtype bf16 failed: exit {rc}, {out[:300]!r}, {err[-300:]!r}")
+    else:
+        rows16 = list(csv.DictReader(open(bf16)))
+        if len(rows16) < 3 or any(r["equivalent"] != "1" for r in rows16):
+            failures.append(f"bf16 candidates missing or not equivalent: {rows16}")
+        if "on host-cpu (bf16)" not in out:
+            failures.append(f"the bf16 run does not say it priced bf16: {out[:300]!r}")
 
 for f in failures:
     print("FAIL:", f)
