@@ -100,6 +100,20 @@ STRATA_HOST_DEVICE inline float pool_at(const PoolWindow& p, const float* x, std
   return sum / static_cast<float>(count);
 }
 
+// The last key row `row` of launch_row_softmax sees (models/ops/normalization.cc softmax_kernel's `limit`,
+// clipped to the row): n - 1 unless causal, else (row mod q_len) + shift; below 0 when it sees none.
+STRATA_HOST_DEVICE inline std::int64_t softmax_last_key(const RowSoftmax& p, std::int64_t row) {
+  if (!p.causal) return p.n - 1;
+  const std::int64_t last = row % p.q_len + p.shift;
+  return last < p.n - 1 ? last : p.n - 1;
+}
+
+// Element k of a softmax row given the row's max over its visible keys and the reciprocal of the sum of
+// their exponentials: exp(x - max) / sum where visible, 0 elsewhere (NaN where no key is visible: 0 · inf).
+STRATA_HOST_DEVICE inline float softmax_element(float x, float row_max, float inv_sum, bool visible) {
+  return (visible ? expf(x - row_max) : 0.0f) * inv_sum;
+}
+
 // Output element i (dense over [rows, d]) of launch_gather_rows.
 STRATA_HOST_DEVICE inline float gather_at(const float* index, const float* table, std::int64_t vocab,
                                           std::int64_t d, std::int64_t i) {

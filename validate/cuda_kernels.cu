@@ -96,6 +96,39 @@ __global__ void row_norm_kernel(bool rms, const float* x, const float* gamma, co
   }
 }
 
+// Block-wide max of one value per thread (blockDim.x == kThreads).
+__device__ float block_max(float v, float* shared) {
+  shared[threadIdx.x] = v;
+  __syncthreads();
+  for (int s = kThreads / 2; s > 0; s /= 2) {
+    if (threadIdx.x < static_cast<unsigned>(s))
+      shared[threadIdx.x] = fmaxf(shared[threadIdx.x], shared[threadIdx.x + s]);
+    __syncthreads();
+  }
+  const float m = shared[0];
+  __syncthreads();
+  return m;
+}
+
+// A block per row: the max over the visible keys, the sum of their exponentials, then every element
+// (softmax_element). Each thread reads and writes the same elements, so y may be x.
+__global__ void row_softmax_kernel(RowSoftmax p, const float* x, float* y) {
+  __shared__ float shared[kThreads];
+  for (std::int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
+    const float* xr = x + row * p.n;
+    float* yr = y + row * p.n;
+    const std::int64_t last = softmax_last_key(p, row);
+    float m = -INFINITY;
+    for (std::int64_t k = threadIdx.x; k <= last; k += kThreads) m = fmaxf(m, xr[k]);
+    const float row_max = block_max(m, shared);
+    float s = 0.0f;
+    for (std::int64_t k = threadIdx.x; k <= last; k += kThreads) s += expf(xr[k] - row_max);
+    const float inv_sum = 1.0f / block_sum(s, shared);
+    for (std::int64_t k = threadIdx.x; k < p.n; k += kThreads)
+      yr[k] = softmax_element(xr[k], row_max, inv_sum, k <= last);
+  }
+}
+
 int last_error() {
   return static_cast<int>(cudaGetLastError());
 }
@@ -139,6 +172,13 @@ int launch_row_norm(bool rms, const float* x, const float* gamma, const float* b
   const int blocks = static_cast<int>(rows < 65535 ? rows : 65535);
   row_norm_kernel<<<blocks, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(rms, x, gamma, beta, y, rows, n,
                                                                               eps);
+  return last_error();
+}
+
+int launch_row_softmax(const RowSoftmax& p, const float* x, float* y, void* stream) {
+  if (p.rows <= 0 || p.n <= 0) return 0;
+  const int blocks = static_cast<int>(p.rows < 65535 ? p.rows : 65535);
+  row_softmax_kernel<<<blocks, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(p, x, y);
   return last_error();
 }
 

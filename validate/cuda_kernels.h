@@ -39,6 +39,18 @@ int launch_reduce(const StridedView& kept, const StridedView& reduced, bool mean
 int launch_row_norm(bool rms, const float* x, const float* gamma, const float* beta, float* y,
                     std::int64_t rows, std::int64_t n, float eps, void* stream);
 
+// Softmax over rows of n contiguous floats (the last axis), max-subtracted, as models/ops/normalization.cc's
+// softmax defines it: row r sees keys k <= last(r) (cuda_kernel_math.h softmax_last_key), all n unless
+// causal, else (r mod q_len) + shift with q_len the row axis's length (the second-to-last dim) and shift =
+// n - q_len (keys aligned to the end; negative when there are fewer keys than queries); keys after it give 0.
+// A row that sees no key gives NaN, as the reference's 0 · (1 / 0).
+struct RowSoftmax {
+  std::int64_t rows = 0, n = 0, q_len = 1, shift = 0;
+  bool causal = false;
+};
+// y = softmax of x row by row (one block per row); y == x (in place) allowed.
+int launch_row_softmax(const RowSoftmax& p, const float* x, float* y, void* stream);
+
 // 2-D pooling over `planes` (N x C) NCHW planes of h x w as models/ops/pooling.cc defines it: output (oy, ox)
 // pools the window of kh x kw starting at (oy sh - pt, ox sw - pl), clipped to the input; the average divides
 // by the clipped window's size or, with include_pad, by the window clipped to the input padded by pb and pr

@@ -17,6 +17,7 @@
 
 #include "models/cost/cost_model.h"
 #include "validate/cuda_kernels.h"
+#include "validate/cuda_node.h"
 #include "validate/cuda_plan.h"
 
 namespace strata::validate::cuda {
@@ -109,23 +110,35 @@ DeviceBuffer::~DeviceBuffer() {
   if (p_) cudaFree(p_);
 }
 
+int to_int(std::int64_t v, const char* what) {
+  if (v < 0 || v > INT_MAX) throw Unsupported{fmt::format("{} {} does not fit cuBLAS/cuDNN's int", what, v)};
+  return static_cast<int>(v);
+}
+
+void check_gemm_sizes(const GemmPlan& p) {
+  const std::pair<std::int64_t, const char*> sizes[] = {
+      {p.m, "m"},           {p.n, "n"},        {p.k, "k"},        {p.ld_first, "lda"},
+      {p.ld_second, "ldb"}, {p.ld_out, "ldc"}, {p.batch, "batch"}};
+  for (const auto& [v, what] : sizes) (void)to_int(v, what);
+}
+
+void run_gemm(const GemmPlan& p, float alpha, const float* first, const float* second, float* out) {
+  const auto& blas = cublas();
+  const float beta = 0.0f;
+  check(blas.gemm_strided_batched(
+            blas.handle, p.op_first_t ? CUBLAS_OP_T : CUBLAS_OP_N, p.op_second_t ? CUBLAS_OP_T : CUBLAS_OP_N,
+            static_cast<int>(p.m), static_cast<int>(p.n), static_cast<int>(p.k), &alpha, first, CUDA_R_32F,
+            static_cast<int>(p.ld_first), p.stride_first, second, CUDA_R_32F, static_cast<int>(p.ld_second),
+            p.stride_second, &beta, out, CUDA_R_32F, static_cast<int>(p.ld_out), p.stride_out,
+            static_cast<int>(p.batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+        "cublasGemmStridedBatchedEx");
+}
+
 namespace {
 
 using models::Shape;
 constexpr float kOne = 1.0f, kZero = 0.0f;
 
-// The node's types and attributes, what every lowering reads (as the oneDNN lowerings' NodeView).
-struct NodeView {
-  std::vector<models::TensorType> in, out;
-  const models::Attrs& attrs;
-  const Shape& in_shape(std::size_t i) const { return in.at(i).shape; }
-  const Shape& out_shape(std::size_t i = 0) const { return out.at(i).shape; }
-};
-
-int to_int(std::int64_t v, const char* what) {
-  if (v < 0 || v > INT_MAX) throw Unsupported{fmt::format("{} {} does not fit cuBLAS/cuDNN's int", what, v)};
-  return static_cast<int>(v);
-}
 std::int64_t numel(const Shape& s) {
   std::int64_t n = 1;
   for (auto d : s) n *= d;
@@ -165,42 +178,18 @@ void set_nchw(const TensorDesc& d, std::int64_t n, std::int64_t c, std::int64_t 
         "cudnnSetTensor4dDescriptor");
 }
 
-// The common part of every node: its bound buffers.
-class BoundNode : public CudaNode {
- public:
-  void bind(std::span<const float* const> in, std::span<float* const> out) override {
-    in_.assign(in.begin(), in.end());
-    out_.assign(out.begin(), out.end());
-  }
-
- protected:
-  std::vector<const float*> in_;
-  std::vector<float*> out_;
-};
-
 // matmul / batch_matmul: one cublasGemmStridedBatchedEx (cuda_plan.h's GemmPlan), f32 operands with f32
 // compute (CUBLAS_COMPUTE_32F: no TF32 rounding), then the fused relu if any.
 class GemmNode final : public BoundNode {
  public:
   GemmNode(GemmPlan p, bool relu, std::int64_t out_numel) : p_(p), relu_(relu), out_numel_(out_numel) {
-    const std::pair<std::int64_t, const char*> sizes[] = {
-        {p.m, "m"},           {p.n, "n"},        {p.k, "k"},        {p.ld_first, "lda"},
-        {p.ld_second, "ldb"}, {p.ld_out, "ldc"}, {p.batch, "batch"}};
-    for (const auto& [v, what] : sizes) (void)to_int(v, what);
+    check_gemm_sizes(p);
   }
   void run() override {
-    const auto& c = context();
-    const auto& blas = cublas();
-    check(blas.gemm_strided_batched(blas.handle, p_.op_first_t ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                    p_.op_second_t ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(p_.m),
-                                    static_cast<int>(p_.n), static_cast<int>(p_.k), &kOne, in_[1], CUDA_R_32F,
-                                    static_cast<int>(p_.ld_first), p_.stride_first, in_[0], CUDA_R_32F,
-                                    static_cast<int>(p_.ld_second), p_.stride_second, &kZero, out_[0],
-                                    CUDA_R_32F, static_cast<int>(p_.ld_out), p_.stride_out,
-                                    static_cast<int>(p_.batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-          "cublasGemmStridedBatchedEx");
+    run_gemm(p_, 1.0f, in_[1], in_[0], out_[0]);
     if (relu_)
-      check(static_cast<cudaError_t>(launch_unary(UnaryOp::kRelu, out_[0], out_[0], out_numel_, c.stream)),
+      check(static_cast<cudaError_t>(
+                launch_unary(UnaryOp::kRelu, out_[0], out_[0], out_numel_, context().stream)),
             "relu kernel");
   }
   std::string implementation() const override {
@@ -381,7 +370,8 @@ std::unique_ptr<CudaNode> lower_embedding(const NodeView& v) {
   return std::make_unique<GatherNode>(v);
 }
 
-// softmax (not causal): cudnnSoftmaxForward, accurate (max-subtracted), channel mode over [N, C, H, 1].
+// softmax (not causal; causal: strata's row-softmax kernel, lower_causal_softmax): cudnnSoftmaxForward,
+// accurate (max-subtracted), channel mode over [N, C, H, 1].
 class SoftmaxNode final : public BoundNode {
  public:
   explicit SoftmaxNode(SoftmaxDims d) { set_nchw(x_, d.n, d.c, d.h, 1); }
@@ -397,7 +387,7 @@ class SoftmaxNode final : public BoundNode {
 };
 
 std::unique_ptr<CudaNode> lower_softmax(const NodeView& v) {
-  if (v.attrs.i("causal") != 0) throw Unsupported{"causal softmax (no masked softmax lowering on CUDA)"};
+  if (v.attrs.i("causal") != 0) return lower_causal_softmax(v);  // validate/cuda_attention.cc
   return std::make_unique<SoftmaxNode>(plan_softmax(v.in_shape(0), v.attrs.i("axis")));
 }
 
@@ -633,6 +623,7 @@ const std::unordered_map<std::string_view, LowerFn>& lowerings() {
       {"maxpool2d", lower_pool<false>},
       {"avgpool2d", lower_pool<true>},
       {"embedding", lower_embedding},
+      {"attention", lower_attention},
       {"softmax", lower_softmax},
       {"relu", lower_activation<CUDNN_ACTIVATION_RELU>},
       {"sigmoid", lower_activation<CUDNN_ACTIVATION_SIGMOID>},

@@ -1,6 +1,7 @@
 #include "validate/cuda_plan.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <numeric>
 
@@ -131,6 +132,47 @@ SoftmaxDims plan_softmax(const models::Shape& shape, std::int64_t axis) {
     (i < axis ? d.n : i == axis ? d.c : d.h) *= e;
   }
   return d;
+}
+
+RowSoftmax plan_row_softmax(const models::Shape& shape, std::int64_t axis, bool causal) {
+  const auto rank = static_cast<std::int64_t>(shape.size());
+  if (axis < 0) axis += rank;
+  if (rank < (causal ? 2 : 1) || axis != rank - 1)
+    throw Unsupported{
+        fmt::format("{}softmax over axis {} of a rank-{} tensor (the row kernel takes the last)",
+                    causal ? "causal " : "", axis, rank)};
+  RowSoftmax p;
+  p.n = shape.back();
+  p.rows = product(std::span<const std::int64_t>(shape.data(), shape.size() - 1));
+  p.causal = causal;
+  if (causal) {
+    p.q_len = std::max<std::int64_t>(shape[shape.size() - 2], 1);  // 0 rows when it is 0
+    p.shift = p.n - shape[shape.size() - 2];
+  }
+  return p;
+}
+
+AttentionPlan plan_attention(const models::Shape& q, const models::Shape& k, const models::Shape& v,
+                             bool causal, double scale) {
+  if (q.size() != 4 || k.size() != 4 || k != v)
+    throw Unsupported{"attention needs q [B, H, S, D] and k = v [B, Hkv, Skv, D]"};
+  const std::int64_t b = q[0], h = q[1], s = q[2], d = q[3], hkv = k[1], skv = k[2];
+  if (k[0] != b || k[3] != d || hkv <= 0 || h % hkv != 0)
+    throw Unsupported{"attention's k/v batch, head dim or head count does not fit q"};
+  if (causal && skv < s) throw Unsupported{"causal attention with fewer keys than queries"};
+  const std::int64_t items = b * hkv, rows = h / hkv * s;  // B·Hkv batch items of G·S query rows
+  AttentionPlan p;
+  p.scores = plan_gemm({items, rows, d}, false, {items, skv, d}, true, {items, rows, skv});
+  p.output = plan_gemm({items, rows, skv}, false, {items, skv, d}, false, {items, rows, d});
+  p.softmax = plan_row_softmax({items, rows, skv}, -1, false);
+  if (causal) {  // row r of an item is query r mod S: the mask of [.., S, Skv], repeated G times
+    p.softmax.causal = true;
+    p.softmax.q_len = std::max<std::int64_t>(s, 1);
+    p.softmax.shift = skv - s;
+  }
+  p.score_elements = items * rows * skv;
+  p.scale = static_cast<float>(scale == 0 ? 1 / std::sqrt(static_cast<double>(d)) : scale);
+  return p;
 }
 
 StridedView dense_view(const models::Shape& shape) {

@@ -71,6 +71,29 @@ struct SoftmaxDims {
 };
 SoftmaxDims plan_softmax(const models::Shape& shape, std::int64_t axis);
 
+// Softmax over the last axis of `shape` as launch_row_softmax takes it (cuda_kernels.h RowSoftmax): rows =
+// the product of the other dims, n = the last dim; causal: q_len = the second-to-last dim and shift = n -
+// q_len (models/ops/normalization.cc's mask). Throws Unsupported unless `axis` is the last of at least two
+// dims (causal) or the last of at least one (not causal).
+RowSoftmax plan_row_softmax(const models::Shape& shape, std::int64_t axis, bool causal);
+
+// Fused attention (models/ops/attention.cc) o = softmax(scale q kᵀ [causal]) v, q [B, H, S, D], k and v [B,
+// Hkv, Skv, D], as cuBLAS and the row-softmax kernel compute it. The H = G · Hkv query heads sharing a
+// key/value head are adjacent in q and o, so q and o are read as [B·Hkv, G·S, D] (row r of a batch item is
+// query r mod S) with no copy, and each GEMM is one strided batch of B·Hkv items:
+//   scores [B·Hkv, G·S, Skv] = scale · q kᵀ   (`scores`, alpha = scale)
+//   scores = row softmax in place            (`softmax`: Skv per row, causal rows see k <= (r mod S) + Skv -
+//   S) o [B·Hkv, G·S, D] = scores v              (`output`, alpha = 1)
+// Throws Unsupported for shapes the operator's rule refuses (and causal with fewer keys than queries).
+struct AttentionPlan {
+  GemmPlan scores, output;
+  RowSoftmax softmax;
+  std::int64_t score_elements = 0;  // B·H·S·Skv floats of workspace
+  float scale = 1;                  // the `scale` attribute, or 1/sqrt(D) when it is 0
+};
+AttentionPlan plan_attention(const models::Shape& q, const models::Shape& k, const models::Shape& v,
+                             bool causal, double scale);
+
 // The dense row-major view of `shape` (rank <= kMaxRank, else Unsupported).
 StridedView dense_view(const models::Shape& shape);
 // `in` (numpy-broadcast to `out`) read at out's indices: right-aligned, stride 0 where `in` has extent 1

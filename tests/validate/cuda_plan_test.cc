@@ -3,6 +3,9 @@
 //    documented definition (C = alpha op(A) op(B) + beta C, element (i, j) of a column-major matrix at
 //    i + j * ld, https://docs.nvidia.com/cuda/cublas/#cublas-t-gemm) run on the plan's operands must give the
 //    row-major product computed by brute force, for every transpose and batch broadcast;
+//  - fused attention's decomposition (plan_attention: two GEMMs around the row softmax) run the same way,
+//    against the reference executor's attention, and the causal mask of the row-softmax kernel against the
+//    IR's rule by brute force over every element;
 //  - cuDNN windows, softmax dims and the strided views of the copy and reduce kernels against hand-derived
 //    values;
 //  - strata's CUDA kernels' per-element functions (validate/cuda_kernel_math.h, what every thread of
@@ -12,6 +15,7 @@
 //    plain host buffers from their definitions.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <string>
@@ -240,8 +244,13 @@ NodeCase run_reference(std::string_view op, const std::vector<Shape>& inputs, mo
 
 void expect_close(const std::vector<float>& got, const std::vector<double>& want, double tol) {
   ASSERT_EQ(got.size(), want.size());
-  for (std::size_t i = 0; i < got.size(); ++i)
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(want[i])) {  // the reference's 0 / 0 (a causal softmax row that sees no key)
+      ASSERT_TRUE(std::isnan(got[i])) << "element " << i << ": " << got[i] << ", reference NaN";
+      continue;
+    }
     ASSERT_NEAR(got[i], want[i], tol * (1 + std::abs(want[i]))) << "element " << i;
+  }
 }
 
 TEST(CudaKernelMath, BroadcastingBinariesOnTheLoweringsViews) {
@@ -478,6 +487,143 @@ TEST(CudaKernelMath, SplitCopiesEachSliceOfTheInput) {
           EXPECT_EQ(y[static_cast<std::size_t>((a * outs[i][1] + b) * 4 + c)],
                     x[static_cast<std::size_t>((a * 9 + first + b) * 4 + c)]);
     first += outs[i][1];
+  }
+}
+
+// ---- causal softmax and attention (validate/cuda_attention.cc) ----
+
+TEST(CudaPlan, RowSoftmaxPlanByHand) {
+  // [2, 3, 5] causal: 6 rows of 5 keys, query = row mod 3, keys aligned to the end (shift 5 - 3 = 2).
+  const auto p = plan_row_softmax({2, 3, 5}, -1, true);
+  EXPECT_EQ(p.rows, 6);
+  EXPECT_EQ(p.n, 5);
+  EXPECT_EQ(p.q_len, 3);
+  EXPECT_EQ(p.shift, 2);
+  EXPECT_TRUE(p.causal);
+  // Row 4 is query 1: keys 0..3 (1 + 2); row 2 is query 2: all 5.
+  EXPECT_EQ(softmax_last_key(p, 4), 3);
+  EXPECT_EQ(softmax_last_key(p, 2), 4);
+  // Fewer keys than queries: [4, 2] row 0 sees key 0 - 2 < 0, i.e. none.
+  const auto q = plan_row_softmax({4, 2}, 1, true);
+  EXPECT_EQ(q.shift, -2);
+  EXPECT_LT(softmax_last_key(q, 1), 0);
+  EXPECT_EQ(softmax_last_key(q, 3), 1);
+  const auto r = plan_row_softmax({7}, 0, false);  // not causal: one row, every key
+  EXPECT_EQ(r.rows, 1);
+  EXPECT_EQ(softmax_last_key(r, 0), 6);
+  EXPECT_THROW(plan_row_softmax({3, 4}, 0, true), Unsupported);  // causal over a non-last axis
+  EXPECT_THROW(plan_row_softmax({4}, 0, true), Unsupported);     // causal needs a row axis
+}
+
+// The IR's mask (models/ops/normalization.cc, attention.cc: query i sees keys j <= i + Skv - S) by brute
+// force over every element's multi-index, against the row kernel's key limit at the element's row.
+TEST(CudaPlan, CausalMaskOfTheRowKernelIsTheIrsForEveryElement) {
+  for (const Shape& shape :
+       std::vector<Shape>{{4, 4}, {2, 3, 5, 5}, {2, 3, 7}, {3, 6, 4}, {1, 1}, {2, 1, 9}}) {
+    SCOPED_TRACE(testing::PrintToString(shape));
+    const auto p = plan_row_softmax(shape, -1, true);
+    const std::int64_t s = shape[shape.size() - 2], skv = shape.back(), outer = numel(shape) / (s * skv);
+    EXPECT_EQ(p.rows * p.n, numel(shape));
+    for (std::int64_t o = 0; o < outer; ++o)
+      for (std::int64_t i = 0; i < s; ++i)
+        for (std::int64_t j = 0; j < skv; ++j)
+          ASSERT_EQ(j <= softmax_last_key(p, o * s + i), j <= i + skv - s) << o << "," << i << "," << j;
+  }
+  // Attention's scores [B·Hkv, G·S, Skv]: query head h = hk·G + g, row r = g·S + i of item b·Hkv + hk.
+  const std::int64_t b = 2, h = 6, hkv = 2, s = 5, skv = 8, g = h / hkv;
+  const auto a = plan_attention({b, h, s, 4}, {b, hkv, skv, 4}, {b, hkv, skv, 4}, true, 0);
+  for (std::int64_t bi = 0; bi < b; ++bi)
+    for (std::int64_t hi = 0; hi < h; ++hi)
+      for (std::int64_t i = 0; i < s; ++i) {
+        const std::int64_t row = (bi * hkv + hi / g) * g * s + (hi % g) * s + i;
+        for (std::int64_t j = 0; j < skv; ++j)
+          ASSERT_EQ(j <= softmax_last_key(a.softmax, row), j <= i + skv - s) << bi << "," << hi << "," << i;
+      }
+}
+
+// launch_row_softmax's computation on the host: the kernel's block reductions (max and sum over the visible
+// keys) as plain loops, then softmax_element for every element, as each thread does.
+std::vector<float> host_row_softmax(const RowSoftmax& p, const std::vector<float>& x) {
+  std::vector<float> y(x.size());
+  for (std::int64_t row = 0; row < p.rows; ++row) {
+    const float* xr = x.data() + row * p.n;
+    const std::int64_t last = softmax_last_key(p, row);
+    float mx = -INFINITY, sum = 0.0f;
+    for (std::int64_t k = 0; k <= last; ++k) mx = std::max(mx, xr[k]);
+    for (std::int64_t k = 0; k <= last; ++k) sum += std::exp(xr[k] - mx);
+    for (std::int64_t k = 0; k < p.n; ++k)
+      y[static_cast<std::size_t>(row * p.n + k)] = softmax_element(xr[k], mx, 1.0f / sum, k <= last);
+  }
+  return y;
+}
+
+TEST(CudaKernelMath, RowSoftmaxMatchesTheReferenceCausalAndNot) {
+  // Keys = queries, more keys than queries, fewer (the first rows see none: NaN in both), rows over 256 keys.
+  for (const Shape& shape : std::vector<Shape>{{2, 3, 5, 5}, {2, 3, 7}, {3, 6, 4}, {2, 4, 300}})
+    for (int causal = 0; causal < 2; ++causal) {
+      SCOPED_TRACE(testing::Message() << testing::PrintToString(shape) << " causal " << causal);
+      const auto c =
+          run_reference("softmax", {shape}, {{"axis", std::int64_t{-1}}, {"causal", std::int64_t{causal}}});
+      expect_close(host_row_softmax(plan_row_softmax(shape, -1, causal != 0), c.in[0]), c.out, 1e-6);
+    }
+}
+
+TEST(CudaPlan, AttentionPlanByHand) {
+  // q [2, 4, 3, 8], k = v [2, 2, 5, 8]: 4 items (B·Hkv) of 6 query rows (G·S = 2·3), 5 keys.
+  const auto p = plan_attention({2, 4, 3, 8}, {2, 2, 5, 8}, {2, 2, 5, 8}, true, 0);
+  // scores (6 x 5 row-major) = q (6 x 8) kᵀ: cuBLAS's m = 5, n = 6, k = 8, its first operand k transposed.
+  EXPECT_EQ(p.scores.batch, 4);
+  EXPECT_EQ(p.scores.m, 5);
+  EXPECT_EQ(p.scores.n, 6);
+  EXPECT_EQ(p.scores.k, 8);
+  EXPECT_TRUE(p.scores.op_first_t);
+  EXPECT_FALSE(p.scores.op_second_t);
+  EXPECT_EQ(p.scores.stride_first, 5 * 8);   // one key/value head
+  EXPECT_EQ(p.scores.stride_second, 6 * 8);  // two query heads
+  EXPECT_EQ(p.scores.stride_out, 6 * 5);
+  // o (6 x 8) = scores (6 x 5) v (5 x 8): m = 8, n = 6, k = 5.
+  EXPECT_EQ(p.output.m, 8);
+  EXPECT_EQ(p.output.n, 6);
+  EXPECT_EQ(p.output.k, 5);
+  EXPECT_FALSE(p.output.op_first_t);
+  EXPECT_EQ(p.output.stride_second, 30);
+  EXPECT_EQ(p.output.stride_out, 48);
+  EXPECT_EQ(p.softmax.rows, 24);
+  EXPECT_EQ(p.softmax.n, 5);
+  EXPECT_EQ(p.softmax.q_len, 3);
+  EXPECT_EQ(p.softmax.shift, 2);
+  EXPECT_EQ(p.score_elements, 120);
+  EXPECT_FLOAT_EQ(p.scale, 1 / std::sqrt(8.0f));
+  EXPECT_FLOAT_EQ(plan_attention({1, 1, 2, 4}, {1, 1, 2, 4}, {1, 1, 2, 4}, false, 0.25).scale, 0.25f);
+  EXPECT_FALSE(plan_attention({1, 1, 2, 4}, {1, 1, 2, 4}, {1, 1, 2, 4}, false, 0).softmax.causal);
+  EXPECT_THROW(plan_attention({1, 4, 2, 4}, {1, 3, 2, 4}, {1, 3, 2, 4}, false, 0), Unsupported);  // 3 ∤ 4
+  EXPECT_THROW(plan_attention({1, 1, 4, 4}, {1, 1, 2, 4}, {1, 1, 2, 4}, true, 0), Unsupported);   // Skv < S
+}
+
+// The whole decomposition on the host: cuBLAS's GEMM from its definition on the plan's operands (scaled as
+// the call's alpha), the row softmax, the second GEMM, against the reference executor's attention.
+TEST(CudaPlan, AttentionDecompositionGivesTheReferenceOutput) {
+  struct Case {
+    std::int64_t b, h, hkv, s, skv, d;
+    bool causal;
+    double scale;
+  };
+  for (const auto& t : std::vector<Case>{{1, 1, 1, 5, 5, 4, true, 0},
+                                         {2, 4, 2, 7, 7, 8, true, 0},        // grouped-query
+                                         {1, 3, 3, 5, 9, 6, true, 0},        // more keys than queries
+                                         {2, 2, 1, 33, 33, 16, false, 0.3},  // one key/value head
+                                         {1, 2, 2, 6, 3, 4, false, 0}}) {    // fewer keys, not causal
+    SCOPED_TRACE(testing::Message() << "b " << t.b << " h " << t.h << " hkv " << t.hkv << " s " << t.s
+                                    << " skv " << t.skv << " d " << t.d << " causal " << t.causal);
+    const Shape q{t.b, t.h, t.s, t.d}, kv{t.b, t.hkv, t.skv, t.d};
+    const auto c =
+        run_reference("attention", {q, kv, kv}, {{"causal", std::int64_t{t.causal}}, {"scale", t.scale}});
+    const auto p = plan_attention(q, kv, kv, t.causal, t.scale);
+    auto scores = cublas_gemm(p.scores, c.in[1], c.in[0]);
+    ASSERT_EQ(static_cast<std::int64_t>(scores.size()), p.score_elements);
+    for (auto& x : scores) x *= p.scale;
+    const auto out = cublas_gemm(p.output, c.in[2], host_row_softmax(p.softmax, scores));
+    expect_close(out, c.out, 1e-5);
   }
 }
 
