@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "models/zoo/zoo.h"
+#include "one_node_graph.h"
 #include "validate/cpu_replay.h"
 #include "validate/replay_buffer.h"
 
@@ -118,12 +119,7 @@ void expect_matches_reference(const Graph& g, std::int64_t terms, double roundin
 }
 
 Graph one_node(std::string_view op, const std::vector<models::Shape>& inputs, Attrs attrs = {}) {
-  Graph g("case");
-  std::vector<ValueId> ins;
-  for (std::size_t i = 0; i < inputs.size(); ++i)
-    ins.push_back(g.add_input("x" + std::to_string(i), TensorType{inputs[i], DType::kBF16}));
-  g.mark_output(g.add(op, ins, std::move(attrs)));
-  return g;
+  return test::one_node(op, inputs, std::move(attrs), DType::kBF16);
 }
 
 TEST(CpuReplayBf16Ops, MatmulAndBatchMatmul) {

@@ -13,6 +13,7 @@
 
 #include "hw/gpu_spec.h"
 #include "models/zoo/zoo.h"
+#include "one_node_graph.h"
 
 namespace strata::validate {
 namespace {
@@ -61,14 +62,7 @@ void expect_matches_reference(const Graph& g, std::int64_t terms, bool onednn = 
   }
 }
 
-Graph one_node(std::string_view op, const std::vector<models::Shape>& inputs, Attrs attrs = {}) {
-  Graph g("case");
-  std::vector<ValueId> ins;
-  for (std::size_t i = 0; i < inputs.size(); ++i)
-    ins.push_back(g.add_input("x" + std::to_string(i), TensorType{inputs[i], DType::kF32}));
-  g.mark_output(g.add(op, ins, std::move(attrs)));
-  return g;
-}
+using test::one_node;
 
 TEST(CpuReplayOps, MatmulAllTransposesAndFusedRelu) {
   SKIP_WITHOUT_ONEDNN();

@@ -15,6 +15,7 @@
 
 #include "models/zoo/transformer_spec.h"
 #include "models/zoo/zoo.h"
+#include "one_node_graph.h"
 
 namespace strata::validate {
 namespace {
@@ -59,13 +60,22 @@ void expect_matches_reference(const Graph& g, std::int64_t terms, bool on_gpu = 
   }
 }
 
-Graph one_node(std::string_view op, const std::vector<models::Shape>& inputs, Attrs attrs = {}) {
-  Graph g("case");
-  std::vector<ValueId> ins;
-  for (std::size_t i = 0; i < inputs.size(); ++i)
-    ins.push_back(g.add_input("x" + std::to_string(i), TensorType{inputs[i], DType::kF32}));
-  g.mark_output(g.add(op, ins, std::move(attrs)));
-  return g;
+using test::one_node;
+
+// A whole graph's outputs against the reference executor's: every element within 1e-3 of the output's largest
+// magnitude (f32 kernels over graphs a few dozen layers deep).
+void expect_outputs_near_reference(const Graph& g, const std::vector<std::vector<float>>& values) {
+  const auto ref = models::execute<double>(g);
+  for (auto out : g.outputs()) {
+    const auto& got = values[static_cast<std::size_t>(out)];
+    const auto& want = ref[static_cast<std::size_t>(out)];
+    double scale = 0, worst = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      scale = std::max(scale, std::abs(want[i]));
+      worst = std::max(worst, std::abs(got[i] - want[i]));
+    }
+    EXPECT_LE(worst, 1e-3 * std::max(scale, 1e-30)) << g.value(out).name;
+  }
 }
 
 TEST(CudaReplay, WithoutADeviceEveryEntryPointSaysWhy) {
@@ -221,19 +231,9 @@ TEST(CudaReplay, WholeTransformerRunsOnTheGpuAndMatchesTheReference) {
     SCOPED_TRACE(spec);
     const Graph g = models::zoo::build_transformer(models::zoo::parse_transformer_spec(spec), {});
     const auto replay = replay_on_cuda(g);
-    const auto ref = models::execute<double>(g);
     for (const auto& n : replay.nodes)
       EXPECT_EQ(n.backend, CpuBackend::kCuda) << g.node(n.node).name << ": " << n.detail;
-    for (auto out : g.outputs()) {
-      const auto& got = replay.values[static_cast<std::size_t>(out)];
-      const auto& want = ref[static_cast<std::size_t>(out)];
-      double scale = 0, worst = 0;
-      for (std::size_t i = 0; i < got.size(); ++i) {
-        scale = std::max(scale, std::abs(want[i]));
-        worst = std::max(worst, std::abs(got[i] - want[i]));
-      }
-      EXPECT_LE(worst, 1e-3 * std::max(scale, 1e-30)) << g.value(out).name;
-    }
+    expect_outputs_near_reference(g, replay.values);
   }
 }
 
@@ -259,20 +259,10 @@ TEST(CudaReplay, WholeZooModelMatchesTheReference) {
   SKIP_WITHOUT_GPU();
   const Graph g = models::zoo::build_model("squeezenet", {.batch = 1});
   const auto replay = replay_on_cuda(g);
-  const auto ref = models::execute<double>(g);
   EXPECT_GT(std::count_if(replay.nodes.begin(), replay.nodes.end(),
                           [](const NodeBackend& n) { return n.backend == CpuBackend::kCuda; }),
             0);
-  for (auto out : g.outputs()) {
-    const auto& got = replay.values[static_cast<std::size_t>(out)];
-    const auto& want = ref[static_cast<std::size_t>(out)];
-    double scale = 0, worst = 0;
-    for (std::size_t i = 0; i < got.size(); ++i) {
-      scale = std::max(scale, std::abs(want[i]));
-      worst = std::max(worst, std::abs(got[i] - want[i]));
-    }
-    EXPECT_LE(worst, 1e-3 * std::max(scale, 1e-30)) << g.value(out).name;
-  }
+  expect_outputs_near_reference(g, replay.values);
 }
 
 TEST(CudaReplay, TimingsArePositiveOrderedAndGrowWithTheWork) {
