@@ -4,7 +4,9 @@
 // reordering in and out (onednn_composite.cc). Lowerings of one primitive are here.
 #include "validate/onednn_kernels.h"
 
+#include <cstring>
 #include <optional>
+#include <stdexcept>
 #include <variant>
 
 #include "validate/cpu_replay.h"
@@ -254,10 +256,59 @@ std::unique_ptr<OneDnnNode> lower_transpose(const NodeView& v) {
   return make<dnnl::reorder>(pd, {{DNNL_ARG_FROM, 0, src}}, {{DNNL_ARG_TO, 0, dst}});
 }
 
+// embedding: table rows copied by index. oneDNN 2.x has no gather primitive; a row copy per lookup is what
+// frameworks' CPU embedding kernels do. The replay stores integer values as f32 holding whole numbers
+// (validate/replay_buffer.h), exact for tables of up to 2^24 rows; an index out of range throws what the
+// reference kernel throws (negative indices count from the end, as ONNX Gather's).
+class RowGatherNode final : public OneDnnNode {
+ public:
+  RowGatherNode(std::int64_t rows, std::size_t row_bytes, std::int64_t lookups)
+      : rows_(rows), row_bytes_(row_bytes), lookups_(lookups) {}
+  void bind(std::span<const void* const> in, std::span<void* const> out) override {
+    table_ = static_cast<const char*>(in[0]);
+    indices_ = static_cast<const float*>(in[1]);
+    out_ = static_cast<char*>(out[0]);
+  }
+  void run() override {
+    for (std::int64_t i = 0; i < lookups_; ++i) {
+      auto row = static_cast<std::int64_t>(indices_[i]);
+      if (row < 0) row += rows_;
+      if (row < 0 || row >= rows_)
+        throw std::out_of_range(fmt::format("embedding index {} out of range for {} rows",
+                                            static_cast<std::int64_t>(indices_[i]), rows_));
+      std::memcpy(out_ + static_cast<std::size_t>(i) * row_bytes_,
+                  table_ + static_cast<std::size_t>(row) * row_bytes_, row_bytes_);
+    }
+  }
+  std::string implementation() const override { return "strata row copy (oneDNN 2.x has no gather)"; }
+
+ private:
+  std::int64_t rows_;
+  std::size_t row_bytes_;
+  std::int64_t lookups_;
+  const char* table_ = nullptr;
+  const float* indices_ = nullptr;
+  char* out_ = nullptr;
+};
+
+std::unique_ptr<OneDnnNode> lower_embedding(const NodeView& v) {
+  const auto& table = v.in_shape(0);
+  if (table[0] > (std::int64_t{1} << 24))
+    throw Unsupported{fmt::format("{} rows: the replay's f32 index values are exact below 2^24", table[0])};
+  const std::size_t element = v.dt == memory::data_type::bf16 ? 2 : 4;
+  return std::make_unique<RowGatherNode>(table[0], static_cast<std::size_t>(table[1]) * element,
+                                         v.in.at(1).numel());
+}
+
 using LowerFn = std::unique_ptr<OneDnnNode> (*)(const NodeView&);
+struct Lowering {
+  Lowering(LowerFn f, int index = -1) : lower(f), index_input(index) {}  // NOLINT: implicit, for the table
+  LowerFn lower;
+  int index_input;  // an input of integer indices (not a data operand), or -1
+};
 // The lowerings, by operator name (models/ops); every other operator runs on the reference kernel.
-const std::unordered_map<std::string_view, LowerFn>& lowerings() {
-  static const std::unordered_map<std::string_view, LowerFn> table{
+const std::unordered_map<std::string_view, Lowering>& lowerings() {
+  static const std::unordered_map<std::string_view, Lowering> table{
       {"matmul", lower_matmul},
       {"batch_matmul", lower_matmul},
       {"conv2d", lower_conv},
@@ -283,6 +334,7 @@ const std::unordered_map<std::string_view, LowerFn>& lowerings() {
       {"concat", lower_concat},
       {"split", lower_split},
       {"transpose", lower_transpose},
+      {"embedding", {lower_embedding, 1}},
   };
   return table;
 }
@@ -291,20 +343,25 @@ const std::unordered_map<std::string_view, LowerFn>& lowerings() {
 
 namespace {
 
-// The element type of `n`'s data: every float input and output f32, or every one bf16; otherwise why not.
-std::variant<memory::data_type, std::string> node_data_type(const models::Graph& g, const models::Node& n) {
+// The element type of `n`'s data: every input (but the index input, if any) and output f32, or every one
+// bf16; otherwise why not.
+std::variant<memory::data_type, std::string> node_data_type(const models::Graph& g, const models::Node& n,
+                                                            int index_input) {
+  std::vector<models::ValueId> data;
+  for (std::size_t i = 0; i < n.inputs.size(); ++i)
+    if (static_cast<int>(i) != index_input) data.push_back(n.inputs[i]);
+  data.insert(data.end(), n.outputs.begin(), n.outputs.end());
   std::optional<models::DType> common;
-  for (const auto& list : {n.inputs, n.outputs})
-    for (auto v : list) {
-      const auto t = g.type(v).dtype;
-      if (t != models::DType::kF32 && t != models::DType::kBF16)
-        return fmt::format("'{}' is {}, the replay lowers f32 and bf16 values", g.value(v).name,
-                           models::dtype_name(t));
-      if (common && *common != t)
-        return fmt::format("'{}' is {}, another operand {} (mixed element types)", g.value(v).name,
-                           models::dtype_name(t), models::dtype_name(*common));
-      common = t;
-    }
+  for (auto v : data) {
+    const auto t = g.type(v).dtype;
+    if (t != models::DType::kF32 && t != models::DType::kBF16)
+      return fmt::format("'{}' is {}, the replay lowers f32 and bf16 values", g.value(v).name,
+                         models::dtype_name(t));
+    if (common && *common != t)
+      return fmt::format("'{}' is {}, another operand {} (mixed element types)", g.value(v).name,
+                         models::dtype_name(t), models::dtype_name(*common));
+    common = t;
+  }
   return common == models::DType::kBF16 ? memory::data_type::bf16 : memory::data_type::f32;
 }
 
@@ -314,14 +371,14 @@ OneDnnLowering lower_to_onednn(const models::Graph& g, const models::Node& n) {
   const auto& table = lowerings();
   const auto it = table.find(n.op->name);
   if (it == table.end()) return {nullptr, fmt::format("no oneDNN lowering for {}", n.op->name)};
-  const auto dt = node_data_type(g, n);
+  const auto dt = node_data_type(g, n, it->second.index_input);
   if (const auto* why = std::get_if<std::string>(&dt)) return {nullptr, *why};
   NodeView view{{}, {}, n.attrs, std::get<memory::data_type>(dt)};
   for (auto v : n.inputs) view.in.push_back(g.type(v));
   for (auto v : n.outputs) view.out.push_back(g.type(v));
   OneDnnLowering lowered;
   try {
-    lowered.kernel = it->second(view);
+    lowered.kernel = it->second.lower(view);
   } catch (const Unsupported& u) {
     return {nullptr, u.why};
   } catch (const dnnl::error& e) {

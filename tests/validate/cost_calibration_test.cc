@@ -91,7 +91,7 @@ TEST(CostCalibration, SuiteSharesNoOperatorInstanceWithTheZooModels) {
   const auto quick = calibration_suite(true);
   for (const auto& m : quick) quick_ops.insert(std::string(m.graph.node(0).op->name));
   for (const char* op : {"matmul", "batch_matmul", "conv2d", "maxpool2d", "avgpool2d", "relu", "gelu",
-                         "ewadd", "softmax", "layernorm", "batchnorm", "concat", "transpose"})
+                         "ewadd", "softmax", "layernorm", "batchnorm", "concat", "transpose", "embedding"})
     EXPECT_EQ(ops.count(op), 1u) << op;
   EXPECT_EQ(quick_ops, ops);
   EXPECT_LT(quick.size() * 2, suite.size());

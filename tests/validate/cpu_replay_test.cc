@@ -189,6 +189,32 @@ TEST(CpuReplayOps, LayerRmsAndBatchNormalization) {
   expect_matches_reference(g, 1);
 }
 
+TEST(CpuReplayOps, EmbeddingCopiesTheIndexedRowsExactly) {
+  // Table [7, 5], indices [2, 3] with negative ones (ONNX Gather counts them from the end): every output row
+  // is the table's row, bit for bit, in f32 and in bf16 (a copy rounds nothing); an index past the table
+  // throws what the reference kernel throws.
+  SKIP_WITHOUT_ONEDNN();
+  for (const DType dt : {DType::kF32, DType::kBF16}) {
+    if (dt == DType::kBF16 && !cpu_runs_bf16()) continue;
+    Graph g("emb");
+    const auto table = g.add_input("table", TensorType{{7, 5}, dt});
+    const auto idx = g.add_input("idx", TensorType{{2, 3}, DType::kI64});
+    const auto out = g.add("embedding", {table, idx});
+    g.mark_output(out);
+    const std::vector<double> rows{0, 6, -1, 3, -7, 2};
+    const auto replay = replay_on_cpu(g, {{idx, rows}});
+    EXPECT_EQ(replay.nodes.at(0).backend, CpuBackend::kOneDnn) << replay.nodes.at(0).detail;
+    const auto& t = replay.values[static_cast<std::size_t>(table)];
+    const auto& y = replay.values[static_cast<std::size_t>(out)];
+    ASSERT_EQ(y.size(), 6u * 5u);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const auto row = static_cast<std::size_t>(rows[i] < 0 ? rows[i] + 7 : rows[i]);
+      for (std::size_t k = 0; k < 5; ++k) EXPECT_EQ(y[i * 5 + k], t[row * 5 + k]) << i << "," << k;
+    }
+    EXPECT_THROW(replay_on_cpu(g, {{idx, {0, 1, 7, 2, 3, 4}}}), std::out_of_range);
+  }
+}
+
 TEST(CpuReplayOps, ConcatSplitAndTranspose) {
   SKIP_WITHOUT_ONEDNN();
   expect_matches_reference(one_node("concat", {{1, 3, 4, 4}, {1, 5, 4, 4}}, {{"axis", std::int64_t{1}}}), 1);
