@@ -44,23 +44,19 @@ std::string_view cpu_backend_name(CpuBackend b) {
   return "reference";
 }
 
-void check_replay_f32(const Graph& g) {
-  for (const auto& v : g.values())
-    if (models::is_float(v.type.dtype) && v.type.dtype != models::DType::kF32)
-      throw models::GraphError(
-          fmt::format("the GPU replay runs f32 graphs; value '{}' is {} (build the model with "
-                      "--dtype f32; bf16 replays on the CPU, --device cpu)",
-                      v.name, models::dtype_name(v.type.dtype)));
-}
-
-void check_cpu_replay_types(const Graph& g) {
+void check_replay_types(const Graph& g, ReplayTypes types) {
+  const bool bf16 = types == ReplayTypes::kF32AndBf16;
   for (const auto& v : g.values())
     if (models::is_float(v.type.dtype) && v.type.dtype != models::DType::kF32 &&
-        v.type.dtype != models::DType::kBF16)
+        !(bf16 && v.type.dtype == models::DType::kBF16))
       throw models::GraphError(
-          fmt::format("the CPU replay runs f32 and bf16 graphs; value '{}' is {} (build the model with "
-                      "--dtype f32 or bf16)",
-                      v.name, models::dtype_name(v.type.dtype)));
+          bf16
+              ? fmt::format("the CPU replay runs f32 and bf16 graphs; value '{}' is {} (build the model with "
+                            "--dtype f32 or bf16)",
+                            v.name, models::dtype_name(v.type.dtype))
+              : fmt::format("the GPU replay runs f32 graphs; value '{}' is {} (build the model with "
+                            "--dtype f32; bf16 replays on the CPU, --device cpu)",
+                            v.name, models::dtype_name(v.type.dtype)));
 }
 
 namespace {
@@ -213,20 +209,23 @@ NodeBuffers buffers(const Node& n, std::vector<ReplayBuffer>& values) {
   return b;
 }
 
-// Every value of `g` in its storage type: sources as replay_source_values gives them (rounded to bf16 for
-// bf16 values), the rest zero.
+// Value `id` of `g` in its storage type: as replay_source_values gives it (rounded to bf16 for a bf16 value)
+// when `source`, else zeros.
+ReplayBuffer value_buffer(const Graph& g, ValueId id, bool source, const models::Feeds<double>& feeds,
+                          const models::ExecOptions& options) {
+  const auto& type = g.type(id);
+  const auto storage = replay_storage_type(type.dtype);
+  if (source) return ReplayBuffer(storage, replay_source_values(g, id, feeds, options));
+  return ReplayBuffer(storage, static_cast<std::size_t>(type.numel()));
+}
+
+// Every value of `g`: sources as replay_source_values gives them, the rest zero.
 std::vector<ReplayBuffer> replay_values(const Graph& g, const models::Feeds<double>& feeds,
                                         const models::ExecOptions& options) {
   std::vector<ReplayBuffer> values;
   values.reserve(g.values().size());
-  for (std::size_t i = 0; i < g.values().size(); ++i) {
-    const auto& v = g.values()[i];
-    const auto storage = validate::replay_storage_type(v.type.dtype);
-    if (v.producer < 0)
-      values.emplace_back(storage, replay_source_values(g, static_cast<ValueId>(i), feeds, options));
-    else
-      values.emplace_back(storage, static_cast<std::size_t>(v.type.numel()));
-  }
+  for (std::size_t i = 0; i < g.values().size(); ++i)
+    values.push_back(value_buffer(g, static_cast<ValueId>(i), g.values()[i].producer < 0, feeds, options));
   return values;
 }
 
@@ -241,7 +240,7 @@ std::vector<std::vector<float>> widened(const std::vector<ReplayBuffer>& values)
 
 CpuReplay replay_on_cpu(const Graph& g, const models::Feeds<double>& feeds,
                         const models::ExecOptions& options) {
-  check_cpu_replay_types(g);
+  check_replay_types(g, ReplayTypes::kF32AndBf16);
   for (const auto& [id, values] : feeds)  // as the reference executor: a feed must name a value
     if (id < 0 || static_cast<std::size_t>(id) >= g.values().size())
       throw models::GraphError(fmt::format("feed for unknown value id {}", id));
@@ -290,17 +289,13 @@ NodeTiming time_node(const Graph& g, NodeId id, const TimingOptions& options) {
   if (id < 0 || static_cast<std::size_t>(id) >= g.nodes().size())
     throw std::out_of_range(fmt::format("time_node: graph '{}' has no node {}", g.name(), id));
   check_timing(options, "time_node");
-  check_cpu_replay_types(g);
+  check_replay_types(g, ReplayTypes::kF32AndBf16);
   const Node& n = g.node(id);
   models::ExecOptions exec;
   exec.seed = options.seed;
   std::vector<ReplayBuffer> values(g.values().size());
-  for (auto v : n.inputs)
-    values[static_cast<std::size_t>(v)] =
-        ReplayBuffer(replay_storage_type(g.type(v).dtype), replay_source_values(g, v, {}, exec));
-  for (auto v : n.outputs)
-    values[static_cast<std::size_t>(v)] =
-        ReplayBuffer(replay_storage_type(g.type(v).dtype), static_cast<std::size_t>(g.type(v).numel()));
+  for (auto v : n.inputs) values[static_cast<std::size_t>(v)] = value_buffer(g, v, true, {}, exec);
+  for (auto v : n.outputs) values[static_cast<std::size_t>(v)] = value_buffer(g, v, false, {}, exec);
   PreparedNode node(g, n);
   auto b = buffers(n, values);
   node.load(b.in, b.out);
@@ -313,7 +308,7 @@ NodeTiming time_node(const Graph& g, NodeId id, const TimingOptions& options) {
 
 GraphTiming time_graph(const Graph& g, const TimingOptions& options) {
   check_timing(options, "time_graph");
-  check_cpu_replay_types(g);
+  check_replay_types(g, ReplayTypes::kF32AndBf16);
   models::ExecOptions exec;
   exec.seed = options.seed;
   GraphTiming t;

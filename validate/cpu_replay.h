@@ -104,8 +104,8 @@ struct NodeTiming {
 // float value is f32 (the GPU replay) or f32 or bf16 (the CPU replay; models::GraphError otherwise), and a
 // source's data as the reference executor materializes it (feed, literal data, or pseudo-random values keyed
 // by name and seed), rounded to f32.
-void check_replay_f32(const models::Graph& g);
-void check_cpu_replay_types(const models::Graph& g);
+enum class ReplayTypes : std::uint8_t { kF32, kF32AndBf16 };
+void check_replay_types(const models::Graph& g, ReplayTypes types);
 std::vector<float> replay_source_values(const models::Graph& g, models::ValueId id,
                                         const models::Feeds<double>& feeds,
                                         const models::ExecOptions& options);

@@ -335,7 +335,7 @@ std::vector<float> download(const cuda::DeviceBuffer& b) {
 CpuReplay replay_on_cuda(const Graph& g, const models::Feeds<double>& feeds,
                          const models::ExecOptions& options) {
   require_cuda();
-  check_replay_f32(g);
+  check_replay_types(g, ReplayTypes::kF32);
   for (const auto& [id, values] : feeds)
     if (id < 0 || static_cast<std::size_t>(id) >= g.values().size())
       throw models::GraphError(fmt::format("feed for unknown value id {}", id));
@@ -358,7 +358,7 @@ NodeTiming time_node_cuda(const Graph& g, NodeId id, const TimingOptions& option
   if (id < 0 || static_cast<std::size_t>(id) >= g.nodes().size())
     throw std::out_of_range(fmt::format("time_node_cuda: graph '{}' has no node {}", g.name(), id));
   check_timing(options, "time_node_cuda");
-  check_replay_f32(g);
+  check_replay_types(g, ReplayTypes::kF32);
   const Node& n = g.node(id);
   models::ExecOptions exec;
   exec.seed = options.seed;
@@ -381,7 +381,7 @@ NodeTiming time_node_cuda(const Graph& g, NodeId id, const TimingOptions& option
 GraphTiming time_graph_cuda(const Graph& g, const TimingOptions& options) {
   require_cuda();
   check_timing(options, "time_graph_cuda");
-  check_replay_f32(g);
+  check_replay_types(g, ReplayTypes::kF32);
   models::ExecOptions exec;
   exec.seed = options.seed;
   auto values = device_values(g, {}, exec);
