@@ -381,7 +381,13 @@ SweepOutcome run_worker(SweepRanks& ranks, const ExperimentFile& file, const Run
       throw ConfigError(fmt::format("rank {}: {}", ranks.rank(), e.what()));
     }
   }
-  if (!ok) throw ConfigError(fmt::format("rank {}: the sweep stopped (rank 0 says why)", ranks.rank()));
+  if (!ok) {
+    // Rank 0 failed and reports why. This rank ends with status 0: mpirun stops the other ranks as soon as
+    // one ends with another status, and could stop rank 0 before it has written its message. mpirun's own
+    // status is still rank 0's (2).
+    std::cerr << fmt::format("[sweep] rank {}: stopped with the sweep; rank 0 reports why\n", ranks.rank());
+    return {};
+  }
   outcome.points = sweep ? sweep->size() : 0;
   return outcome;
 }

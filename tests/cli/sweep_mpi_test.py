@@ -226,7 +226,7 @@ class MpiSweep(unittest.TestCase):
         os.makedirs(store)
         with open(os.path.join(store, key), "w") as f:  # point 5 cannot be put in place: it fails on its rank
             f.write("not a folder\n")
-        p = self.run_mpi(big, "--output", "results", "--no-plots", expect=None)
+        p = self.run_mpi(big, "--output", "results", "--no-plots", expect=2)  # the failing rank's status
         self.assertRegex(p.stderr, r"the sweep stopped: rank [01] failed on point 5: --output: '[^']*" + key +
                          r"' exists and is not a folder\. The points finished before are kept in the store")
         self.assertFalse(os.path.exists(os.path.join(self.mpi, "results", "mpi_big")), "no outputs")
