@@ -133,5 +133,6 @@ std::unique_ptr<OneDnnNode> lower_softmax(const NodeView& v);
 std::unique_ptr<OneDnnNode> lower_attention(const NodeView& v);
 std::unique_ptr<OneDnnNode> lower_rmsnorm(const NodeView& v);
 std::unique_ptr<OneDnnNode> lower_split(const NodeView& v);
+std::unique_ptr<OneDnnNode> lower_concat(const NodeView& v);
 
 }  // namespace strata::validate::detail

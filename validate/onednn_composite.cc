@@ -323,54 +323,75 @@ class RmsNormNode final : public OneDnnNode {
 
 }  // namespace
 
-// split along an axis: one reorder per output, from the input's slice (a sub-memory of the dense input at the
-// output's offset along the axis) into the dense output.
-class SplitNode final : public OneDnnNode {
+// split and concat along an axis: one reorder per part, between the part (a dense tensor) and its slice of
+// the whole tensor (a sub-memory of the dense whole at the part's offset along the axis). Split reads the
+// whole (input 0) into each output; concat writes each input into the whole (output 0).
+//
+// Concat does not use oneDNN's concat primitive: in oneDNN 2.x (src/cpu/simple_concat.cpp) a concat whose
+// axis has only size-1 dimensions before it (axis 1 at batch 1, every concat of a batch-1 CNN) copies
+// element by element through a std::function call per element. On this project's Zen 4 VM that took
+// 1.5-2.2 ns per element, 9-17x the reorders' time (0.08-0.17 ns), and switched between two speeds 1.47x
+// apart with where malloc put the buffers; at batch 8 the primitive copies whole blocks with memcpy and
+// takes what the reorders take (docs/replay.md, "Concat").
+class SliceCopyNode final : public OneDnnNode {
  public:
-  explicit SplitNode(const NodeView& v) {
-    const auto& x = v.in_shape(0);
-    const auto rank = static_cast<std::int64_t>(x.size());
+  enum class Direction { kSplit, kConcat };
+  SliceCopyNode(const NodeView& v, Direction direction) : direction_(direction) {
+    const auto& whole_shape = direction == Direction::kSplit ? v.in_shape(0) : v.out_shape(0);
+    const auto& parts = direction == Direction::kSplit ? v.out : v.in;
+    const auto rank = static_cast<std::int64_t>(whole_shape.size());
     auto axis = v.attrs.i("axis");
     if (axis < 0) axis += rank;
     if (rank == 0 || axis < 0 || axis >= rank) throw Unsupported{"axis out of range"};
-    const auto whole = dense(x, v.dt);
+    const auto whole = dense(whole_shape, v.dt);
     std::int64_t first = 0;
-    for (std::size_t i = 0; i < v.out.size(); ++i) {
-      const auto& o = v.out_shape(i);
-      Dims offsets(x.size(), 0);
+    for (const auto& part : parts) {
+      const auto& shape = part.shape;
+      Dims offsets(whole_shape.size(), 0);
       offsets[static_cast<std::size_t>(axis)] = first;
-      first += o[static_cast<std::size_t>(axis)];
-      const auto slice = whole.submemory_desc(o, offsets);
-      const auto dst = dense(o, v.dt);
-      const dnnl::reorder::primitive_desc pd(cpu_engine(), slice, cpu_engine(), dst);
+      first += shape[static_cast<std::size_t>(axis)];
+      const auto slice = whole.submemory_desc(shape, offsets);
+      const auto dense_part = dense(shape, v.dt);
+      const auto& from = direction == Direction::kSplit ? slice : dense_part;
+      const auto& to = direction == Direction::kSplit ? dense_part : slice;
+      const dnnl::reorder::primitive_desc pd(cpu_engine(), from, cpu_engine(), to);
       impl_ = pd.impl_info_str();
-      parts_.push_back({dnnl::reorder(pd), memory(slice, cpu_engine(), DNNL_MEMORY_NONE),
-                        memory(dst, cpu_engine(), DNNL_MEMORY_NONE)});
+      parts_.push_back({dnnl::reorder(pd), memory(from, cpu_engine(), DNNL_MEMORY_NONE),
+                        memory(to, cpu_engine(), DNNL_MEMORY_NONE)});
     }
   }
   void bind(std::span<const void* const> in, std::span<void* const> out) override {
+    // The slice's offset is in its descriptor: the whole's memory takes the whole buffer.
     for (std::size_t i = 0; i < parts_.size(); ++i) {
-      parts_[i].src.set_data_handle(const_cast<void*>(in[0]));  // the slice's offset is in its descriptor
-      parts_[i].dst.set_data_handle(out[i]);
+      const bool split = direction_ == Direction::kSplit;
+      parts_[i].src.set_data_handle(const_cast<void*>(in[split ? 0 : i]));
+      parts_[i].dst.set_data_handle(out[split ? i : 0]);
     }
   }
   void run() override {
     for (auto& p : parts_) p.copy.execute(cpu_stream(), {{DNNL_ARG_FROM, p.src}, {DNNL_ARG_TO, p.dst}});
     cpu_stream().wait();
   }
-  std::string implementation() const override { return impl_ + " (split)"; }
+  std::string implementation() const override {
+    return impl_ + (direction_ == Direction::kSplit ? " (split)" : " (concat as reorders)");
+  }
 
  private:
   struct Part {
     dnnl::reorder copy;
     memory src, dst;
   };
+  Direction direction_;
   std::vector<Part> parts_;
   std::string impl_;
 };
 
 std::unique_ptr<OneDnnNode> lower_split(const NodeView& v) {
-  return std::make_unique<SplitNode>(v);
+  return std::make_unique<SliceCopyNode>(v, SliceCopyNode::Direction::kSplit);
+}
+
+std::unique_ptr<OneDnnNode> lower_concat(const NodeView& v) {
+  return std::make_unique<SliceCopyNode>(v, SliceCopyNode::Direction::kConcat);
 }
 
 std::unique_ptr<OneDnnNode> lower_rmsnorm(const NodeView& v) {

@@ -217,23 +217,6 @@ std::unique_ptr<OneDnnNode> lower_batchnorm(const NodeView& v) {
   return widened_inputs(std::move(node), v.dt, {{1, x[1]}, {2, x[1]}, {3, x[1]}, {4, x[1]}});
 }
 
-// concat along an axis: oneDNN's concat primitive (its sources are DNNL_ARG_MULTIPLE_SRC + i).
-std::unique_ptr<OneDnnNode> lower_concat(const NodeView& v) {
-  const auto rank = static_cast<std::int64_t>(v.out_shape().size());
-  auto axis = v.attrs.i("axis");
-  if (axis < 0) axis += rank;
-  if (rank == 0 || axis < 0 || axis >= rank) throw Unsupported{"axis out of range"};
-  std::vector<memory::desc> srcs;
-  std::vector<PrimitiveNode::Binding> ins;
-  for (std::size_t i = 0; i < v.in.size(); ++i) {
-    srcs.push_back(dense(v.in_shape(i), v.dt));
-    ins.push_back({DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i), i, srcs.back()});
-  }
-  const auto dst = dense(v.out_shape(), v.dt);
-  const dnnl::concat::primitive_desc pd(dst, static_cast<int>(axis), srcs, cpu_engine());
-  return make<dnnl::concat>(pd, ins, {{DNNL_ARG_DST, 0, dst}});
-}
-
 // transpose (both forms compute the permuted tensor): a reorder from the input read through permuted
 // strides into a dense output.
 std::unique_ptr<OneDnnNode> lower_transpose(const NodeView& v) {

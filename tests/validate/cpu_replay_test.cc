@@ -219,6 +219,8 @@ TEST(CpuReplayOps, ConcatSplitAndTranspose) {
   SKIP_WITHOUT_ONEDNN();
   expect_matches_reference(one_node("concat", {{1, 3, 4, 4}, {1, 5, 4, 4}}, {{"axis", std::int64_t{1}}}), 1);
   expect_matches_reference(one_node("concat", {{2, 3}, {2, 4}, {2, 1}}, {{"axis", std::int64_t{-1}}}), 1);
+  expect_matches_reference(one_node("concat", {{2, 3, 5}, {4, 3, 5}}, {{"axis", std::int64_t{0}}}), 1);
+  expect_matches_reference(one_node("concat", {{2, 2, 3}, {2, 2, 1}}, {{"axis", std::int64_t{2}}}), 1);
   expect_matches_reference(one_node("transpose", {{2, 3, 4, 5}}, {{"perm", Ints{0, 2, 1, 3}}}), 1);
   for (std::int64_t axis : {1, -1}) {  // split into three along the middle and the last axis: every output
     Graph g("split");
