@@ -330,9 +330,9 @@ class RmsNormNode final : public OneDnnNode {
 // Concat does not use oneDNN's concat primitive: in oneDNN 2.x (src/cpu/simple_concat.cpp) a concat whose
 // axis has only size-1 dimensions before it (axis 1 at batch 1, every concat of a batch-1 CNN) copies
 // element by element through a std::function call per element. On this project's Zen 4 VM that took
-// 1.5-2.2 ns per element, 9-17x the reorders' time (0.08-0.17 ns), and switched between two speeds 1.47x
-// apart with where malloc put the buffers; at batch 8 the primitive copies whole blocks with memcpy and
-// takes what the reorders take (docs/replay.md, "Concat").
+// 1.5-2.2 ns per element, 9-17x the reorders' time (0.08-0.17 ns), at one of two speeds 1.47x apart from
+// run to run; at batch 8 the primitive copies whole blocks with memcpy and takes what the reorders take
+// (docs/replay.md, "Concat").
 class SliceCopyNode final : public OneDnnNode {
  public:
   enum class Direction { kSplit, kConcat };
