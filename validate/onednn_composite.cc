@@ -336,52 +336,52 @@ class RmsNormNode final : public OneDnnNode {
 class SliceCopyNode final : public OneDnnNode {
  public:
   enum class Direction { kSplit, kConcat };
-  SliceCopyNode(const NodeView& v, Direction direction) : direction_(direction) {
-    const auto& whole_shape = direction == Direction::kSplit ? v.in_shape(0) : v.out_shape(0);
-    const auto& parts = direction == Direction::kSplit ? v.out : v.in;
+  SliceCopyNode(const NodeView& v, Direction direction)
+      : suffix_(direction == Direction::kSplit ? " (split)" : " (concat as reorders)") {
+    const bool split = direction == Direction::kSplit;
+    const auto& whole_shape = split ? v.in_shape(0) : v.out_shape(0);
+    const auto& parts = split ? v.out : v.in;
     const auto rank = static_cast<std::int64_t>(whole_shape.size());
     auto axis = v.attrs.i("axis");
     if (axis < 0) axis += rank;
     if (rank == 0 || axis < 0 || axis >= rank) throw Unsupported{"axis out of range"};
     const auto whole = dense(whole_shape, v.dt);
     std::int64_t first = 0;
-    for (const auto& part : parts) {
-      const auto& shape = part.shape;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      const auto& shape = parts[i].shape;
       Dims offsets(whole_shape.size(), 0);
       offsets[static_cast<std::size_t>(axis)] = first;
       first += shape[static_cast<std::size_t>(axis)];
       const auto slice = whole.submemory_desc(shape, offsets);
       const auto dense_part = dense(shape, v.dt);
-      const auto& from = direction == Direction::kSplit ? slice : dense_part;
-      const auto& to = direction == Direction::kSplit ? dense_part : slice;
+      const auto& from = split ? slice : dense_part;
+      const auto& to = split ? dense_part : slice;
       const dnnl::reorder::primitive_desc pd(cpu_engine(), from, cpu_engine(), to);
       impl_ = pd.impl_info_str();
       parts_.push_back({dnnl::reorder(pd), memory(from, cpu_engine(), DNNL_MEMORY_NONE),
-                        memory(to, cpu_engine(), DNNL_MEMORY_NONE)});
+                        memory(to, cpu_engine(), DNNL_MEMORY_NONE), split ? 0 : i, split ? i : 0});
     }
   }
   void bind(std::span<const void* const> in, std::span<void* const> out) override {
     // The slice's offset is in its descriptor: the whole's memory takes the whole buffer.
-    for (std::size_t i = 0; i < parts_.size(); ++i) {
-      const bool split = direction_ == Direction::kSplit;
-      parts_[i].src.set_data_handle(const_cast<void*>(in[split ? 0 : i]));
-      parts_[i].dst.set_data_handle(out[split ? i : 0]);
+    for (auto& p : parts_) {
+      p.src.set_data_handle(const_cast<void*>(in[p.input]));
+      p.dst.set_data_handle(out[p.output]);
     }
   }
   void run() override {
     for (auto& p : parts_) p.copy.execute(cpu_stream(), {{DNNL_ARG_FROM, p.src}, {DNNL_ARG_TO, p.dst}});
     cpu_stream().wait();
   }
-  std::string implementation() const override {
-    return impl_ + (direction_ == Direction::kSplit ? " (split)" : " (concat as reorders)");
-  }
+  std::string implementation() const override { return impl_ + suffix_; }
 
  private:
   struct Part {
     dnnl::reorder copy;
     memory src, dst;
+    std::size_t input, output;  // the node's buffers they are bound to
   };
-  Direction direction_;
+  std::string suffix_;
   std::vector<Part> parts_;
   std::string impl_;
 };
