@@ -1,6 +1,6 @@
 // strata validate host: this machine's CPU measured by microbenchmarks (validate/host_bench.h: oneDNN matmul
-// peak FLOP/s, STREAM copy/triad bandwidth, last-level cache, per-primitive overhead) and written as a system
-// YAML whose GPU figures are the measured ones, for `strata model sim --hw FILE` (docs/replay.md §1).
+// peak FLOP/s, STREAM copy/triad bandwidth, L2 and last-level cache, per-primitive overhead) and written as a
+// system YAML whose GPU figures are the measured ones, for `strata model sim --hw FILE` (docs/replay.md §1).
 #include <iostream>
 
 #include <fmt/format.h>
@@ -45,9 +45,13 @@ void run_host(const HostOptions& o) {
       "  strata model sim resnet50 --hw {} --dtype f32\n",
       o.output, gpu.name, gpu.peak_fp32 / 1e9, gpu.peak_flops(hw::DType::kBf16) / 1e9,
       bench.bf16.supported ? "" : " = fp32's, not supported", units::format_bandwidth(gpu.hbm_bandwidth),
-      gpu.cache_capacity > 0 ? fmt::format("{} at {}", units::format_bytes(gpu.cache_capacity),
-                                           units::format_bandwidth(gpu.cache_bandwidth))
-                             : std::string("not measured"),
+      [&] {
+        std::string levels;
+        for (const auto& level : gpu.caches)
+          levels += fmt::format("{}{} at {}", levels.empty() ? "" : ", ", units::format_bytes(level.capacity),
+                                units::format_bandwidth(level.bandwidth));
+        return levels.empty() ? std::string("none faster than memory") : levels;
+      }(),
       units::format_duration(gpu.launch_overhead), o.output);
 }
 
@@ -58,7 +62,8 @@ void add_validate_host_command(CLI::App& validate) {
   auto* cmd = validate.add_subcommand(
       "host",
       "Measure this machine's CPU (oneDNN matmul peak FLOP/s in f32 and bf16, STREAM copy/triad bandwidth,\n"
-      "last-level cache bandwidth, per-kernel overhead) and write a system YAML whose host-cpu device has "
+      "L2 and last-level cache bandwidths (oneDNN add), per-kernel overhead) and write a system YAML whose\n"
+      "host-cpu device has "
       "the measured figures");
   cmd->add_option("-o,--output", o->output, "System YAML to write")->required();
   add_int_option(*cmd, "--repeat", o->repeat, {1, 100000}, "Timed runs per benchmark (median kept)");

@@ -89,6 +89,12 @@ double GpuSpec::peak_flops(DType t) const {
   return peak_fp32;
 }
 
+double GpuSpec::bandwidth_for(double bytes) const {
+  for (const auto& level : caches)
+    if (bytes <= level.capacity) return level.bandwidth;
+  return hbm_bandwidth;
+}
+
 namespace {
 constexpr double T = 1e12;
 // Kernel launch overhead: a few microseconds from host enqueue to kernel start on all these generations;

@@ -5,6 +5,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace strata::hw {
 
@@ -21,6 +22,13 @@ int dtype_bytes(DType t);
 enum class GpuArch { kKepler, kPascal, kVolta, kAmpere, kHopper, kBlackwell, kHostCpu };
 std::string_view arch_name(GpuArch a);
 
+// One cache level of a device (GpuSpec::caches).
+struct CacheLevel {
+  double capacity = 0;   // bytes: the largest working set that still runs at `bandwidth`
+  double bandwidth = 0;  // bytes/s
+  bool operator==(const CacheLevel&) const = default;
+};
+
 struct GpuSpec {
   std::string name;         // catalogue key, e.g. "h100-sxm"
   std::string description;  // e.g. "NVIDIA H100 SXM5 80 GB"
@@ -33,12 +41,14 @@ struct GpuSpec {
   int nvlink_links = 0;        // NVLink links per GPU
   std::string nvlink_kind;     // link-kind name of its NVLink generation ("" if none)
   std::string host_link_kind;  // link-kind name of its PCIe host interface
-  // A cache in front of that memory, for devices whose kernels run from cache (a CPU's last-level cache:
-  // `strata validate host` measures it). A kernel whose bytes fit in `cache_capacity` moves them at
-  // `cache_bandwidth`, a larger one at hbm_bandwidth (models/cost/cost_model.h). 0: not modelled (the GPU
-  // catalogue entries).
-  double cache_capacity = 0;   // bytes
-  double cache_bandwidth = 0;  // bytes/s
+  // Caches in front of that memory, for devices whose kernels run from cache (a CPU's L2 and last-level
+  // cache: `strata validate host` measures them), smallest first: each larger and no faster than the one
+  // before. A kernel moves its bytes at the bandwidth of the smallest level they fit in, at hbm_bandwidth
+  // when they fit in none (models/cost/cost_model.h). Empty: not modelled (the GPU catalogue entries).
+  std::vector<CacheLevel> caches = {};
+
+  // The bandwidth a kernel moving `bytes` gets: the smallest cache level holding them, else hbm_bandwidth.
+  [[nodiscard]] double bandwidth_for(double bytes) const;
 
   // Peak for a dtype; falls back to the next-wider dtype the hardware runs when the dtype has no fast path
   // (e.g. TF32 requested on V100 runs at FP32 rate), so a cost is always defined.

@@ -49,6 +49,27 @@ LinkChoice read_link(const YamlReader& r) {
   return c;
 }
 
+// `cache:` one level {capacity, bandwidth} or a list of them, smallest first (hw::GpuSpec::caches).
+std::vector<CacheLevel> read_caches(const YamlReader& c) {
+  std::vector<CacheLevel> levels;
+  const std::size_t n = c.is_sequence() ? c.size() : 1;
+  if (c.is_sequence() && n == 0) throw c.error("expected at least one cache level {capacity, bandwidth}");
+  for (std::size_t i = 0; i < n; ++i) {
+    const YamlReader level = c.is_sequence() ? c.at(i) : c;
+    level.expect_map({"capacity", "bandwidth"});
+    CacheLevel l{level.at("capacity").as_bytes(), level.at("bandwidth").as_bandwidth()};
+    if (l.capacity <= 0) throw level.at("capacity").error("expected a cache capacity above 0 B");
+    if (l.bandwidth <= 0) throw level.at("bandwidth").error("expected a cache bandwidth above 0 B/s");
+    if (!levels.empty() && l.capacity <= levels.back().capacity)
+      throw level.at("capacity")
+          .error("expected cache levels smallest first: each capacity above the one before");
+    if (!levels.empty() && l.bandwidth > levels.back().bandwidth)
+      throw level.at("bandwidth").error("expected a larger cache level to be no faster than the one before");
+    levels.push_back(l);
+  }
+  return levels;
+}
+
 GpuSpec read_gpu(const YamlReader& r) {
   if (r.is_map())
     r.expect_map({"model", "hbm_bandwidth", "hbm_capacity", "launch_overhead", "peak", "cache"});
@@ -69,13 +90,7 @@ GpuSpec read_gpu(const YamlReader& r) {
     if (g.launch_overhead > limits::kMaxLatency)
       throw v->error("a kernel launch overhead above 1 s is not a GPU");
   }
-  if (auto c = r.maybe("cache")) {
-    c->expect_map({"capacity", "bandwidth"});
-    g.cache_capacity = c->at("capacity").as_bytes();
-    g.cache_bandwidth = c->at("bandwidth").as_bandwidth();
-    if (g.cache_capacity <= 0) throw c->at("capacity").error("expected a cache capacity above 0 B");
-    if (g.cache_bandwidth <= 0) throw c->at("bandwidth").error("expected a cache bandwidth above 0 B/s");
-  }
+  if (auto c = r.maybe("cache")) g.caches = read_caches(*c);
   if (auto p = r.maybe("peak")) {
     p->expect_map({"fp64", "fp32", "tf32", "fp16", "bf16", "fp8"});
     if (auto v = p->maybe("fp64")) g.peak_fp64 = v->as_flops();

@@ -1,4 +1,5 @@
 // Each class of bad configuration gives an error naming the file, the line and the field.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "hw/config_error.h"
@@ -172,21 +173,40 @@ TEST(ConfigErrors, QuantitiesOutsideTheirRange) {
   EXPECT_NE(e.find("gpu.hbm_capacity: expected a size from 1 B to 1024 TiB"), std::string::npos) << e;
 }
 
-// A cache level in front of the device memory (a CPU's last-level cache, docs/replay.md §3).
-TEST(ConfigErrors, GpuCacheLevelIsReadAndChecked) {
-  const auto t = load_system_from_string(
-      replace(kGood, "gpu: h100-sxm\n",
-              "gpu: {model: h100-sxm, cache: {capacity: 8 MiB, bandwidth: 90 GB/s}}\n"),
+// Cache levels in front of the device memory (a CPU's L2 and last-level cache, docs/replay.md §3): one level
+// as a map, several as a list, smallest first.
+TEST(ConfigErrors, GpuCacheLevelsAreReadAndChecked) {
+  auto with_cache = [](std::string_view cache) {
+    return replace(kGood, "gpu: h100-sxm\n", fmt::format("gpu: {{model: h100-sxm, cache: {}}}\n", cache));
+  };
+  const auto t = load_system_from_string(with_cache("{capacity: 8 MiB, bandwidth: 90 GB/s}"), "t.yaml");
+  ASSERT_EQ(t.gpu().caches.size(), 1u);
+  EXPECT_EQ(t.gpu().caches[0], (CacheLevel{8.0 * 1024 * 1024, 90e9}));
+  EXPECT_TRUE(load_system_from_string(kGood, "t.yaml").gpu().caches.empty());  // not given: not modelled
+  const auto two = load_system_from_string(
+      with_cache("[{capacity: 768 KiB, bandwidth: 100 GB/s}, {capacity: 24 MiB, bandwidth: 85 GB/s}]"),
       "t.yaml");
-  EXPECT_EQ(t.gpu().cache_capacity, 8.0 * 1024 * 1024);
-  EXPECT_EQ(t.gpu().cache_bandwidth, 90e9);
-  EXPECT_EQ(load_system_from_string(kGood, "t.yaml").gpu().cache_capacity, 0);  // not given: not modelled
-  auto e = error_of(replace(kGood, "gpu: h100-sxm\n", "gpu: {model: h100-sxm, cache: {capacity: 8 MiB}}\n"));
+  ASSERT_EQ(two.gpu().caches.size(), 2u);
+  EXPECT_EQ(two.gpu().caches[0], (CacheLevel{768.0 * 1024, 100e9}));
+  EXPECT_EQ(two.gpu().caches[1], (CacheLevel{24.0 * 1024 * 1024, 85e9}));
+
+  auto e = error_of(with_cache("{capacity: 8 MiB}"));
   EXPECT_NE(e.find("gpu.cache"), std::string::npos) << e;
   EXPECT_NE(e.find("bandwidth"), std::string::npos) << e;
-  e = error_of(replace(kGood, "gpu: h100-sxm\n",
-                       "gpu: {model: h100-sxm, cache: {capacity: 8 MiB, bandwidth: 90 GB/s, ways: 16}}\n"));
+  e = error_of(with_cache("{capacity: 8 MiB, bandwidth: 90 GB/s, ways: 16}"));
   EXPECT_NE(e.find("ways"), std::string::npos) << e;
+  e = error_of(with_cache("[]"));
+  EXPECT_NE(e.find("gpu.cache: expected at least one cache level"), std::string::npos) << e;
+  e = error_of(
+      with_cache("[{capacity: 24 MiB, bandwidth: 85 GB/s}, {capacity: 768 KiB, bandwidth: 80 GB/s}]"));
+  EXPECT_NE(e.find("gpu.cache[1].capacity: expected cache levels smallest first"), std::string::npos) << e;
+  e = error_of(
+      with_cache("[{capacity: 768 KiB, bandwidth: 85 GB/s}, {capacity: 24 MiB, bandwidth: 100 GB/s}]"));
+  EXPECT_NE(e.find("gpu.cache[1].bandwidth: expected a larger cache level to be no faster"),
+            std::string::npos)
+      << e;
+  e = error_of(with_cache("[{capacity: 0 B, bandwidth: 85 GB/s}]"));
+  EXPECT_NE(e.find("gpu.cache[0].capacity"), std::string::npos) << e;
 }
 
 }  // namespace strata::hw

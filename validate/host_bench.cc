@@ -75,6 +75,21 @@ std::int64_t llc_from_sysfs() {
   return total;
 }
 
+// One core's L2 from sysfs (cpu0's level-2 data or unified cache; 0 when not listed).
+std::int64_t l2_from_sysfs() {
+  std::error_code ec;
+  for (const auto& idx : std::filesystem::directory_iterator("/sys/devices/system/cpu/cpu0/cache", ec)) {
+    if (util::try_parse_int(read_text(idx.path() / "level"), {0, 16}) != 2 ||
+        read_text(idx.path() / "type") == "Instruction")
+      continue;
+    try {
+      return static_cast<std::int64_t>(util::parse_size(read_text(idx.path() / "size"), "cache size"));
+    } catch (const util::InputError&) {
+    }
+  }
+  return 0;
+}
+
 // A value in the unit of `units` (ascending factors) that keeps it >= 1, with 6 significant digits.
 std::string with_unit(double value, std::initializer_list<std::pair<double, const char*>> units) {
   auto chosen = *units.begin();
@@ -122,6 +137,10 @@ CpuInfo read_cpu_info() {
   libc = l3 > 0 ? l3 : std::max(l2, 0L);
 #endif
   c.llc_bytes = std::max(sysfs, libc);
+  c.l2_bytes = l2_from_sysfs();
+#ifdef _SC_LEVEL2_CACHE_SIZE
+  if (c.l2_bytes == 0) c.l2_bytes = std::max(sysconf(_SC_LEVEL2_CACHE_SIZE), 0L);
+#endif
   c.llc_source = fmt::format(
       "the larger of /sys/devices/system/cpu (highest level, instances summed: {}) and "
       "sysconf (L3: {})",
@@ -130,6 +149,38 @@ CpuInfo read_cpu_info() {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   if (pages > 0 && page > 0) c.memory_bytes = static_cast<std::int64_t>(pages) * page;
   return c;
+}
+
+std::vector<hw::CacheLevel> cache_levels(std::span<const CacheSample> samples,
+                                         std::span<const std::int64_t> bounds,
+                                         double memory_bytes_per_second) {
+  struct Window {
+    std::int64_t bound = 0;
+    double best = 0;
+  };
+  std::vector<Window> windows;
+  std::int64_t below = 0;
+  for (const std::int64_t bound : bounds) {
+    Window w{bound, 0};
+    for (const auto& x : samples)
+      if (x.working_set > below && x.working_set <= bound) w.best = std::max(w.best, x.bytes_per_second);
+    if (w.best > 0) windows.push_back(w);
+    below = std::max(below, bound);
+  }
+  std::vector<hw::CacheLevel> outer_first;
+  double behind = memory_bytes_per_second;  // the bandwidth past the level being looked at
+  for (auto w = windows.rbegin(); w != windows.rend(); ++w) {
+    if (w->best < (outer_first.empty() ? 1.5 : 1.05) * behind) continue;
+    const double threshold = std::sqrt(w->best * behind);
+    double capacity = 0;
+    for (const auto& x : samples)
+      if (x.working_set <= w->bound && x.bytes_per_second >= threshold)
+        capacity = std::max(capacity, static_cast<double>(x.working_set));
+    if (capacity <= 0 || (!outer_first.empty() && capacity >= outer_first.back().capacity)) continue;
+    outer_first.push_back({capacity, w->best});
+    behind = w->best;
+  }
+  return {outer_first.rbegin(), outer_first.rend()};
 }
 
 std::string host_system_yaml(const HostBench& b) {
@@ -161,9 +212,17 @@ std::string host_system_yaml(const HostBench& b) {
   h += fmt::format(
       "# launch_overhead: a oneDNN eltwise primitive on 1 element, executed and waited for ({})\n",
       b.overhead_implementation);
-  h += "# cache: STREAM triad on working sets up to twice the last-level cache; bandwidth = the best "
-       "in-cache\n"
-       "#   rate, capacity = the largest working set at >= the geometric mean of it and hbm_bandwidth:";
+  h += fmt::format(
+      "# cache: oneDNN f32 add (12 B per element) on working sets up to twice the last-level cache, its\n"
+      "#   {} per call (on 16 elements) taken off; split at the OS's cache sizes{}; per level the best "
+      "rate,\n"
+      "#   capacity = the largest working set at >= the geometric mean of it and the next level's (or\n"
+      "#   hbm_bandwidth):",
+      duration_text(b.cache.call_seconds), [&] {
+        std::string t;
+        for (const auto bound : b.cache.bounds) t += " " + units::format_bytes(static_cast<double>(bound));
+        return t;
+      }());
   for (const auto& x : b.cache.samples)
     h += fmt::format(" {}: {:.1f}", units::format_bytes(static_cast<double>(x.working_set)),
                      x.bytes_per_second / 1e9);
@@ -176,9 +235,12 @@ std::string host_system_yaml(const HostBench& b) {
                   peak, bandwidth_text(b.stream.triad_bytes_per_second), duration_text(b.overhead_seconds));
   if (b.cpu.memory_bytes >= (1 << 20))
     gpu += fmt::format("  hbm_capacity: {} MiB\n", b.cpu.memory_bytes >> 20);
-  if (b.cache.capacity > 0)
-    gpu += fmt::format("  cache: {{capacity: {} KiB, bandwidth: {}}}\n",
-                       static_cast<std::int64_t>(b.cache.capacity) >> 10, bandwidth_text(b.cache.bandwidth));
+  if (!b.cache.levels.empty()) {
+    gpu += "  cache:\n";
+    for (const auto& level : b.cache.levels)
+      gpu += fmt::format("    - {{capacity: {} KiB, bandwidth: {}}}\n",
+                         static_cast<std::int64_t>(level.capacity) >> 10, bandwidth_text(level.bandwidth));
+  }
   return h +
          "name: host-cpu-measured\n"
          "description: the host CPU as one device, figures measured by strata validate host\n" +
@@ -212,14 +274,15 @@ std::string host_bench_report(const HostBench& b) {
                    b.stream.triad_bytes_per_second / 1e9,
                    units::format_duration(b.stream.triad_median_seconds), b.stream.elements,
                    units::format_bytes(static_cast<double>(b.cpu.llc_bytes)));
+  r += fmt::format("oneDNN add       {:>10}       per call (16 elements; taken off the rates below)\n",
+                   units::format_duration(b.cache.call_seconds));
   for (const auto& x : b.cache.samples)
-    r += fmt::format("  triad working set {:>10}  {:>8.2f} GB/s\n",
+    r += fmt::format("  add working set {:>10}  {:>8.2f} GB/s\n",
                      units::format_bytes(static_cast<double>(x.working_set)), x.bytes_per_second / 1e9);
-  if (b.cache.capacity > 0)
+  for (const auto& level : b.cache.levels)
     r += fmt::format("cache level      {:>10.2f} GB/s  up to {} (cost model: gpu.cache)\n",
-                     b.cache.bandwidth / 1e9, units::format_bytes(b.cache.capacity));
-  else
-    r += "cache level      none faster than memory measured\n";
+                     level.bandwidth / 1e9, units::format_bytes(level.capacity));
+  if (b.cache.levels.empty()) r += "cache level      none faster than memory measured\n";
   r += fmt::format("kernel overhead  {:>10}       (oneDNN {} on 1 element)\n",
                    units::format_duration(b.overhead_seconds), b.overhead_implementation);
   return r;
@@ -342,45 +405,42 @@ StreamResult stream(std::int64_t n, int threads, const HostBenchOptions& o) {
   return r;
 }
 
-// STREAM triad on working sets from 192 KiB to twice the last-level cache (doubling), `passes` kernel runs
-// per timed run so that small sets still run ~1 ms; then the cache level (host_bench.h, CacheResult).
-CacheResult cache_curve(std::int64_t llc_bytes, double memory_bytes_per_second, int threads,
+// oneDNN's f32 binary add on working sets from 96 KiB to twice the last-level cache (doubling), each call
+// repeated inside a timed run so that small sets still run ~1 ms; then the levels (host_bench.h,
+// CacheResult).
+CacheResult cache_curve(const CpuInfo& cpu, double memory_bytes_per_second, int threads,
                         const HostBenchOptions& o) {
-  CacheResult r;
-  const std::int64_t top = std::max<std::int64_t>(2 * llc_bytes, 8 << 20);
-  for (std::int64_t set = 192 << 10; set <= top; set *= 2) {
-    const std::int64_t n = set / 24;  // 3 arrays of doubles
-    std::vector<double> a(static_cast<std::size_t>(n), 1.0), b(static_cast<std::size_t>(n), 2.0),
-        c(static_cast<std::size_t>(n), 0.5);
-    double *pa = a.data(), *pb = b.data(), *pc = c.data();
-    const int passes = static_cast<int>(std::max<std::int64_t>(1, (std::int64_t{16} << 20) / set));
-    const double q = 3.0;
-    // One parallel region for all passes (a region per pass costs more than a pass over 192 KiB); the same
-    // static schedule gives every thread the same slice each pass, so its slice stays in its own cache.
+  dnnl::stream& s = cpu_stream();
+  // Per call: the median of `calls` back-to-back executions of an add on `n` elements.
+  auto time_add = [&](std::int64_t n, int calls) {
+    const memory::desc d({n}, Dt::f32, memory::format_tag::a);
+    const dnnl::binary::primitive_desc pd(dnnl::binary::desc(dnnl::algorithm::binary_add, d, d, d), engine());
+    memory a(d, engine()), b(d, engine()), c(d, engine());
+    for (auto* m : {&a, &b, &c}) std::fill_n(static_cast<float*>(m->get_data_handle()), n, 0.25f);
+    dnnl::binary add(pd);
+    const std::unordered_map<int, memory> args{{DNNL_ARG_SRC_0, a}, {DNNL_ARG_SRC_1, b}, {DNNL_ARG_DST, c}};
     const double t = median_time(o.warmup, o.repeat, [&] {
-#pragma omp parallel num_threads(threads)
-      for (int p = 0; p < passes; ++p) {
-#pragma omp for schedule(static)
-        for (std::int64_t j = 0; j < n; ++j) pa[j] = pb[j] + q * pc[j];
-      }
+      for (int i = 0; i < calls; ++i) add.execute(s, args);
+      s.wait();
     });
-    r.samples.push_back({24 * n, 24.0 * static_cast<double>(n) * passes / t});
+    if (static_cast<float*>(c.get_data_handle())[n - 1] != 0.5f)
+      throw std::logic_error("host bench: oneDNN's add computed a wrong result");
+    return t / calls;
+  };
+  CacheResult r;
+  r.call_seconds = time_add(16, 1000);
+  const std::int64_t top = std::max<std::int64_t>(2 * cpu.llc_bytes, 8 << 20);
+  for (std::int64_t set = 96 << 10; set <= top; set *= 2) {
+    const int calls = static_cast<int>(std::max<std::int64_t>(1, (std::int64_t{16} << 20) / set));
+    const double t = time_add(set / 12, calls) - r.call_seconds;
+    if (t > 0) r.samples.push_back({set, static_cast<double>(set) / t});
   }
-  const std::int64_t llc = std::max<std::int64_t>(llc_bytes, 1 << 20);
-  for (const auto& x : r.samples)
-    if (x.working_set <= llc) r.bandwidth = std::max(r.bandwidth, x.bytes_per_second);
-  // A cache level only where it is clearly faster than memory (1.5x): a flat curve (e.g. a build whose loads
-  // are instrumented, or a machine whose cache the benchmark cannot tell apart) models none.
-  if (r.bandwidth < 1.5 * memory_bytes_per_second) {
-    r.bandwidth = 0;
-    return r;
-  }
-  // The capacity is a working set within the last-level cache: beyond it the rate is memory's whatever the
-  // noise.
-  const double threshold = std::sqrt(r.bandwidth * memory_bytes_per_second);
-  for (const auto& x : r.samples)
-    if (x.working_set <= llc && x.bytes_per_second >= threshold)
-      r.capacity = static_cast<double>(x.working_set);
+  // Every core's L2 holds its own slice of the arrays (oneDNN splits the add statically).
+  const std::int64_t llc = std::max<std::int64_t>(cpu.llc_bytes, 1 << 20);
+  const std::int64_t l2 = cpu.l2_bytes * std::max(threads, 1);
+  if (l2 > 0 && l2 < llc) r.bounds.push_back(l2);
+  r.bounds.push_back(llc);
+  r.levels = cache_levels(r.samples, r.bounds, memory_bytes_per_second);
   return r;
 }
 
@@ -414,7 +474,7 @@ HostBench run_host_bench(const HostBenchOptions& o) {
   std::int64_t bytes = std::max<std::int64_t>(4 * b.cpu.llc_bytes, 64 << 20);
   if (b.cpu.memory_bytes > 0) bytes = std::min(bytes, b.cpu.memory_bytes / 8);  // 3 arrays: 3/8 of memory
   b.stream = stream(bytes / 8, b.threads, o);
-  b.cache = cache_curve(b.cpu.llc_bytes, b.stream.triad_bytes_per_second, b.threads, o);
+  b.cache = cache_curve(b.cpu, b.stream.triad_bytes_per_second, b.threads, o);
 
   dnnl::stream& s = cpu_stream();
   const memory::desc one({1}, Dt::f32, memory::format_tag::a);

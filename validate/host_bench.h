@@ -6,6 +6,7 @@
 //   - memory bandwidth: STREAM's copy and triad kernels (McCalpin, https://www.cs.virginia.edu/stream/, bytes
 //     counted as STREAM counts them: copy 16 B, triad 24 B per element of double arrays) on arrays of at
 //     least 4x the last-level caches (at most 1/8 of memory each), with OpenMP on oneDNN's thread count;
+//   - cache levels: oneDNN's binary add on working sets up to twice the last-level cache (CacheResult);
 //   - per-kernel overhead: a oneDNN eltwise primitive on one element, executed and waited for, the analogue
 //     of a GPU kernel launch.
 // Every figure is a median over repetitions after warm-up runs. Compiled with oneDNN and OpenMP (CMake finds
@@ -13,8 +14,11 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
+
+#include "hw/gpu_spec.h"
 
 namespace strata::validate {
 
@@ -40,6 +44,7 @@ struct CpuInfo {
   // sysconf L3 (0: unknown).
   std::int64_t llc_bytes = 0;
   std::string llc_source;         // both figures, as text
+  std::int64_t l2_bytes = 0;      // one core's L2: sysfs's level-2 cache of cpu0, else sysconf (0: unknown)
   std::int64_t memory_bytes = 0;  // physical memory (sysconf)
 };
 CpuInfo read_cpu_info();
@@ -65,21 +70,34 @@ struct StreamResult {
   double triad_bytes_per_second = 0;  // 24 B per element / median
 };
 
-// STREAM triad from cache: the bandwidth at working sets (3 arrays) from 192 KiB up to twice the last-level
-// cache, and from it the cache level the cost model reads (gpu.cache: a kernel whose bytes fit in `capacity`
-// moves them at `bandwidth`, models/cost/cost_model.h). bandwidth = the best rate within the last-level
-// cache, kept only when at least 1.5x the memory's (STREAM, above); capacity = the largest working set within
-// the last-level cache that still runs at least at the geometric mean of the two rates: past it most of the
-// data comes from memory. Small working sets repeat the kernel inside one timed run (~16 MiB of traffic per
-// run).
+// The cache levels the cost model reads (gpu.cache: a kernel whose bytes fit in a level moves them at its
+// bandwidth, models/cost/cost_model.h), measured with the kernel most memory-bound operators of a model run:
+// oneDNN's f32 binary add (two sources and a destination, 12 B per element), on working sets doubling from
+// 96 KiB to twice the last-level cache. Each sample's rate is working set / (median time per call − the
+// add's time on 16 elements): the per-call cost is the cost model's launch overhead and fitted fixed cost,
+// not the cache's. Small working sets repeat the call inside one timed run (~16 MiB of traffic per run).
 struct CacheSample {
   std::int64_t working_set = 0;  // bytes (3 arrays)
   double bytes_per_second = 0;
 };
 struct CacheResult {
   std::vector<CacheSample> samples;
-  double capacity = 0, bandwidth = 0;  // 0: no working set ran faster than memory
+  double call_seconds = 0;             // the add on 16 elements, per call (subtracted above)
+  std::vector<std::int64_t> bounds;    // the OS's cache sizes the curve was split at (cache_levels)
+  std::vector<hw::CacheLevel> levels;  // smallest first; empty: none ran clearly faster than memory
 };
+
+// The levels in a cache curve. `bounds` (ascending) are the sizes the operating system reports: all cores'
+// L2 together and the last-level cache. Each splits the curve into a window (above the bound before it, up
+// to it); the window's best rate is its level's bandwidth. From the largest level down, a level is kept
+// where it is clearly faster than what lies behind it (the outermost at least 1.5x memory, an inner one at
+// least 1.05x the next kept level: a flat curve, e.g. a build whose loads are instrumented, models none),
+// and its capacity is the largest working set up to its bound that still runs at the geometric mean of its
+// bandwidth and the next one's: past it most of the data comes from further out. A level whose capacity
+// would not be below the next one's is dropped. Pure: tests give hand-made curves.
+std::vector<hw::CacheLevel> cache_levels(std::span<const CacheSample> samples,
+                                         std::span<const std::int64_t> bounds,
+                                         double memory_bytes_per_second);
 
 struct HostBench {
   CpuInfo cpu;

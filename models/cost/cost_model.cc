@@ -112,13 +112,11 @@ OpCost CostModel::node_cost(const Graph& g, const Node& n, const hw::GpuSpec& gp
   }
   const auto& eff = params_.efficiency(*n.op);
   const double peak = gpu.peak_flops(compute);
-  // With a cache level (a CPU's last-level cache), a kernel whose bytes fit in it moves them at the cache's
+  // With cache levels (a CPU's L2 and last-level cache), a kernel whose bytes fit in one moves them at its
   // bandwidth; a larger one at the memory's, all of it: kernels sweep their operands in order, and under LRU
-  // a sweep larger than the cache evicts its own lines before they are used again (a measured kernel is run
+  // a sweep larger than a cache evicts its own lines before they are used again (a measured kernel is run
   // repeatedly, as are a model's layers on their producers' outputs).
-  const bool in_cache = gpu.cache_bandwidth > 0 && c.bytes <= gpu.cache_capacity;
-  const double tc_ideal = c.flops / peak,
-               tm_ideal = c.bytes / (in_cache ? gpu.cache_bandwidth : gpu.hbm_bandwidth);
+  const double tc_ideal = c.flops / peak, tm_ideal = c.bytes / gpu.bandwidth_for(c.bytes);
   const double tc =
       c.flops > 0 ? tc_ideal / (eff.compute.at(tc_ideal) * grouped_conv_tile_utilization(g, n)) : 0.0;
   const double tm = c.bytes > 0 ? tm_ideal / eff.memory.at(tm_ideal) : 0.0;

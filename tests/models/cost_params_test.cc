@@ -135,8 +135,7 @@ namespace {
 
 TEST(CostParams, CacheLevelCarriesKernelsThatFitAtItsBandwidth) {
   hw::GpuSpec gpu = *hw::find_gpu("host-cpu");  // 10 GB/s memory
-  gpu.cache_capacity = 1 << 20;                 // 1 MiB at 100 GB/s
-  gpu.cache_bandwidth = 100e9;
+  gpu.caches = {{1 << 20, 100e9}};              // 1 MiB at 100 GB/s
   auto params = RooflineParams::defaults();
   params.by_kind[static_cast<std::size_t>(OpKind::kElementwise)] = {{1.0, 0}, {1.0, 0}};
   const CostModel cost(gpu, params);
@@ -156,6 +155,17 @@ TEST(CostParams, CacheLevelCarriesKernelsThatFitAtItsBandwidth) {
   // Without a cache level (every catalogue GPU): memory bandwidth only.
   const CostModel plain(*hw::find_gpu("host-cpu"), params);
   EXPECT_NEAR(plain.node_cost(small, small.node(0)).seconds, 0.5 * mib / 10e9, 1e-15);
+
+  // Two levels, 256 KiB at 200 GB/s in front of 1 MiB at 100 GB/s: each kernel at the smallest level
+  // holding its bytes. relu of 2^14 floats moves 128 KiB (the L2), 2^16 floats 0.5 MiB (the larger level),
+  // 2^18 floats 2 MiB (memory).
+  gpu.caches = {{256 << 10, 200e9}, {1 << 20, 100e9}};
+  const CostModel two(gpu, params);
+  Graph tiny("relu");
+  tiny.mark_output(tiny.add("relu", {tiny.add_input("x", TensorType{{128, 128}, DType::kF32})}));
+  EXPECT_NEAR(two.node_cost(tiny, tiny.node(0)).seconds, 0.125 * mib / 200e9, 1e-15);
+  EXPECT_NEAR(two.node_cost(small, small.node(0)).seconds, 0.5 * mib / 100e9, 1e-15);
+  EXPECT_NEAR(two.node_cost(g, g.node(0)).seconds, 2 * mib / 10e9, 1e-15);
 }
 
 }  // namespace

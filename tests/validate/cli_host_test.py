@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """`strata validate host --quick` end to end (docs/replay.md §1): it prints the measurements and writes a
 system YAML whose comment header names this CPU (/proc/cpuinfo, read here) and the thread count, whose
-gpu figures are the printed ones, and whose cache level is one of the measured working sets (192 KiB doubling, up to twice
-cpu0's last-level cache: sysfs, read here) at a bandwidth above memory's; `strata model sim resnet50 --hw FILE --dtype f32` loads it, runs on host-cpu
+gpu figures are the printed ones, and whose cache levels are measured working sets (96 KiB doubling, up to twice
+cpu0's last-level cache: sysfs, read here), smallest first, each faster than the next and the last faster than memory; `strata model sim resnet50 --hw FILE --dtype f32` loads it, runs on host-cpu
 with the machine's memory as its capacity (sysconf, read here) and predicts a different time than the
 catalogue's host-cpu; a missing output folder and --repeat 0 exit with status 2 and write nothing. Reports
 itself skipped (exit 77) when strata was built without oneDNN or OpenMP.
@@ -67,8 +67,11 @@ with tempfile.TemporaryDirectory() as tmp:
             failures.append(f"YAML fp32 {f32} GFLOPS / {bw} GB/s differ from printed {printed_f32} / {printed_triad}")
     if "launch_overhead:" not in yaml or "model: host-cpu" not in yaml:
         failures.append(f"gpu entry incomplete: {yaml!r}")
-    # The cache level: at least the last-level cache sysfs lists for cpu0, at a bandwidth above memory's.
-    cache = re.search(r"cache: \{capacity: (\d+) (MiB|KiB|B), bandwidth: ([\d.e+]+) (MB/s|GB/s|TB/s)\}", yaml)
+    # The cache levels: working sets of the curve within the last-level cache sysfs lists for cpu0, smallest
+    # first, each faster than the next, the last faster than memory.
+    caches = [(int(c) * {"MiB": 2**20, "KiB": 2**10, "B": 1}[cu], float(b) * {"MB/s": 1e-3, "GB/s": 1, "TB/s": 1e3}[bu])
+              for c, cu, b, bu in re.findall(
+                  r"- \{capacity: (\d+) (MiB|KiB|B), bandwidth: ([\d.e+]+) (MB/s|GB/s|TB/s)\}", yaml)]
     levels = []
     base = "/sys/devices/system/cpu/cpu0/cache"
     if os.path.isdir(base):
@@ -81,25 +84,28 @@ with tempfile.TemporaryDirectory() as tmp:
                 continue
     if levels:
         llc = max(levels)[1]
-        if not cache:  # allowed only where the curve shows none (e.g. under ASan, which flattens it)
+        if not caches:  # allowed only where the curve shows none (e.g. under ASan, which flattens it)
             if "cache level      none faster than memory measured" not in out:
                 failures.append(f"no cache level in the YAML, and the report does not say why: {yaml!r}")
-        else:
-            capacity = int(cache.group(1)) * {"MiB": 2**20, "KiB": 2**10, "B": 1}[cache.group(2)]
-            cache_bw = float(cache.group(3)) * {"MB/s": 1e-3, "GB/s": 1, "TB/s": 1e3}[cache.group(4)]
-            # The effective capacity is one of the curve's working sets (192 KiB x 2^k) within the last-level
-            # cache strata sized the curve by: the larger of sysfs's and glibc's (getconf) figures.
-            try:
-                glibc = int(subprocess.run(["getconf", "LEVEL3_CACHE_SIZE"], capture_output=True,
-                                           text=True).stdout.strip() or 0)
-            except (OSError, ValueError):
-                glibc = 0
-            limit = max(llc, glibc, 2**20)
-            if capacity % (192 * 2**10) or (capacity // (192 * 2**10)) & (capacity // (192 * 2**10) - 1) \
-                    or capacity > limit:
+        # Each capacity is one of the curve's working sets (96 KiB x 2^k) within the last-level cache strata
+        # sized the curve by: the larger of sysfs's and glibc's (getconf) figures.
+        try:
+            glibc = int(subprocess.run(["getconf", "LEVEL3_CACHE_SIZE"], capture_output=True,
+                                       text=True).stdout.strip() or 0)
+        except (OSError, ValueError):
+            glibc = 0
+        limit = max(llc, glibc, 2**20)
+        for i, (capacity, cache_bw) in enumerate(caches):
+            k = capacity // (96 * 2**10)
+            if capacity % (96 * 2**10) or k & (k - 1) or capacity > limit:
                 failures.append(f"cache capacity {capacity} B is not a working set of the curve within {limit} B")
-            if bw is not None and cache_bw <= bw:
-                failures.append(f"cache bandwidth {cache_bw} GB/s not above memory's {bw} GB/s")
+            behind = caches[i + 1][1] if i + 1 < len(caches) else bw
+            if behind is not None and cache_bw <= behind:
+                failures.append(f"cache level {i} at {cache_bw} GB/s not above the next ({behind} GB/s)")
+            if i + 1 < len(caches) and capacity >= caches[i + 1][0]:
+                failures.append(f"cache levels not smallest first: {caches}")
+        if len(caches) != yaml.count("    - {capacity:") or (caches and "  cache:\n" not in yaml):
+            failures.append(f"cache levels unreadable in {yaml!r}")
 
     rc, sim, err = run("model", "sim", "resnet50", "--hw", out_file, "--dtype", "f32")
     rc2, sim_catalogue, _ = run("model", "sim", "resnet50", "--hw", "configs/validate/host-cpu.yaml", "--dtype",
