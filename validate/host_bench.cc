@@ -137,6 +137,7 @@ CpuInfo read_cpu_info() {
   libc = l3 > 0 ? l3 : std::max(l2, 0L);
 #endif
   c.llc_bytes = std::max(sysfs, libc);
+  c.llc_sysfs_bytes = sysfs;
   c.l2_bytes = l2_from_sysfs();
 #ifdef _SC_LEVEL2_CACHE_SIZE
   if (c.l2_bytes == 0) c.l2_bytes = std::max(sysconf(_SC_LEVEL2_CACHE_SIZE), 0L);
@@ -173,9 +174,18 @@ std::vector<hw::CacheLevel> cache_levels(std::span<const CacheSample> samples,
     if (w->best < (outer_first.empty() ? 1.5 : 1.05) * behind) continue;
     const double threshold = std::sqrt(w->best * behind);
     double capacity = 0;
-    for (const auto& x : samples)
-      if (x.working_set <= w->bound && x.bytes_per_second >= threshold)
-        capacity = std::max(capacity, static_cast<double>(x.working_set));
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      const auto& x = samples[i];
+      if (x.working_set > w->bound || x.bytes_per_second < threshold) continue;
+      double crossing = static_cast<double>(x.working_set);
+      if (i + 1 < samples.size() && samples[i + 1].bytes_per_second < threshold) {
+        const auto& next = samples[i + 1];
+        const double f = (x.bytes_per_second - threshold) / (x.bytes_per_second - next.bytes_per_second);
+        crossing = std::exp2(std::log2(crossing) +
+                             f * (std::log2(static_cast<double>(next.working_set)) - std::log2(crossing)));
+      }
+      capacity = std::max(capacity, std::min(crossing, static_cast<double>(w->bound)));
+    }
     if (capacity <= 0 || (!outer_first.empty() && capacity >= outer_first.back().capacity)) continue;
     outer_first.push_back({capacity, w->best});
     behind = w->best;
@@ -436,7 +446,10 @@ CacheResult cache_curve(const CpuInfo& cpu, double memory_bytes_per_second, int 
     if (t > 0) r.samples.push_back({set, static_cast<double>(set) / t});
   }
   // Every core's L2 holds its own slice of the arrays (oneDNN splits the add statically).
-  const std::int64_t llc = std::max<std::int64_t>(cpu.llc_bytes, 1 << 20);
+  // The last-level cache the cores can use: sysfs's where it lists one (glibc's cpuid figure can be a whole
+  // socket's, of which a VM's vCPUs see one core complex's).
+  const std::int64_t llc =
+      std::max<std::int64_t>(cpu.llc_sysfs_bytes > 0 ? cpu.llc_sysfs_bytes : cpu.llc_bytes, 1 << 20);
   const std::int64_t l2 = cpu.l2_bytes * std::max(threads, 1);
   if (l2 > 0 && l2 < llc) r.bounds.push_back(l2);
   r.bounds.push_back(llc);

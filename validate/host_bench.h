@@ -43,7 +43,8 @@ struct CpuInfo {
   // The last-level caches: the larger of sysfs's (highest level, distinct instances summed) and glibc's
   // sysconf L3 (0: unknown).
   std::int64_t llc_bytes = 0;
-  std::string llc_source;         // both figures, as text
+  std::string llc_source;            // both figures, as text
+  std::int64_t llc_sysfs_bytes = 0;  // sysfs's figure alone (0: not listed): the cache the cores can use
   std::int64_t l2_bytes = 0;      // one core's L2: sysfs's level-2 cache of cpu0, else sysconf (0: unknown)
   std::int64_t memory_bytes = 0;  // physical memory (sysconf)
 };
@@ -91,10 +92,13 @@ struct CacheResult {
 // L2 together and the last-level cache. Each splits the curve into a window (above the bound before it, up
 // to it); the window's best rate is its level's bandwidth. From the largest level down, a level is kept
 // where it is clearly faster than what lies behind it (the outermost at least 1.5x memory, an inner one at
-// least 1.05x the next kept level: a flat curve, e.g. a build whose loads are instrumented, models none),
-// and its capacity is the largest working set up to its bound that still runs at the geometric mean of its
-// bandwidth and the next one's: past it most of the data comes from further out. A level whose capacity
-// would not be below the next one's is dropped. Pure: tests give hand-made curves.
+// least 1.05x the next kept level: a flat curve, e.g. a build whose loads are instrumented, models none).
+// Its capacity is where the curve crosses the geometric mean of its bandwidth and the next one's: past it
+// most of the data comes from further out. The crossing is interpolated (rate linear in log2 working set)
+// between the largest working set up to the bound at or above that mean and the next, and capped at the
+// bound: on a doubling grid a sample lying near the mean would otherwise move the capacity by 2x from one
+// run to the next. A level whose capacity would not be below the next one's is dropped. Pure: tests give
+// hand-made curves.
 std::vector<hw::CacheLevel> cache_levels(std::span<const CacheSample> samples,
                                          std::span<const std::int64_t> bounds,
                                          double memory_bytes_per_second);

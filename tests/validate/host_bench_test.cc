@@ -89,8 +89,7 @@ TEST(HostBench, MeasuredFiguresArePlausibleAndTheirYamlLoads) {
   EXPECT_LT(b.overhead_seconds, 1e-3);
   // The cache curve: doubling working sets from 96 KiB to at least twice the last-level cache (a sample is
   // left out only where the call was not slower than the 16-element one); the levels, when found, are
-  // working sets of the curve, smallest first, each faster than the next and the outermost faster than
-  // memory.
+  // within the curve, smallest first, each faster than the next and the outermost faster than memory.
   ASSERT_GE(b.cache.samples.size(), 2u);
   EXPECT_GE(b.cache.samples.front().working_set, 96 << 10);
   for (std::size_t i = 1; i < b.cache.samples.size(); ++i)
@@ -100,9 +99,9 @@ TEST(HostBench, MeasuredFiguresArePlausibleAndTheirYamlLoads) {
   EXPECT_LT(b.cache.call_seconds, 1e-3);
   for (std::size_t i = 0; i < b.cache.levels.size(); ++i) {
     const auto& level = b.cache.levels[i];
-    bool is_sample = false;
-    for (const auto& x : b.cache.samples) is_sample |= static_cast<double>(x.working_set) == level.capacity;
-    EXPECT_TRUE(is_sample) << level.capacity;
+    // Within the curve and the last-level cache sysfs (else glibc) lists.
+    EXPECT_GE(level.capacity, static_cast<double>(b.cache.samples.front().working_set));
+    EXPECT_LE(level.capacity, static_cast<double>(b.cache.bounds.back()));
     const double behind =
         i + 1 < b.cache.levels.size() ? b.cache.levels[i + 1].bandwidth : b.stream.triad_bytes_per_second;
     EXPECT_GT(level.bandwidth, behind);
@@ -183,11 +182,21 @@ TEST(HostBench, CacheLevelsFromACurve) {
                                       {48 << 20, 30e9},  {96 << 20, 27e9}};
   const std::vector<std::int64_t> bounds{1 << 20, 32 << 20};
   auto levels = cache_levels(zen4, bounds, 26e9);
-  // L2: best 100 GB/s, threshold sqrt(100 * 88) = 93.8 GB/s: 768 KiB is the last at or above it. L3: best
-  // 88 GB/s (1.5 MiB..32 MiB), threshold sqrt(88 * 26) = 47.8 GB/s: 24 MiB.
+  // L2: best 100 GB/s, threshold sqrt(100 * 88) = 93.81 GB/s, crossed between 768 KiB (99) and 1.5 MiB (88)
+  // at 768 KiB * 2^((99 - 93.81) / 11) = 1065 KiB, capped at the 1 MiB bound. L3: best 88 GB/s (1.5 MiB..
+  // 32 MiB), threshold sqrt(88 * 26) = 47.83 GB/s, crossed between 24 MiB (57) and 48 MiB (30) at
+  // 24 MiB * 2^((57 - 47.83) / 27) = 30.368 MiB.
   ASSERT_EQ(levels.size(), 2u);
-  EXPECT_EQ(levels[0], (hw::CacheLevel{768 << 10, 100e9}));
-  EXPECT_EQ(levels[1], (hw::CacheLevel{24 << 20, 88e9}));
+  EXPECT_EQ(levels[0], (hw::CacheLevel{1 << 20, 100e9}));
+  EXPECT_NEAR(levels[1].capacity, 30.36799 * (1 << 20), 10);
+  EXPECT_EQ(levels[1].bandwidth, 88e9);
+  // The same curve with its 768 KiB sample just under the L2 threshold: the crossing moves a little (to
+  // 384 KiB * 2^((99 - 93.81) / (99 - 93)) = 702 KiB), not to the previous sample (384 KiB).
+  auto edge = zen4;
+  edge[3].bytes_per_second = 93e9;
+  levels = cache_levels(edge, bounds, 26e9);
+  ASSERT_EQ(levels.size(), 2u);
+  EXPECT_NEAR(levels[0].capacity, 384.0 * 1024 * std::exp2((99 - std::sqrt(100.0 * 88)) / 6), 1);
 
   // L2 no faster than the L3 behind it by 5%: one level, whose capacity is measured against memory.
   auto flat_l2 = zen4;
@@ -195,26 +204,29 @@ TEST(HostBench, CacheLevelsFromACurve) {
     if (x.working_set <= (1 << 20)) x.bytes_per_second = 90e9;
   levels = cache_levels(flat_l2, bounds, 26e9);
   ASSERT_EQ(levels.size(), 1u);
-  EXPECT_EQ(levels[0], (hw::CacheLevel{24 << 20, 88e9}));
+  EXPECT_NEAR(levels[0].capacity, 30.36799 * (1 << 20), 10);
+  EXPECT_EQ(levels[0].bandwidth, 88e9);
 
   // The last-level cache less than 1.5x memory: only the L2 is kept, measured against memory (threshold
-  // sqrt(100 * 30) = 54.8 GB/s: 768 KiB).
+  // sqrt(100 * 30) = 54.8 GB/s, crossed at 768 KiB * 2^((99 - 54.8) / 64) = 1240 KiB: the 1 MiB bound).
   auto slow_l3 = zen4;
   for (auto& x : slow_l3)
     if (x.working_set > (1 << 20)) x.bytes_per_second = std::min(x.bytes_per_second, 35e9);
   levels = cache_levels(slow_l3, bounds, 30e9);
   ASSERT_EQ(levels.size(), 1u);
-  EXPECT_EQ(levels[0], (hw::CacheLevel{768 << 10, 100e9}));
+  EXPECT_EQ(levels[0], (hw::CacheLevel{1 << 20, 100e9}));
 
   // A flat curve (nothing faster than memory) and no samples: none.
   std::vector<CacheSample> flat = zen4;
   for (auto& x : flat) x.bytes_per_second = 27e9;
   EXPECT_TRUE(cache_levels(flat, bounds, 26e9).empty());
   EXPECT_TRUE(cache_levels({}, bounds, 26e9).empty());
-  // One bound (L2 size unknown): one level over the whole curve, its best rate.
+  // One bound (L2 size unknown): one level over the whole curve, its best rate; threshold sqrt(100 * 26) =
+  // 50.99 GB/s, crossed at 24 MiB * 2^((57 - 50.99) / 27) = 28.004 MiB.
   levels = cache_levels(zen4, std::vector<std::int64_t>{32 << 20}, 26e9);
   ASSERT_EQ(levels.size(), 1u);
-  EXPECT_EQ(levels[0], (hw::CacheLevel{24 << 20, 100e9}));
+  EXPECT_NEAR(levels[0].capacity, 28.00374 * (1 << 20), 10);
+  EXPECT_EQ(levels[0].bandwidth, 100e9);
 }
 
 TEST(HostBench, BadOptionsAreRefused) {
