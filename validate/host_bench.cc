@@ -226,8 +226,8 @@ std::string host_system_yaml(const HostBench& b) {
       "# cache: oneDNN f32 add (12 B per element) on working sets up to twice the last-level cache, its\n"
       "#   {} per call (on 16 elements) taken off; split at the OS's cache sizes{}; per level the best "
       "rate,\n"
-      "#   capacity = the largest working set at >= the geometric mean of it and the next level's (or\n"
-      "#   hbm_bandwidth):",
+      "#   capacity = where the curve crosses the geometric mean of it and the next level's (or\n"
+      "#   hbm_bandwidth), interpolated and capped at the level's size (validate/host_bench.h):",
       duration_text(b.cache.call_seconds), [&] {
         std::string t;
         for (const auto bound : b.cache.bounds) t += " " + units::format_bytes(static_cast<double>(bound));
