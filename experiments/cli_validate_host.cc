@@ -63,8 +63,7 @@ void add_validate_host_command(CLI::App& validate) {
       "host",
       "Measure this machine's CPU (oneDNN matmul peak FLOP/s in f32 and bf16, STREAM copy/triad bandwidth,\n"
       "L2 and last-level cache bandwidths (oneDNN add), per-kernel overhead) and write a system YAML whose\n"
-      "host-cpu device has "
-      "the measured figures");
+      "host-cpu device has the measured figures");
   cmd->add_option("-o,--output", o->output, "System YAML to write")->required();
   add_int_option(*cmd, "--repeat", o->repeat, {1, 100000}, "Timed runs per benchmark (median kept)");
   add_int_option(*cmd, "--warmup", o->warmup, {0, 100000}, "Untimed runs before them");

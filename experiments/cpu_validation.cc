@@ -400,11 +400,9 @@ std::string families_section(const Results& r) {
       "\n## Per operator family (all models)\n\n| operator | distinct instances | median \\|error\\| | min | "
       "max |\n|---|---|---|---|---|\n";
   for (auto& [op, errs] : by_op) {
-    std::sort(errs.begin(), errs.end());
-    const std::size_t n = errs.size();
-    const double median = n % 2 ? errs[n / 2] : (errs[n / 2 - 1] + errs[n / 2]) / 2;
-    md +=
-        fmt::format("| {} | {} | {} | {} | {} |\n", op, n, pct(median), pct(errs.front()), pct(errs.back()));
+    const auto [lo, hi] = std::minmax_element(errs.begin(), errs.end());
+    md += fmt::format("| {} | {} | {} | {} | {} |\n", op, errs.size(), pct(validate::median(errs)), pct(*lo),
+                      pct(*hi));
   }
   return md;
 }

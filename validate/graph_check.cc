@@ -81,13 +81,6 @@ models::Feeds<double> scaled_feeds(const models::Graph& g, std::uint64_t seed) {
   return feeds;
 }
 
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const auto n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 }  // namespace
 
 CandidateSet optimizer_candidates(const models::Graph& input, std::span<const ss::Rule> rules,
@@ -200,11 +193,11 @@ double measure_whole_graph_seconds(const models::Graph& g, const TimingOptions& 
 }
 
 double CandidateRow::measured() const {
-  return median_of(measured_runs);
+  return median(measured_runs);
 }
 
 double CandidateRow::node_sum() const {
-  return median_of(node_sum_runs);
+  return median(node_sum_runs);
 }
 
 double CandidateRow::spread() const {
@@ -230,7 +223,7 @@ GraphCheckReport summarize_candidates(std::vector<CandidateRow> rows, std::size_
   }
   r.ranked = static_cast<int>(predicted.size());
   if (predicted.empty()) return r;
-  r.noise = median_of(spreads);
+  r.noise = median(spreads);
   r.top1 = top_k_hit(predicted, measured, 1, r.noise);
   r.top1_exact = top_k_hit(predicted, measured, 1);
   r.top3 = top_k_hit(predicted, measured, 3, r.noise);

@@ -20,6 +20,7 @@
 #include "util/parse.h"
 #include "util/timer.h"
 #include "validate/cpu_replay.h"
+#include "validate/stats.h"
 
 #if STRATA_HAVE_HOST_BENCH
 #include <omp.h>
@@ -311,12 +312,6 @@ dnnl::engine& engine() {
   return detail::cpu_engine();
 }
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const auto n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 // Times `run` (warm-up first), returns the median seconds.
 template <class F>
 double median_time(int warmup, int repeat, F&& run) {
@@ -327,7 +322,7 @@ double median_time(int warmup, int repeat, F&& run) {
     run();
     t.push_back(w.seconds());
   }
-  return median_of(std::move(t));
+  return median(std::move(t));
 }
 
 // Data in [-0.5, 0.5) (no denormals, no overflow), converted to `dt` by a oneDNN reorder.
@@ -445,11 +440,11 @@ CacheResult cache_curve(const CpuInfo& cpu, double memory_bytes_per_second, int 
     const double t = time_add(set / 12, calls) - r.call_seconds;
     if (t > 0) r.samples.push_back({set, static_cast<double>(set) / t});
   }
-  // Every core's L2 holds its own slice of the arrays (oneDNN splits the add statically).
   // The last-level cache the cores can use: sysfs's where it lists one (glibc's cpuid figure can be a whole
   // socket's, of which a VM's vCPUs see one core complex's).
   const std::int64_t llc =
       std::max<std::int64_t>(cpu.llc_sysfs_bytes > 0 ? cpu.llc_sysfs_bytes : cpu.llc_bytes, 1 << 20);
+  // Every core's L2 holds its own slice of the arrays (oneDNN splits the add statically).
   const std::int64_t l2 = cpu.l2_bytes * std::max(threads, 1);
   if (l2 > 0 && l2 < llc) r.bounds.push_back(l2);
   r.bounds.push_back(llc);

@@ -7,6 +7,13 @@
 #include <stdexcept>
 
 namespace strata::validate {
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const auto n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
 namespace {
 
 void check_sizes(std::span<const double> a, std::span<const double> b) {
@@ -94,8 +101,7 @@ ErrorSummary error_summary(std::span<const double> predicted, std::span<const do
   s.mean /= n;
   s.mean_abs = std::accumulate(abs.begin(), abs.end(), 0.0) / n;
   s.max_abs = *std::max_element(abs.begin(), abs.end());
-  std::sort(abs.begin(), abs.end());
-  s.median_abs = abs.size() % 2 ? abs[abs.size() / 2] : 0.5 * (abs[abs.size() / 2 - 1] + abs[abs.size() / 2]);
+  s.median_abs = median(abs);
   return s;
 }
 

@@ -7,6 +7,9 @@
 
 namespace strata::validate {
 
+// The median of `values` (the mean of the two middle ones for an even count); 0 for none.
+double median(std::vector<double> values);
+
 // Ranks 1..n of `values`, ascending; tied values share the mean of their ranks (as Spearman's rho needs).
 std::vector<double> average_ranks(std::span<const double> values);
 

@@ -14,6 +14,13 @@ namespace {
 
 using V = std::vector<double>;
 
+TEST(Stats, MedianIsTheMiddleValueOrTheMeanOfTheTwoMiddleOnes) {
+  EXPECT_EQ(median({5, 1, 3}), 3);        // sorted 1 3 5
+  EXPECT_EQ(median({4, 1, 3, 10}), 3.5);  // sorted 1 3 4 10: (3 + 4) / 2
+  EXPECT_EQ(median({7}), 7);
+  EXPECT_EQ(median({}), 0);
+}
+
 TEST(Stats, AverageRanksShareTheMeanOfTiedPositions) {
   // 30 is 4th; the two 20s take positions 2 and 3, rank 2.5 each; 10 is 1st.
   EXPECT_EQ(average_ranks(V{30, 20, 10, 20}), (V{4, 2.5, 1, 2.5}));
