@@ -20,7 +20,7 @@ namespace {
 struct CalibrateCostOptions {
   std::string hw, output, points_csv, device = "cpu";
   bool quick = false;
-  int repeat = 20, warmup = 3, min_points = 4;
+  int repeat = 20, warmup = 3, min_points = 4, rounds = 3;
   double target_seconds = 0.2;
   std::int64_t seed = 0;
 };
@@ -50,13 +50,14 @@ void run_calibrate_cost(const CalibrateCostOptions& o) {
   if (auto why = validate::pricing_mismatch(device, gpu, "--hw " + hw); !why.empty()) throw ConfigError(why);
   const auto suite = validate::calibration_suite(o.quick, device.large_kernels);
   const std::string where = device.description();
-  std::cerr << fmt::format("timing {} microbenchmarks on {} with {}; device {} of {}: {} fp32, {}\n",
-                           suite.size(), device.where, where, gpu.name, hw,
-                           fmt::format("{:.1f} GFLOP/s", gpu.peak_fp32 / 1e9),
-                           units::format_bandwidth(gpu.hbm_bandwidth));
+  std::cerr << fmt::format(
+      "timing {} microbenchmarks in {} round(s) on {} with {}; device {} of {}: {} fp32, {}\n", suite.size(),
+      o.rounds, device.where, where, gpu.name, hw, fmt::format("{:.1f} GFLOP/s", gpu.peak_fp32 / 1e9),
+      units::format_bandwidth(gpu.hbm_bandwidth));
   validate::MeasureOptions mo;
   mo.timing = {.warmup = o.warmup, .repeat = o.repeat, .seed = static_cast<std::uint64_t>(o.seed)};
   mo.target_seconds = o.target_seconds;
+  mo.rounds = o.rounds;
   mo.progress = [](std::size_t done, std::size_t total, const validate::CalibrationPoint& p) {
     std::cerr << fmt::format("[{:>3}/{}] {:<44} {}\n", done, total, p.label,
                              units::format_duration(p.measured));
@@ -109,6 +110,9 @@ void add_validate_calibrate_cost_command(CLI::App& validate) {
   add_int_option(*cmd, "--repeat", o->repeat, {3, 100000},
                  "Most timed runs per microbenchmark (median kept)");
   add_int_option(*cmd, "--warmup", o->warmup, {0, 100000}, "Untimed runs before them");
+  add_int_option(*cmd, "--rounds", o->rounds, {1, 100},
+                 "Passes over the whole suite; each microbenchmark keeps its smallest round median (a slow "
+                 "period of a shared machine disturbs one round, not all)");
   add_real_option(*cmd, "--target-seconds", o->target_seconds, 0.001, 60,
                   "Fewer repetitions (at least 3) for benchmarks slower than this per benchmark");
   add_int_option(*cmd, "--min-points", o->min_points, {2, 1000},

@@ -27,7 +27,7 @@ namespace {
 struct ProfileOptions : ReplayModelOptions {
   std::string output, hw, cost_params, errors_csv, profile_device;
   std::int64_t seed = 0;
-  int repeat = 20, warmup = 3;
+  int repeat = 20, warmup = 3, rounds = 3;
 };
 
 // The cost model of `o.hw` (with `o.cost_params`) against the measured times: per operator and overall.
@@ -149,10 +149,17 @@ void run_profile(const ProfileOptions& o) {
   const auto g = build_replay_model(o);
   const std::string device_name = o.profile_device.empty() ? device.profile_device() : o.profile_device;
   std::cerr << fmt::format(
-      "profiling {} ({} nodes) on {} ({}): {} warm-up + {} timed runs per operator instance, median\n",
-      g.name(), g.nodes().size(), device.where, device.description(), o.warmup, o.repeat);
-  const auto p = device.profile(
-      g, {.warmup = o.warmup, .repeat = o.repeat, .seed = static_cast<std::uint64_t>(o.seed)}, device_name);
+      "profiling {} ({} nodes) on {} ({}): {} warm-up + {} timed runs per operator instance, median, in {} "
+      "round(s), the smallest round median kept\n",
+      g.name(), g.nodes().size(), device.where, device.description(), o.warmup, o.repeat, o.rounds);
+  std::vector<validate::CpuProfile> rounds;
+  for (int round = 0; round < o.rounds; ++round) {
+    rounds.push_back(device.profile(
+        g, {.warmup = o.warmup, .repeat = o.repeat, .seed = static_cast<std::uint64_t>(o.seed)},
+        device_name));
+    if (o.rounds > 1) std::cerr << fmt::format("round {}/{} done\n", round + 1, o.rounds);
+  }
+  const auto p = validate::least_disturbed(rounds);
   p.db.save(o.output);
   print_profile(o, g, p, device, device_name);
   if (!o.hw.empty()) report_cost_model_errors(o, g, p);
@@ -170,6 +177,9 @@ void add_validate_profile_command(CLI::App& validate) {
   add_replay_model_options(*cmd, *o);
   add_int_option(*cmd, "--repeat", o->repeat, {1, 100000}, "Timed runs per operator instance (median kept)");
   add_int_option(*cmd, "--warmup", o->warmup, {0, 100000}, "Untimed runs before them");
+  add_int_option(*cmd, "--rounds", o->rounds, {1, 100},
+                 "Passes over all operator instances, one after another; each instance keeps its smallest "
+                 "round median (a slow period of a shared machine disturbs one round, not all)");
   add_int_option(*cmd, "--seed", o->seed, kSeedRange, "Seed of the pseudo-random inputs and weights");
   cmd->add_option("-o,--output", o->output, "Profile database (JSON) to write")->required();
   cmd->add_option(

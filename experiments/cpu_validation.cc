@@ -73,6 +73,7 @@ struct Config {
   Calibrate calibrate = Calibrate::kNo;
   std::vector<ModelEntry> models;
   int repeat = 20, warmup = 3;
+  int rounds = 3;  // passes over every model's instances (and the microbenchmarks); the smallest median kept
   std::uint64_t seed = 1;
   std::optional<GraphsConfig> graphs;
 };
@@ -81,6 +82,7 @@ struct ModelResult {
   std::vector<v::OpError> ops;
   v::ErrorSummary errors;                          // over the distinct instances
   double whole_measured = 0, whole_predicted = 0;  // seconds, weight-only nodes folded
+  double round_spread = 0;                 // median over the instances of (slowest round / fastest - 1)
   int fast = 0, reference = 0, views = 0;  // distinct instances on the device's library / the reference
   std::optional<v::GraphCheckReport> graphs;
 };
@@ -219,7 +221,8 @@ GraphsConfig parse_graphs(const ExperimentFile& file, const YamlReader& g) {
 }
 
 Config parse(const ExperimentFile& file, const v::ReplayDevice& device) {
-  file.expect_keys({"hw", "cost_params", "calibrate", "models", "repeat", "warmup", "seed", "graphs"});
+  file.expect_keys(
+      {"hw", "cost_params", "calibrate", "models", "repeat", "warmup", "rounds", "seed", "graphs"});
   const YamlReader& root = file.root();
   Config c;
   c.device = &device;
@@ -230,6 +233,7 @@ Config parse(const ExperimentFile& file, const v::ReplayDevice& device) {
   parse_cost(file, c);
   if (auto r = root.maybe("repeat")) c.repeat = r->as_int32_in(1, 100000);
   if (auto w = root.maybe("warmup")) c.warmup = w->as_int32_in(0, 100000);
+  if (auto n = root.maybe("rounds")) c.rounds = n->as_int32_in(1, 100);
   if (auto s = root.maybe("seed")) c.seed = static_cast<std::uint64_t>(s->as_int_in(0, INT64_MAX));
   const YamlReader ms = root.at("models");
   ms.expect_sequence();
@@ -247,6 +251,7 @@ void calibrate(const Config& c, Results& r) {
   v::MeasureOptions mo;
   // measure_suite keeps at least 3 repetitions per benchmark.
   mo.timing = {.warmup = c.warmup, .repeat = std::max(c.repeat, 3), .seed = c.seed};
+  mo.rounds = c.rounds;
   mo.progress = [](std::size_t done, std::size_t total, const v::CalibrationPoint& p) {
     std::cerr << fmt::format("[calibrate {:>3}/{}] {:<44} {}\n", done, total, p.label,
                              units::format_duration(p.measured));
@@ -286,27 +291,55 @@ v::GraphCheckReport rank_candidates(const Config& c, const ModelEntry& m, const 
   return report;
 }
 
-ModelResult check_model(const Config& c, const ModelEntry& m, const models::CostModel& cost) {
-  ModelResult mr;
+// One model measured in `c.rounds` rounds, each round one pass over every model (measure_models), so that
+// the rounds of an instance lie apart in time.
+struct ModelMeasurement {
+  std::vector<v::CpuProfile> profiles;  // one per round
+  double whole_measured = 0;            // the smallest of the rounds' medians
+};
+
+std::vector<ModelMeasurement> measure_models(const Config& c) {
+  std::vector<ModelMeasurement> out(c.models.size());
   const v::TimingOptions timing{.warmup = c.warmup, .repeat = c.repeat, .seed = c.seed};
-  const auto profile = c.device->profile(m.graph, timing, c.device->profile_device());
+  for (int round = 0; round < c.rounds; ++round)
+    for (std::size_t i = 0; i < c.models.size(); ++i) {
+      const auto& m = c.models[i];
+      auto& mm = out[i];
+      mm.profiles.push_back(c.device->profile(m.graph, timing, c.device->profile_device()));
+      const double whole = v::measure_whole_graph_seconds(m.graph, timing, *c.device);
+      mm.whole_measured = round == 0 ? whole : std::min(mm.whole_measured, whole);
+      std::cerr << fmt::format("[round {}/{}] {}: {} distinct operator instances, whole graph {}\n",
+                               round + 1, c.rounds, m.label, mm.profiles.back().ops.size(),
+                               units::format_duration(whole));
+    }
+  return out;
+}
+
+ModelResult check_model(const Config& c, const ModelEntry& m, const ModelMeasurement& measured,
+                        const models::CostModel& cost) {
+  ModelResult mr;
+  const auto profile = v::least_disturbed(measured.profiles);
   mr.views = profile.view_nodes;
-  for (const auto& op : profile.ops)
+  std::vector<double> spreads;
+  for (const auto& op : profile.ops) {
     (op.timing.backend.backend == v::CpuBackend::kReference ? mr.reference : mr.fast) += 1;
+    spreads.push_back(op.round_spread);
+  }
+  mr.round_spread = v::median(spreads);
   mr.ops = v::compare_with_cost_model(m.graph, profile, cost);
-  std::vector<double> predicted, measured;
+  std::vector<double> predicted, measured_seconds;
   for (const auto& o : mr.ops) {
     predicted.push_back(o.predicted);
-    measured.push_back(o.measured);
+    measured_seconds.push_back(o.measured);
   }
-  mr.errors = v::error_summary(predicted, measured);
-  std::cerr << fmt::format("[{}] {} distinct operator instances: median |error| {}; whole graph\n", m.label,
-                           mr.ops.size(), pct(mr.errors.median_abs));
-  mr.whole_measured = v::measure_whole_graph_seconds(m.graph, timing, *c.device);
+  mr.errors = v::error_summary(predicted, measured_seconds);
+  mr.whole_measured = measured.whole_measured;
   mr.whole_predicted = ss::graph_cost(m.graph, cost);
-  std::cerr << fmt::format("[{}] whole graph measured {}, predicted {}\n", m.label,
-                           units::format_duration(mr.whole_measured),
-                           units::format_duration(mr.whole_predicted));
+  std::cerr << fmt::format(
+      "[{}] {} distinct operator instances: median |error| {} (rounds apart by {}); whole graph measured {}, "
+      "predicted {}\n",
+      m.label, mr.ops.size(), pct(mr.errors.median_abs), pct(mr.round_spread),
+      units::format_duration(mr.whole_measured), units::format_duration(mr.whole_predicted));
   if (c.graphs) mr.graphs = rank_candidates(c, m, cost);
   return mr;
 }
@@ -338,11 +371,12 @@ Results run(const Config& c) {
   if (c.measure_host) measure_host(r);
   if (c.calibrate != Calibrate::kNo) calibrate(c, r);
   const models::CostModel cost(r.gpu, r.params.roofline);
+  const auto measured = measure_models(c);
   for (std::size_t i = 0; i < c.models.size(); ++i) {
     const auto& m = c.models[i];
     std::cerr << fmt::format("[model {}/{}] {} ({} nodes)\n", i + 1, c.models.size(), m.label,
                              m.graph.nodes().size());
-    r.models.push_back(check_model(c, m, cost));
+    r.models.push_back(check_model(c, m, measured[i], cost));
   }
   return r;
 }
@@ -350,11 +384,12 @@ Results run(const Config& c) {
 // --------------------------------------------------------------------------------------------------- report
 
 std::string ops_csv(const Config& c, const Results& r) {
-  std::string csv = "model,op,node,instances,measured_us,predicted_us,error\n";
+  std::string csv = "model,op,node,instances,measured_us,predicted_us,error,round_spread\n";
   for (std::size_t i = 0; i < c.models.size(); ++i)
     for (const auto& o : r.models[i].ops)
-      csv += fmt::format("{},{},{},{},{:.4f},{:.4f},{:.6f}\n", csv_field(c.models[i].label), o.op,
-                         csv_field(o.node), o.instances, o.measured * 1e6, o.predicted * 1e6, o.error());
+      csv += fmt::format("{},{},{},{},{:.4f},{:.4f},{:.6f},{:.6f}\n", csv_field(c.models[i].label), o.op,
+                         csv_field(o.node), o.instances, o.measured * 1e6, o.predicted * 1e6, o.error(),
+                         o.round_spread);
   return csv;
 }
 
@@ -362,13 +397,15 @@ std::string ops_csv(const Config& c, const Results& r) {
 std::string models_section(const Config& c, const Results& r, std::string& csv) {
   csv =
       "model,target,distinct_ops,library_ops,reference_ops,views,median_abs_error,mean_abs_error,mean_error,"
-      "worst_abs_error,worst_op,whole_measured_ms,whole_predicted_ms,whole_error\n";
+      "worst_abs_error,worst_op,whole_measured_ms,whole_predicted_ms,whole_error,round_spread\n";
   std::string md = fmt::format(
       "## Per model\n\nPer-operator |error| = |predicted / measured - 1| over the distinct operator "
       "instances (each timed alone, median); whole graph: one inference pass (weight-only nodes folded, "
-      "views not re-run) measured against the cost model's graph time.\n\n"
+      "views not re-run) measured against the cost model's graph time; rounds apart: the median over the "
+      "instances of how much slower an instance's slowest round was than its fastest.\n\n"
       "| model | distinct ops ({} / reference) | median \\|error\\| | mean \\|error\\| | mean signed | "
-      "worst (op) | whole graph measured | predicted | error |\n|---|---|---|---|---|---|---|---|---|\n",
+      "worst (op) | whole graph measured | predicted | error | rounds apart |\n"
+      "|---|---|---|---|---|---|---|---|---|---|\n",
       c.device->library);
   for (std::size_t i = 0; i < c.models.size(); ++i) {
     const auto& m = c.models[i];
@@ -378,15 +415,16 @@ std::string models_section(const Config& c, const Results& r, std::string& csv) 
       if (!worst || std::fabs(o.error()) > std::fabs(worst->error())) worst = &o;
     const std::string worst_op = worst ? worst->op + " " + worst->node : "";
     const double whole_error = mr.whole_predicted / mr.whole_measured - 1;
-    csv += fmt::format("{},{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{},{:.6f},{:.6f},{:.6f}\n",
+    csv += fmt::format("{},{},{},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{},{:.6f},{:.6f},{:.6f},{:.6f}\n",
                        csv_field(m.label), m.target ? 1 : 0, mr.ops.size(), mr.fast, mr.reference, mr.views,
                        mr.errors.median_abs, mr.errors.mean_abs, mr.errors.mean, mr.errors.max_abs,
-                       csv_field(worst_op), mr.whole_measured * 1e3, mr.whole_predicted * 1e3, whole_error);
-    md += fmt::format("| {}{} | {} ({} / {}) | {} | {} | {:+.1f}% | {} ({}) | {} | {} | {:+.1f}% |\n",
+                       csv_field(worst_op), mr.whole_measured * 1e3, mr.whole_predicted * 1e3, whole_error,
+                       mr.round_spread);
+    md += fmt::format("| {}{} | {} ({} / {}) | {} | {} | {:+.1f}% | {} ({}) | {} | {} | {:+.1f}% | {} |\n",
                       m.label, m.target ? " (target)" : "", mr.ops.size(), mr.fast, mr.reference,
                       pct(mr.errors.median_abs), pct(mr.errors.mean_abs), 100 * mr.errors.mean,
                       pct(mr.errors.max_abs), worst_op, units::format_duration(mr.whole_measured),
-                      units::format_duration(mr.whole_predicted), 100 * whole_error);
+                      units::format_duration(mr.whole_predicted), 100 * whole_error, pct(mr.round_spread));
   }
   return md;
 }
@@ -512,11 +550,12 @@ std::string calibration_section(const Results& r) {
 void report(const Config& c, const Results& r, ResultsDir& out, const RunOptions& options) {
   std::string md = fmt::format(
       "# {}\n\n{}\n\nReplayed on {} with {} (host CPU: {}), priced as `{}` from {} ({:.1f} GFLOP/s "
-      "fp32, {}). Cost parameters: {}. Each distinct operator instance and each whole-graph pass: {} "
-      "warm-up + {} timed runs, median; seed {}.\n\n",
+      "fp32, {}). Cost parameters: {}. Each distinct operator instance, each whole-graph pass and each "
+      "microbenchmark: {} warm-up + {} timed runs, median, in {} round(s) apart in time (one round times "
+      "every model before the next), the smallest round median kept; seed {}.\n\n",
       c.name, c.description, c.device->where, r.kernels, r.cpu.empty() ? "unknown" : r.cpu, r.gpu.name,
       c.hw_label, r.gpu.peak_fp32 / 1e9, units::format_bandwidth(r.gpu.hbm_bandwidth), c.cost_params_label,
-      c.warmup, c.repeat, c.seed);
+      c.warmup, c.repeat, c.rounds, c.seed);
   std::string models_csv;
   md += models_section(c, r, models_csv);
   md += families_section(r);

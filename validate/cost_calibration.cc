@@ -230,25 +230,45 @@ std::vector<Microbenchmark> calibration_suite(bool quick, bool large) {
 std::vector<CalibrationPoint> measure_suite(const std::vector<Microbenchmark>& suite, const MeasureOptions& o,
                                             const ReplayDevice& device) {
   if (const auto why = device.unavailable(); !why.empty()) throw std::runtime_error(why);
+  if (o.rounds < 1)
+    throw std::invalid_argument(fmt::format("measure_suite: {} rounds (at least 1)", o.rounds));
+  const models::NodeId node = 0;
   std::vector<CalibrationPoint> points;
-  for (const auto& m : suite) {
-    const models::NodeId node = 0;
-    // One untimed probe run decides how many repetitions fit the target time (at least 3).
-    TimingOptions probe = o.timing;
-    probe.repeat = 1;
-    const auto first = device.time_node(m.graph, node, probe);
-    TimingOptions t = o.timing;
-    if (first.median_seconds > 0)
-      t.repeat = std::clamp(static_cast<int>(o.target_seconds / first.median_seconds), 3, o.timing.repeat);
-    const auto timing = device.time_node(m.graph, node, t);
-    if (timing.backend.backend == CpuBackend::kReference)
-      throw std::runtime_error(
-          fmt::format("microbenchmark '{}' ran on the reference kernel ({}): its time says "
-                      "nothing about {}'s kernels",
-                      m.label, timing.backend.detail, device.kernels));
-    points.push_back({m.label, std::string(m.graph.node(node).op->name), m.graph, timing.median_seconds});
-    if (o.progress) o.progress(points.size(), suite.size(), points.back());
-  }
+  std::vector<TimingOptions> timing;  // per benchmark, decided in the first round
+  std::vector<double> slowest;        // per benchmark, the largest round median
+  const std::size_t total = suite.size() * static_cast<std::size_t>(o.rounds);
+  for (int round = 0; round < o.rounds; ++round)
+    for (std::size_t i = 0; i < suite.size(); ++i) {
+      const auto& m = suite[i];
+      if (round == 0) {
+        // One untimed probe run decides how many repetitions fit the target time (at least 3).
+        TimingOptions probe = o.timing;
+        probe.repeat = 1;
+        const auto first = device.time_node(m.graph, node, probe);
+        TimingOptions t = o.timing;
+        if (first.median_seconds > 0)
+          t.repeat =
+              std::clamp(static_cast<int>(o.target_seconds / first.median_seconds), 3, o.timing.repeat);
+        timing.push_back(t);
+      }
+      const auto measured = device.time_node(m.graph, node, timing[i]);
+      if (measured.backend.backend == CpuBackend::kReference)
+        throw std::runtime_error(
+            fmt::format("microbenchmark '{}' ran on the reference kernel ({}): its time says "
+                        "nothing about {}'s kernels",
+                        m.label, measured.backend.detail, device.kernels));
+      CalibrationPoint p{m.label, std::string(m.graph.node(node).op->name), m.graph, measured.median_seconds};
+      if (o.progress) o.progress(static_cast<std::size_t>(round) * suite.size() + i + 1, total, p);
+      if (round == 0) {
+        points.push_back(std::move(p));
+        slowest.push_back(measured.median_seconds);
+        continue;
+      }
+      points[i].measured = std::min(points[i].measured, measured.median_seconds);
+      slowest[i] = std::max(slowest[i], measured.median_seconds);
+    }
+  for (std::size_t i = 0; i < points.size(); ++i)
+    points[i].round_spread = points[i].measured > 0 ? slowest[i] / points[i].measured - 1 : 0;
   return points;
 }
 
@@ -421,8 +441,8 @@ std::vector<OpError> compare_with_cost_model(const models::Graph& g, const CpuPr
       throw std::invalid_argument(
           "compare_with_cost_model: the cost model has a profile database; its "
           "predictions would be the measurements");
-    rows.push_back(
-        {std::string(n.op->name), n.name, op.key, op.instances, op.timing.median_seconds, c.seconds});
+    rows.push_back({std::string(n.op->name), n.name, op.key, op.instances, op.timing.median_seconds,
+                    c.seconds, op.round_spread});
   }
   return rows;
 }

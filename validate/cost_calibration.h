@@ -44,19 +44,25 @@ std::vector<Microbenchmark> calibration_suite(bool quick, bool large = false);
 // A measured microbenchmark: what the cost model needs to price it again with other parameters.
 struct CalibrationPoint {
   std::string label;
-  std::string op;       // operator name
-  models::Graph graph;  // the single-node graph
-  double measured = 0;  // median seconds
+  std::string op;           // operator name
+  models::Graph graph;      // the single-node graph
+  double measured = 0;      // median seconds (the smallest of the rounds' medians)
+  double round_spread = 0;  // slowest round's median / fastest's - 1 (0 with one round)
 };
 
 struct MeasureOptions {
   TimingOptions timing;         // warm-up and repetitions per microbenchmark (adapted, see below)
   double target_seconds = 0.2;  // repetitions are reduced so one benchmark takes about this long (>= 3)
+  // Passes over the whole suite; each benchmark keeps its smallest median (why: least_disturbed in
+  // validate/cpu_replay.h).
+  int rounds = 1;
+  // After each benchmark of each round: `done` of `total` (the suite's size times the rounds), the point as
+  // this round measured it.
   std::function<void(std::size_t done, std::size_t total, const CalibrationPoint&)> progress;
 };
 // Times every microbenchmark on `device` (the CPU with oneDNN, or the GPU; throws where it cannot run).
 // Benchmarks that fall back to the reference kernel are an error: their time says nothing about the fast
-// kernels the models run.
+// kernels the models run. Throws std::invalid_argument for rounds < 1.
 std::vector<CalibrationPoint> measure_suite(const std::vector<Microbenchmark>& suite,
                                             const MeasureOptions& options,
                                             const ReplayDevice& device = cpu_replay_device());
@@ -105,6 +111,7 @@ struct OpError {
   std::string op, node, key;  // operator, the first node with this key, the profile key
   int instances = 0;
   double measured = 0, predicted = 0;  // seconds, one instance
+  double round_spread = 0;             // the profile's: slowest round's median / fastest's - 1
   double error() const { return predicted / measured - 1; }
 };
 std::vector<OpError> compare_with_cost_model(const models::Graph& g, const CpuProfile& profile,

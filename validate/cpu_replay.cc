@@ -411,4 +411,34 @@ CpuProfile profile_graph(const Graph& g, std::string_view device,
   return p;
 }
 
+CpuProfile least_disturbed(std::span<const CpuProfile> rounds) {
+  if (rounds.empty()) throw std::invalid_argument("least_disturbed: no rounds");
+  CpuProfile best = rounds.front();
+  best.rounds = 0;
+  for (const auto& round : rounds) {
+    if (round.ops.size() != best.ops.size())
+      throw std::invalid_argument(
+          fmt::format("least_disturbed: a round has {} operator instances, another {}", round.ops.size(),
+                      best.ops.size()));
+    best.rounds += round.rounds;
+  }
+  best.db = {};
+  for (std::size_t i = 0; i < best.ops.size(); ++i) {
+    auto& op = best.ops[i];
+    double slowest = 0;
+    for (const auto& round : rounds) {
+      const auto& other = round.ops[i];
+      if (other.key != op.key)
+        throw std::invalid_argument(fmt::format(
+            "least_disturbed: instance {} is '{}' in one round, '{}' in another", i, op.key, other.key));
+      slowest = std::max(
+          {slowest, other.timing.median_seconds, other.timing.median_seconds * (1 + other.round_spread)});
+      if (other.timing.median_seconds < op.timing.median_seconds) op.timing = other.timing;
+    }
+    op.round_spread = op.timing.median_seconds > 0 ? slowest / op.timing.median_seconds - 1 : 0;
+    best.db.add(op.key, op.timing.median_seconds);
+  }
+  return best;
+}
+
 }  // namespace strata::validate

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -137,13 +138,15 @@ struct ProfiledOp {
   std::string key;           // models::profile_key(g, node, device)
   models::NodeId node = -1;  // the first node with this key
   int instances = 0;         // nodes of the graph with this key
-  NodeTiming timing;
+  NodeTiming timing;         // with several rounds, the round with the smallest median (least_disturbed)
+  double round_spread = 0;   // slowest round's median / fastest's - 1 (0 with one round)
 };
 
 struct CpuProfile {
   models::ProfileDb db;
   std::vector<ProfiledOp> ops;  // graph order of first appearance
   int view_nodes = 0;           // nodes without a kernel (views), not timed: the cost model charges 0
+  int rounds = 1;               // profiles combined by least_disturbed
 };
 
 // Times every distinct operator instance of `g` (views skipped) with `time` under `device`: the profile of
@@ -154,5 +157,14 @@ CpuProfile profile_graph(const models::Graph& g, std::string_view device,
 // Times every distinct operator instance of `g` (views skipped) under `device`.
 CpuProfile profile_on_cpu(const models::Graph& g, const TimingOptions& options = {},
                           std::string_view device = kHostCpuDevice);
+
+// Several rounds of one graph's profile on one device combined (docs/replay.md §1, "Rounds"): per distinct
+// operator instance the round with the smallest median is kept, and the spread of the rounds' medians is
+// recorded. Another process on a shared machine only ever slows a kernel down, and it does so for seconds
+// to minutes at a time: the median of one round's repetitions guards against single slow runs, the smallest
+// of the rounds' medians against a slow period, provided the rounds lie apart in time (callers time every
+// instance of every graph in one round before the next). Throws std::invalid_argument for no rounds or for
+// rounds whose instances differ.
+CpuProfile least_disturbed(std::span<const CpuProfile> rounds);
 
 }  // namespace strata::validate

@@ -3,10 +3,12 @@
 
 1. Parse errors: bad fields are refused with exit status 2, naming the file, the line of the field, the field
    and what was expected; nothing is written.
-2. A tiny grid (squeezenet batch 1 and a one-layer transformer, repeat 2, calibrate: quick): the result files
+2. A tiny grid (squeezenet batch 1 and a one-layer transformer, repeat 2, 2 rounds, calibrate: quick): both
+   rounds ran over both models and the microbenchmarks (progress lines); the result files
    exist; ops.csv has, per model, as many rows as the model has distinct non-view operator instances (counted
    by `strata validate profile`) with node names that are distinct; every error recomputed from the measured
-   and predicted columns equals the error column; models.csv's median/worst |error| recomputed from ops.csv;
+   and predicted columns equals the error column; models.csv's median/worst |error| and median round spread
+   recomputed from ops.csv;
    cost_params.json is the quick fit for host-cpu; the summary states the issue 15 targets with the numbers.
 3. The transformer again with `cost_params:` set to the first run's file and a `graphs:` section: the
    parameters are written back unchanged, graphs.csv starts with the original and every candidate is
@@ -63,6 +65,7 @@ BAD = [  # (body, the line's marker, words the message must hold)
     ("models:\n  - {model: squeezenet, batch: 0}\n", "batch: 0", ["batch", "expected"]),
     ("models:\n  - {model: squeezenet, bacth: 1}\n", "bacth", ["bacth", "unknown field"]),
     ("repeat: 0\n" + GOOD_MODELS, "repeat: 0", ["repeat", "expected"]),
+    ("rounds: 0\n" + GOOD_MODELS, "rounds: 0", ["rounds", "expected"]),
     (f"calibrate: quick\ncost_params: {HW}\n" + GOOD_MODELS, "cost_params:", ["cost_params", "not both"]),
     ("graphs: {samples: 3}\n" + GOOD_MODELS, "graphs:", ["samples", "unknown field"]),
     ("models: []\n", "models:", ["models", "at least one model"]),
@@ -83,7 +86,7 @@ with tempfile.TemporaryDirectory() as tmp:
     # 2. the tiny grid, calibrated in the run
     exp = os.path.join(tmp, "tiny.yaml")
     write(exp, config(f"calibrate: quick\nmodels:\n  - {{model: squeezenet, batch: 1}}\n"
-                      f"  - {{model: \"{TINY}\"}}\nrepeat: 2\nwarmup: 1\nseed: 3\n"))
+                      f"  - {{model: \"{TINY}\"}}\nrepeat: 2\nwarmup: 1\nrounds: 2\nseed: 3\n"))
     rc, out, err = run("run", exp, "--output", out_dir)
     if rc == 2 and "oneDNN was not found" in err:
         print("skipped: strata was built without oneDNN")
@@ -92,6 +95,12 @@ with tempfile.TemporaryDirectory() as tmp:
     if rc != 0:
         print(out, err)
         sys.exit(f"strata run failed: exit {rc}")
+    for line in ("[round 2/2] squeezenet batch 1:", f"[round 2/2] {TINY}:"):
+        if line not in err:
+            failures.append(f"no progress line {line!r}")
+    calib = re.findall(r"\[calibrate +(\d+)/(\d+)\]", err)
+    if not calib or calib[-1][0] != calib[-1][1] or int(calib[-1][1]) % 2:
+        failures.append(f"the microbenchmarks were not measured in two whole rounds: {calib[-3:]}")
     for f in ("ops.csv", "models.csv", "cost_params.json", "summary.md"):
         if not os.path.exists(os.path.join(res, f)):
             failures.append(f"{f} missing")
@@ -124,6 +133,11 @@ with tempfile.TemporaryDirectory() as tmp:
         if not errs or abs(statistics.median(errs) - float(r["median_abs_error"])) > 1e-5 or \
                 abs(max(errs) - float(r["worst_abs_error"])) > 1e-5:
             failures.append(f"models.csv {r['model']}: median/worst differ from ops.csv's {errs[:5]}")
+        spreads = [float(o["round_spread"]) for o in ops if o["model"] == r["model"]]
+        if any(x < 0 for x in spreads) or not spreads or \
+                abs(statistics.median(spreads) - float(r["round_spread"])) > 1e-5:
+            failures.append(f"models.csv {r['model']}: round spread {r['round_spread']} is not the median of "
+                            f"ops.csv's non-negative spreads {spreads[:5]}")
         if float(r["whole_measured_ms"]) <= 0 or float(r["whole_predicted_ms"]) <= 0:
             failures.append(f"models.csv {r['model']}: whole-graph times missing")
         if r["target"] != ("1" if r["model"] == "squeezenet batch 1" else "0"):

@@ -31,11 +31,17 @@ with tempfile.TemporaryDirectory() as tmp:
     if rc != 2 or "expected one of cpu, cuda" not in err or os.path.exists(profile):
         failures.append(f"--device tpu: expected exit 2 naming cpu and cuda, no file; got {rc}, {err!r}")
 
-    rc, out, err = run("validate", "profile", "--model", "squeezenet", "--repeat", "3", "--warmup", "1", "-o",
-                       profile)
+    rc, out, err = run("validate", "profile", "--model", "squeezenet", "--rounds", "0", "-o", profile)
+    if rc != 2 or "--rounds" not in err or os.path.exists(profile):
+        failures.append(f"--rounds 0: expected exit 2 naming --rounds, no file; got {rc}, {err!r}")
+
+    rc, out, err = run("validate", "profile", "--model", "squeezenet", "--repeat", "3", "--warmup", "1",
+                       "--rounds", "2", "-o", profile)
     if rc == 2 and "oneDNN was not found" in err:
         print("skipped: strata was built without oneDNN")
         sys.exit(77)
+    if "round 2/2 done" not in err:
+        failures.append(f"validate profile --rounds 2: no second round in {err[-300:]!r}")
     total = re.search(r"sum of node medians: (\S+ \S+)", out)
     if rc != 0 or not total or not os.path.exists(profile):
         failures.append(f"validate profile failed: exit {rc}, stdout {out[:300]!r}, stderr {err[:300]!r}")
