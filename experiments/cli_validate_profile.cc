@@ -120,6 +120,19 @@ void print_profile(const ProfileOptions& o, const models::Graph& g, const valida
                              fmt::join(r.implementations, ", "));
   std::cout << fmt::format("sum of node medians: {} (nodes one after another)\n",
                            units::format_duration(total));
+  if (p.rounds > 1 && !p.ops.empty()) {
+    std::vector<double> spreads;
+    const validate::ProfiledOp* widest = nullptr;
+    for (const auto& op : p.ops) {
+      spreads.push_back(op.round_spread);
+      if (!widest || op.round_spread > widest->round_spread) widest = &op;
+    }
+    std::cout << fmt::format(
+        "{} rounds, each instance's smallest round median kept; its slowest round was a median {:.1f}% "
+        "slower (most: {:.1f}%, {} {})\n",
+        p.rounds, 100 * validate::median(spreads), 100 * widest->round_spread, g.node(widest->node).op->name,
+        g.node(widest->node).name);
+  }
   for (const auto& op : p.ops)
     if (op.timing.backend.backend == validate::CpuBackend::kOneDnn &&
         op.timing.backend.detail.find("ref:") != std::string::npos)

@@ -109,8 +109,9 @@ struct GraphCheckReport {
   double spearman = 0, regret = 0;
   ErrorSummary errors;
   double backtrack_speedup = 0, eqsat_speedup = 0;  // measured original / measured choice
-  // The choice is measured slower than the original beyond the noise: its fastest run is slower than the
-  // original's slowest run (the ranges of the repeats do not overlap).
+  // The choice is measured slower than the original by more than the noise: its median is above the
+  // original's by more than `noise`, the tolerance top-k uses (docs/replay.md §2 says why not the
+  // non-overlap of the repeats' ranges, the rule before 2026-11-28).
   bool backtrack_slower = false, eqsat_slower = false;
 };
 

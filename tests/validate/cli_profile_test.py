@@ -40,8 +40,8 @@ with tempfile.TemporaryDirectory() as tmp:
     if rc == 2 and "oneDNN was not found" in err:
         print("skipped: strata was built without oneDNN")
         sys.exit(77)
-    if "round 2/2 done" not in err:
-        failures.append(f"validate profile --rounds 2: no second round in {err[-300:]!r}")
+    if "round 2/2 done" not in err or not re.search(r"2 rounds, each instance's smallest round median kept", out):
+        failures.append(f"validate profile --rounds 2: no second round in {err[-300:]!r} / {out[-600:]!r}")
     total = re.search(r"sum of node medians: (\S+ \S+)", out)
     if rc != 0 or not total or not os.path.exists(profile):
         failures.append(f"validate profile failed: exit {rc}, stdout {out[:300]!r}, stderr {err[:300]!r}")
