@@ -35,7 +35,7 @@ namespace {
 
 std::string random_suffix() {
   std::random_device rd;
-  return fmt::format("{:08x}", rd());
+  return fmt::format("{:08x}{:08x}", rd(), rd());
 }
 
 enum class LockWait : bool { kNo, kYes };
@@ -234,7 +234,12 @@ ResultsDir::ResultsDir(fs::path destination) : destination_(std::move(destinatio
   for (int attempt = 0; staging_lock_ < 0; ++attempt) {
     if (attempt == 100) throw cannot_create(std::make_error_code(std::errc::resource_unavailable_try_again));
     staging_ = parent / fmt::format(".{}.partial-{}", name, random_suffix());
+    // Registered before it exists: an interrupt right after the folder appears (and before the lock below is
+    // taken) removes it too. Were the name taken, another run's folder would be registered until the reset
+    // below; with 64 random bits in the name that is not a case to plan for.
+    removed_on_interrupt_.emplace(staging_, fmt::format("'{}' was left as it was", destination_.string()));
     if (!fs::create_directory(staging_, ec)) {
+      removed_on_interrupt_.reset();
       if (ec) throw cannot_create(ec);
       continue;  // the name is taken
     }
@@ -250,7 +255,6 @@ ResultsDir::ResultsDir(fs::path destination) : destination_(std::move(destinatio
     }
     // On a file system without flock the folder stays unlocked, and no run can lock it to remove it either.
   }
-  removed_on_interrupt_.emplace(staging_, fmt::format("'{}' was left as it was", destination_.string()));
 }
 
 ResultsDir::~ResultsDir() {
