@@ -295,7 +295,7 @@ v::GraphCheckReport rank_candidates(const Config& c, const ModelEntry& m, const 
 // the rounds of an instance lie apart in time.
 struct ModelMeasurement {
   std::vector<v::CpuProfile> profiles;  // one per round
-  double whole_measured = 0;            // the smallest of the rounds' medians
+  v::RoundExtremes whole;               // the whole graph's round medians
 };
 
 std::vector<ModelMeasurement> measure_models(const Config& c) {
@@ -307,7 +307,7 @@ std::vector<ModelMeasurement> measure_models(const Config& c) {
       auto& mm = out[i];
       mm.profiles.push_back(c.device->profile(m.graph, timing, c.device->profile_device()));
       const double whole = v::measure_whole_graph_seconds(m.graph, timing, *c.device);
-      mm.whole_measured = round == 0 ? whole : std::min(mm.whole_measured, whole);
+      mm.whole.add(whole);
       std::cerr << fmt::format("[round {}/{}] {}: {} distinct operator instances, whole graph {}\n",
                                round + 1, c.rounds, m.label, mm.profiles.back().ops.size(),
                                units::format_duration(whole));
@@ -333,7 +333,7 @@ ModelResult check_model(const Config& c, const ModelEntry& m, const ModelMeasure
     measured_seconds.push_back(o.measured);
   }
   mr.errors = v::error_summary(predicted, measured_seconds);
-  mr.whole_measured = measured.whole_measured;
+  mr.whole_measured = measured.whole.smallest;
   mr.whole_predicted = ss::graph_cost(m.graph, cost);
   std::cerr << fmt::format(
       "[{}] {} distinct operator instances: median |error| {} (rounds apart by {}); whole graph measured {}, "

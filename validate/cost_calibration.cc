@@ -241,7 +241,7 @@ std::vector<CalibrationPoint> measure_suite(const std::vector<Microbenchmark>& s
   const models::NodeId node = 0;
   std::vector<CalibrationPoint> points;
   std::vector<TimingOptions> timing;  // per benchmark, decided in the first round
-  std::vector<double> slowest;        // per benchmark, the largest round median
+  std::vector<RoundExtremes> rounds;  // per benchmark, its rounds' medians
   const std::size_t total = suite.size() * static_cast<std::size_t>(o.rounds);
   for (int round = 0; round < o.rounds; ++round)
     for (std::size_t i = 0; i < suite.size(); ++i) {
@@ -267,14 +267,14 @@ std::vector<CalibrationPoint> measure_suite(const std::vector<Microbenchmark>& s
       if (o.progress) o.progress(static_cast<std::size_t>(round) * suite.size() + i + 1, total, p);
       if (round == 0) {
         points.push_back(std::move(p));
-        slowest.push_back(measured.median_seconds);
-        continue;
+        rounds.emplace_back();
       }
-      points[i].measured = std::min(points[i].measured, measured.median_seconds);
-      slowest[i] = std::max(slowest[i], measured.median_seconds);
+      rounds[i].add(measured.median_seconds);
     }
-  for (std::size_t i = 0; i < points.size(); ++i)
-    points[i].round_spread = points[i].measured > 0 ? slowest[i] / points[i].measured - 1 : 0;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    points[i].measured = rounds[i].smallest;
+    points[i].round_spread = rounds[i].spread();
+  }
   return points;
 }
 

@@ -11,6 +11,7 @@
 
 #include "util/timer.h"
 #include "validate/replay_buffer.h"
+#include "validate/stats.h"
 
 #if STRATA_HAVE_ONEDNN
 #include <oneapi/dnnl/dnnl.hpp>
@@ -425,17 +426,17 @@ CpuProfile least_disturbed(std::span<const CpuProfile> rounds) {
   best.db = {};
   for (std::size_t i = 0; i < best.ops.size(); ++i) {
     auto& op = best.ops[i];
-    double slowest = 0;
+    RoundExtremes extremes;
     for (const auto& round : rounds) {
       const auto& other = round.ops[i];
       if (other.key != op.key)
         throw std::invalid_argument(fmt::format(
             "least_disturbed: instance {} is '{}' in one round, '{}' in another", i, op.key, other.key));
-      slowest = std::max(
-          {slowest, other.timing.median_seconds, other.timing.median_seconds * (1 + other.round_spread)});
+      extremes.add(other.timing.median_seconds);  // a combined round brings its own slowest round along
+      extremes.add(other.timing.median_seconds * (1 + other.round_spread));
       if (other.timing.median_seconds < op.timing.median_seconds) op.timing = other.timing;
     }
-    op.round_spread = op.timing.median_seconds > 0 ? slowest / op.timing.median_seconds - 1 : 0;
+    op.round_spread = extremes.spread();
     best.db.add(op.key, op.timing.median_seconds);
   }
   return best;

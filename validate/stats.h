@@ -2,6 +2,8 @@
 // parallel arrays, one entry per candidate (a program, a placement x program, a collective size).
 #pragma once
 
+#include <algorithm>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -9,6 +11,17 @@ namespace strata::validate {
 
 // The median of `values` (the mean of the two middle ones for an even count); 0 for none.
 double median(std::vector<double> values);
+
+// One measurement taken in several rounds (validate/cpu_replay.h least_disturbed says why): the smallest
+// round median is the one kept, and spread() = slowest / smallest - 1 says how far the rounds lay apart.
+struct RoundExtremes {
+  double smallest = std::numeric_limits<double>::infinity(), slowest = 0;
+  void add(double seconds) {
+    smallest = std::min(smallest, seconds);
+    slowest = std::max(slowest, seconds);
+  }
+  double spread() const { return smallest > 0 && slowest > 0 ? slowest / smallest - 1 : 0; }
+};
 
 // Ranks 1..n of `values`, ascending; tied values share the mean of their ranks (as Spearman's rho needs).
 std::vector<double> average_ranks(std::span<const double> values);

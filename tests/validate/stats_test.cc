@@ -14,6 +14,16 @@ namespace {
 
 using V = std::vector<double>;
 
+TEST(Stats, RoundExtremesKeepTheSmallestAndTheSpread) {
+  RoundExtremes none;
+  EXPECT_DOUBLE_EQ(none.spread(), 0);  // no rounds: no spread
+  RoundExtremes r;
+  for (double s : {5e-3, 3e-3, 4e-3}) r.add(s);
+  EXPECT_DOUBLE_EQ(r.smallest, 3e-3);
+  EXPECT_DOUBLE_EQ(r.slowest, 5e-3);
+  EXPECT_NEAR(r.spread(), 5.0 / 3 - 1, 1e-12);
+}
+
 TEST(Stats, MedianIsTheMiddleValueOrTheMeanOfTheTwoMiddleOnes) {
   EXPECT_EQ(median({5, 1, 3}), 3);        // sorted 1 3 5
   EXPECT_EQ(median({4, 1, 3, 10}), 3.5);  // sorted 1 3 4 10: (3 + 4) / 2
