@@ -29,6 +29,18 @@ struct CacheLevel {
   bool operator==(const CacheLevel&) const = default;
 };
 
+// The smallest tile a device's GEMM-like kernels compute whole, in output channels (n) and reduction depth
+// (k): a grouped convolution runs one implicit GEMM per group, and a group narrower than the tile computes
+// the padding (models::grouped_conv_tile_utilization). GPUs: the smallest CTA tiles of cuDNN/CUTLASS
+// implicit-GEMM kernels, about 32 x 16. CPUs: one vector register of f32 accumulators across output
+// channels (16 with AVX-512, 8 with AVX2), with no padding of the reduction (k = 1): it is a loop of
+// broadcast-FMAs, one input channel at a time.
+struct GemmTile {
+  int n = 32;
+  int k = 16;
+  bool operator==(const GemmTile&) const = default;
+};
+
 struct GpuSpec {
   std::string name;         // catalogue key, e.g. "h100-sxm"
   std::string description;  // e.g. "NVIDIA H100 SXM5 80 GB"
@@ -46,6 +58,7 @@ struct GpuSpec {
   // before. A kernel moves its bytes at the bandwidth of the smallest level they fit in, at hbm_bandwidth
   // when they fit in none (models/cost/cost_model.h). Empty: not modelled (the GPU catalogue entries).
   std::vector<CacheLevel> caches = {};
+  GemmTile gemm_tile = {};  // YAML gpu.gemm_tile: {n, k}; `strata validate host` writes the CPU's
 
   // The bandwidth a kernel moving `bytes` gets: the smallest cache level holding them, else hbm_bandwidth.
   [[nodiscard]] double bandwidth_for(double bytes) const;

@@ -72,7 +72,7 @@ std::vector<CacheLevel> read_caches(const YamlReader& c) {
 
 GpuSpec read_gpu(const YamlReader& r) {
   if (r.is_map())
-    r.expect_map({"model", "hbm_bandwidth", "hbm_capacity", "launch_overhead", "peak", "cache"});
+    r.expect_map({"model", "hbm_bandwidth", "hbm_capacity", "launch_overhead", "peak", "cache", "gemm_tile"});
   const YamlReader model_node = r.is_map() ? r.at("model") : r;
   const std::string name = model_node.as_string();
   const GpuSpec* base = find_gpu(name);
@@ -91,6 +91,13 @@ GpuSpec read_gpu(const YamlReader& r) {
       throw v->error("a kernel launch overhead above 1 s is not a GPU");
   }
   if (auto c = r.maybe("cache")) g.caches = read_caches(*c);
+  if (auto t = r.maybe("gemm_tile")) {
+    // Output channels x reduction depth; 1 means no padding in that dimension. 1024 bounds both well above
+    // any GPU CTA tile or CPU vector.
+    t->expect_map({"n", "k"});
+    if (auto n = t->maybe("n")) g.gemm_tile.n = n->as_int32_in(1, 1024);
+    if (auto k = t->maybe("k")) g.gemm_tile.k = k->as_int32_in(1, 1024);
+  }
   if (auto p = r.maybe("peak")) {
     p->expect_map({"fp64", "fp32", "tf32", "fp16", "bf16", "fp8"});
     if (auto v = p->maybe("fp64")) g.peak_fp64 = v->as_flops();

@@ -209,6 +209,26 @@ TEST(ConfigErrors, GpuCacheLevelsAreReadAndChecked) {
   EXPECT_NE(e.find("gpu.cache[0].capacity"), std::string::npos) << e;
 }
 
+// The GEMM tile grouped convolutions are padded to (hw::GemmTile): the catalogue's GPUs 32 x 16, its
+// host-cpu AVX2's 8 x 1; a system file overrides either dimension, each an integer from 1 to 1024.
+TEST(ConfigErrors, GpuGemmTileIsReadAndChecked) {
+  auto with_tile = [](std::string_view tile) {
+    return replace(kGood, "gpu: h100-sxm\n", fmt::format("gpu: {{model: h100-sxm, gemm_tile: {}}}\n", tile));
+  };
+  EXPECT_EQ(load_system_from_string(kGood, "t.yaml").gpu().gemm_tile, (GemmTile{32, 16}));
+  EXPECT_EQ(find_gpu("host-cpu")->gemm_tile, (GemmTile{8, 1}));
+  EXPECT_EQ(load_system_from_string(with_tile("{n: 16, k: 1}"), "t.yaml").gpu().gemm_tile, (GemmTile{16, 1}));
+  EXPECT_EQ(load_system_from_string(with_tile("{k: 8}"), "t.yaml").gpu().gemm_tile, (GemmTile{32, 8}));
+
+  auto e = error_of(with_tile("{n: 0, k: 1}"));
+  EXPECT_NE(e.find("gpu.gemm_tile.n: expected an integer from 1 to 1024, got '0'"), std::string::npos) << e;
+  e = error_of(with_tile("{n: 16, k: 2.5}"));
+  EXPECT_NE(e.find("gpu.gemm_tile.k: expected an integer from 1 to 1024"), std::string::npos) << e;
+  e = error_of(with_tile("{n: 16, m: 4}"));
+  EXPECT_NE(e.find("gpu.gemm_tile"), std::string::npos) << e;
+  EXPECT_NE(e.find("'m'"), std::string::npos) << e;
+}
+
 }  // namespace strata::hw
 
 namespace strata::hw {

@@ -194,6 +194,15 @@ std::vector<hw::CacheLevel> cache_levels(std::span<const CacheSample> samples,
   return {outer_first.rbegin(), outer_first.rend()};
 }
 
+int f32_lanes_of_isa(std::string_view isa) {
+  // Register widths: AVX-512 512 bit, AVX/AVX2 256, SSE4.1 128 (Intel 64 and IA-32 Architectures Software
+  // Developer's Manual, vol. 1, ch. 10-15); an f32 is 32 bit.
+  if (isa.starts_with("avx512")) return 16;
+  if (isa.starts_with("avx")) return 8;
+  if (isa.starts_with("sse4")) return 4;
+  return 0;
+}
+
 std::string host_system_yaml(const HostBench& b) {
   std::string h;
   h += "# This machine's CPU as one device, measured by `strata validate host` (validate/host_bench.h,\n";
@@ -239,6 +248,12 @@ std::string host_system_yaml(const HostBench& b) {
                      x.bytes_per_second / 1e9);
   h += " GB/s\n";
   h += "# hbm_capacity: physical memory (sysconf); fp64 and the other dtypes stay the catalogue's.\n";
+  if (b.vector.f32_lanes > 0)
+    h += fmt::format(
+        "# gemm_tile: one vector register of f32 accumulators across output channels, no reduction padding\n"
+        "#   (oneDNN's effective ISA {}: {} f32 lanes); grouped convolutions with fewer channels per group\n"
+        "#   compute padding.\n",
+        b.vector.isa, b.vector.f32_lanes);
   std::string peak = fmt::format("fp32: {}", flops_text(b.f32.flops));
   if (b.bf16.supported) peak += fmt::format(", bf16: {}", flops_text(b.bf16.flops));
   std::string gpu =
@@ -246,6 +261,7 @@ std::string host_system_yaml(const HostBench& b) {
                   peak, bandwidth_text(b.stream.triad_bytes_per_second), duration_text(b.overhead_seconds));
   if (b.cpu.memory_bytes >= (1 << 20))
     gpu += fmt::format("  hbm_capacity: {} MiB\n", b.cpu.memory_bytes >> 20);
+  if (b.vector.f32_lanes > 0) gpu += fmt::format("  gemm_tile: {{n: {}, k: 1}}\n", b.vector.f32_lanes);
   if (!b.cache.levels.empty()) {
     gpu += "  cache:\n";
     for (const auto& level : b.cache.levels)
@@ -296,6 +312,13 @@ std::string host_bench_report(const HostBench& b) {
   if (b.cache.levels.empty()) r += "cache level      none faster than memory measured\n";
   r += fmt::format("kernel overhead  {:>10}       (oneDNN {} on 1 element)\n",
                    units::format_duration(b.overhead_seconds), b.overhead_implementation);
+  if (b.vector.f32_lanes > 0)
+    r += fmt::format(
+        "vector ISA       {:>10}       {} f32 lanes (cost model: gpu.gemm_tile {{n: {}, k: 1}})\n",
+        b.vector.isa, b.vector.f32_lanes, b.vector.f32_lanes);
+  else
+    r += fmt::format("vector ISA       {:>10}       not known: gpu.gemm_tile stays the catalogue's\n",
+                     b.vector.isa.empty() ? "?" : b.vector.isa);
   return r;
 }
 
@@ -310,6 +333,35 @@ using Dt = memory::data_type;
 using detail::cpu_stream;
 dnnl::engine& engine() {
   return detail::cpu_engine();
+}
+
+// oneDNN's effective ISA on this CPU by its dnnl_cpu_isa_t name (dnnl_types.h of oneDNN 2.6), "" for a value
+// this build does not know.
+std::string effective_isa_name() {
+  switch (dnnl::get_effective_cpu_isa()) {
+    case dnnl::cpu_isa::sse41:
+      return "sse41";
+    case dnnl::cpu_isa::avx:
+      return "avx";
+    case dnnl::cpu_isa::avx2:
+      return "avx2";
+    case dnnl::cpu_isa::avx2_vnni:
+      return "avx2_vnni";
+    case dnnl::cpu_isa::avx512_mic:
+      return "avx512_mic";
+    case dnnl::cpu_isa::avx512_mic_4ops:
+      return "avx512_mic_4ops";
+    case dnnl::cpu_isa::avx512_core:
+      return "avx512_core";
+    case dnnl::cpu_isa::avx512_core_vnni:
+      return "avx512_core_vnni";
+    case dnnl::cpu_isa::avx512_core_bf16:
+      return "avx512_core_bf16";
+    case dnnl::cpu_isa::avx512_core_amx:
+      return "avx512_core_amx";
+    default:
+      return "";
+  }
 }
 
 // Times `run` (warm-up first), returns the median seconds.
@@ -471,6 +523,8 @@ HostBench run_host_bench(const HostBenchOptions& o) {
   b.options = o;
   b.cpu = read_cpu_info();
   b.onednn = onednn_description();
+  b.vector.isa = effective_isa_name();
+  b.vector.f32_lanes = f32_lanes_of_isa(b.vector.isa);
   const auto runtime = dnnl::version()->cpu_runtime;
   b.threads = runtime == DNNL_RUNTIME_SEQ ? 1 : omp_get_max_threads();
   const std::vector<std::int64_t> sizes =

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "hw/gpu_spec.h"
@@ -103,9 +104,22 @@ std::vector<hw::CacheLevel> cache_levels(std::span<const CacheSample> samples,
                                          std::span<const std::int64_t> bounds,
                                          double memory_bytes_per_second);
 
+// The vector width oneDNN's kernels use on this CPU: its effective ISA (dnnl::get_effective_cpu_isa) and
+// how many f32 lanes one vector register of that ISA holds. A direct or implicit-GEMM convolution keeps one
+// register of f32 accumulators across output channels, so a grouped convolution with fewer channels per
+// group than the lanes computes padding: the device's GEMM tile is {lanes, 1} (hw::GemmTile).
+struct VectorIsa {
+  std::string isa;    // e.g. "avx512_core_bf16"; "" when not known
+  int f32_lanes = 0;  // 16 (AVX-512), 8 (AVX, AVX2), 4 (SSE4.1); 0 when not known
+};
+// f32 lanes per vector register of a oneDNN ISA name (dnnl_cpu_isa_t without its prefix): 0 for a name it
+// does not know.
+int f32_lanes_of_isa(std::string_view isa);
+
 struct HostBench {
   CpuInfo cpu;
   std::string onednn;  // onednn_description()
+  VectorIsa vector;    // oneDNN's effective ISA on this CPU
   int threads = 0;     // OpenMP threads oneDNN and STREAM use (OMP_NUM_THREADS when set)
   PeakResult f32, bf16;
   StreamResult stream;
@@ -122,8 +136,9 @@ HostBench run_host_bench(const HostBenchOptions& options = {});
 
 // A system YAML (configs/validate/host-cpu.yaml's node, GPU model host-cpu) whose `gpu` figures are the
 // measured ones: peak fp32 (and bf16 when supported), hbm_bandwidth = STREAM triad, launch_overhead = the
-// per-primitive overhead, hbm_capacity = physical memory; a comment header says what was measured, how, on
-// which CPU with how many threads. Numbers carry 6 significant digits in a unit that keeps them >= 1.
+// per-primitive overhead, hbm_capacity = physical memory, gemm_tile = {vector f32 lanes, 1} when the ISA is
+// known; a comment header says what was measured, how, on which CPU with how many threads. Numbers carry 6
+// significant digits in a unit that keeps them >= 1.
 std::string host_system_yaml(const HostBench& bench);
 
 // The numbers as a human-readable table (what `strata validate host` prints).

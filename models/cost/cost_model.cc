@@ -79,15 +79,15 @@ bool split_is_view(const Graph& g, const Node& n) {
   return true;
 }
 
-double grouped_conv_tile_utilization(const Graph& g, const Node& n) {
+double grouped_conv_tile_utilization(const Graph& g, const Node& n, const hw::GemmTile& tile) {
   if (n.op->name != "conv2d" || n.inputs.size() < 2) return 1.0;
   const std::int64_t groups = n.attrs.i("groups");
   const auto& w = g.type(n.inputs[1]).shape;  // [O, C/groups, kh, kw]
   if (groups <= 1 || w.size() != 4 || w[1] <= 1) return 1.0;
   const double per_group_n = static_cast<double>(w[0] / groups);
   const double per_group_k = static_cast<double>(w[1] * w[2] * w[3]);
-  auto fill = [](double extent, double tile) { return extent / (std::ceil(extent / tile) * tile); };
-  return fill(per_group_n, kGemmMinTileN) * fill(per_group_k, kGemmMinTileK);
+  auto fill = [](double extent, double width) { return extent / (std::ceil(extent / width) * width); };
+  return fill(per_group_n, tile.n) * fill(per_group_k, tile.k);
 }
 
 OpCost CostModel::node_cost(const Graph& g, const Node& n, const hw::GpuSpec& gpu) const {
@@ -118,7 +118,8 @@ OpCost CostModel::node_cost(const Graph& g, const Node& n, const hw::GpuSpec& gp
   // repeatedly, as are a model's layers on their producers' outputs).
   const double tc_ideal = c.flops / peak, tm_ideal = c.bytes / gpu.bandwidth_for(c.bytes);
   const double tc =
-      c.flops > 0 ? tc_ideal / (eff.compute.at(tc_ideal) * grouped_conv_tile_utilization(g, n)) : 0.0;
+      c.flops > 0 ? tc_ideal / (eff.compute.at(tc_ideal) * grouped_conv_tile_utilization(g, n, gpu.gemm_tile))
+                  : 0.0;
   const double tm = c.bytes > 0 ? tm_ideal / eff.memory.at(tm_ideal) : 0.0;
   c.compute_bound = tc >= tm;
   c.seconds = gpu.launch_overhead + std::max(tc, tm);

@@ -113,12 +113,12 @@ class KernelCost final : public sim::ComputeCost {
 
 // Grouped convolutions (groups > 1, more than one input channel per group) run as one implicit GEMM per
 // group: M = N*Ho*Wo output pixels, N_g = O/groups output channels, K_g = (C/groups)*kh*kw. GEMM kernels
-// compute whole tiles, the smallest being kGemmMinTileN x kGemmMinTileK in (N, K), so a group narrower than
-// a tile wastes the padding: utilization = N_g / roundup(N_g, tile_n) * K_g / roundup(K_g, tile_k), which
-// divides the compute efficiency (docs/models.md, "Grouped convolutions"). Depth-wise convolutions (one
-// input channel per group) have dedicated direct kernels and are not GEMMs: utilization 1. Other nodes: 1.
-inline constexpr double kGemmMinTileN = 32, kGemmMinTileK = 16;
-double grouped_conv_tile_utilization(const Graph& g, const Node& n);
+// compute whole tiles, the smallest being the device's gemm_tile (hw::GemmTile: n x k in (N, K); about
+// 32 x 16 on a GPU, one vector of f32 accumulators by 1 on a CPU), so a group narrower than a tile wastes
+// the padding: utilization = N_g / roundup(N_g, tile.n) * K_g / roundup(K_g, tile.k), which divides the
+// compute efficiency (docs/subst.md, "merge_gconv"). Depth-wise convolutions (one input channel per group)
+// have dedicated direct kernels and are not GEMMs: utilization 1. Other nodes: 1.
+double grouped_conv_tile_utilization(const Graph& g, const Node& n, const hw::GemmTile& tile);
 
 // A split whose parts need no copy: each output is the input pointer plus an offset (as in TASO and
 // torch.split), with the input's strides. Always when the parts are contiguous blocks (every dimension before

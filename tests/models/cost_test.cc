@@ -98,6 +98,27 @@ TEST(CostModel, SmallKernelsAreLessEfficientAndViewsAreFree) {
   EXPECT_NEAR(c.seconds, 4e-6 + tm / saturating(0.85, 2e-6, tm), 1e-15);
 }
 
+// A grouped convolution's compute time is divided by the tile utilization of the device it runs on
+// (hw::GpuSpec::gemm_tile): ResNeXt-50's layer-1 3x3 (128 channels in 32 groups, 56x56, f32) on an
+// A100 with its 32 x 16 tile, and on the same GPU given a CPU's 16 x 1 tile.
+TEST(CostModel, GroupedConvolutionsPayTheDevicesTilePadding) {
+  Graph g;
+  const auto x = g.add_input("x", {{1, 128, 56, 56}, DType::kF32});
+  const auto w = g.add_param("w", {{128, 4, 3, 3}, DType::kF32});
+  g.mark_output(g.add("conv2d", {x, w}, {{"pads", Ints{1, 1, 1, 1}}, {"groups", std::int64_t{32}}}, "c"));
+  hw::GpuSpec wide = a100();
+  wide.gemm_tile = {16, 1};
+  const CostModel gpu_tile(a100(), test_params()), cpu_tile(wide, test_params());
+  const auto c = gpu_tile.node_cost(g, g.node(0));
+  // 2 FLOP x 56·56 pixels x 128 outputs x 4·3·3 inputs per output.
+  EXPECT_DOUBLE_EQ(c.flops, 2.0 * 56 * 56 * 128 * 36);
+  ASSERT_TRUE(c.compute_bound);
+  const double tc = c.flops / kA100Fp32, eff = saturating(0.7, 3e-6, tc);
+  // N_g = 4 of 32, K_g = 36 of 48 under the GPU's tile; 4 of 16 lanes, no K padding under the CPU's.
+  EXPECT_NEAR(c.seconds, 4e-6 + tc / (eff * (4.0 / 32) * (36.0 / 48)), 1e-15);
+  EXPECT_NEAR(cpu_tile.node_cost(g, g.node(0)).seconds, 4e-6 + tc / (eff * (4.0 / 16)), 1e-15);
+}
+
 // The simulator times operator kernels through the cost model (KernelCost as sim::ComputeCost): a graph on
 // one stream takes the sum of its kernels' roofline times, derived here by hand for a matmul and a relu.
 TEST(GraphSim, StepTimeIsTheHandDerivedRooflineSum) {

@@ -282,15 +282,21 @@ TEST(OptimizerXfers, GroupedConvTileUtilizationByHand) {
   const auto w = g.add_param("w", TensorType{{32, 4, 3, 3}});
   g.mark_output(
       g.add("conv2d", {x, w}, {{"pads", models::Ints{1, 1, 1, 1}}, {"groups", std::int64_t{8}}}, "c"));
-  // 4/32 of the 32-wide N tile, 36/48 of three 16-deep K tiles.
-  EXPECT_DOUBLE_EQ(models::grouped_conv_tile_utilization(g, g.node(0)), (4.0 / 32) * (36.0 / 48));
+  // A GPU's tile (the default, 32 x 16): 4/32 of the 32-wide N tile, 36/48 of three 16-deep K tiles.
+  EXPECT_DOUBLE_EQ(models::grouped_conv_tile_utilization(g, g.node(0), hw::GemmTile{}),
+                   (4.0 / 32) * (36.0 / 48));
+  // An AVX-512 CPU's (16 f32 accumulators, no K padding): 4 of 16 lanes. AVX2's (8 x 1): 4 of 8.
+  EXPECT_DOUBLE_EQ(models::grouped_conv_tile_utilization(g, g.node(0), hw::GemmTile{16, 1}), 4.0 / 16);
+  EXPECT_DOUBLE_EQ(models::grouped_conv_tile_utilization(g, g.node(0), hw::GemmTile{8, 1}), 4.0 / 8);
+  // A K tile of 5: 36 of 40.
+  EXPECT_DOUBLE_EQ(models::grouped_conv_tile_utilization(g, g.node(0), hw::GemmTile{4, 5}), 36.0 / 40);
   // Depth-wise (one input channel per group) is a direct kernel, not a GEMM.
   Graph d("dw");
   const auto xd = d.add_input("x", TensorType{{1, 32, 8, 8}});
   const auto wd = d.add_param("w", TensorType{{32, 1, 3, 3}});
   d.mark_output(
       d.add("conv2d", {xd, wd}, {{"pads", models::Ints{1, 1, 1, 1}}, {"groups", std::int64_t{32}}}));
-  EXPECT_DOUBLE_EQ(models::grouped_conv_tile_utilization(d, d.node(0)), 1.0);
+  EXPECT_DOUBLE_EQ(models::grouped_conv_tile_utilization(d, d.node(0), hw::GemmTile{}), 1.0);
 }
 
 TEST(OptimizerXfers, MergesGroupsToFillTilesAndKeepsFunction) {

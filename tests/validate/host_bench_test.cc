@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -114,6 +115,17 @@ TEST(HostBench, MeasuredFiguresArePlausibleAndTheirYamlLoads) {
     EXPECT_NE(cpuinfo().find("model name\t: " + b.cpu.model), std::string::npos);
   }
 
+  // The vector width: /proc/cpuinfo's flags say which registers the CPU has; oneDNN uses the widest unless
+  // ONEDNN_MAX_CPU_ISA (DNNL_MAX_CPU_ISA) limits it.
+  const auto flags = cpuinfo();
+  if (!std::getenv("ONEDNN_MAX_CPU_ISA") && !std::getenv("DNNL_MAX_CPU_ISA")) {
+    if (flags.find(" avx512f") != std::string::npos) {
+      EXPECT_EQ(b.vector.f32_lanes, 16) << b.vector.isa;
+    } else if (flags.find(" avx2") != std::string::npos) {
+      EXPECT_EQ(b.vector.f32_lanes, 8) << b.vector.isa;
+    }
+  }
+
   const auto path = write_temp("strata_host_bench_measured.yaml", host_system_yaml(b));
   const auto topo = hw::load_system(path.string());
   std::filesystem::remove(path);
@@ -122,6 +134,22 @@ TEST(HostBench, MeasuredFiguresArePlausibleAndTheirYamlLoads) {
   EXPECT_NEAR(topo.gpu().hbm_bandwidth, b.stream.triad_bytes_per_second,
               1e-5 * b.stream.triad_bytes_per_second);
   EXPECT_NEAR(topo.gpu().launch_overhead, b.overhead_seconds, 1e-5 * b.overhead_seconds);
+  if (b.vector.f32_lanes > 0) {
+    EXPECT_EQ(topo.gpu().gemm_tile, (hw::GemmTile{b.vector.f32_lanes, 1}));
+  }
+}
+
+// Register widths from the instruction set manuals: 512, 256 and 128 bit hold 16, 8 and 4 f32.
+TEST(HostBench, F32LanesOfOneDnnIsaNames) {
+  EXPECT_EQ(f32_lanes_of_isa("avx512_core"), 16);
+  EXPECT_EQ(f32_lanes_of_isa("avx512_core_bf16"), 16);
+  EXPECT_EQ(f32_lanes_of_isa("avx512_core_amx"), 16);
+  EXPECT_EQ(f32_lanes_of_isa("avx2"), 8);
+  EXPECT_EQ(f32_lanes_of_isa("avx2_vnni"), 8);
+  EXPECT_EQ(f32_lanes_of_isa("avx"), 8);
+  EXPECT_EQ(f32_lanes_of_isa("sse41"), 4);
+  EXPECT_EQ(f32_lanes_of_isa(""), 0);
+  EXPECT_EQ(f32_lanes_of_isa("sve_512"), 0);  // not an x86 name this build knows
 }
 
 TEST(HostBench, YamlRoundTripsThroughLoadSystem) {
@@ -132,6 +160,7 @@ TEST(HostBench, YamlRoundTripsThroughLoadSystem) {
   b.cpu.memory_bytes = std::int64_t{24} << 30;
   b.threads = 3;
   b.onednn = "oneDNN 9.9.9 (OpenMP threading)";
+  b.vector = {"avx512_core", 16};
   b.f32 = {true, "brg:avx512_core", "", {{1024, 0.02, 107.3741824e9}}, 123.456789e9};
   b.bf16 = {true, "brg:avx512_core_bf16", "", {}, 1.23456789e12};
   b.stream = {16 << 20, 0.01, 0.015, 26.8435456e9, 26.8435456e9};
@@ -160,6 +189,9 @@ TEST(HostBench, YamlRoundTripsThroughLoadSystem) {
   EXPECT_EQ(g.caches[1], (hw::CacheLevel{3.0 * (1 << 20), 90.1235e9}));
   // fp64 stays the catalogue's.
   EXPECT_DOUBLE_EQ(g.peak_fp64, hw::find_gpu("host-cpu")->peak_fp64);
+  // One AVX-512 register of f32 accumulators, no reduction padding; said in the header.
+  EXPECT_EQ(g.gemm_tile, (hw::GemmTile{16, 1}));
+  EXPECT_NE(text.find("effective ISA avx512_core: 16 f32 lanes"), std::string::npos) << text;
 
   // bf16 not supported: left out, so the catalogue's (none: the fp32 rate) applies.
   b.cache = {};  // no cache level measured: none written, none modelled
@@ -171,6 +203,13 @@ TEST(HostBench, YamlRoundTripsThroughLoadSystem) {
   EXPECT_DOUBLE_EQ(topo.gpu().peak_bf16, hw::find_gpu("host-cpu")->peak_bf16);
   EXPECT_DOUBLE_EQ(topo.gpu().peak_flops(hw::DType::kBf16), 123.457e9);
   EXPECT_TRUE(topo.gpu().caches.empty());
+
+  // An ISA this build does not know: no gemm_tile written, the catalogue's host-cpu tile applies.
+  b.vector = {"", 0};
+  std::ofstream(path) << host_system_yaml(b);
+  topo = hw::load_system(path.string());
+  std::filesystem::remove(path);
+  EXPECT_EQ(topo.gpu().gemm_tile, hw::find_gpu("host-cpu")->gemm_tile);
 }
 
 // cache_levels on curves made by hand. The curve of this machine's Zen 4 vCPUs with oneDNN's add (measured
