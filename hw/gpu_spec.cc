@@ -138,23 +138,10 @@ const std::array<GpuSpec, 10> kCatalog{{
     // FP64 and 32 FP32 FLOP per cycle, at an assumed 2.5 GHz; ~10 GB/s is one core's typical STREAM
     // bandwidth; the 256-bit vectors hold 8 FP32 accumulators (GemmTile). The collectives validate
     // measures use none of these figures.
-    {"host-cpu",
-     "One host CPU core (an MPI rank of an emulated cluster)",
-     GpuArch::kHostCpu,
-     40e9,
-     80e9,
-     0,
-     0,
-     0,
-     0,
-     10 * kGB,
-     4 * kGB,
-     0,
-     0,
-     "",
-     "pcie4",
-     {},
-     GemmTile{8, 1}},
+    // clang-format off
+    {"host-cpu", "One host CPU core (an MPI rank of an emulated cluster)", GpuArch::kHostCpu, 40e9, 80e9, 0,
+     0, 0, 0, 10 * kGB, 4 * kGB, 0, 0, "", "pcie4", {}, GemmTile{8, 1}},
+    // clang-format on
 }};
 }  // namespace
 

@@ -248,12 +248,12 @@ std::string host_system_yaml(const HostBench& b) {
                      x.bytes_per_second / 1e9);
   h += " GB/s\n";
   h += "# hbm_capacity: physical memory (sysconf); fp64 and the other dtypes stay the catalogue's.\n";
-  if (b.vector.f32_lanes > 0)
+  if (b.vector.f32_lanes() > 0)
     h += fmt::format(
         "# gemm_tile: one vector register of f32 accumulators across output channels, no reduction padding\n"
         "#   (oneDNN's effective ISA {}: {} f32 lanes); grouped convolutions with fewer channels per group\n"
         "#   compute padding.\n",
-        b.vector.isa, b.vector.f32_lanes);
+        b.vector.isa, b.vector.f32_lanes());
   std::string peak = fmt::format("fp32: {}", flops_text(b.f32.flops));
   if (b.bf16.supported) peak += fmt::format(", bf16: {}", flops_text(b.bf16.flops));
   std::string gpu =
@@ -261,7 +261,7 @@ std::string host_system_yaml(const HostBench& b) {
                   peak, bandwidth_text(b.stream.triad_bytes_per_second), duration_text(b.overhead_seconds));
   if (b.cpu.memory_bytes >= (1 << 20))
     gpu += fmt::format("  hbm_capacity: {} MiB\n", b.cpu.memory_bytes >> 20);
-  if (b.vector.f32_lanes > 0) gpu += fmt::format("  gemm_tile: {{n: {}, k: 1}}\n", b.vector.f32_lanes);
+  if (b.vector.f32_lanes() > 0) gpu += fmt::format("  gemm_tile: {{n: {}, k: 1}}\n", b.vector.f32_lanes());
   if (!b.cache.levels.empty()) {
     gpu += "  cache:\n";
     for (const auto& level : b.cache.levels)
@@ -312,10 +312,10 @@ std::string host_bench_report(const HostBench& b) {
   if (b.cache.levels.empty()) r += "cache level      none faster than memory measured\n";
   r += fmt::format("kernel overhead  {:>10}       (oneDNN {} on 1 element)\n",
                    units::format_duration(b.overhead_seconds), b.overhead_implementation);
-  if (b.vector.f32_lanes > 0)
+  if (b.vector.f32_lanes() > 0)
     r += fmt::format(
         "vector ISA       {:>10}       {} f32 lanes (cost model: gpu.gemm_tile {{n: {}, k: 1}})\n",
-        b.vector.isa, b.vector.f32_lanes, b.vector.f32_lanes);
+        b.vector.isa, b.vector.f32_lanes(), b.vector.f32_lanes());
   else
     r += fmt::format("vector ISA       {:>10}       not known: gpu.gemm_tile stays the catalogue's\n",
                      b.vector.isa.empty() ? "?" : b.vector.isa);
@@ -524,7 +524,6 @@ HostBench run_host_bench(const HostBenchOptions& o) {
   b.cpu = read_cpu_info();
   b.onednn = onednn_description();
   b.vector.isa = effective_isa_name();
-  b.vector.f32_lanes = f32_lanes_of_isa(b.vector.isa);
   const auto runtime = dnnl::version()->cpu_runtime;
   b.threads = runtime == DNNL_RUNTIME_SEQ ? 1 : omp_get_max_threads();
   const std::vector<std::int64_t> sizes =

@@ -104,17 +104,18 @@ std::vector<hw::CacheLevel> cache_levels(std::span<const CacheSample> samples,
                                          std::span<const std::int64_t> bounds,
                                          double memory_bytes_per_second);
 
-// The vector width oneDNN's kernels use on this CPU: its effective ISA (dnnl::get_effective_cpu_isa) and
-// how many f32 lanes one vector register of that ISA holds. A direct or implicit-GEMM convolution keeps one
-// register of f32 accumulators across output channels, so a grouped convolution with fewer channels per
-// group than the lanes computes padding: the device's GEMM tile is {lanes, 1} (hw::GemmTile).
-struct VectorIsa {
-  std::string isa;    // e.g. "avx512_core_bf16"; "" when not known
-  int f32_lanes = 0;  // 16 (AVX-512), 8 (AVX, AVX2), 4 (SSE4.1); 0 when not known
-};
-// f32 lanes per vector register of a oneDNN ISA name (dnnl_cpu_isa_t without its prefix): 0 for a name it
-// does not know.
+// f32 lanes per vector register of a oneDNN ISA name (dnnl_cpu_isa_t without its prefix): 16 (AVX-512), 8
+// (AVX, AVX2), 4 (SSE4.1); 0 for a name it does not know.
 int f32_lanes_of_isa(std::string_view isa);
+
+// The vector width oneDNN's kernels use on this CPU: its effective ISA (dnnl::get_effective_cpu_isa). A
+// direct or implicit-GEMM convolution keeps one register of f32 accumulators across output channels, so a
+// grouped convolution with fewer channels per group than the lanes computes padding: the device's GEMM tile
+// is {f32_lanes(), 1} (hw::GemmTile).
+struct VectorIsa {
+  std::string isa;  // e.g. "avx512_core_bf16"; "" when not known
+  int f32_lanes() const { return f32_lanes_of_isa(isa); }
+};
 
 struct HostBench {
   CpuInfo cpu;
