@@ -78,6 +78,7 @@ struct OptimizeCli {
   std::string model, hw, rules, output, cost_params;
   double alpha = 1.05;
   int budget = 1000;
+  double min_gain_percent = 100 * ss::kDefaultMinGain;
   std::int64_t batch = 0, seq = 0;
   std::uint64_t seed = 1;
   bool check = true;
@@ -88,8 +89,8 @@ struct OptimizeCli {
 void run_optimize(const OptimizeCli& o) {
   for (const auto& path : {o.output, o.listing})  // a bad output path is refused before the search runs
     if (!path.empty()) util::check_output_path(path);
-  auto setup = experiments::prepare_optimize(
-      {o.model, o.hw, o.rules, o.cost_params, o.xfers, o.alpha, o.budget, o.batch, o.seq});
+  auto setup = experiments::prepare_optimize({o.model, o.hw, o.rules, o.cost_params, o.xfers, o.alpha,
+                                              o.budget, o.batch, o.seq, o.min_gain_percent});
   const auto& topo = setup.topo;
   const auto& g = setup.graph;
   const auto& rules = setup.rules;
@@ -107,6 +108,8 @@ void run_optimize(const OptimizeCli& o) {
   fmt::print("predicted time after:  {:.4f} ms ({:.2f}x), {} -> {} nodes\n", res.cost_after * 1e3,
              res.cost_after > 0 ? res.cost_before / res.cost_after : 0.0, g.nodes().size(),
              res.graph.nodes().size());
+  if (res.declined_cost)
+    fmt::print("{}\n", ss::declined_note(res.cost_before, res.declined_cost, opt.min_gain));
   fmt::print("search: {} graphs explored, {} generated, {:.2f} s\n", res.explored, res.generated,
              res.seconds);
   fmt::print("substitutions applied ({}):\n", res.applied.size());
@@ -170,6 +173,9 @@ void add_optimize_commands(CLI::App& app) {
       "TASO's 133 shipped rules that `strata subst verify` proves");
   add_real_option(*opt, "--alpha", p->alpha, 1.0, 10.0, "relaxation: keep graphs cheaper than alpha * best");
   add_int_option(*opt, "--budget", p->budget, {1, 100000000}, "graphs taken from the priority queue");
+  add_real_option(*opt, "--min-gain", p->min_gain_percent, 0, 100,
+                  "percent of the input's predicted time the best graph must save to be returned instead of "
+                  "the input (both optimizers; 0: any cheaper graph, as TASO; docs/subst.md)");
   add_int_option(*opt, "--batch", p->batch, {0, kMaxModelDim}, "batch size (zoo models; 0: model default)",
                  false);
   add_int_option(*opt, "--seq", p->seq, {0, kMaxModelDim},

@@ -18,7 +18,7 @@ namespace {
 namespace ss = search::subst;
 namespace ex = experiments;
 
-void print_eqsat(const ss::EqsatResult& r) {
+void print_eqsat(const ss::EqsatResult& r, double min_gain) {
   fmt::print(
       "equality saturation: {} iterations, stopped by {}; e-graph {} e-nodes, {} e-classes; {:.2f} s\n",
       r.iterations.size(), ss::stop_reason_name(r.stop), r.nodes, r.classes, r.saturation_seconds);
@@ -34,6 +34,7 @@ void print_eqsat(const ss::EqsatResult& r) {
   fmt::print("predicted time before: {:.4f} ms\n", r.cost_before * 1e3);
   fmt::print("predicted time after:  {:.4f} ms ({:.2f}x), {} nodes\n", r.cost_after * 1e3,
              r.cost_after > 0 ? r.cost_before / r.cost_after : 0.0, r.graph.nodes().size());
+  if (r.declined_cost) fmt::print("{}\n", ss::declined_note(r.cost_before, r.declined_cost, min_gain));
   fmt::print("rules that changed the e-graph ({}):", r.rule_applications.size());
   for (const auto& [name, n] : r.rule_applications) fmt::print(" {}x{}", name, n);
   fmt::print("\n");
@@ -63,14 +64,17 @@ void run_eqsat_optimize(const EqsatCli& o, const models::Graph& g, std::span<con
                         const models::CostModel& cost, const ss::OptimizerOptions& backtrack,
                         const std::string& output, bool check, std::uint64_t seed) {
   ss::EqsatOptions eo = o.options;
+  eo.min_gain = backtrack.min_gain;  // one --min-gain for both optimizers
   eo.extraction = o.extraction == "greedy" ? ss::Extraction::kGreedy : ss::Extraction::kIlp;
   eo.progress = [](std::string_view line) { fmt::print(stderr, "{}\n", line); };
   const auto er = ss::eqsat_optimize(g, rules, cost, eo);
-  print_eqsat(er);
+  print_eqsat(er, eo.min_gain);
   models::Graph best = er.graph;
   std::string best_name = "eqsat";
   if (o.optimizer == "both") {
     const auto br = ss::optimize(g, rules, cost, backtrack);
+    if (br.declined_cost)
+      fmt::print("backtrack: {}\n", ss::declined_note(br.cost_before, br.declined_cost, backtrack.min_gain));
     const auto b = ex::outcome_of(g, br, backtrack);
     const auto e = ex::outcome_of(g, er);
     fmt::print("\n{:<11} {:>12} {:>12} {:>8} {:>10} {:>7}  {}\n", "optimizer", "before (ms)", "after (ms)",

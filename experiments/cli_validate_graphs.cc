@@ -28,6 +28,7 @@ struct GraphsOptions : ReplayModelOptions {
   std::int64_t seed = 1;
   int sample = 5, path_steps = 16, repeat = 3, node_repeat = 10, warmup = 2, budget = 1000;
   double alpha = 1.05, tolerance = 1e-3;
+  double min_gain_percent = 100 * ss::kDefaultMinGain;
 };
 
 std::string csv_field(const std::string& s) {
@@ -96,6 +97,7 @@ void run_graphs(const GraphsOptions& o) {
   validate::CandidateOptions co;
   co.backtrack.alpha = o.alpha;
   co.backtrack.budget = o.budget;
+  co.backtrack.min_gain = co.eqsat.min_gain = o.min_gain_percent / 100;
   co.backtrack.xfers = ss::make_xfers({});
   co.sample = o.sample;
   co.max_path_steps = o.path_steps;
@@ -104,6 +106,7 @@ void run_graphs(const GraphsOptions& o) {
                            g.nodes().size(), rules.size(), topo.gpu().name, device.name,
                            device.description());
   const auto set = validate::optimizer_candidates(g, rules, cost, co);
+  for (const auto& line : set.declined) std::cerr << line << "\n";
   validate::CandidateCheckOptions check;
   check.timing = {.warmup = o.warmup, .repeat = o.node_repeat, .seed = 0};
   check.repeat = o.repeat;
@@ -140,6 +143,10 @@ void add_validate_graphs_command(CLI::App& validate) {
   cmd->add_option("--rules", o->rules, "Rule file (default: configs/subst/taso_shipped_verified.rules)");
   add_real_option(*cmd, "--alpha", o->alpha, 1.0, 10.0, "Backtracking search: relaxation");
   add_int_option(*cmd, "--budget", o->budget, {1, 100000000}, "Backtracking search: graphs expanded");
+  add_real_option(
+      *cmd, "--min-gain", o->min_gain_percent, 0, 100,
+      "Both optimizers: percent of the original's predicted time their best graph must save to be "
+      "chosen over the original (0: any cheaper graph)");
   add_int_option(*cmd, "--sample", o->sample, {0, 100000}, "Graphs one rewrite away from the original");
   add_int_option(*cmd, "--path-steps", o->path_steps, {0, 100000},
                  "Intermediate graphs of the backtracking path measured, evenly spaced (0: all)");

@@ -59,6 +59,7 @@ struct ModelEntry {
 
 struct GraphsConfig {
   int sample = 5, path_steps = 16, repeat = 3, node_repeat = 10, warmup = 2;
+  double min_gain = ss::kDefaultMinGain;  // both optimizers (search/subst/min_gain.h); YAML in percent
   std::string rules_path;
   std::vector<ss::Rule> rules;
 };
@@ -202,13 +203,18 @@ ModelEntry parse_model(const YamlReader& m) {
 }
 
 GraphsConfig parse_graphs(const ExperimentFile& file, const YamlReader& g) {
-  g.expect_map({"sample", "path_steps", "repeat", "node_repeat", "warmup", "rules"});
+  g.expect_map({"sample", "path_steps", "repeat", "node_repeat", "warmup", "min_gain", "rules"});
   GraphsConfig out;
   if (auto s = g.maybe("sample")) out.sample = s->as_int32_in(0, 100000);
   if (auto s = g.maybe("path_steps")) out.path_steps = s->as_int32_in(0, 100000);
   if (auto s = g.maybe("repeat")) out.repeat = s->as_int32_in(1, 1000);
   if (auto s = g.maybe("node_repeat")) out.node_repeat = s->as_int32_in(1, 100000);
   if (auto s = g.maybe("warmup")) out.warmup = s->as_int32_in(0, 100000);
+  if (auto s = g.maybe("min_gain")) {
+    const double percent = s->as_double();
+    if (!(percent >= 0 && percent <= 100)) throw s->error("expected a percentage in 0..100");
+    out.min_gain = percent / 100;
+  }
   const auto field = g.maybe("rules");
   out.rules_path =
       field ? file.resolve_path(*field) : util::find_data_file(experiments::kDefaultRules).string();
@@ -276,9 +282,11 @@ v::GraphCheckReport rank_candidates(const Config& c, const ModelEntry& m, const 
   co.backtrack.xfers = ss::make_xfers({});
   co.sample = gc.sample;
   co.max_path_steps = gc.path_steps;
+  co.backtrack.min_gain = co.eqsat.min_gain = gc.min_gain;
   co.seed = c.seed;
   const auto set = v::optimizer_candidates(m.graph, gc.rules, cost, co);
   std::cerr << fmt::format("[{}] {} candidates\n", m.label, set.candidates.size());
+  for (const auto& line : set.declined) std::cerr << fmt::format("[{}] {}\n", m.label, line);
   v::CandidateCheckOptions check;
   check.timing = {.warmup = gc.warmup, .repeat = gc.node_repeat, .seed = c.seed};
   check.repeat = gc.repeat;

@@ -26,6 +26,10 @@ OptimizeSetup prepare_optimize(const OptimizeQuery& q) {
     throw util::InputError(fmt::format("--alpha: expected a number in {}..{}, got '{}'", 1.0, 10.0, q.alpha));
   opt.alpha = q.alpha;
   opt.budget = static_cast<int>(check_int(q.budget, {1, 100000000}, "--budget"));
+  if (!(q.min_gain_percent >= 0 && q.min_gain_percent <= 100))
+    throw util::InputError(
+        fmt::format("--min-gain: expected a number in {}..{}, got '{}'", 0, 100, q.min_gain_percent));
+  opt.min_gain = q.min_gain_percent / 100;
   auto topo = hw::load_system(q.hw);
   models::zoo::ModelRefOptions model_options;
   model_options.batch = check_int(q.batch, {0, kMaxModelDim}, "--batch");

@@ -27,6 +27,9 @@ struct OptimizeQuery {
   double alpha = 1.05;
   int budget = 1000;
   std::int64_t batch = 0, seq = 0;  // 0: the model's default
+  // Both optimizers return the input unless their best graph is predicted this much faster, in percent of the
+  // input's predicted time (search/subst/min_gain.h).
+  double min_gain_percent = 100 * search::subst::kDefaultMinGain;
 };
 
 struct OptimizeSetup {

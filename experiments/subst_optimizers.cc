@@ -170,7 +170,7 @@ sbs::Paper parse_paper(const YamlReader& node) {
 
 SubstExperiment parse(const ExperimentFile& file) {
   file.expect_keys(
-      {"hw", "rules", "exclude_rules", "models", "backtrack", "eqsat", "seed", "check", "paper"});
+      {"hw", "rules", "exclude_rules", "models", "min_gain", "backtrack", "eqsat", "seed", "check", "paper"});
   const YamlReader& root = file.root();
   SubstExperiment x;
   x.name = file.name();
@@ -186,6 +186,11 @@ SubstExperiment parse(const ExperimentFile& file) {
     throw root.at("rules").error(fmt::format("in the rule file it names: {}", e.what()));
   }
   x.models = parse_models(root.at("models"));
+  if (auto g = root.maybe("min_gain")) {  // percent, both optimizers (search/subst/min_gain.h)
+    const double percent = g->as_double();
+    if (!(percent >= 0 && percent <= 100)) throw g->error("expected a percentage in 0..100");
+    x.backtrack.min_gain = x.eqsat.min_gain = percent / 100;
+  }
   if (auto b = root.maybe("backtrack")) parse_backtrack(*b, x);
   if (auto e = root.maybe("eqsat")) parse_eqsat(*e, x.eqsat);
   if (auto s = root.maybe("seed")) {

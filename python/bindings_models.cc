@@ -129,6 +129,8 @@ py::dict optimize(const experiments::OptimizeQuery& q, bool check, std::uint64_t
   d["cost_before_seconds"] = res.cost_before;
   d["cost_after_seconds"] = res.cost_after;
   d["speedup"] = res.cost_after > 0 ? res.cost_before / res.cost_after : 0.0;
+  // The best graph found when it saved less than the minimum gain and the input was returned; else None.
+  d["declined_cost_seconds"] = res.declined_cost ? py::cast(*res.declined_cost) : py::none();
   d["explored"] = res.explored;
   d["generated"] = res.generated;
   d["search_seconds"] = res.seconds;
@@ -189,14 +191,15 @@ void add_model_functions(py::module_& m) {
       "optimize",
       [](std::string model, std::string hw, std::string rules, double alpha, int budget, std::int64_t batch,
          std::int64_t seq, std::string xfers, std::string cost_params, bool check, std::uint64_t seed,
-         std::string output, std::string listing) {
-        return optimize({model, hw, rules, cost_params, xfers, alpha, budget, batch, seq}, check, seed,
-                        output, listing);
+         std::string output, std::string listing, double min_gain_percent) {
+        return optimize({model, hw, rules, cost_params, xfers, alpha, budget, batch, seq, min_gain_percent},
+                        check, seed, output, listing);
       },
       py::arg("model"), py::arg("hw"), py::arg("rules") = "", py::arg("alpha") = 1.05,
       py::arg("budget") = 1000, py::arg("batch") = 0, py::arg("seq") = 0, py::arg("xfers") = "all",
       py::arg("cost_params") = "", py::arg("check") = true, py::arg("seed") = 1, py::arg("output") = "",
-      py::arg("listing") = "", "Cost-based backtracking search over substitution rules (strata optimize)");
+      py::arg("listing") = "", py::arg("min_gain_percent") = 100 * search::subst::kDefaultMinGain,
+      "Cost-based backtracking search over substitution rules (strata optimize)");
 }
 
 void add_parallel_functions(py::module_& m) {

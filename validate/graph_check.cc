@@ -17,7 +17,6 @@ namespace ss = search::subst;
 
 namespace {
 
-// Adds `c` unless a structurally equal graph is there already; then the names are joined.
 // Adds `c` unless a structurally equal graph is there already (then the names are joined); its index.
 std::size_t add_candidate(std::vector<GraphCandidate>& out,
                           std::unordered_map<std::uint64_t, std::size_t>& seen, GraphCandidate c) {
@@ -111,6 +110,9 @@ CandidateSet optimizer_candidates(const models::Graph& input, std::span<const ss
                   {fmt::format("backtrack step {}/{}", i + 1, steps),
                    describe(std::span(br.applied).first(i + 1)), br.path_graphs[i]});
   set.backtrack = add_candidate(out, seen, {"backtrack", describe(br.applied), br.graph});
+  if (br.declined_cost)
+    set.declined.push_back("backtrack: " +
+                           ss::declined_note(br.cost_before, br.declined_cost, bopt.min_gain));
 
   const auto er = ss::eqsat_optimize(g, rules, cost, options.eqsat);
   std::vector<std::string> unions;
@@ -121,6 +123,9 @@ CandidateSet optimizer_candidates(const models::Graph& input, std::span<const ss
        fmt::format("equality saturation ({}), {} extraction; unions: {}", ss::stop_reason_name(er.stop),
                    ss::extraction_name(er.extraction), fmt::join(unions, " ")),
        er.graph});
+  if (er.declined_cost)
+    set.declined.push_back("eqsat: " +
+                           ss::declined_note(er.cost_before, er.declined_cost, options.eqsat.min_gain));
 
   auto sites = rewrite_sites(g, rules, cost, options.backtrack);
   std::mt19937_64 rng(options.seed);

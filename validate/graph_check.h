@@ -52,6 +52,9 @@ struct CandidateOptions {
 struct CandidateSet {
   std::vector<GraphCandidate> candidates;  // the original first
   std::size_t backtrack = 0, eqsat = 0;    // the optimizers' results (the same index when they are equal)
+  // One line per optimizer that returned the original because its best graph saved less than its min_gain
+  // ("eqsat: best graph found ...", search/subst/min_gain.h).
+  std::vector<std::string> declined;
 };
 CandidateSet optimizer_candidates(const models::Graph& g, std::span<const search::subst::Rule> rules,
                                   const models::CostModel& cost, const CandidateOptions& options);

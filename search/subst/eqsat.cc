@@ -182,6 +182,10 @@ EqsatResult eqsat_optimize(const models::Graph& input, std::span<const Rule> rul
     res.graph = g0;
     res.cost_after = res.cost_before;
     res.extraction_note += "; extracted graph not cheaper, input kept";
+  } else if (!worth_rewriting(res.cost_before, res.cost_after, options.min_gain)) {
+    if (res.cost_after < res.cost_before) res.declined_cost = res.cost_after;
+    res.graph = g0;
+    res.cost_after = res.cost_before;
   }
   res.extraction_seconds = t_ex.seconds();
   res.seconds = watch.seconds();

@@ -18,6 +18,7 @@
 #include "models/cost/cost_model.h"
 #include "models/ir/graph.h"
 #include "search/subst/egraph.h"
+#include "search/subst/min_gain.h"
 #include "search/subst/rule.h"
 
 namespace strata::search::subst {
@@ -38,6 +39,9 @@ struct EqsatOptions {
   int multi_iterations = 2;
   Extraction extraction = Extraction::kIlp;
   double ilp_time_limit_s = 1;  // Z3 time; past it the best acyclic choice found (or greedy) is used
+  // The input is returned unless the extracted graph saves at least this fraction of its predicted time
+  // (search/subst/min_gain.h).
+  double min_gain = kDefaultMinGain;
   std::function<void(std::string_view)> progress;
 };
 
@@ -99,6 +103,9 @@ struct EqsatResult {
   Extraction extraction = Extraction::kGreedy;                 // the one whose result was used
   std::string extraction_note;
   double extraction_cost = 0;  // the extractor's own estimate (seconds)
+  // Set when the extracted graph (predicted this many seconds) saved less than EqsatOptions::min_gain:
+  // `graph` is then the input and cost_after == cost_before.
+  std::optional<double> declined_cost;
   double saturation_seconds = 0, extraction_seconds = 0, seconds = 0;
 };
 

@@ -136,7 +136,7 @@ class Search {
  public:
   Search(const Graph& input, std::span<const Rule> rules, const models::CostModel& cost,
          const OptimizerOptions& options)
-      : rules_(rules), cost_(cost), options_(options), res_{input, 0, 0, {}, {}, 0, 0, 0} {
+      : rules_(rules), cost_(cost), options_(options) {
     Graph start_graph = remove_dead_nodes(input);
     const double c0 = graph_cost(start_graph, cost);
     res_.cost_before = res_.cost_after = c0;
@@ -178,6 +178,10 @@ class Search {
       if (options_.progress && res_.explored % 50 == 0)
         options_.progress(fmt::format("optimize: {} graphs explored, {} candidates, best {:.4f} ms",
                                       res_.explored, res_.generated, states_[best_].cost * 1e3));
+    }
+    if (best_ != 0 && !worth_rewriting(res_.cost_before, states_[best_].cost, options_.min_gain)) {
+      res_.declined_cost = states_[best_].cost;
+      best_ = 0;  // the input; cost_after stays cost_before
     }
     res_.graph = states_[best_].graph;
     res_.cost_after = states_[best_].cost;
@@ -249,8 +253,9 @@ class Search {
     --states_[state].waiting;
     release_if_unused(state);
   }
+  // The input (state 0) is kept: it is returned when the best graph saves less than min_gain.
   void release_if_unused(std::size_t state) {
-    if (states_[state].waiting == 0 && state != best_ && !options_.record_path)
+    if (states_[state].waiting == 0 && state != best_ && state != 0 && !options_.record_path)
       states_[state].graph = Graph{};
   }
 

@@ -19,6 +19,7 @@
 #include "models/cost/cost_model.h"
 #include "models/ir/graph.h"
 #include "search/subst/ir_bridge.h"
+#include "search/subst/min_gain.h"
 #include "search/subst/rule.h"
 
 namespace strata::search::subst {
@@ -112,6 +113,9 @@ struct OptimizerOptions {
   // step (`strata validate graphs`). Explored graphs are then not released, so memory grows with the budget
   // (Inception-v3: about 500 MB for 1,000 graphs); the search itself is unchanged.
   bool record_path = false;
+  // The input is returned unless the best graph found saves at least this fraction of its predicted time
+  // (search/subst/min_gain.h).
+  double min_gain = kDefaultMinGain;
 };
 
 struct AppliedSubstitution {
@@ -127,6 +131,9 @@ struct OptimizeResult {
   // With OptimizerOptions::record_path: the graph after each step of `applied` (same length; the last is
   // `graph`); empty otherwise.
   std::vector<models::Graph> path_graphs;
+  // Set when the best graph found (predicted this many seconds) saved less than OptimizerOptions::min_gain:
+  // `graph` is then the input, `applied` and `path_graphs` are empty and cost_after == cost_before.
+  std::optional<double> declined_cost;
   int explored = 0;                          // distinct graphs taken from the queue and expanded
   int generated = 0;                         // candidates enqueued (materialized only when popped)
   double seconds = 0;

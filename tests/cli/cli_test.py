@@ -739,6 +739,30 @@ class Optimize(unittest.TestCase):
         step = re.search(r"step time: ([0-9.]+) us", sim.out)
         self.assertAlmostEqual(float(step.group(1)) / 1e3, before, delta=1e-4 + 1e-3 * before)
 
+    def test_min_gain_returns_the_input_below_it(self):
+        """docs/subst.md "Minimum predicted gain": a minimum just above the best graph's predicted saving keeps
+        the input and names what was found; one just below returns that graph."""
+        hw = src("configs/hw/dgx-a100.yaml")
+        common = ["optimize", "--model", "squeezenet", "--hw", hw, "--no-check", "--budget", "50"]
+        any_gain = strata(*common, "--min-gain", "0")
+        self.assertEqual(any_gain.rc, 0, any_gain)
+        before = float(re.search(r"predicted time before: ([0-9.]+) ms", any_gain.out).group(1))
+        after = float(re.search(r"predicted time after:\s+([0-9.]+) ms", any_gain.out).group(1))
+        saving = 100 * (1 - after / before)
+        self.assertGreater(saving, 0.5)
+        kept = strata(*common, "--min-gain", f"{saving * 1.01:.6f}")
+        self.assertEqual(kept.rc, 0, kept)
+        self.assertRegex(kept.out, rf"predicted time after:\s+{before:.4f} ms \(1\.00x\)")
+        self.assertIn("substitutions applied (0):", kept.out)
+        self.assertRegex(kept.out, rf"best graph found {after:.4f} ms, [0-9.]+% faster: below the minimum gain of "
+                                   r"[0-9.]+% \(--min-gain\), the input graph is returned")
+        taken = strata(*common, "--min-gain", f"{saving * 0.99:.6f}")
+        self.assertRegex(taken.out, rf"predicted time after:\s+{after:.4f} ms")
+        self.assertNotIn("best graph found", taken.out)
+        bad = strata(*common, "--min-gain", "101")
+        self.assertEqual(bad.rc, 2, bad)
+        self.assertIn("--min-gain", bad.err)
+
 
 # --- run ---------------------------------------------------------------------------------------------------------
 
@@ -882,6 +906,11 @@ class RunExperiment(unittest.TestCase):
         self.check_error(good.replace("[auto, ring]", "[auto, rung]"), r":6:20: algorithms\[1\]: unknown algorithm 'rung'")
         self.check_error(good.replace("nodes: 2", "nodes: 0"), r":10:12: systems\[1\]\.nodes: ")
         self.check_error(good.replace("experiment: bad", "experiment: ../bad"), r":1:13: experiment: expected a plain name")
+        # The optimizers' minimum gain (docs/subst.md), a percentage.
+        subst = (f"experiment: bad\ndescription: x\nkind: subst-optimizers\nhw: {hw}\n"
+                 f"rules: {src('configs/subst/taso_shipped_verified.rules')}\nmodels:\n  - {{name: squeezenet}}\n")
+        self.check_error(subst + "min_gain: 101\n", r":8:11: min_gain: expected a percentage in 0\.\.100")
+        self.check_error(subst + "min_gain: -1\n", r":8:11: min_gain: expected a percentage in 0\.\.100")
         # An error inside the hardware file it names: both places are reported.
         self.check_error(good.replace(hw, "broken.yaml"),
                          r":8:9: systems\[0\]\.hw: in the hardware description it names: .*broken\.yaml:\d+:\d+: ",

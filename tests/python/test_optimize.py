@@ -65,3 +65,19 @@ def test_output_and_listing_equal_the_cli_files(tmp_path):
     with pytest.raises(strata.Error) as e:
         strata.optimize("squeezenet", src(HW), output=bad)
     assert str(e.value) == message
+
+
+def test_min_gain_percent_matches_the_cli():
+    # A minimum of 100% keeps the input whatever the search finds; the best graph found is reported.
+    d = strata.optimize("squeezenet", src(HW), budget=20, check=False, min_gain_percent=100)
+    r = cli("optimize", "--model", "squeezenet", "--hw", src(HW), "--budget", 20, "--no-check", "--min-gain", 100)
+    assert r.rc == 0, r
+    assert d["cost_after_seconds"] == d["cost_before_seconds"]
+    assert d["applied"] == [] and d["nodes_after"] == d["nodes_before"]
+    found = re.search(r"best graph found ([0-9.]+) ms", r.out).group(1)
+    assert f"{d['declined_cost_seconds'] * 1e3:.4f}" == found
+    assert strata.optimize("squeezenet", src(HW), budget=20, check=False)["declined_cost_seconds"] is None
+    message = cli("optimize", "--model", "squeezenet", "--hw", src(HW), "--min-gain", 101).error_message()
+    with pytest.raises(strata.Error) as e:
+        strata.optimize("squeezenet", src(HW), min_gain_percent=101)
+    assert str(e.value) == message

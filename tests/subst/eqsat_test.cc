@@ -267,6 +267,30 @@ TEST(Eqsat, ReachesTheHandDerivedOptimumAndTheBacktrackingCost) {
   }
 }
 
+// The minimum predicted gain (search/subst/min_gain.h): the merged projection of the test above saves a known
+// fraction of the input's time; a minimum just above it keeps the input, one just below takes the merge.
+TEST(Eqsat, MinGainKeepsTheInputBelowTheMinimum) {
+  const auto cost = a100();
+  const Graph g = qk_graph();
+  EqsatOptions any;
+  any.min_gain = 0;
+  const auto merged = eqsat_optimize(g, rules(), cost, any);
+  const double saving = 1 - graph_cost(merged.graph, cost) / graph_cost(g, cost);
+  ASSERT_GT(saving, 0);
+  EqsatOptions above;
+  above.min_gain = saving * 1.001;
+  const auto kept = eqsat_optimize(g, rules(), cost, above);
+  EXPECT_EQ(graph_hash(kept.graph), graph_hash(g));
+  EXPECT_DOUBLE_EQ(kept.cost_after, kept.cost_before);
+  ASSERT_TRUE(kept.declined_cost.has_value());
+  EXPECT_NEAR(*kept.declined_cost, merged.cost_after, 1e-15);
+  EqsatOptions below;
+  below.min_gain = saving * 0.999;
+  const auto taken = eqsat_optimize(g, rules(), cost, below);
+  EXPECT_EQ(graph_hash(taken.graph), graph_hash(merged.graph));
+  EXPECT_FALSE(taken.declined_cost.has_value());
+}
+
 TEST(Eqsat, LimitsAreReportedAsStopReasons) {
   EqsatOptions o;
   o.node_limit = 5;

@@ -163,6 +163,55 @@ TEST(Optimizer, RecordPathKeepsTheGraphOfEveryStep) {
   EXPECT_EQ(graph_hash(r.path_graphs.back()), graph_hash(r.graph));
 }
 
+// The minimum predicted gain (search/subst/min_gain.h) on the rule: strictly cheaper and at least min_gain of
+// the input's time, at the boundary and either side of it.
+TEST(OptimizerMinGain, WorthRewritingByHand) {
+  EXPECT_TRUE(worth_rewriting(10.0, 9.9, 0.005));  // saves 1%
+  EXPECT_TRUE(
+      worth_rewriting(1.0, 0.9921875, 0.0078125));  // saves exactly the minimum, 1/128 (exact in binary)
+  EXPECT_FALSE(worth_rewriting(1.0, 0.99609375, 0.0078125));  // saves half of it
+  EXPECT_TRUE(worth_rewriting(10.0, 9.999, 0));               // any saving when the minimum is 0
+  EXPECT_FALSE(worth_rewriting(10.0, 10.0, 0));               // but never an equal cost
+  EXPECT_FALSE(worth_rewriting(10.0, 10.5, 0));
+}
+
+// Below the minimum gain the backtracking search returns its input (without record_path, so the search has
+// released every graph it no longer needs) and says what it found; at or below the best graph's saving it
+// returns that graph, the same one as with no minimum.
+TEST(OptimizerMinGain, BacktrackingKeepsTheInputBelowTheMinimum) {
+  const auto rs = rules();
+  const Graph g = test_graph(false);
+  const auto cost = a100();
+  OptimizerOptions any;
+  any.min_gain = 0;
+  const auto best = optimize(g, rs, cost, any);
+  const double saving = 1 - graph_cost(best.graph, cost) / graph_cost(g, cost);  // both priced independently
+  ASSERT_GT(saving, 0.01);
+  EXPECT_FALSE(best.declined_cost.has_value());
+
+  OptimizerOptions above;
+  above.min_gain = saving * 1.001;
+  const auto kept = optimize(g, rs, cost, above);
+  EXPECT_EQ(graph_hash(kept.graph), graph_hash(g));
+  EXPECT_EQ(kept.graph.nodes().size(), g.nodes().size());
+  EXPECT_TRUE(kept.applied.empty());
+  EXPECT_DOUBLE_EQ(kept.cost_after, kept.cost_before);
+  ASSERT_TRUE(kept.declined_cost.has_value());
+  EXPECT_DOUBLE_EQ(*kept.declined_cost, best.cost_after);
+  EXPECT_NE(
+      declined_note(kept.cost_before, kept.declined_cost, above.min_gain).find("the input graph is returned"),
+      std::string::npos);
+  above.record_path = true;
+  EXPECT_TRUE(optimize(g, rs, cost, above).path_graphs.empty());
+
+  OptimizerOptions below;
+  below.min_gain = saving * 0.999;
+  const auto taken = optimize(g, rs, cost, below);
+  EXPECT_EQ(graph_hash(taken.graph), graph_hash(best.graph));
+  EXPECT_FALSE(taken.declined_cost.has_value());
+  EXPECT_EQ(declined_note(taken.cost_before, taken.declined_cost, below.min_gain), "");
+}
+
 // ---- hand-written transformations (search/subst/xfers.h) ----
 
 double node_cost_of(const Graph& g, std::string_view node_name, const models::CostModel& cost) {

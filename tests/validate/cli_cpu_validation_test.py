@@ -68,6 +68,7 @@ BAD = [  # (body, the line's marker, words the message must hold)
     ("rounds: 0\n" + GOOD_MODELS, "rounds: 0", ["rounds", "expected"]),
     (f"calibrate: quick\ncost_params: {HW}\n" + GOOD_MODELS, "cost_params:", ["cost_params", "not both"]),
     ("graphs: {samples: 3}\n" + GOOD_MODELS, "graphs:", ["samples", "unknown field"]),
+    ("graphs: {min_gain: 101}\n" + GOOD_MODELS, "graphs:", ["min_gain", "expected a percentage in 0..100"]),
     ("models: []\n", "models:", ["models", "at least one model"]),
 ]
 
