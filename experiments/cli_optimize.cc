@@ -173,9 +173,7 @@ void add_optimize_commands(CLI::App& app) {
       "TASO's 133 shipped rules that `strata subst verify` proves");
   add_real_option(*opt, "--alpha", p->alpha, 1.0, 10.0, "relaxation: keep graphs cheaper than alpha * best");
   add_int_option(*opt, "--budget", p->budget, {1, 100000000}, "graphs taken from the priority queue");
-  add_real_option(*opt, "--min-gain", p->min_gain_percent, 0, 100,
-                  "percent of the input's predicted time the best graph must save to be returned instead of "
-                  "the input (both optimizers; 0: any cheaper graph, as TASO; docs/subst.md)");
+  add_min_gain_option(*opt, p->min_gain_percent);
   add_int_option(*opt, "--batch", p->batch, {0, kMaxModelDim}, "batch size (zoo models; 0: model default)",
                  false);
   add_int_option(*opt, "--seq", p->seq, {0, kMaxModelDim},

@@ -47,6 +47,14 @@ inline CLI::Option* add_real_option(CLI::App& cmd, const std::string& name, doub
   return opt;
 }
 
+// --min-gain PERCENT for both graph optimizers (search/subst/min_gain.h), stored in `percent`.
+inline CLI::Option* add_min_gain_option(CLI::App& cmd, double& percent) {
+  return add_real_option(cmd, "--min-gain", percent, 0, 100,
+                         "Both optimizers: percent of the input graph's predicted time their best graph must "
+                         "save to be returned instead of the input (0: any cheaper graph, as TASO; "
+                         "docs/subst.md)");
+}
+
 // The largest batch size, sequence length or symbolic ONNX dimension accepted (experiments/option_ranges.h).
 using experiments::kMaxModelDim;
 // Seeds: any non-negative 64-bit signed integer.

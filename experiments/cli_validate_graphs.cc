@@ -143,10 +143,7 @@ void add_validate_graphs_command(CLI::App& validate) {
   cmd->add_option("--rules", o->rules, "Rule file (default: configs/subst/taso_shipped_verified.rules)");
   add_real_option(*cmd, "--alpha", o->alpha, 1.0, 10.0, "Backtracking search: relaxation");
   add_int_option(*cmd, "--budget", o->budget, {1, 100000000}, "Backtracking search: graphs expanded");
-  add_real_option(
-      *cmd, "--min-gain", o->min_gain_percent, 0, 100,
-      "Both optimizers: percent of the original's predicted time their best graph must save to be "
-      "chosen over the original (0: any cheaper graph)");
+  add_min_gain_option(*cmd, o->min_gain_percent);
   add_int_option(*cmd, "--sample", o->sample, {0, 100000}, "Graphs one rewrite away from the original");
   add_int_option(*cmd, "--path-steps", o->path_steps, {0, 100000},
                  "Intermediate graphs of the backtracking path measured, evenly spaced (0: all)");

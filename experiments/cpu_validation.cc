@@ -210,11 +210,7 @@ GraphsConfig parse_graphs(const ExperimentFile& file, const YamlReader& g) {
   if (auto s = g.maybe("repeat")) out.repeat = s->as_int32_in(1, 1000);
   if (auto s = g.maybe("node_repeat")) out.node_repeat = s->as_int32_in(1, 100000);
   if (auto s = g.maybe("warmup")) out.warmup = s->as_int32_in(0, 100000);
-  if (auto s = g.maybe("min_gain")) {
-    const double percent = s->as_double();
-    if (!(percent >= 0 && percent <= 100)) throw s->error("expected a percentage in 0..100");
-    out.min_gain = percent / 100;
-  }
+  if (auto s = g.maybe("min_gain")) out.min_gain = min_gain_fraction(*s);
   const auto field = g.maybe("rules");
   out.rules_path =
       field ? file.resolve_path(*field) : util::find_data_file(experiments::kDefaultRules).string();

@@ -50,6 +50,12 @@ OptimizeSetup prepare_optimize(const OptimizeQuery& q) {
   return OptimizeSetup{std::move(topo), std::move(g), std::move(rules), std::move(cost), std::move(opt)};
 }
 
+double min_gain_fraction(const YamlReader& node) {
+  const double percent = node.as_double();
+  if (!(percent >= 0 && percent <= 100)) throw node.error("expected a percentage in 0..100");
+  return percent / 100;
+}
+
 void export_optimized(const models::Graph& graph, const std::string& path) {
   models::export_onnx(ss::fold_weight_only(graph), path);
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "hw/topology.h"
+#include "hw/yaml_reader.h"
 #include "models/cost/cost_model.h"
 #include "models/ir/graph.h"
 #include "search/subst/optimizer.h"
@@ -41,6 +42,10 @@ struct OptimizeSetup {
 };
 
 OptimizeSetup prepare_optimize(const OptimizeQuery& query);
+
+// An experiment file's `min_gain:` (both optimizers, search/subst/min_gain.h): a percentage in 0..100,
+// returned as the fraction OptimizerOptions and EqsatOptions take; ConfigError at the field otherwise.
+double min_gain_fraction(const YamlReader& node);
 
 // `--output`: an optimized graph as ONNX with its weight-only nodes folded into parameters, as the cost model
 // assumes (search/subst/weight_folding.h).

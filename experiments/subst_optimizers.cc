@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "experiments/experiment.h"
+#include "experiments/optimize_report.h"
 #include "experiments/optimizer_compare.h"
 #include "experiments/side_by_side.h"
 #include "models/zoo/zoo.h"
@@ -186,11 +187,7 @@ SubstExperiment parse(const ExperimentFile& file) {
     throw root.at("rules").error(fmt::format("in the rule file it names: {}", e.what()));
   }
   x.models = parse_models(root.at("models"));
-  if (auto g = root.maybe("min_gain")) {  // percent, both optimizers (search/subst/min_gain.h)
-    const double percent = g->as_double();
-    if (!(percent >= 0 && percent <= 100)) throw g->error("expected a percentage in 0..100");
-    x.backtrack.min_gain = x.eqsat.min_gain = percent / 100;
-  }
+  if (auto g = root.maybe("min_gain")) x.backtrack.min_gain = x.eqsat.min_gain = min_gain_fraction(*g);
   if (auto b = root.maybe("backtrack")) parse_backtrack(*b, x);
   if (auto e = root.maybe("eqsat")) parse_eqsat(*e, x.eqsat);
   if (auto s = root.maybe("seed")) {

@@ -177,12 +177,10 @@ EqsatResult eqsat_optimize(const models::Graph& input, std::span<const Rule> rul
   res.extraction_cost = ex.cost;
   res.graph = extracted_graph(geg, ex, g0);
   res.cost_after = graph_cost(res.graph, cost);
-  if (res.cost_after > res.cost_before) {
-    // The extractor's estimate and graph_cost agree up to rounding; never return a worse graph.
-    res.graph = g0;
-    res.cost_after = res.cost_before;
-    res.extraction_note += "; extracted graph not cheaper, input kept";
-  } else if (!worth_rewriting(res.cost_before, res.cost_after, options.min_gain)) {
+  if (!worth_rewriting(res.cost_before, res.cost_after, options.min_gain)) {
+    // Never a worse graph (the extractor's estimate and graph_cost agree up to rounding), nor one that saves
+    // less than the minimum gain.
+    if (res.cost_after > res.cost_before) res.extraction_note += "; extracted graph not cheaper, input kept";
     if (res.cost_after < res.cost_before) res.declined_cost = res.cost_after;
     res.graph = g0;
     res.cost_after = res.cost_before;
