@@ -1,6 +1,8 @@
 #include "hw/gpu_spec.h"
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 
 #include "hw/units.h"
 
@@ -90,8 +92,27 @@ double GpuSpec::peak_flops(DType t) const {
 }
 
 double GpuSpec::bandwidth_for(double bytes) const {
-  for (const auto& level : caches)
-    if (bytes <= level.capacity) return level.bandwidth;
+  // A measured cache curve does not step at a level's size: it falls over about a factor of 2 either side
+  // (oneDNN's add on this project's VM, docs/replay.md §3: 94 GB/s up to 6 MiB, 77.5 at 12 MiB, 52.3 at 24,
+  // 28.4 at 48 MiB against 27.6 from DRAM), because replacement is not strict LRU and a working set just
+  // under the size shares it with other lines. So the rate falls from a level's bandwidth at capacity / 2 to
+  // the next level's (or memory's) at 2 capacity, log-linearly in the working set: at the capacity itself it
+  // is the geometric mean of the two, which is where `strata validate host` places the capacity. The ramps of
+  // neighbouring levels meet at most halfway (geometrically) between their capacities.
+  constexpr double kRampFactor = 2.0;
+  for (std::size_t i = 0; i < caches.size(); ++i) {
+    const auto& level = caches[i];
+    const double next = i + 1 < caches.size() ? caches[i + 1].bandwidth : hbm_bandwidth;
+    double factor = kRampFactor;
+    if (i + 1 < caches.size()) factor = std::min(factor, std::sqrt(caches[i + 1].capacity / level.capacity));
+    if (i > 0) factor = std::min(factor, std::sqrt(level.capacity / caches[i - 1].capacity));
+    const double lo = level.capacity / factor, hi = level.capacity * factor;
+    if (bytes <= lo) return level.bandwidth;
+    if (bytes < hi) {
+      const double t = std::log(bytes / lo) / std::log(hi / lo);
+      return std::exp((1 - t) * std::log(level.bandwidth) + t * std::log(next));
+    }
+  }
   return hbm_bandwidth;
 }
 

@@ -24,7 +24,10 @@ std::string_view arch_name(GpuArch a);
 
 // One cache level of a device (GpuSpec::caches).
 struct CacheLevel {
-  double capacity = 0;   // bytes: the largest working set that still runs at `bandwidth`
+  // bytes: the working set at which the rate is halfway (geometrically) between `bandwidth` and the next
+  // level's; it is `bandwidth` up to capacity / 2 and the next level's from 2 capacity
+  // (GpuSpec::bandwidth_for)
+  double capacity = 0;
   double bandwidth = 0;  // bytes/s
   bool operator==(const CacheLevel&) const = default;
 };
@@ -56,11 +59,13 @@ struct GpuSpec {
   // Caches in front of that memory, for devices whose kernels run from cache (a CPU's L2 and last-level
   // cache: `strata validate host` measures them), smallest first: each larger and no faster than the one
   // before. A kernel moves its bytes at the bandwidth of the smallest level they fit in, at hbm_bandwidth
-  // when they fit in none (models/cost/cost_model.h). Empty: not modelled (the GPU catalogue entries).
+  // when they fit in none, falling smoothly across each level's capacity (bandwidth_for;
+  // models/cost/cost_model.h). Empty: not modelled (the GPU catalogue entries).
   std::vector<CacheLevel> caches = {};
   GemmTile gemm_tile = {};  // YAML gpu.gemm_tile: {n, k}; `strata validate host` writes the CPU's
 
-  // The bandwidth a kernel moving `bytes` gets: the smallest cache level holding them, else hbm_bandwidth.
+  // The bandwidth a kernel moving `bytes` gets: the smallest cache level holding them, else hbm_bandwidth;
+  // within a factor of 2 of a level's capacity, between its bandwidth and the next's (log-linear in bytes).
   [[nodiscard]] double bandwidth_for(double bytes) const;
 
   // Peak for a dtype; falls back to the next-wider dtype the hardware runs when the dtype has no fast path

@@ -113,9 +113,10 @@ OpCost CostModel::node_cost(const Graph& g, const Node& n, const hw::GpuSpec& gp
   const auto& eff = params_.efficiency(*n.op);
   const double peak = gpu.peak_flops(compute);
   // With cache levels (a CPU's L2 and last-level cache), a kernel whose bytes fit in one moves them at its
-  // bandwidth; a larger one at the memory's, all of it: kernels sweep their operands in order, and under LRU
-  // a sweep larger than a cache evicts its own lines before they are used again (a measured kernel is run
-  // repeatedly, as are a model's layers on their producers' outputs).
+  // bandwidth; a clearly larger one at the memory's, all of it: kernels sweep their operands in order, and a
+  // sweep larger than a cache evicts its own lines before they are used again (a measured kernel is run
+  // repeatedly, as are a model's layers on their producers' outputs). Near a level's capacity the rate lies
+  // between the two (hw::GpuSpec::bandwidth_for).
   const double tc_ideal = c.flops / peak, tm_ideal = c.bytes / gpu.bandwidth_for(c.bytes);
   const double tc =
       c.flops > 0 ? tc_ideal / (eff.compute.at(tc_ideal) * grouped_conv_tile_utilization(g, n, gpu.gemm_tile))

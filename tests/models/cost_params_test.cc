@@ -148,17 +148,27 @@ TEST(CostParams, CacheLevelCarriesKernelsThatFitAtItsBandwidth) {
   Graph small("relu");
   small.mark_output(small.add("relu", {small.add_input("x", TensorType{{256, 256}, DType::kF32})}));
   EXPECT_NEAR(cost.node_cost(small, small.node(0)).seconds, 0.5 * mib / 100e9, 1e-15);
-  // Exactly the capacity (2^17 floats, 1 MiB) still fits.
+  // Between half and twice the capacity the rate falls log-linearly in the bytes moved: at exactly the
+  // capacity (2^17 floats, 1 MiB) it is the geometric mean, sqrt(100 * 10) GB/s; at 1.5 MiB (3·2^16 floats),
+  // log2(1.5 / 0.5) / 2 of the way, 100^(1-t)·10^t GB/s with t = log2(3) / 2.
   Graph edge("relu");
   edge.mark_output(edge.add("relu", {edge.add_input("x", TensorType{{256, 512}, DType::kF32})}));
-  EXPECT_NEAR(cost.node_cost(edge, edge.node(0)).seconds, mib / 100e9, 1e-15);
+  EXPECT_NEAR(cost.node_cost(edge, edge.node(0)).seconds, mib / std::sqrt(100e9 * 10e9), 1e-15);
+  Graph beyond("relu");
+  beyond.mark_output(beyond.add("relu", {beyond.add_input("x", TensorType{{384, 512}, DType::kF32})}));
+  const double t = std::log2(3.0) / 2;
+  EXPECT_NEAR(cost.node_cost(beyond, beyond.node(0)).seconds,
+              1.5 * mib / (std::pow(100e9, 1 - t) * std::pow(10e9, t)), 1e-15);
+  EXPECT_NEAR(gpu.bandwidth_for(0.5 * mib), 100e9, 1);  // the ramp's ends
+  EXPECT_NEAR(gpu.bandwidth_for(2 * mib), 10e9, 1);
   // Without a cache level (every catalogue GPU): memory bandwidth only.
   const CostModel plain(*hw::find_gpu("host-cpu"), params);
   EXPECT_NEAR(plain.node_cost(small, small.node(0)).seconds, 0.5 * mib / 10e9, 1e-15);
 
   // Two levels, 256 KiB at 200 GB/s in front of 1 MiB at 100 GB/s: each kernel at the smallest level
   // holding its bytes. relu of 2^14 floats moves 128 KiB (the L2), 2^16 floats 0.5 MiB (the larger level),
-  // 2^18 floats 2 MiB (memory).
+  // 2^18 floats 2 MiB (memory). The capacities are 4x apart, so the ramps (128-512 KiB and 512 KiB-2 MiB)
+  // just meet; at 2x apart they narrow to meet halfway: sqrt(2)x either side.
   gpu.caches = {{256 << 10, 200e9}, {1 << 20, 100e9}};
   const CostModel two(gpu, params);
   Graph tiny("relu");
@@ -166,6 +176,12 @@ TEST(CostParams, CacheLevelCarriesKernelsThatFitAtItsBandwidth) {
   EXPECT_NEAR(two.node_cost(tiny, tiny.node(0)).seconds, 0.125 * mib / 200e9, 1e-15);
   EXPECT_NEAR(two.node_cost(small, small.node(0)).seconds, 0.5 * mib / 100e9, 1e-15);
   EXPECT_NEAR(two.node_cost(g, g.node(0)).seconds, 2 * mib / 10e9, 1e-15);
+  EXPECT_NEAR(gpu.bandwidth_for(256 << 10), std::sqrt(200e9 * 100e9), 1);
+  gpu.caches = {{512 << 10, 200e9}, {1 << 20, 100e9}};
+  EXPECT_NEAR(gpu.bandwidth_for(std::sqrt(0.5) * 0.5 * mib), 200e9, 1);
+  EXPECT_NEAR(gpu.bandwidth_for(0.5 * mib), std::sqrt(200e9 * 100e9), 1);
+  EXPECT_NEAR(gpu.bandwidth_for(std::sqrt(2.0) * 0.5 * mib), 100e9, 1);
+  EXPECT_NEAR(gpu.bandwidth_for(mib), std::sqrt(100e9 * 10e9), 1);
 }
 
 }  // namespace
