@@ -110,11 +110,10 @@ TEST(CostCalibration, EveryMicrobenchmarkRunsOnOneDnn) {
 }
 
 // A streaming operator on a CPU with cache levels, as this project's VM measured relu (docs/replay.md §3):
-// the memory line at the cache's bandwidth binds at every size, and the largest benchmark, whose working set
-// lies just under the last-level cache's modelled capacity, measured twice the model's time (the real
-// bandwidth falls off smoothly there, the model's in one step). The fit must not bend the curve towards that
-// one outlier: a compute line at ~13% of peak (what the fits of runs 7-11 chose) predicts the sizes held in
-// the last-level cache ~17% low.
+// the memory line binds at every size, and one benchmark, the largest, measured twice the model's time (as
+// relu over 3 M elements did against the cache model before its capacities were ramps instead of steps).
+// The fit must not bend the curve towards that one outlier: a compute line at ~13% of peak (what the fits of
+// runs 7-11 chose) prices the sizes held in the last-level cache ~17% low.
 TEST(CostCalibration, FitFindsTheMemoryBoundExplanationOfAStreamingOperator) {
   hw::GpuSpec gpu = *hw::find_gpu("host-cpu");
   gpu.peak_fp32 = 106.4e9;
