@@ -166,7 +166,7 @@ void add_reductions(SuiteBuilder& b) {
       b.add(fmt::format("layernorm {}x{}", r, n), "layernorm", {{r, n}, {n}, {n}},
             {{"axis", std::int64_t{-1}}});
   for (auto [c, h] : std::vector<std::pair<std::int64_t, std::int64_t>>{
-           {40, 100}, {160, 50}, {320, 25}, {640, 12}, {1280, 6}})
+           {40, 100}, {160, 50}, {320, 25}, {640, 12}, {1280, 6}, {96, 10}, {256, 9}, {160, 16}, {48, 20}})
     if (b.keep(i++, 2))
       for (std::int64_t n : b.large() ? std::vector<std::int64_t>{1, 32} : std::vector<std::int64_t>{1})
         b.add(fmt::format("batchnorm {}x{}x{}x{}", n, c, h, h), "batchnorm",
