@@ -93,8 +93,8 @@ double GpuSpec::peak_flops(DType t) const {
 
 double GpuSpec::bandwidth_for(double bytes) const {
   // A measured cache curve does not step at a level's size: it falls over about a factor of 2 either side
-  // (oneDNN's add on this project's VM, docs/replay.md §3: 94 GB/s up to 6 MiB, 77.5 at 12 MiB, 52.3 at 24,
-  // 28.4 at 48 MiB against 27.6 from DRAM), because replacement is not strict LRU and a working set just
+  // (oneDNN's add on this project's VM, docs/replay.md §3: 93.9 GB/s at 6 MiB, 81.6 at 12 MiB, 49.2 at 24,
+  // 30.3 at 48 MiB against 27.6 from DRAM), because replacement is not strict LRU and a working set just
   // under the size shares it with other lines. So the rate falls from a level's bandwidth at capacity / 2 to
   // the next level's (or memory's) at 2 capacity, log-linearly in the working set: at the capacity itself it
   // is the geometric mean of the two, which is where `strata validate host` places the capacity. The ramps of
