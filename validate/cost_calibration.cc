@@ -121,13 +121,17 @@ void add_pools(SuiteBuilder& b) {
     if (b.keep(i++, 2))
       b.add(fmt::format("maxpool2d 1x{}x{}x{} k3 s2", c, h, h), "maxpool2d", {{1, c, h, h}},
             {{"kernel", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}});
+  // Windowed and global average pools are fitted as two curves ("avgpool2d" and "avgpool2d:global",
+  // models/ops/pooling.cc), five shapes each so that each gets a curve of its own.
   i = 0;
-  for (auto [c, h] : std::vector<std::pair<std::int64_t, std::int64_t>>{{96, 30}, {320, 15}, {40, 60}})
+  for (auto [c, h] :
+       std::vector<std::pair<std::int64_t, std::int64_t>>{{96, 30}, {320, 15}, {40, 60}, {160, 20}, {512, 8}})
     if (b.keep(i++, 2))
       b.add(fmt::format("avgpool2d 1x{}x{}x{} k3 s1", c, h, h), "avgpool2d", {{1, c, h, h}},
             {{"kernel", Ints{3, 3}}, {"strides", Ints{1, 1}}, {"pads", Ints{1, 1, 1, 1}}});
   i = 0;
-  for (auto [c, h] : std::vector<std::pair<std::int64_t, std::int64_t>>{{640, 6}, {1500, 10}, {200, 20}})
+  for (auto [c, h] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+           {640, 6}, {1500, 10}, {200, 20}, {1024, 7}, {2500, 8}})
     if (b.keep(i++, 2))
       b.add(fmt::format("avgpool2d 1x{}x{}x{} global", c, h, h), "avgpool2d", {{1, c, h, h}},
             {{"kernel", Ints{h, h}}});
@@ -266,7 +270,8 @@ std::vector<CalibrationPoint> measure_suite(const std::vector<Microbenchmark>& s
             fmt::format("microbenchmark '{}' ran on the reference kernel ({}): its time says "
                         "nothing about {}'s kernels",
                         m.label, measured.backend.detail, device.kernels));
-      CalibrationPoint p{m.label, std::string(m.graph.node(node).op->name), m.graph, measured.median_seconds};
+      CalibrationPoint p{m.label, models::cost_curve_name(m.graph, m.graph.node(node)), m.graph,
+                         measured.median_seconds};
       if (o.progress) o.progress(static_cast<std::size_t>(round) * suite.size() + i + 1, total, p);
       if (round == 0) {
         points.push_back(std::move(p));

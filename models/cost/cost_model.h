@@ -36,10 +36,16 @@ struct RooflineParams {
   std::array<KindEfficiency, 7> by_kind;
   // Per operator (its registered name), e.g. fitted by `strata validate calibrate-cost`; an entry here wins
   // over the operator's kind (models/cost/cost_params.h reads and writes both).
+  // Keys are curve names (cost_curve_name below): "avgpool2d:global" is priced by its own entry when there is
+  // one, else by "avgpool2d"'s, else by the kind's.
   std::map<std::string, KindEfficiency, std::less<>> by_op;
-  const KindEfficiency& efficiency(const OpDef& op) const;
+  const KindEfficiency& efficiency(const OpDef& op, std::string_view curve = {}) const;
   static RooflineParams defaults();
 };
+
+// The efficiency curve a node is priced with: its operator's name, or "<name>:<variant>" for an instance that
+// its operator runs with another kernel (OpDef::cost_variant; e.g. "avgpool2d:global").
+std::string cost_curve_name(const Graph& g, const Node& n);
 
 // Key of a measured kernel: "op|attrs|input types|device", e.g.
 // "matmul|activation=none,trans_a=0,trans_b=0|f16[2048,4096];f16[4096,4096]|a100-sxm4-80gb".

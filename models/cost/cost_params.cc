@@ -1,5 +1,7 @@
 #include "models/cost/cost_params.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "hw/config_error.h"
@@ -104,10 +106,23 @@ CostParams parse_cost_params(std::string_view text, std::string_view source) {
     const json& ops = j["ops"];
     if (!ops.is_object()) r.fail("ops", "expected an object keyed by operator name");
     for (const auto& [name, value] : ops.items()) {
-      const OpDef* op = OpRegistry::instance().find(name);
+      // "<operator>" or "<operator>:<variant>" (models/cost/cost_model.h, cost_curve_name).
+      const auto colon = name.find(':');
+      const std::string op_name = name.substr(0, colon);
+      const OpDef* op = OpRegistry::instance().find(op_name);
       if (!op)
-        r.fail("ops." + name,
-               fmt::format("unknown operator (expected one of: {})", OpRegistry::instance().names()));
+        r.fail("ops." + name, fmt::format("unknown operator '{}' (expected one of: {})", op_name,
+                                          OpRegistry::instance().names()));
+      if (colon != std::string::npos) {
+        const std::string_view variant = std::string_view(name).substr(colon + 1);
+        if (std::find(op->cost_variants.begin(), op->cost_variants.end(), variant) == op->cost_variants.end())
+          r.fail("ops." + name,
+                 op->cost_variants.empty()
+                     ? fmt::format("{} has no kernel variants with curves of their own (expected \"{}\")",
+                                   op_name, op_name)
+                     : fmt::format("unknown variant '{}' of {} (expected one of: {})", variant, op_name,
+                                   fmt::join(op->cost_variants, ", ")));
+      }
       p.roofline.by_op[name] =
           r.kind_efficiency(value, "ops." + name, p.roofline.by_kind[static_cast<std::size_t>(op->kind)]);
     }

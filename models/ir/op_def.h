@@ -139,6 +139,8 @@ using CountFn = double (*)(std::span<const TensorType> in, std::span<const Tenso
                            const Attrs& attrs);
 // Emits backward nodes for one forward node (see models/train/grad_context.h).
 using GradFn = void (*)(GradContext& ctx);
+// The cost model's kernel variant of one instance ("" for the operator's usual kernel; OpDef::cost_variant).
+using CostVariantFn = std::string_view (*)(std::span<const TensorType> in, const Attrs& attrs);
 
 struct OpDef {
   std::string_view name{};    // IR name, unique: "conv2d"
@@ -167,6 +169,13 @@ struct OpDef {
   ShapeFn shape = nullptr;
   CountFn flops = nullptr;
   CountFn bytes = nullptr;  // nullptr: sum of input and output bytes
+  // Cost-model trait: instances that libraries run with a kernel of another nature (global pooling is a
+  // per-channel reduction, windowed pooling a stencil) get an efficiency curve of their own, named
+  // "<name>:<variant>" (models/cost/cost_model.h, cost_curve_name). `cost_variants` lists every name
+  // `cost_variant` returns; cost-parameter files are checked against it. nullptr: one curve for all
+  // instances.
+  CostVariantFn cost_variant = nullptr;
+  std::vector<std::string_view> cost_variants{};
   Kernels kernel{};
   GradFn grad = nullptr;  // nullptr: not differentiable (constants, backward ops, index inputs)
   // The ONNX operator that expresses it directly (""): the ONNX bridge maps attributes per op type.

@@ -201,6 +201,17 @@ std::vector<ParallelDim> pool_parallel_dims(std::span<const TensorType>, std::sp
           {"rows", ParallelDimKind::kAttribute, out[0].shape[2], 2, {{0, 2}}}};
 }
 
+// Global pooling (one window over the whole image: ONNX's GlobalAveragePool, the CNNs' last pool) reduces
+// each channel to one value; oneDNN and cuDNN run it at a rate per byte unlike the windowed stencil's (on the
+// 2-core VM of docs/replay.md §4 the global pools streamed at ~24 GB/s while windowed ones were compute-like,
+// and one curve for both priced them -12..-39%), so the cost model fits it apart.
+std::string_view pool_cost_variant(std::span<const TensorType> in, const Attrs& a) {
+  if (in.empty() || in[0].rank() != 4) return {};
+  const auto& k = a.ints("kernel");
+  const bool whole_image = k.size() == 2 && k[0] == in[0].shape[2] && k[1] == in[0].shape[3];
+  return whole_image && a.ints("pads") == Ints{0, 0, 0, 0} ? "global" : "";
+}
+
 }  // namespace
 
 void register_pooling_ops(OpRegistry& r) {
@@ -214,6 +225,8 @@ void register_pooling_ops(OpRegistry& r) {
          .rule = {.to_attrs = pool_rule<false>, .from_node = pool_params<false>},
          .shape = pool_shape,
          .flops = pool_flops,
+         .cost_variant = pool_cost_variant,
+         .cost_variants = {"global"},
          .kernel = STRATA_KERNELS(maxpool_kernel),
          .grad = maxpool_grad,
          .onnx_op = "MaxPool",
@@ -229,6 +242,8 @@ void register_pooling_ops(OpRegistry& r) {
          .rule = {.to_attrs = pool_rule<true>, .from_node = pool_params<true>},
          .shape = pool_shape,
          .flops = pool_flops,
+         .cost_variant = pool_cost_variant,
+         .cost_variants = {"global"},
          .kernel = STRATA_KERNELS(avgpool_kernel),
          .grad = avgpool_grad,
          .onnx_op = "AveragePool",

@@ -44,12 +44,45 @@ TEST(CostParams, PerOperatorCurveWinsOverTheKindAndFollowsTheRooflineFormula) {
   EXPECT_NEAR(kind_only.node_cost(g, g.node(0)).seconds, 3.3554432e-3 / 0.25, 1e-12);
 }
 
+Graph pool_graph(std::string_view op, std::int64_t c, std::int64_t h, std::int64_t k, std::int64_t pad) {
+  Graph g("pool");
+  auto x = g.add_input("x", TensorType{{1, c, h, h}, DType::kF32});
+  g.mark_output(g.add(op, {x}, {{"kernel", Ints{k, k}}, {"pads", Ints{pad, pad, pad, pad}}}));
+  return g;
+}
+
+// A global pool (the window is the whole image, no padding) is priced by "<op>:global" when the parameters
+// have that curve, else by the operator's; any other window by the operator's.
+TEST(CostParams, GlobalPoolingHasACurveOfItsOwn) {
+  const hw::GpuSpec gpu = *hw::find_gpu("host-cpu");  // 80 GFLOP/s fp32, 10 GB/s, no launch overhead
+  const auto global = pool_graph("avgpool2d", 64, 8, 8, 0), windowed = pool_graph("avgpool2d", 64, 8, 3, 1);
+  const auto padded = pool_graph("avgpool2d", 64, 8, 8, 1), global_max = pool_graph("maxpool2d", 64, 8, 8, 0);
+  EXPECT_EQ(cost_curve_name(global, global.node(0)), "avgpool2d:global");
+  EXPECT_EQ(cost_curve_name(global_max, global_max.node(0)), "maxpool2d:global");
+  EXPECT_EQ(cost_curve_name(windowed, windowed.node(0)), "avgpool2d");
+  EXPECT_EQ(cost_curve_name(padded, padded.node(0)), "avgpool2d");  // a 3x3 output: not one window
+  EXPECT_EQ(cost_curve_name(matmul_graph(4, 4, 4), matmul_graph(4, 4, 4).node(0)), "matmul");
+  // Hand-derived. Global: 64 outputs x 64 window elements = 4096 FLOP (0.0512 us); bytes 64·8·8·4 in + 64·4
+  // out = 16640 B, 1.664 us at 10 GB/s: memory bound. Windowed 3x3: 4096 outputs x 9 = 36864 FLOP
+  // (0.4608 us), 2·16384 B = 3.2768 us.
+  auto params = RooflineParams::defaults();
+  params.by_op["avgpool2d"] = {{1.0, 0}, {0.25, 0}};
+  params.by_op["avgpool2d:global"] = {{1.0, 0}, {0.5, 0}};
+  const CostModel both(gpu, params);
+  EXPECT_NEAR(both.node_cost(global, global.node(0)).seconds, 1.664e-6 / 0.5, 1e-15);
+  EXPECT_NEAR(both.node_cost(windowed, windowed.node(0)).seconds, 3.2768e-6 / 0.25, 1e-15);
+  params.by_op.erase("avgpool2d:global");  // without its own curve, the operator's
+  const CostModel op_only(gpu, params);
+  EXPECT_NEAR(op_only.node_cost(global, global.node(0)).seconds, 1.664e-6 / 0.25, 1e-15);
+}
+
 TEST(CostParams, FileRoundTripsAndKeepsUnlistedKindsAtTheirDefaults) {
   CostParams p;
   p.device = "host-cpu";
   p.roofline = RooflineParams::defaults();
   p.roofline.by_kind[static_cast<std::size_t>(OpKind::kReduction)] = {{0.125, 3e-6}, {2.5, 7e-7}};
   p.roofline.by_op["conv2d"] = {{0.7, 1.5e-5}, {0.3, 0}};
+  p.roofline.by_op["avgpool2d:global"] = {{0.5, 0}, {0.2, 2e-6}};
   p.fit = {{"note", "test"}};
   const auto back = parse_cost_params(cost_params_json(p), "roundtrip");
   EXPECT_EQ(back.device, "host-cpu");
@@ -60,6 +93,8 @@ TEST(CostParams, FileRoundTripsAndKeepsUnlistedKindsAtTheirDefaults) {
   EXPECT_EQ(r.memory.half_seconds, 7e-7);
   ASSERT_EQ(back.roofline.by_op.count("conv2d"), 1u);
   EXPECT_EQ(back.roofline.by_op.at("conv2d").compute.half_seconds, 1.5e-5);
+  ASSERT_EQ(back.roofline.by_op.count("avgpool2d:global"), 1u);
+  EXPECT_EQ(back.roofline.by_op.at("avgpool2d:global").memory.half_seconds, 2e-6);
   EXPECT_EQ(back.fit["note"], "test");
 
   // Only one kind listed: the others keep RooflineParams::defaults().
@@ -88,6 +123,16 @@ TEST(CostParams, BadFieldsAreNamed) {
             std::string::npos);
   EXPECT_NE(message_of(head + R"("ops": {"convolution": {}}})").find("ops.convolution: unknown operator"),
             std::string::npos);
+  EXPECT_NE(
+      message_of(head + R"("ops": {"avgpool2d:windowed": {}}})")
+          .find("ops.avgpool2d:windowed: unknown variant 'windowed' of avgpool2d (expected one of: global)"),
+      std::string::npos);
+  EXPECT_NE(message_of(head + R"("ops": {"matmul:global": {}}})")
+                .find("ops.matmul:global: matmul has no kernel variants with curves of their own"),
+            std::string::npos);
+  EXPECT_NE(
+      message_of(head + R"("ops": {"pool:global": {}}})").find("ops.pool:global: unknown operator 'pool'"),
+      std::string::npos);
   EXPECT_NE(message_of(head + R"("ops": {"conv2d": {"compute": {"max": 0, "half_seconds": 0}}}})")
                 .find("ops.conv2d.compute.max: expected a number in (0, 16], got 0"),
             std::string::npos);

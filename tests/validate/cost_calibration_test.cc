@@ -97,6 +97,11 @@ TEST(CostCalibration, SuiteSharesNoOperatorInstanceWithTheZooModels) {
     EXPECT_EQ(ops.count(op), 1u) << op;
   EXPECT_EQ(quick_ops, ops);
   EXPECT_LT(quick.size() * 2, suite.size());
+  // Windowed and global average pools are two curves; each has the 4 points a curve of its own needs.
+  std::map<std::string, int> curve_points;
+  for (const auto& m : suite) ++curve_points[models::cost_curve_name(m.graph, m.graph.node(0))];
+  EXPECT_GE(curve_points["avgpool2d"], 4);
+  EXPECT_GE(curve_points["avgpool2d:global"], 4);
 }
 
 TEST(CostCalibration, EveryMicrobenchmarkRunsOnOneDnn) {
