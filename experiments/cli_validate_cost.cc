@@ -29,7 +29,7 @@ std::string points_csv(const std::vector<validate::CalibrationPoint>& points, co
                        const models::RooflineParams& before, const models::RooflineParams& after) {
   std::string csv = "benchmark,op,measured_us,predicted_prior_us,predicted_fitted_us\n";
   for (const auto& p : points)
-    csv += fmt::format("\"{}\",{},{:.3f},{:.3f},{:.3f}\n", p.label, p.op, p.measured * 1e6,
+    csv += fmt::format("\"{}\",{},{:.3f},{:.3f},{:.3f}\n", p.label, p.curve, p.measured * 1e6,
                        validate::predicted_seconds(p, gpu, before) * 1e6,
                        validate::predicted_seconds(p, gpu, after) * 1e6);
   return csv;

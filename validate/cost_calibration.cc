@@ -352,10 +352,10 @@ CalibrationResult fit_cost_params(const std::vector<CalibrationPoint>& points, c
   result.params.roofline = models::RooflineParams::defaults();
   const auto defaults = models::RooflineParams::defaults();
 
-  // Groups: per operator name and per kind, in name order (deterministic).
-  std::map<std::string, std::vector<const CalibrationPoint*>> by_op, by_kind;
+  // Groups: per curve (operator name or name:variant) and per kind, in name order (deterministic).
+  std::map<std::string, std::vector<const CalibrationPoint*>> by_curve, by_kind;
   for (const auto& p : points) {
-    by_op[p.op].push_back(&p);
+    by_curve[p.curve].push_back(&p);
     by_kind[std::string(models::op_kind_name(p.graph.node(0).op->kind))].push_back(&p);
   }
   auto errors = [&](const std::vector<const CalibrationPoint*>& group, const models::RooflineParams& params) {
@@ -413,12 +413,15 @@ CalibrationResult fit_cost_params(const std::vector<CalibrationPoint>& points, c
     result.fits.push_back(std::move(fit));
   }
   std::vector<FamilyFit> op_fits;
-  for (const auto& [op, group] : by_op) {
+  for (const auto& [curve, group] : by_curve) {
     if (static_cast<int>(group.size()) < min_points) continue;
     const auto kind = group.front()->graph.node(0).op->kind;
-    auto install = [op = op](models::RooflineParams& p, const models::KindEfficiency& e) { p.by_op[op] = e; };
+    auto install = [curve = curve](models::RooflineParams& p, const models::KindEfficiency& e) {
+      p.by_op[curve] = e;
+    };
     const auto k = static_cast<std::size_t>(kind);
-    auto fit = fit_group(op, false, group, {defaults.by_kind[k], result.params.roofline.by_kind[k]}, install);
+    auto fit =
+        fit_group(curve, false, group, {defaults.by_kind[k], result.params.roofline.by_kind[k]}, install);
     install(result.params.roofline, fit.fitted);
     op_fits.push_back(std::move(fit));
   }

@@ -44,7 +44,7 @@ std::vector<Microbenchmark> calibration_suite(bool quick, bool large = false);
 // A measured microbenchmark: what the cost model needs to price it again with other parameters.
 struct CalibrationPoint {
   std::string label;
-  std::string op;       // the curve it calibrates: operator name, or "name:variant" (models::cost_curve_name)
+  std::string curve;    // the curve it calibrates: operator name, or "name:variant" (models::cost_curve_name)
   models::Graph graph;  // the single-node graph
   double measured = 0;  // median seconds (the smallest of the rounds' medians)
   double round_spread = 0;  // slowest round's median / fastest's - 1 (0 with one round)

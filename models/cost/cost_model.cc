@@ -38,9 +38,9 @@ RooflineParams RooflineParams::defaults() {
   return p;
 }
 
-const KindEfficiency& RooflineParams::efficiency(const OpDef& op, std::string_view curve) const {
-  if (!curve.empty() && curve != op.name)
-    if (auto it = by_op.find(curve); it != by_op.end()) return it->second;
+const KindEfficiency& RooflineParams::efficiency(const OpDef& op, std::string_view variant) const {
+  if (!variant.empty())
+    if (auto it = by_op.find(cost_curve_name(op, variant)); it != by_op.end()) return it->second;
   if (auto it = by_op.find(op.name); it != by_op.end()) return it->second;
   return by_kind[static_cast<std::size_t>(op.kind)];
 }
@@ -49,10 +49,16 @@ bool is_view(const Node& n) {
   return n.op->kind == OpKind::kView || (n.op->name == "transpose" && n.attrs.i("shuffle") == 0);
 }
 
+std::string_view cost_variant_of(const Graph& g, const Node& n) {
+  return n.op->cost_variant ? n.op->cost_variant(input_types(g, n), n.attrs) : std::string_view{};
+}
+
+std::string cost_curve_name(const OpDef& op, std::string_view variant) {
+  return variant.empty() ? std::string(op.name) : fmt::format("{}:{}", op.name, variant);
+}
+
 std::string cost_curve_name(const Graph& g, const Node& n) {
-  if (!n.op->cost_variant) return std::string(n.op->name);
-  const auto variant = n.op->cost_variant(input_types(g, n), n.attrs);
-  return variant.empty() ? std::string(n.op->name) : fmt::format("{}:{}", n.op->name, variant);
+  return cost_curve_name(*n.op, cost_variant_of(g, n));
 }
 
 std::string profile_key(const Graph& g, const Node& n, std::string_view device) {
@@ -118,8 +124,7 @@ OpCost CostModel::node_cost(const Graph& g, const Node& n, const hw::GpuSpec& gp
       return c;
     }
   }
-  const auto& eff =
-      n.op->cost_variant ? params_.efficiency(*n.op, cost_curve_name(g, n)) : params_.efficiency(*n.op);
+  const auto& eff = params_.efficiency(*n.op, cost_variant_of(g, n));
   const double peak = gpu.peak_flops(compute);
   // With cache levels (a CPU's L2 and last-level cache), a kernel whose bytes fit in one moves them at its
   // bandwidth; a clearly larger one at the memory's, all of it: kernels sweep their operands in order, and a

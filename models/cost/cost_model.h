@@ -36,15 +36,17 @@ struct RooflineParams {
   std::array<KindEfficiency, 7> by_kind;
   // Per operator (its registered name), e.g. fitted by `strata validate calibrate-cost`; an entry here wins
   // over the operator's kind (models/cost/cost_params.h reads and writes both).
-  // Keys are curve names (cost_curve_name below): "avgpool2d:global" is priced by its own entry when there is
-  // one, else by "avgpool2d"'s, else by the kind's.
+  // Keys are curve names (cost_curve_name below): an instance of variant "global" of avgpool2d is priced by
+  // "avgpool2d:global" when there is one, else by "avgpool2d", else by the kind's curve.
   std::map<std::string, KindEfficiency, std::less<>> by_op;
-  const KindEfficiency& efficiency(const OpDef& op, std::string_view curve = {}) const;
+  const KindEfficiency& efficiency(const OpDef& op, std::string_view variant = {}) const;
   static RooflineParams defaults();
 };
 
-// The efficiency curve a node is priced with: its operator's name, or "<name>:<variant>" for an instance that
-// its operator runs with another kernel (OpDef::cost_variant; e.g. "avgpool2d:global").
+// The kernel variant of a node (OpDef::cost_variant; "" for the operator's usual kernel), and the name of the
+// efficiency curve it is priced with: the operator's, or "<name>:<variant>" (e.g. "avgpool2d:global").
+std::string_view cost_variant_of(const Graph& g, const Node& n);
+std::string cost_curve_name(const OpDef& op, std::string_view variant);
 std::string cost_curve_name(const Graph& g, const Node& n);
 
 // Key of a measured kernel: "op|attrs|input types|device", e.g.

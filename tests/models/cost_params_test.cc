@@ -62,18 +62,20 @@ TEST(CostParams, GlobalPoolingHasACurveOfItsOwn) {
   EXPECT_EQ(cost_curve_name(windowed, windowed.node(0)), "avgpool2d");
   EXPECT_EQ(cost_curve_name(padded, padded.node(0)), "avgpool2d");  // a 3x3 output: not one window
   EXPECT_EQ(cost_curve_name(matmul_graph(4, 4, 4), matmul_graph(4, 4, 4).node(0)), "matmul");
-  // Hand-derived. Global: 64 outputs x 64 window elements = 4096 FLOP (0.0512 us); bytes 64·8·8·4 in + 64·4
-  // out = 16640 B, 1.664 us at 10 GB/s: memory bound. Windowed 3x3: 4096 outputs x 9 = 36864 FLOP
-  // (0.4608 us), 2·16384 B = 3.2768 us.
+  // Hand-derived, both memory bound at 10 GB/s. Global: 64 outputs x 64 window elements = 4096 FLOP
+  // (0.0512 us at 80 GFLOP/s); bytes: the 1x64x8x8 input and 64 outputs in f32. Windowed 3x3: 4096 outputs
+  // x 9 = 36864 FLOP (0.4608 us); bytes: input and an output of the same size.
+  const double global_memory_s = (64 * 8 * 8 + 64) * 4.0 / 10e9,
+               windowed_memory_s = 2 * 64 * 8 * 8 * 4.0 / 10e9;
   auto params = RooflineParams::defaults();
   params.by_op["avgpool2d"] = {{1.0, 0}, {0.25, 0}};
   params.by_op["avgpool2d:global"] = {{1.0, 0}, {0.5, 0}};
   const CostModel both(gpu, params);
-  EXPECT_NEAR(both.node_cost(global, global.node(0)).seconds, 1.664e-6 / 0.5, 1e-15);
-  EXPECT_NEAR(both.node_cost(windowed, windowed.node(0)).seconds, 3.2768e-6 / 0.25, 1e-15);
+  EXPECT_NEAR(both.node_cost(global, global.node(0)).seconds, global_memory_s / 0.5, 1e-15);
+  EXPECT_NEAR(both.node_cost(windowed, windowed.node(0)).seconds, windowed_memory_s / 0.25, 1e-15);
   params.by_op.erase("avgpool2d:global");  // without its own curve, the operator's
   const CostModel op_only(gpu, params);
-  EXPECT_NEAR(op_only.node_cost(global, global.node(0)).seconds, 1.664e-6 / 0.25, 1e-15);
+  EXPECT_NEAR(op_only.node_cost(global, global.node(0)).seconds, global_memory_s / 0.25, 1e-15);
 }
 
 TEST(CostParams, FileRoundTripsAndKeepsUnlistedKindsAtTheirDefaults) {

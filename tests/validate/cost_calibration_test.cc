@@ -140,13 +140,13 @@ TEST(CostCalibration, FitFindsTheMemoryBoundExplanationOfAStreamingOperator) {
     points.push_back(std::move(p));
   }
   for (auto& p : points)
-    if (p.op == "relu" && (!outlier || p.measured > outlier->measured)) outlier = &p;
+    if (p.curve == "relu" && (!outlier || p.measured > outlier->measured)) outlier = &p;
   ASSERT_NE(outlier, nullptr);
   outlier->measured *= 2.1;  // the cache cliff
   const auto result = fit_cost_params(points, gpu);
   int relus = 0;
   for (const auto& p : points) {
-    if (p.op != "relu" || &p == outlier) continue;
+    if (p.curve != "relu" || &p == outlier) continue;
     ++relus;
     EXPECT_NEAR(predicted_seconds(p, gpu, result.params.roofline) / p.measured, 1.0, 0.03) << p.label;
   }
