@@ -128,6 +128,7 @@ struct NodeSpec {
   int links_per_gpu = 0, links_per_pair = 1;
   int switch_generation = 0;
   int cpus = 1, pcie_switches = 0;
+  CpuVendor cpu_vendor = CpuVendor::kOther;
   LinkChoice pcie, cpu_link;
   int nics = 0;
   std::optional<LinkChoice> nic_link;
@@ -206,8 +207,14 @@ NodeSpec read_node(const YamlReader& node) {
   read_fabric(node.at("fabric"), ns);
 
   const YamlReader host = node.at("host");
-  host.expect_map({"cpus", "pcie_switches", "pcie", "cpu_link"});
+  host.expect_map({"cpus", "cpu_vendor", "pcie_switches", "pcie", "cpu_link"});
   ns.cpus = host.at("cpus").as_int32_in(1, limits::kMaxPartsPerNode);
+  if (auto v = host.maybe("cpu_vendor")) {
+    const std::string name = v->as_string();
+    const auto vendor = parse_cpu_vendor(name);
+    if (!vendor) throw v->error(fmt::format("unknown CPU vendor '{}' (expected {})", name, kCpuVendorNames));
+    ns.cpu_vendor = *vendor;
+  }
   if (auto p = host.maybe("pcie_switches")) ns.pcie_switches = p->as_int32_in(0, limits::kMaxPartsPerNode);
   ns.pcie = read_hop_link(host.at("pcie"));
   if (ns.cpus > 1) ns.cpu_link = read_hop_link(host.at("cpu_link"));
@@ -370,6 +377,7 @@ Topology build(const YamlReader& root, const LoadOptions& options) {
   levels.insert(levels.end(), ns.levels.begin(), ns.levels.end());
   Topology topo(name, gpu, nodes, ns.gpus, std::move(levels));
   topo.set_node_switched(ns.wiring == "switch");
+  topo.set_cpu_vendor(ns.cpu_vendor);
   std::vector<std::vector<VertexId>> nics_of_node;
   nics_of_node.reserve(static_cast<std::size_t>(nodes));
   for (int n = 0; n < nodes; ++n) nics_of_node.push_back(add_node(topo, ns, n));

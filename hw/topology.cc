@@ -34,6 +34,24 @@ std::string_view vertex_kind_name(VertexKind k) {
   return "?";
 }
 
+std::string_view cpu_vendor_name(CpuVendor v) {
+  switch (v) {
+    case CpuVendor::kIntel:
+      return "intel";
+    case CpuVendor::kAmd:
+      return "amd";
+    case CpuVendor::kOther:
+      return "other";
+  }
+  return "?";
+}
+
+std::optional<CpuVendor> parse_cpu_vendor(std::string_view name) {
+  for (auto v : {CpuVendor::kIntel, CpuVendor::kAmd, CpuVendor::kOther})
+    if (cpu_vendor_name(v) == name) return v;
+  return std::nullopt;
+}
+
 // One shortest-path tree over the network switches, grown from `root` reached at distance `root_dist`:
 // per switch (by switch index) its distance and the link it is entered by (-1 for the root).
 struct Topology::SwitchTree {

@@ -25,6 +25,13 @@ using LinkId = std::int32_t;
 using Rank = std::int32_t;  // a GPU's global index, node-major: rank = node * gpus_per_node + local
 
 enum class VertexKind { kGpu, kNvSwitch, kPcieSwitch, kCpu, kNic, kNetSwitch };
+
+// The host CPUs' vendor. NCCL reads it for multi-node protocol limits: its LL bandwidth ceiling across nodes
+// has one row for AMD hosts and one for every other CPU (src/graph/tuning.cc, llMaxBws).
+enum class CpuVendor { kIntel, kAmd, kOther };
+std::string_view cpu_vendor_name(CpuVendor v);
+std::optional<CpuVendor> parse_cpu_vendor(std::string_view name);
+inline constexpr std::string_view kCpuVendorNames = "intel, amd or other";
 std::string_view vertex_kind_name(VertexKind k);
 
 struct Vertex {
@@ -93,6 +100,9 @@ class Topology {
   // True when all GPUs of a node reach each other through one switch (any pair at the same cost).
   bool node_is_switched() const { return node_switched_; }
   void set_node_switched(bool v) { node_switched_ = v; }
+  // The vendor of the nodes' host CPUs (node.host.cpu_vendor; kOther when the file does not say).
+  CpuVendor cpu_vendor() const { return cpu_vendor_; }
+  void set_cpu_vendor(CpuVendor v) { cpu_vendor_ = v; }
 
   // The links a transfer from GPU a to GPU b crosses, in order. Intra-node traffic takes the cheapest path
   // that does not pass through another GPU or a NIC; inter-node traffic leaves through a's NIC and enters
@@ -125,6 +135,7 @@ class Topology {
   std::vector<VertexId> gpu_vertex_;
   std::vector<VertexId> nic_of_gpu_;
   bool node_switched_ = false;
+  CpuVendor cpu_vendor_ = CpuVendor::kOther;
   bool finalized_ = false;
   int nics_per_node_ = 0;
   bool nvls_capable_ = false;

@@ -103,7 +103,13 @@ BuildContext::BuildContext(const hw::Topology& topo_in, TaskGraph& graph_in, con
       spec(spec_in),
       algorithm(std::move(algorithm_in)),
       family(family_in),
-      after(std::move(after_in)) {}
+      after(std::move(after_in)) {
+  // Only LL and LL128 depend on the group's spread over nodes (counting them costs a pass over the group).
+  const int nodes = spec.protocol == Protocol::kSimple ? 1 : static_cast<int>(members_by_node().size());
+  payload_cost_ = nccl::payload_cost(family, spec.protocol, nodes);
+  busbw_ceiling_ =
+      nccl::protocol_busbw_ceiling(family, spec.protocol, topo.gpu().arch, nodes, topo.cpu_vendor());
+}
 
 double BuildContext::step_latency(hw::Rank a, hw::Rank b) const {
   const double hop = nccl::hop_latency(topo.route_transport(a, b), family, spec.protocol);

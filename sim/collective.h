@@ -84,8 +84,12 @@ class BuildContext {
 
   int group_size() const { return static_cast<int>(spec.group.size()); }
   hw::Rank member(int i) const { return spec.group[static_cast<std::size_t>(i)]; }
-  // Wire bytes for a payload under the spec's protocol.
-  double wire(double payload) const { return payload * protocol_wire_factor(spec.protocol); }
+  // Link bytes charged for a payload under the spec's protocol: its wire factor, or NCCL's slower rating of
+  // the algorithm family's protocol (nccl::payload_cost).
+  double wire(double payload) const { return payload * payload_cost_; }
+  // NCCL's ceiling on the bus bandwidth of the spec's protocol for this family and group (bytes/s, +inf when
+  // none; nccl::protocol_busbw_ceiling).
+  double protocol_busbw_ceiling() const { return busbw_ceiling_; }
   // Per-step latency of one hop a -> b: NCCL's per-hop latency for (transport, algorithm, protocol), but
   // never less than the route's physical latency.
   double step_latency(hw::Rank a, hw::Rank b) const;
@@ -97,6 +101,10 @@ class BuildContext {
   int channels() const;
   // Group members per node, in group order; nodes in ascending order.
   std::vector<std::vector<hw::Rank>> members_by_node() const;
+
+ private:
+  double payload_cost_ = 1;
+  double busbw_ceiling_ = 0;
 };
 
 // A collective algorithm describes itself completely; nothing outside its file switches over its name.

@@ -9,6 +9,7 @@
 namespace strata::sim::nccl {
 namespace {
 constexpr double kUs = 1e-6;
+constexpr double kUnlimited = std::numeric_limits<double>::infinity();
 constexpr int idx(Protocol p) {
   return p == Protocol::kLL ? 0 : (p == Protocol::kLL128 ? 1 : 2);
 }
@@ -46,6 +47,40 @@ double base_latency(Family f, Protocol p) {
 }
 double hop_latency(hw::Transport t, Family f, Protocol p) {
   return kHop[trans(t)][fam(f)][idx(p)] * kUs;
+}
+
+double payload_cost(Family f, Protocol p, int nodes) {
+  if (f == Family::kTree && p == Protocol::kLL) return 3.8;
+  if (f == Family::kTree && p == Protocol::kLL128 && nodes == 1) return 9.0 / 7.0;
+  return protocol_wire_factor(p);
+}
+
+double protocol_busbw_ceiling(Family f, Protocol p, hw::GpuArch arch, int nodes, hw::CpuVendor vendor) {
+  if (p != Protocol::kLL || (f != Family::kRing && f != Family::kTree)) return kUnlimited;
+  // llMaxBws [row][1 node, 2 nodes, 3+ nodes], GB/s. Rows: one node by GPU generation (Volta, Ampere,
+  // Hopper, Blackwell); several nodes by host CPU (row 0 for Intel and others, row 1 for AMD).
+  constexpr double kLlMax[4][3] = {
+      {39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282.0, 90.0, 70.0}};
+  int row = 0;
+  if (nodes <= 1) {
+    switch (arch) {
+      case hw::GpuArch::kAmpere:
+        row = 1;
+        break;
+      case hw::GpuArch::kHopper:
+        row = 2;
+        break;
+      case hw::GpuArch::kBlackwell:
+        row = 3;
+        break;
+      default:
+        row = 0;  // Volta and older (NCCL's lowest compute-capability row)
+    }
+  } else {
+    row = vendor == hw::CpuVendor::kAmd ? 1 : 0;
+  }
+  const int column = nodes <= 1 ? 0 : (nodes == 2 ? 1 : 2);
+  return kLlMax[row][column] * 1e9;
 }
 
 GroupShape group_shape(const hw::Topology& topo, std::span<const hw::Rank> group) {
@@ -113,6 +148,7 @@ double expansion_estimate(const EstimateInputs& in, const CollectiveAlgorithm& a
         const double bytes = link.shared ? load[{stage[i], l}] : t.bytes;
         drain = std::max(drain, bytes / link.bandwidth);
       }
+      if (t.max_rate > 0) drain = std::max(drain, t.bytes / t.max_rate);
       duration += drain;
     }
     finish[i] = start[i] + duration;

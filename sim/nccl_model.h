@@ -21,6 +21,22 @@ double base_latency(Family f, Protocol p);
 // Per-hop latency, seconds, for a transport class (NVLink, PCI, NET); host shared memory counts as PCI.
 double hop_latency(hw::Transport t, Family f, Protocol p);
 
+// NCCL's rating of its protocols' throughput (src/graph/tuning.cc, ncclTopoTuneModel; NVIDIA/nccl v2.21.5-1
+// and HEAD 5067397c). These are properties of the kernels, which the link model alone does not see:
+//
+// Link bytes charged per payload byte: the protocol's wire factor (protocol_wire_factor), except for the
+// tree, whose LL NCCL rates at 1/3.8 of its Simple bandwidth and whose LL128 at 7/9 on one node (120/128
+// across nodes), where the wire factors alone would give 1/2 and 120/128. So tree LL costs 3.8 and tree LL128
+// 9/7 on one node.
+double payload_cost(Family f, Protocol p, int nodes);
+// The bus bandwidth (nccl-tests' busbw, bytes/s) that NCCL's LL protocol reaches at most, for ring and tree:
+// llMaxBws, 8-byte stores of 4 B data and a 4 B flag. One node by GPU generation (Volta and older 39.0,
+// Ampere 87.7, Hopper 141.0, Blackwell 282.0 GB/s); across nodes by the hosts' CPU, which the NIC's traffic
+// crosses (2 nodes 39.0, 3 or more 20.4 GB/s; AMD hosts 22.5 and 19.0). +inf for Simple, LL128 and the
+// other families. (NCCL's per-channel LL128 and tree ceilings are not applied: they scale with the channel
+// count of NCCL's own topology search, which strata does not reproduce; docs/fidelity.md §5.)
+double protocol_busbw_ceiling(Family f, Protocol p, hw::GpuArch arch, int nodes, hw::CpuVendor vendor);
+
 // What the tuner reads of the group: its size and spread over nodes, and whether the intra-node path is
 // NVLink/NVSwitch (NCCL enables LL128 only there).
 struct GroupShape {
@@ -63,7 +79,8 @@ enum class Candidates { kNccl, kAll };
 // NCCL-style predictions for every (registered algorithm, protocol) pair that can run the spec, fastest
 // first (ties keep registration order). An algorithm takes part when its unsupported_reason (with kNccl also
 // its nccl_unsupported_reason) is empty for the spec at that protocol; NCCL's global protocol rule applies on
-// top: LL128 only over NVLink. Host-MPI schedules (Family::kHostMpi) take part only when named by `only`. `only`: estimate just that algorithm's protocols (an explicit --algo without
+// top: LL128 only over NVLink. Host-MPI schedules (Family::kHostMpi) take part only when named by `only`.
+// `only`: estimate just that algorithm's protocols (an explicit --algo without
 // --protocol; `candidates` does not apply).
 std::vector<Estimate> estimate_all(const hw::Topology& topo, const CollectiveSpec& spec,
                                    std::string_view only = {}, Candidates candidates = Candidates::kNccl);

@@ -18,7 +18,7 @@ NetworkModel::NetworkModel(Engine& engine, std::vector<double> capacities, std::
       local_index_(capacity_.size(), -1) {}
 
 FlowId NetworkModel::start_flow(std::span<const hw::LinkId> route, double bytes, double latency_seconds,
-                                std::uint64_t user, std::span<const double> weights) {
+                                std::uint64_t user, std::span<const double> weights, double max_rate) {
   FlowId id;
   if (!free_ids_.empty()) {
     id = free_ids_.back();
@@ -44,7 +44,7 @@ FlowId NetworkModel::start_flow(std::span<const hw::LinkId> route, double bytes,
                      (static_cast<std::uint64_t>(f.version) << 32) | static_cast<std::uint32_t>(id));
     return id;
   }
-  f.cap = std::numeric_limits<double>::infinity();
+  f.cap = max_rate > 0 ? max_rate : std::numeric_limits<double>::infinity();
   f.coupled = false;
   for (hw::LinkId l : route) {
     const auto li = static_cast<std::size_t>(l);

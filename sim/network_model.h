@@ -37,8 +37,9 @@ class NetworkModel final : public EventHandler {
   // Starts a flow now. `route` (and `weights`) must stay valid until the flow is sent (Topology routes and
   // TaskGraph custom routes are). `weights` is empty or parallel to `route`: a bundle of hops moving at one
   // common rate loads link l with weights[l] x rate and carries weights[l] x bytes over it.
+  // `max_rate` (bytes/s, 0 = none) caps the flow's own rate, as a fat pipe on its route would.
   FlowId start_flow(std::span<const hw::LinkId> route, double bytes, double latency_seconds,
-                    std::uint64_t user, std::span<const double> weights = {});
+                    std::uint64_t user, std::span<const double> weights = {}, double max_rate = 0);
 
   // Bytes each link has carried so far (for utilization).
   std::span<const double> link_bytes() const { return link_bytes_; }
@@ -52,8 +53,8 @@ class NetworkModel final : public EventHandler {
     std::span<const double> weights;  // empty: 1 per link
     double remaining = 0;             // bytes still to send
     double bytes = 0;
-    double rate = 0;       // bytes/s
-    double cap = 0;        // the flow's own rate cap from the fat-pipe links on its route; +inf when none
+    double rate = 0;  // bytes/s
+    double cap = 0;   // the flow's own rate cap (fat-pipe links on its route, its max_rate); +inf when none
     bool coupled = false;  // crosses at least one shared link (its rate comes from the max-min solve)
     SimTime last_update = 0;
     SimTime latency = 0;

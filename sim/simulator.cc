@@ -104,7 +104,7 @@ class Run final : public EventHandler, public FlowListener {
       case TaskKind::kTransfer:
         // One link per class of equivalent links: the same rates as the full routes (RouteClasses).
         network_.start_flow(routes_.links(task), task.bytes, task.seconds, static_cast<std::uint64_t>(t),
-                            routes_.weights(task));
+                            routes_.weights(task), task.max_rate);
         break;
       case TaskKind::kDelay:
         engine_.schedule(time_after(engine_.now(), task.seconds), *this, static_cast<std::uint64_t>(t));

@@ -17,6 +17,13 @@ void TaskGraph::add_dep(TaskId task, Dep dep) {
   edges_.push_back(Edge{dep.task, task, dep.kind});
 }
 
+void TaskGraph::cap_transfers_after(TaskId after, double max_rate) {
+  if (!(max_rate > 0)) throw std::logic_error("a transfer rate cap must be positive");
+  for (auto i = static_cast<std::size_t>(after) + 1; i < tasks_.size(); ++i)
+    if (tasks_[i].kind == TaskKind::kTransfer)
+      tasks_[i].max_rate = tasks_[i].max_rate > 0 ? std::min(tasks_[i].max_rate, max_rate) : max_rate;
+}
+
 TaskId TaskGraph::add_compute(hw::Rank gpu, int stream, const ComputeWork& work, std::int32_t label,
                               std::span<const Dep> deps) {
   Task t{};

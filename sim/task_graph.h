@@ -45,6 +45,7 @@ struct Task {
   std::int32_t route = -1;  // transfer: index into custom routes, or -1 for the topology's route
   double bytes = 0;         // transfer: bytes put on the wire
   double seconds = 0;       // compute: fixed duration if > 0; delay: duration; transfer: delivery latency
+  double max_rate = 0;      // transfer: the most wire bytes/s the sender's kernel moves it at (0: links only)
   ComputeWork work;         // compute: used when seconds == 0
 };
 
@@ -70,6 +71,9 @@ class TaskGraph {
   std::size_t num_custom_routes() const { return routes_.size(); }
   TaskId add_delay(double seconds, std::int32_t label, std::span<const Dep> deps = {});
   void add_dep(TaskId task, Dep dep);
+  // Caps the rate of every transfer added after `after` (wire bytes/s, > 0): a protocol's kernel that
+  // cannot move data faster than that whatever the links allow (sim/nccl_model.h, protocol_ceiling).
+  void cap_transfers_after(TaskId after, double max_rate);
 
   // Interned label for trace names ("allreduce/ring step 3"); returns its index.
   std::int32_t intern(std::string_view label);

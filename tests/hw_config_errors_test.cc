@@ -78,6 +78,18 @@ TEST(ConfigErrors, UnknownNames) {
             std::string::npos);
 }
 
+TEST(ConfigErrors, CpuVendorIsOneOfThoseNcclDistinguishes) {
+  EXPECT_EQ(load_system_from_string(replace(kGood, "cpus: 1,", "cpus: 1, cpu_vendor: amd,"), "good.yaml")
+                .cpu_vendor(),
+            CpuVendor::kAmd);
+  EXPECT_EQ(load_system_from_string(kGood, "good.yaml").cpu_vendor(), CpuVendor::kOther);
+  const auto e = error_of(replace(kGood, "cpus: 1,", "cpus: 1, cpu_vendor: arm,"));
+  EXPECT_NE(e.find("bad.yaml:6:31: node.host.cpu_vendor: unknown CPU vendor 'arm' (expected intel, amd or "
+                   "other)"),
+            std::string::npos)
+      << e;
+}
+
 TEST(ConfigErrors, GpusThatCannotReachEachOther) {
   // No NVLink fabric and no PCIe path would be impossible to build; instead several nodes without NICs.
   const auto no_nics = replace(kGood, "  nics: {count: 4, link: ib-ndr}\n", "");

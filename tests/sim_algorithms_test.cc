@@ -216,6 +216,62 @@ TEST(Algorithms, CollectiveTableColumnsStayAlignedAtLongTimes) {
 
 namespace strata::sim {
 
+// NCCL's LL ceiling (llMaxBws, src/graph/tuning.cc): a bandwidth-bound ring LL all-reduce reaches that bus
+// bandwidth and no more, whatever its links allow. One node by GPU generation, several nodes by host CPU
+// (the presets' cpu_vendor: DGX A100 AMD, DGX H100 Intel). Latencies are tens of microseconds against
+// 10-30 ms, so busbw is the ceiling to 1%.
+TEST(Algorithms, RingLowLatencyProtocolStopsAtNcclsBandwidthCeiling) {
+  struct Case {
+    const char* preset;
+    int nodes;
+    double ceiling_gbps;
+  };
+  for (const Case& c :
+       {Case{"dgx1-v100.yaml", 1, 39.0}, Case{"dgx-a100.yaml", 1, 87.7}, Case{"dgx-h100.yaml", 1, 141.0},
+        Case{"dgx-a100.yaml", 2, 22.5}, Case{"dgx-a100.yaml", 4, 19.0}, Case{"dgx-h100.yaml", 2, 39.0},
+        Case{"dgx-h100.yaml", 4, 20.4}}) {
+    const hw::Topology t = hw::load_system(test::preset(c.preset), hw::LoadOptions{c.nodes});
+    const auto r =
+        run(t, CollectiveOp::kAllReduce, range(0, t.num_gpus()), 256.0 * (1 << 20), "ring", Protocol::kLL);
+    EXPECT_LE(r.busbw, c.ceiling_gbps * 1e9) << c.preset << " x" << c.nodes;
+    EXPECT_GT(r.busbw, 0.99 * c.ceiling_gbps * 1e9) << c.preset << " x" << c.nodes;
+    // Simple has no such ceiling: on one DGX A100 it runs at the NVSwitch port's pace, far above.
+    if (c.nodes == 1 && std::string(c.preset) == "dgx-a100.yaml")
+      EXPECT_GT(run(t, CollectiveOp::kAllReduce, range(0, 8), 256.0 * (1 << 20), "ring").busbw, 200e9);
+  }
+  // The tree's LL has the same ceiling on bus bandwidth: its algorithm bandwidth is at most half of it (the
+  // tuner's tree ratio), so nccl-tests' busbw = algbw x 2(n-1)/n stays under ceiling x (n-1)/n; the pipeline
+  // fill of 32 KiB chunks (well under 5% here) keeps it a little lower.
+  const hw::Topology a2 = hw::load_system(test::preset("dgx-a100.yaml"), hw::LoadOptions{2});
+  const auto tree = run(a2, CollectiveOp::kAllReduce, range(0, 16), 256.0 * (1 << 20), "tree", Protocol::kLL);
+  EXPECT_LE(tree.busbw, 22.5e9 * 15 / 16);
+  EXPECT_GT(tree.busbw, 0.95 * 22.5e9 * 15 / 16);
+}
+
+// NCCL rates the tree's LL at 1/3.8 of its Simple bandwidth and its LL128 at 7/9 on one node and 120/128
+// across nodes (tuning.cc). With the same pipeline (64 chunks per tree, so the same fill) and 8 GiB (fixed
+// latencies under 0.2%), the times are in those ratios; LL's ceiling (141 GB/s on Hopper) does not bind at
+// the ~85 GB/s busbw tree LL reaches on one DGX H100.
+TEST(Algorithms, TreeLowLatencyProtocolsRunAtNcclsRatingOfThem) {
+  const auto tree_time = [](const hw::Topology& t, Protocol p) {
+    CollectiveRequest req;
+    req.spec.op = CollectiveOp::kAllReduce;
+    req.spec.group = range(0, t.num_gpus());
+    req.spec.bytes = 8.0 * (1 << 30);
+    req.spec.protocol = p;
+    req.spec.pipeline_chunks = 64;
+    req.algorithm = "tree";
+    return run_collective(t, req).seconds;
+  };
+  const hw::Topology one = hw::load_system(test::preset("dgx-h100.yaml"));
+  const double simple = tree_time(one, Protocol::kSimple);
+  EXPECT_NEAR(tree_time(one, Protocol::kLL) / simple, 3.8, 0.01 * 3.8);
+  EXPECT_NEAR(tree_time(one, Protocol::kLL128) / simple, 9.0 / 7.0, 0.01 * 9.0 / 7.0);
+  const hw::Topology two = hw::load_system(test::preset("dgx-h100.yaml"), hw::LoadOptions{2});
+  EXPECT_NEAR(tree_time(two, Protocol::kLL128) / tree_time(two, Protocol::kSimple), 128.0 / 120.0,
+              0.01 * 128.0 / 120.0);
+}
+
 // The tuner against the simulator: over every preset system on 1, 2 and 4 nodes, full / half-node /
 // cross-node groups and sizes from 8 B to 8 GiB, auto's simulated time is within 10% of the fastest
 // eligible (algorithm, protocol) pair's simulated time.

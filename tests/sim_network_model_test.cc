@@ -23,6 +23,7 @@ struct FlowSpec {
   std::vector<double> weights;  // empty or parallel to route
   double bytes = 0;
   double latency = 0;
+  double max_rate = 0;  // the flow's own cap, bytes/s (0: none)
 };
 
 // Runs `flows` on a NetworkModel, each started at its start time; returns the time each was sent.
@@ -40,7 +41,7 @@ class Harness final : public EventHandler, public FlowListener {
   }
   void on_event(std::uint64_t i) override {
     const auto& f = flows_[i];
-    net_.start_flow(f.route, f.bytes, f.latency, i, f.weights);
+    net_.start_flow(f.route, f.bytes, f.latency, i, f.weights, f.max_rate);
   }
   void on_flow_sent(FlowId, std::uint64_t user) override { sent_[user] = time_to_seconds(engine_.now()); }
   void on_flow_delivered(FlowId, std::uint64_t user) override {
@@ -130,6 +131,22 @@ TEST(NetworkModel, FatPipeCapsEachFlowButIsNotDivided) {
   EXPECT_NEAR(h.sent_[0], 10.0, 1e-9);
   EXPECT_NEAR(h.sent_[1], 10.0, 1e-9);
   EXPECT_NEAR(h.sent_[2], 10.0, 1e-9);
+}
+
+TEST(NetworkModel, AFlowsOwnRateCapLeavesTheRestOfTheLinkToOthers) {
+  // One shared 100 B/s link. Flow 0 may move at most 20 B/s, flow 1 is uncapped: max-min gives 20 and 80.
+  // Flow 0 (200 B) is sent at 10 s; flow 1 (1,000 B) has sent 800 B by then and its last 200 B at 100 B/s
+  // take 2 s more: 12 s. A capped flow alone (flow 2 over its own link, 2 B/s cap) takes bytes / cap plus
+  // its latency: 10 B / 2 B/s + 0.5 s delivered at 5.5 s.
+  std::vector<FlowSpec> flows{{0, {0}, {}, 200, 0}, {0, {0}, {}, 1000, 0}, {0, {1}, {}, 10, 0.5}};
+  flows[0].max_rate = 20;
+  flows[2].max_rate = 2;
+  Harness h({100, 100}, {1, 1}, flows);
+  h.run();
+  EXPECT_NEAR(h.sent_[0], 10.0, 1e-9);
+  EXPECT_NEAR(h.sent_[1], 12.0, 1e-9);
+  EXPECT_NEAR(h.sent_[2], 5.0, 1e-9);
+  EXPECT_NEAR(h.delivered_[2], 5.5, 1e-9);
 }
 
 TEST(NetworkModel, IncrementalResolveMatchesFromScratchOnRandomWorkloads) {

@@ -3,6 +3,7 @@
 // pipeline chunks along the ring as a chain from/to the root. With n ranks and per-rank bandwidth B the
 // all-reduce takes 2(n-1)/n * S/B plus 2(n-1) per-step latencies.
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <optional>
@@ -167,6 +168,11 @@ class Ring final : public CollectiveAlgorithm {
       const auto last = ring_phase(ctx, ring, steps, slice, start, ctx.label("step"), c);
       for (TaskId t : last) finals.push_back({t});
     }
+    // A ring's bus bandwidth is its channels x the per-hop payload rate of each (all-reduce, reduce-scatter,
+    // all-gather and the broadcast/reduce chain alike), so NCCL's protocol ceiling caps every hop of a
+    // channel at ceiling / channels.
+    if (const double ceiling = ctx.protocol_busbw_ceiling(); std::isfinite(ceiling))
+      ctx.graph.cap_transfers_after(start, ctx.wire(ceiling / channels));
     return join(ctx, finals);
   }
 };

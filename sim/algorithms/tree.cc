@@ -179,6 +179,11 @@ class Tree final : public CollectiveAlgorithm {
       else
         build_steps(ctx, shape, do_up, do_down, chunk, chunks, start, up_label, down_label, t, finals);
     }
+    // NCCL's tree moves half its bus bandwidth as algorithm bandwidth (tuning.cc's bus-to-algorithm ratio
+    // 0.5), and the trees' algorithm bandwidth is trees x the per-hop payload rate of each: so its protocol
+    // ceiling caps every hop of a tree at ceiling / 2 / trees.
+    if (const double ceiling = ctx.protocol_busbw_ceiling(); std::isfinite(ceiling))
+      ctx.graph.cap_transfers_after(start, ctx.wire(0.5 * ceiling / trees));
     return join(ctx, finals);
   }
 
