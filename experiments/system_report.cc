@@ -33,6 +33,7 @@ std::string describe_system(const hw::Topology& topo) {
   for (const auto& [k, c] : kinds) out += fmt::format("  {:<12} {}\n", k, c);
   out += fmt::format("  links        {} directed ({} duplex wires)\n", topo.links().size(),
                      topo.links().size() / 2);
+  out += fmt::format("  cpu vendor   {} (node.host.cpu_vendor)\n", hw::cpu_vendor_name(topo.cpu_vendor()));
   out += "\n  wires of node 0 and the network (effective bandwidth per direction):\n";
   std::set<std::string> seen;
   for (std::size_t i = 0; i < topo.links().size(); i += 2) {
