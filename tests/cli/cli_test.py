@@ -203,6 +203,8 @@ class HwCommands(unittest.TestCase):
         r2 = strata("hw", "show", path, "--nodes", "2")
         self.assertEqual(r2.rc, 0, r2)
         self.assertRegex(r2.out, rf"= {2 * gpus} GPUs")
+        # The host CPU vendor as the file declares it (DGX A100: AMD EPYC 7742).
+        self.assertRegex(r.out, rf"cpu vendor\s+{yaml_scalar(path, 'cpu_vendor')} \(node.host.cpu_vendor\)")
 
     def test_hw_show_emulated_cluster_of_two_nodes_of_two_ranks(self):
         # Regression (issue 14): on 2 nodes x 2 GPUs `hw show` printed a sample route to GPU gpus_per_node + 2 = 4,
