@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -34,21 +35,20 @@ std::string_view vertex_kind_name(VertexKind k) {
   return "?";
 }
 
+namespace {
+constexpr std::pair<CpuVendor, std::string_view> kCpuVendors[] = {
+    {CpuVendor::kIntel, "intel"}, {CpuVendor::kAmd, "amd"}, {CpuVendor::kOther, "other"}};
+}  // namespace
+
 std::string_view cpu_vendor_name(CpuVendor v) {
-  switch (v) {
-    case CpuVendor::kIntel:
-      return "intel";
-    case CpuVendor::kAmd:
-      return "amd";
-    case CpuVendor::kOther:
-      return "other";
-  }
+  for (const auto& [vendor, name] : kCpuVendors)
+    if (vendor == v) return name;
   return "?";
 }
 
 std::optional<CpuVendor> parse_cpu_vendor(std::string_view name) {
-  for (auto v : {CpuVendor::kIntel, CpuVendor::kAmd, CpuVendor::kOther})
-    if (cpu_vendor_name(v) == name) return v;
+  for (const auto& [vendor, vendor_name] : kCpuVendors)
+    if (vendor_name == name) return vendor;
   return std::nullopt;
 }
 
