@@ -272,6 +272,73 @@ TEST(Algorithms, TreeLowLatencyProtocolsRunAtNcclsRatingOfThem) {
               0.01 * 128.0 / 120.0);
 }
 
+// NCCL's double binary tree (src/graph/trees.cc), against the three trees its comments draw: the first tree
+// on 14 ranks, the mirror on 12 and the shift on 13.
+TEST(Algorithms, TreesAcrossNodesAreNcclsDoubleBinaryTree) {
+  const auto parents = [](int n, int which, std::initializer_list<std::pair<int, int>> child_parent) {
+    const auto p = algorithms::nccl_tree_parents(n, which);
+    int roots = 0;
+    for (int x : p) roots += x < 0;
+    EXPECT_EQ(roots, 1) << n << " " << which;
+    for (const auto& [child, parent] : child_parent)
+      EXPECT_EQ(p[static_cast<std::size_t>(child)], parent) << n << " " << which << " position " << child;
+  };
+  parents(14, 0,
+          {{0, -1},
+           {8, 0},
+           {4, 8},
+           {12, 8},
+           {2, 4},
+           {6, 4},
+           {10, 12},
+           {13, 12},
+           {1, 2},
+           {3, 2},
+           {5, 6},
+           {7, 6},
+           {9, 10},
+           {11, 10}});
+  parents(
+      12, 1,
+      {{11, -1}, {3, 11}, {1, 3}, {7, 3}, {0, 1}, {2, 1}, {5, 7}, {9, 7}, {4, 5}, {6, 5}, {8, 9}, {10, 9}});
+  parents(13, 1,
+          {{1, -1},
+           {9, 1},
+           {5, 9},
+           {0, 9},
+           {3, 5},
+           {7, 5},
+           {11, 0},
+           {2, 3},
+           {4, 3},
+           {6, 7},
+           {8, 7},
+           {10, 11},
+           {12, 11}});
+  // Two nodes: each tree is one edge, the second reversed.
+  parents(2, 0, {{0, -1}, {1, 0}});
+  parents(2, 1, {{1, -1}, {0, 1}});
+}
+
+// What the tree's shape does: four ranks, one per node, all behind one NIC each (P2's GCP A100 nodes). In
+// NCCL's pair of trees over four nodes (0 -> 2 -> {1, 3} and 3 -> 1 -> {2, 0}), nodes 1 and 2 are interior
+// in one tree, with a parent and two children, and a leaf in the other: their NIC sends half the data up
+// and twice half down in one tree, and half up in the other, 2S in all, where the ring sends 2(n-1)/n S =
+// 1.5 S. Both are NIC-bound at 8 GiB, so the tree takes 4/3 of the ring's time. (A heap-ordered pair of trees
+// would send 1.5 S through every NIC and tie with the ring; P2's Appendix A measured the tree 1.38-1.60x
+// slower than the ring in such cases.)
+TEST(Algorithms, FourNodeTreeSendsTwiceTheDataThroughTheNicsOfItsInteriorNodes) {
+  const hw::Topology t = hw::load_system(test::preset("gcp-a100x16.yaml"), hw::LoadOptions{4});
+  const std::vector<hw::Rank> one_per_node{0, 16, 32, 48};
+  const double bytes = 8.0 * (1 << 30);
+  const auto ring = run(t, CollectiveOp::kAllReduce, one_per_node, bytes, "ring");
+  const auto tree = run(t, CollectiveOp::kAllReduce, one_per_node, bytes, "tree");
+  EXPECT_NEAR(tree.seconds / ring.seconds, 4.0 / 3.0, 0.02 * 4.0 / 3.0);
+  // The NIC's 8 GB/s sets both: the ring's 1.5 S and the tree's 2 S (pipeline fill adds under 1%).
+  EXPECT_NEAR(ring.seconds, 1.5 * bytes / 8e9, 0.01 * 1.5 * bytes / 8e9);
+  EXPECT_NEAR(tree.seconds, 2.0 * bytes / 8e9, 0.02 * 2.0 * bytes / 8e9);
+}
+
 // The tuner against the simulator: over every preset system on 1, 2 and 4 nodes, full / half-node /
 // cross-node groups and sizes from 8 B to 8 GiB, auto's simulated time is within 10% of the fastest
 // eligible (algorithm, protocol) pair's simulated time.

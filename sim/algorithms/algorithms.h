@@ -51,7 +51,7 @@ TaskId add_bundle(BuildContext& ctx, std::span<const std::pair<hw::Rank, hw::Ran
                   double payload_per_hop, double latency, std::int32_t label, std::span<const Dep> deps,
                   int lane);
 
-// A tree over members (tree.cc): chains inside nodes, a binary heap over nodes.
+// A tree over members (tree.cc): chains inside nodes, NCCL's binary trees over nodes.
 struct TreeShape {
   std::vector<hw::Rank> members;
   std::vector<int> parent;  // index into members; -1 for the root
@@ -60,11 +60,17 @@ struct TreeShape {
   std::vector<int> preorder;  // parents before children, from the root
   int depth = 0;              // hops from the root to the deepest member: pipeline stages in one direction
 };
-// Chains inside nodes (members in the given order, the first heads the chain) and the heap over `order`
-// (node indices) across nodes: the parent of position p is (p-1)/2. A node's chain head hangs off its parent
-// node's member at gateway[node].
+// NCCL's double binary tree over n positions (NVIDIA/nccl v2.21.5-1 src/graph/trees.cc, ncclGetBtree and
+// ncclGetDtree): the parent position of each position, -1 for the root. which = 0: the first tree, rooted at
+// 0, in which even positions are interior and odd ones leaves (e.g. 4 positions: 0 -> 2 -> {1, 3}); which =
+// 1: the second, the first's mirror image p -> n-1-p for even n (3 -> 1 -> {2, 0}) or the first shifted by
+// one position for odd n, so that a position interior in one tree is a leaf in the other.
+std::vector<int> nccl_tree_parents(int n, int which);
+// Chains inside nodes (members in the given order, the first heads the chain) and the tree over `order`
+// (node indices) whose position p hangs off position parent_position[p] (-1: the root). A node's chain head
+// hangs off its parent node's member at gateway[node].
 TreeShape make_tree(const std::vector<std::vector<hw::Rank>>& nodes, const std::vector<int>& order,
-                    const std::vector<std::size_t>& gateway);
+                    std::span<const int> parent_position, const std::vector<std::size_t>& gateway);
 // The whole pipelined tree (reduce up and/or broadcast down) as one flow bundle: `chunks` chunks of `chunk`
 // payload bytes through its D pipeline stages take (K + D - 1) chunk times, then the deepest paths' latency.
 TaskId tree_flow_bundle(BuildContext& ctx, const TreeShape& shape, bool do_up, bool do_down, double chunk,

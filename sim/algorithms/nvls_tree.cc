@@ -53,7 +53,8 @@ class NvlsTree final : public CollectiveAlgorithm {
     const int heads = static_cast<int>(nodes.front().size());
     const int num_nodes = static_cast<int>(nodes.size());
     const double bytes = ctx.spec.bytes;
-    // Across nodes: per head, two mirrored heap-ordered trees over the nodes, each carrying S/(2 heads), in
+    // Across nodes: per head, NCCL's double binary tree over the nodes (ncclGetDtree), each tree carrying
+    // S/(2 heads), in
     // chunks per channel (half of the channels per tree): K chunks through D stages cost (K + D - 1) chunks.
     std::vector<int> order(static_cast<std::size_t>(num_nodes));
     for (int i = 0; i < num_nodes; ++i) order[static_cast<std::size_t>(i)] = i;
@@ -69,9 +70,7 @@ class NvlsTree final : public CollectiveAlgorithm {
       for (const auto& members : nodes) chains.push_back({members[static_cast<std::size_t>(h)]});
       const std::vector<std::size_t> gateway(chains.size(), 0);
       for (int mirror = 0; mirror < 2; ++mirror) {
-        std::vector<int> tree_order = order;
-        if (mirror == 1) std::reverse(tree_order.begin(), tree_order.end());
-        const TreeShape shape = make_tree(chains, tree_order, gateway);
+        const TreeShape shape = make_tree(chains, order, nccl_tree_parents(num_nodes, mirror), gateway);
         tree_latency = std::max(tree_latency, 2.0 * shape.depth *
                                                   ctx.step_latency(nodes[0][static_cast<std::size_t>(h)],
                                                                    nodes[1][static_cast<std::size_t>(h)]));

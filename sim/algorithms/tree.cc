@@ -13,10 +13,10 @@
 namespace strata::sim::algorithms {
 namespace {
 
-// One tree: chains inside nodes (members in the given order, the first heads the chain), and the heap over
-// `order` (node indices) across nodes: the parent of position p is (p-1)/2. A node's chain head hangs off
-// its parent node's gateway, the member at gateway[node] of that node's chain (the GPU whose NIC the
-// channel uses; the head except on the root node of broadcast/reduce, whose chain starts at the root GPU).
+// One tree: chains inside nodes (members in the given order, the first heads the chain), and NCCL's binary
+// tree over `order` (node indices) across nodes. A node's chain head hangs off its parent node's gateway, the
+// member at gateway[node] of that node's chain (the GPU whose NIC the channel uses; the head except on the
+// root node of broadcast/reduce, whose chain starts at the root GPU).
 }  // namespace
 
 // NCCL's tree chunk (algorithms.h), one FIFO step of the protocol's buffer (NCCL v2.21.5-1, ab2b89c4,
@@ -45,8 +45,33 @@ double tree_chunk_bytes(double per_channel, Protocol protocol, int nodes, double
   return static_cast<double>(chunk);
 }
 
+std::vector<int> nccl_tree_parents(int n, int which) {
+  // ncclGetBtree: position 0 is the root with one child (the highest power of two below n); every other
+  // position p with lowest set bit b hangs off (p ^ b) | 2b, or p ^ b where that is out of range.
+  const auto btree_parent = [n](int p) {
+    if (p == 0) return -1;
+    int bit = 1;
+    while (bit < n && !(bit & p)) bit <<= 1;
+    const int up = (p ^ bit) | (bit << 1);
+    return up >= n ? (p ^ bit) : up;
+  };
+  std::vector<int> parents(static_cast<std::size_t>(std::max(n, 0)), -1);
+  for (int p = 0; p < n; ++p) {
+    if (which == 0) {
+      parents[static_cast<std::size_t>(p)] = btree_parent(p);
+    } else if (n % 2 == 0) {  // ncclGetDtree: the mirror image of the first tree
+      const int u = btree_parent(n - 1 - p);
+      parents[static_cast<std::size_t>(p)] = u < 0 ? -1 : n - 1 - u;
+    } else {  // odd n: the first tree shifted by one position
+      const int u = btree_parent((p - 1 + n) % n);
+      parents[static_cast<std::size_t>(p)] = u < 0 ? -1 : (u + 1) % n;
+    }
+  }
+  return parents;
+}
+
 TreeShape make_tree(const std::vector<std::vector<hw::Rank>>& nodes, const std::vector<int>& order,
-                    const std::vector<std::size_t>& gateway) {
+                    std::span<const int> parent_position, const std::vector<std::size_t>& gateway) {
   TreeShape t;
   std::vector<int> head_index(nodes.size(), -1);
   for (int node : order) {
@@ -57,8 +82,11 @@ TreeShape make_tree(const std::vector<std::vector<hw::Rank>>& nodes, const std::
       t.parent.push_back(i == 0 ? -1 : static_cast<int>(t.members.size()) - 2);
     }
   }
-  for (std::size_t p = 1; p < order.size(); ++p) {
-    const auto node = static_cast<std::size_t>(order[p]), up = static_cast<std::size_t>(order[(p - 1) / 2]);
+  for (std::size_t p = 0; p < order.size(); ++p) {
+    const int up_position = parent_position[p];
+    if (up_position < 0) continue;
+    const auto node = static_cast<std::size_t>(order[p]);
+    const auto up = static_cast<std::size_t>(order[static_cast<std::size_t>(up_position)]);
     t.parent[static_cast<std::size_t>(head_index[node])] = head_index[up] + static_cast<int>(gateway[up]);
   }
   t.children.resize(t.members.size());
@@ -162,9 +190,10 @@ class Tree final : public CollectiveAlgorithm {
         }
         if (mirror && m.size() > 1) std::reverse(m.begin() + 1, m.end());  // the chain runs the other way
       }
-      std::vector<int> tree_order = order;
-      if (mirror) std::reverse(tree_order.begin(), tree_order.end());
-      const TreeShape shape = make_tree(chains, tree_order, gateway);
+      // NCCL's double binary tree over the nodes: the first tree of a pair, and its mirror (even node counts)
+      // or shift (odd), in which the first tree's interior nodes are leaves.
+      const auto parents = nccl_tree_parents(static_cast<int>(order.size()), mirror ? 1 : 0);
+      const TreeShape shape = make_tree(chains, order, parents, gateway);
       const int chunks =
           ctx.spec.pipeline_chunks > 0
               ? ctx.spec.pipeline_chunks
