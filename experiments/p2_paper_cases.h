@@ -1,0 +1,47 @@
+// P2's per-case measurements (Xie et al., MLSys 2022, Appendix A) beside strata's simulated cases: which
+// cases a synthesized program improves in each, and where they disagree. The p2-reproduction kind reads the
+// table (`paper_cases:` in its experiment file) and reports the comparison (cases_vs_paper.csv, summary.md).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "experiments/experiment.h"
+
+namespace strata::experiments::p2 {
+
+// One measured case: the AllReduce time, the best synthesized program's time (seconds) and the speedup the
+// paper prints for it.
+struct PaperCase {
+  double allreduce_s = 0, optimal_s = 0, speedup = 0;
+};
+
+// Cases keyed by case_key(system, axes, reduce, matrix, algorithm).
+using PaperCases = std::map<std::string, PaperCase>;
+std::string case_key(const std::string& system, const std::string& axes, const std::string& reduce,
+                     const std::string& matrix, const std::string& algorithm);
+
+// Reads the CSV at the path `field` names (resolved from the experiment file): comment lines starting with
+// '#', then the header system,axes,reduce,matrix,algorithm,allreduce_s,optimal_s,speedup and one row per
+// case. Errors name the file, the row and the column.
+PaperCases read_paper_cases(const ExperimentFile& file, const YamlReader& field);
+
+// One of strata's cases, as the comparison needs it.
+struct SimulatedCase {
+  std::string key,
+      label;  // case_key(...), and the same for people ("A100x4 [4 16] r[0] [[4,1],[1,16]] tree")
+  std::string algorithm;
+  bool cross_node = false;
+  double allreduce_s = 0, best_s = 0, speedup = 0;
+};
+
+struct Comparison {
+  std::string csv;       // cases_vs_paper.csv
+  std::string markdown;  // the summary's section
+};
+// `improved` is the kind's rule for a win (best program at least that much faster than AllReduce); the
+// paper's tables print speedups to two decimals, so a printed speedup above 1 counts as a win there.
+Comparison compare(const PaperCases& paper, const std::vector<SimulatedCase>& cases, double improved);
+
+}  // namespace strata::experiments::p2
