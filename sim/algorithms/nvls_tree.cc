@@ -54,8 +54,8 @@ class NvlsTree final : public CollectiveAlgorithm {
     const int num_nodes = static_cast<int>(nodes.size());
     const double bytes = ctx.spec.bytes;
     // Across nodes: per head, NCCL's double binary tree over the nodes (ncclGetDtree), each tree carrying
-    // S/(2 heads), in
-    // chunks per channel (half of the channels per tree): K chunks through D stages cost (K + D - 1) chunks.
+    // S/(2 heads) in chunks per channel (half of the channels per tree): K chunks through D stages cost
+    // (K + D - 1) chunks.
     std::vector<int> order(static_cast<std::size_t>(num_nodes));
     for (int i = 0; i < num_nodes; ++i) order[static_cast<std::size_t>(i)] = i;
     const double per_tree = bytes / (2.0 * heads);
