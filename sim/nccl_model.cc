@@ -83,6 +83,22 @@ double protocol_busbw_ceiling(Family f, Protocol p, hw::GpuArch arch, int nodes,
   return kLlMax[row][column] * 1e9;
 }
 
+int call_channels(int channels, double bytes, Family f, Protocol p, int ranks, bool nvlink) {
+  if (f != Family::kRing && f != Family::kTree) return channels;
+  double threads = 512, threshold = 64;
+  if (p == Protocol::kLL128) {
+    threads = 640;
+    threshold = 8;
+  } else if (p == Protocol::kLL) {
+    threshold = f == Family::kRing ? 8.0 * ranks : 8.0;
+  } else if (f == Family::kRing && !nvlink) {
+    threads = 256;
+  }
+  int nc = channels;
+  while (nc >= 2 && bytes < nc * threads * threshold) --nc;
+  return nc;
+}
+
 GroupShape group_shape(const hw::Topology& topo, std::span<const hw::Rank> group) {
   GroupShape g;
   g.ranks = static_cast<int>(group.size());

@@ -37,6 +37,15 @@ double payload_cost(Family f, Protocol p, int nodes);
 // count of NCCL's own topology search, which strata does not reproduce; docs/fidelity.md §5.)
 double protocol_busbw_ceiling(Family f, Protocol p, hw::GpuArch arch, int nodes, hw::CpuVendor vendor);
 
+// NCCL's channels for one call (v2.21.5-1 src/enqueue.cc, getChannnelThreadInfo): a ring or tree call drops
+// one channel at a time, from `channels`, while the message is smaller than channels x threads x threshold
+// bytes, down to one. Threads per channel (src/include/device.h): 512 for Simple and LL, 640 for LL128; the
+// ring's Simple kernel gets 256 where the ring graph is no faster than PCIe Gen3 (PCI_BW 12 GB/s,
+// tuning.cc), which strata takes to be a node without NVLink. Threshold per thread (src/include/comm.h,
+// tuning.cc): 64 B for Simple, 8 B for LL128, 8 B for tree LL and 8 B x ranks for ring LL. NVLS and
+// NVLS-Tree keep their 16 channels; other families keep `channels`.
+int call_channels(int channels, double bytes, Family f, Protocol p, int ranks, bool nvlink);
+
 // What the tuner reads of the group: its size and spread over nodes, and whether the intra-node path is
 // NVLink/NVSwitch (NCCL enables LL128 only there).
 struct GroupShape {

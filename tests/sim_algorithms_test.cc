@@ -272,6 +272,41 @@ TEST(Algorithms, TreeLowLatencyProtocolsRunAtNcclsRatingOfThem) {
               0.01 * 128.0 / 120.0);
 }
 
+// NCCL's channels per call (getChannnelThreadInfo): a channel is dropped while bytes < channels x threads x
+// threshold. Simple: 512 threads x 64 B = 32 KiB per channel (256 x 64 B = 16 KiB for a ring without NVLink);
+// LL128: 640 x 8 B = 5,120 B; tree LL 512 x 8 B = 4 KiB; ring LL 512 x 8 B x ranks.
+TEST(Algorithms, NcclDropsChannelsForSmallMessages) {
+  using nccl::Family;
+  EXPECT_EQ(nccl::call_channels(24, 768 * 1024.0, Family::kRing, Protocol::kSimple, 8, true), 24);
+  EXPECT_EQ(nccl::call_channels(24, 768 * 1024.0 - 1, Family::kRing, Protocol::kSimple, 8, true), 23);
+  EXPECT_EQ(nccl::call_channels(24, 64 * 1024.0, Family::kRing, Protocol::kSimple, 8, true), 2);
+  EXPECT_EQ(nccl::call_channels(24, 1024.0, Family::kRing, Protocol::kSimple, 8, true), 1);
+  EXPECT_EQ(nccl::call_channels(24, 64 * 1024.0, Family::kRing, Protocol::kSimple, 8, false), 4);
+  EXPECT_EQ(nccl::call_channels(24, 100 * 1024.0, Family::kRing, Protocol::kLL, 8, true), 3);
+  EXPECT_EQ(nccl::call_channels(24, 100 * 1024.0, Family::kRing, Protocol::kLL, 16, true), 1);
+  EXPECT_EQ(nccl::call_channels(24, 50000, Family::kRing, Protocol::kLL128, 8, true), 9);
+  EXPECT_EQ(nccl::call_channels(24, 10000, Family::kTree, Protocol::kLL, 8, true), 2);
+  EXPECT_EQ(nccl::call_channels(16, 1024.0, Family::kNvls, Protocol::kSimple, 8, true), 16);
+  // In the simulator: across two DGX H100 (8 channels, one per NIC) a 96 KiB Simple ring keeps 3 channels,
+  // so 3 NICs of each node carry it, and from 256 KiB all 8 do.
+  const hw::Topology t = hw::load_system(test::preset("dgx-h100.yaml"), hw::LoadOptions{2});
+  const auto nics_used = [&](double bytes) {
+    const auto r = run(t, CollectiveOp::kAllReduce, range(0, 16), bytes, "ring");
+    int used = 0;
+    for (std::size_t l = 0; l < t.links().size(); ++l) {
+      const auto& link = t.links()[l];
+      if (t.vertices()[static_cast<std::size_t>(link.src)].kind == hw::VertexKind::kNic &&
+          t.vertices()[static_cast<std::size_t>(link.src)].node == 0 &&
+          t.vertices()[static_cast<std::size_t>(link.dst)].kind == hw::VertexKind::kNetSwitch &&
+          r.sim.link_bytes[l] > 0)
+        ++used;
+    }
+    return used;
+  };
+  EXPECT_EQ(nics_used(96 * 1024.0), 3);
+  EXPECT_EQ(nics_used(256 * 1024.0), 8);
+}
+
 // NCCL's double binary tree (src/graph/trees.cc), against the three trees its comments draw: the first tree
 // on 14 ranks, the mirror on 12 and the shift on 13.
 TEST(Algorithms, TreesAcrossNodesAreNcclsDoubleBinaryTree) {

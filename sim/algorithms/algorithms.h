@@ -29,6 +29,10 @@ TaskId join(BuildContext& ctx, std::span<const Dep> deps);
 // load every link evenly, it may return more rings (e.g. 6 on 4 GPUs with one link per pair): callers use
 // one channel per returned ring.
 std::vector<std::vector<hw::Rank>> ring_orders(const BuildContext& ctx, int channels);
+// The rings one NCCL call uses (ring.cc): ring_orders(ctx, ctx.channels()), and when the spec leaves the
+// channel count to strata (channels 0), only the first nccl::call_channels of them, as NCCL drops channels
+// for small messages. The ring and the tree run one channel per returned ring.
+std::vector<std::vector<hw::Rank>> call_rings(const BuildContext& ctx);
 
 // Adds `steps` consecutive ring steps around `ring` for one channel, each moving `slice` payload bytes per
 // rank, starting after `start`. Returns tasks whose completion means every rank is done: at step

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "sim/algorithms/algorithms.h"
+#include "sim/nccl_model.h"
 
 namespace strata::sim::algorithms {
 namespace {
@@ -140,8 +141,9 @@ class Ring final : public CollectiveAlgorithm {
   TaskId build(BuildContext& ctx) const override {
     const int n = ctx.group_size();
     const TaskId start = begin_collective(ctx);
-    // ring_orders may return more rings than ctx.channels() where only more rings load every link evenly.
-    const auto orders = ring_orders(ctx, ctx.channels());
+    // ring_orders may return more rings than ctx.channels() where only more rings load every link evenly;
+    // small messages use fewer (call_rings).
+    const auto orders = call_rings(ctx);
     const int channels = static_cast<int>(orders.size());
     const double per_channel = ctx.spec.bytes / channels;
     std::vector<Dep> finals;
@@ -214,6 +216,20 @@ TaskId chain_pipeline(BuildContext& ctx, std::span<const std::pair<hw::Rank, hw:
     }
   }
   return upstream;
+}
+
+std::vector<std::vector<hw::Rank>> call_rings(const BuildContext& ctx) {
+  auto rings = ring_orders(ctx, ctx.channels());
+  if (ctx.spec.channels != 0) return rings;  // an explicit count, as NCCL keeps a preset nChannels
+  // NCCL's threads per channel depend on whether the node's GPUs talk over NVLink (nccl::call_channels).
+  const hw::Topology& topo = ctx.topo;
+  const hw::Rank first = topo.node_of(ctx.member(0)) * topo.gpus_per_node();
+  const bool nvlink =
+      topo.gpus_per_node() > 1 && topo.route_transport(first, first + 1) == hw::Transport::kNvlink;
+  const int keep = nccl::call_channels(static_cast<int>(rings.size()), ctx.spec.bytes, ctx.family,
+                                       ctx.spec.protocol, ctx.group_size(), nvlink);
+  rings.resize(static_cast<std::size_t>(keep));
+  return rings;
 }
 
 std::vector<std::vector<hw::Rank>> ring_orders(const BuildContext& ctx, int channels) {

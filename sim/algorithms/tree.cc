@@ -162,8 +162,9 @@ class Tree final : public CollectiveAlgorithm {
       order[i] = static_cast<int>((i + static_cast<std::size_t>(root_node)) % nodes.size());
     // Chains inside nodes follow the channel's ring (ring_orders): direct NVLinks on directly wired nodes
     // (DGX-1's hybrid cube-mesh), and on switched nodes a different first GPU, hence NIC, per channel. One
-    // channel per ring (ring_orders may return more rings than asked for, to load every link evenly).
-    const auto rings = ring_orders(ctx, ctx.channels());
+    // channel per ring (ring_orders may return more rings than asked for, to load every link evenly; small
+    // messages use fewer, call_rings).
+    const auto rings = call_rings(ctx);
     const int channels = static_cast<int>(rings.size());
     // All-reduce uses mirrored pairs (each node interior in at most one tree of a pair); broadcast and
     // reduce have a fixed root, so one tree per channel.
