@@ -453,10 +453,10 @@ void report(const P2Experiment& x, const P2Results& results, ResultsDir& out, co
 - **Spread.** In the model the largest AllReduce spread is a pure bandwidth ratio: a reduction group inside one
   NVSwitch node (270 GB/s per GPU) against one that puts every member on a different node, where all 16 groups of a
   node share its single 8 GB/s NIC: 270/8 x 16 = 540x for A100 nodes. The paper measured 448.5x for such a pair
-  (its intra-node steps ran below 270 GB/s). Synthesis cannot shrink this gap in the model (the one-GPU-per-node
-  placement has a one-level synthesis hierarchy, and a flat ring is already NIC-optimal there), while it speeds up
-  the in-node Tree baseline (ReduceScatter-AllGather rings beat NCCL's in-node tree chain), so the gap widens; the
-  paper saw it shrink to ~330x.
+  (its intra-node steps ran below 270 GB/s). For the paper's Tree case synthesis speeds up both ends alike in the
+  model: ReduceScatter-AllGather rings beat NCCL's tree chain inside a node, and across 4 nodes they beat NCCL's
+  tree, whose interior nodes send 2S through their NIC where a ring sends 1.5S; so the spread stays about the
+  same, while the paper saw it shrink to ~330x.
 - **Which cases improve.** Ring, inside a node: a flat ring over an NVSwitch is already bandwidth-optimal, so no
   program beats it (the paper's small measured wins there are launch/XLA effects the model does not have). Ring,
   across nodes: NCCL's ring crosses every node boundary once per direction but sends 2(n-1)/n of the buffer through
