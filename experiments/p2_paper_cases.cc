@@ -96,11 +96,11 @@ Comparison compare(const PaperCases& paper, const std::vector<SimulatedCase>& ca
     all.add(paper_win, strata_win);
     by_kind[fmt::format("{}, {}", c.algorithm, c.cross_node ? "across nodes" : "inside a node")].add(
         paper_win, strata_win);
-    out.csv += fmt::format("\"{}\",{},{},{},{},{:.6e},{:.6e},{:.4f},{},{}\n", c.label, c.cross_node ? 1 : 0,
+    out.csv += fmt::format("\"{}\",{},{},{},{},{:.6e},{:.6e},{:.4f},{},{}\n", c.key, c.cross_node ? 1 : 0,
                            p.allreduce_s, p.optimal_s, p.speedup, c.allreduce_s, c.best_s, c.speedup,
                            paper_win ? 1 : 0, strata_win ? 1 : 0);
     gaps.push_back({std::abs(std::log(c.speedup / p.speedup)),
-                    fmt::format("| {} | {:.2f}x | {:.2f}x |\n", c.label, p.speedup, c.speedup)});
+                    fmt::format("| {} | {:.2f}x | {:.2f}x |\n", c.key, p.speedup, c.speedup)});
   }
   std::string& md = out.markdown;
   md += "\n## Case by case beside the paper's measurements (Appendix A)\n\n";

@@ -17,7 +17,8 @@ struct PaperCase {
   double allreduce_s = 0, optimal_s = 0, speedup = 0;
 };
 
-// Cases keyed by case_key(system, axes, reduce, matrix, algorithm).
+// Cases keyed by case_key(system, axes, reduce, matrix, algorithm), which also names a case for people
+// ("A100x4 [4 16] r[0] [[4,1],[1,16]] tree").
 using PaperCases = std::map<std::string, PaperCase>;
 std::string case_key(const std::string& system, const std::string& axes, const std::string& reduce,
                      const std::string& matrix, const std::string& algorithm);
@@ -29,8 +30,7 @@ PaperCases read_paper_cases(const ExperimentFile& file, const YamlReader& field)
 
 // One of strata's cases, as the comparison needs it.
 struct SimulatedCase {
-  std::string key,
-      label;  // case_key(...), and the same for people ("A100x4 [4 16] r[0] [[4,1],[1,16]] tree")
+  std::string key;  // case_key(...)
   std::string algorithm;
   bool cross_node = false;
   double allreduce_s = 0, best_s = 0, speedup = 0;

@@ -435,9 +435,8 @@ void report(const P2Experiment& x, const P2Results& results, ResultsDir& out, co
       const auto& e = row.eval;
       const std::string system = x.systems[cfg.system].label, axes = axes_text(cfg.axes),
                         reduce = axes_text(cfg.reduce), matrix = rd::format_matrix(e.matrix);
-      simulated.push_back({p2::case_key(system, axes, reduce, matrix, e.algorithm),
-                           fmt::format("{} {} r{} {} {}", system, axes, reduce, matrix, e.algorithm),
-                           e.algorithm, e.cross_node, e.baseline_seconds, e.best.seconds, e.speedup()});
+      simulated.push_back({p2::case_key(system, axes, reduce, matrix, e.algorithm), e.algorithm, e.cross_node,
+                           e.baseline_seconds, e.best.seconds, e.speedup()});
     }
     const auto comparison = p2::compare(x.paper_cases, simulated, kImprovedThreshold);
     out.write("cases_vs_paper.csv", comparison.csv);
