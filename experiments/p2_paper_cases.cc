@@ -42,7 +42,7 @@ std::string case_key(const std::string& system, const std::string& axes, const s
 
 PaperCases read_paper_cases(const ExperimentFile& file, const YamlReader& field) {
   const std::string path = file.resolve_path(field);
-  std::string text = util::read_file<ConfigError>(path, "P2's per-case measurements (CSV)");
+  const std::string text = util::read_file<ConfigError>(path, "P2's per-case measurements (CSV)");
   // Comment lines before the header.
   std::size_t start = 0, comment_lines = 0;
   while (start < text.size() && text[start] == '#') {
@@ -96,9 +96,9 @@ Comparison compare(const PaperCases& paper, const std::vector<SimulatedCase>& ca
     all.add(paper_win, strata_win);
     by_kind[fmt::format("{}, {}", c.algorithm, c.cross_node ? "across nodes" : "inside a node")].add(
         paper_win, strata_win);
-    out.csv += fmt::format("\"{}\",{},{},{},{},{:.6e},{:.6e},{:.4f},{},{}\n", c.key, c.cross_node ? 1 : 0,
-                           p.allreduce_s, p.optimal_s, p.speedup, c.allreduce_s, c.best_s, c.speedup,
-                           paper_win ? 1 : 0, strata_win ? 1 : 0);
+    out.csv += fmt::format("{},{},{},{},{},{:.6e},{:.6e},{:.4f},{},{}\n", csv_field(c.key),
+                           c.cross_node ? 1 : 0, p.allreduce_s, p.optimal_s, p.speedup, c.allreduce_s,
+                           c.best_s, c.speedup, paper_win ? 1 : 0, strata_win ? 1 : 0);
     gaps.push_back({std::abs(std::log(c.speedup / p.speedup)),
                     fmt::format("| {} | {:.2f}x | {:.2f}x |\n", c.key, p.speedup, c.speedup)});
   }

@@ -126,6 +126,12 @@ std::vector<int> Topology::coordinates(Rank r) const {
   return coords;
 }
 
+bool Topology::has_nvlink(Rank r) const {
+  for (LinkId l : out_links_[static_cast<std::size_t>(gpu_vertex(r))])
+    if (links_[static_cast<std::size_t>(l)].transport == Transport::kNvlink) return true;
+  return false;
+}
+
 std::optional<LinkId> Topology::direct_link(Rank a, Rank b) const {
   const VertexId va = gpu_vertex(a), vb = gpu_vertex(b);
   for (LinkId l : out_links_[static_cast<std::size_t>(va)])

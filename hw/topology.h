@@ -95,6 +95,8 @@ class Topology {
   int nics_per_node() const;
   // True when every node's GPUs share an NVSwitch that can reduce in the switch (NVLS).
   bool nvls_capable() const;
+  // True when the GPU has an NVLink link (to a peer GPU or an NVSwitch).
+  bool has_nvlink(Rank r) const;
   // Direct GPU-to-GPU link (no switch in between), if any.
   std::optional<LinkId> direct_link(Rank a, Rank b) const;
   // True when all GPUs of a node reach each other through one switch (any pair at the same cost).

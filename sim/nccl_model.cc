@@ -105,9 +105,7 @@ GroupShape group_shape(const hw::Topology& topo, std::span<const hw::Rank> group
   std::set<int> nodes;
   for (hw::Rank r : group) nodes.insert(topo.node_of(r));
   g.nodes = static_cast<int>(nodes.size());
-  const hw::VertexId v = topo.gpu_vertex(group.empty() ? 0 : group[0]);
-  for (const auto& l : topo.links())
-    if (l.src == v && l.transport == hw::Transport::kNvlink) g.nvlink = true;
+  g.nvlink = topo.has_nvlink(group.empty() ? 0 : group[0]);
   return g;
 }
 
@@ -198,7 +196,7 @@ std::vector<Estimate> estimate_all(const hw::Topology& topo, const CollectiveSpe
                               base_latency(f, p),
                               hop_latency(intra_t, f, p),
                               hop_latency(hw::Transport::kNet, f, p),
-                              protocol_wire_factor(p)};
+                              payload_cost(f, p, g.nodes)};
       // One rank: every algorithm is the same local copy (add_collective), so they tie at its cost.
       const double seconds = g.ranks == 1
                                  ? in.base_latency + 2 * spec.bytes / std::max(topo.gpu().hbm_bandwidth, 1.0)

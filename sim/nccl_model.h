@@ -63,7 +63,7 @@ struct EstimateInputs {
   double base_latency = 0;   // seconds per launch
   double intra_latency = 0;  // seconds per intra-node hop
   double inter_latency = 0;  // seconds per network hop
-  // Wire bytes per payload byte of the protocol (the simulator moves protocol_wire_factor x payload).
+  // Link bytes charged per payload byte (payload_cost, what BuildContext::wire charges in the expansion).
   double wire_factor = 1;
 };
 

@@ -34,6 +34,13 @@ TEST(Presets, EveryPresetLoadsAndEveryGpuReachesEveryOther) {
   EXPECT_EQ(count, 10);
 }
 
+TEST(Presets, NvlinkIsSeenWhereTheNodeIsWiredWithIt) {
+  // DGX A100 (NVSwitch) and DGX-1 (direct NVLink) GPUs have NVLink links; the PCIe workstation's do not.
+  EXPECT_TRUE(load_system(test::preset("dgx-a100.yaml")).has_nvlink(3));
+  EXPECT_TRUE(load_system(test::preset("dgx1-v100.yaml")).has_nvlink(5));
+  EXPECT_FALSE(load_system(test::preset("pcie-4gpu.yaml")).has_nvlink(0));
+}
+
 TEST(Presets, DgxH100HasPublishedNumbers) {
   const Topology t = load_system(test::preset("dgx-h100.yaml"), LoadOptions{4});
   EXPECT_EQ(t.num_gpus(), 32);

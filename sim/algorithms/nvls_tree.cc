@@ -14,6 +14,7 @@
 // channels on SM90, 128 KiB chunks, tree chunks at most 64 KiB from 4 nodes), src/graph/tuning.cc (latency
 // intraLat + 2 log2(nodes) interLat; NVLSTree hop latencies NVLink 25 us, NET 20.9 us).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 
@@ -65,12 +66,14 @@ class NvlsTree final : public CollectiveAlgorithm {
     const auto tree_label = ctx.label("tree");
     std::vector<Dep> finals;
     double tree_latency = 0;
+    const std::array<std::vector<int>, 2> parents{nccl_tree_parents(num_nodes, 0),
+                                                  nccl_tree_parents(num_nodes, 1)};
     for (int h = 0; h < heads; ++h) {
       std::vector<std::vector<hw::Rank>> chains;
       for (const auto& members : nodes) chains.push_back({members[static_cast<std::size_t>(h)]});
       const std::vector<std::size_t> gateway(chains.size(), 0);
       for (int mirror = 0; mirror < 2; ++mirror) {
-        const TreeShape shape = make_tree(chains, order, nccl_tree_parents(num_nodes, mirror), gateway);
+        const TreeShape shape = make_tree(chains, order, parents[static_cast<std::size_t>(mirror)], gateway);
         tree_latency = std::max(tree_latency, 2.0 * shape.depth *
                                                   ctx.step_latency(nodes[0][static_cast<std::size_t>(h)],
                                                                    nodes[1][static_cast<std::size_t>(h)]));

@@ -221,13 +221,11 @@ TaskId chain_pipeline(BuildContext& ctx, std::span<const std::pair<hw::Rank, hw:
 std::vector<std::vector<hw::Rank>> call_rings(const BuildContext& ctx) {
   auto rings = ring_orders(ctx, ctx.channels());
   if (ctx.spec.channels != 0) return rings;  // an explicit count, as NCCL keeps a preset nChannels
-  // NCCL's threads per channel depend on whether the node's GPUs talk over NVLink (nccl::call_channels).
-  const hw::Topology& topo = ctx.topo;
-  const hw::Rank first = topo.node_of(ctx.member(0)) * topo.gpus_per_node();
-  const bool nvlink =
-      topo.gpus_per_node() > 1 && topo.route_transport(first, first + 1) == hw::Transport::kNvlink;
-  const int keep = nccl::call_channels(static_cast<int>(rings.size()), ctx.spec.bytes, ctx.family,
-                                       ctx.spec.protocol, ctx.group_size(), nvlink);
+  // NCCL's threads per channel depend on whether the GPUs talk over NVLink (nccl::call_channels; the same
+  // test as the tuner's GroupShape::nvlink).
+  const int keep =
+      nccl::call_channels(static_cast<int>(rings.size()), ctx.spec.bytes, ctx.family, ctx.spec.protocol,
+                          ctx.group_size(), ctx.topo.has_nvlink(ctx.member(0)));
   rings.resize(static_cast<std::size_t>(keep));
   return rings;
 }

@@ -5,6 +5,7 @@
 // reduces up the trees then broadcasts down, pipelined in chunks, so its latency grows with log2(nodes)
 // instead of the ring's 2(n-1) steps; at large sizes each NIC carries about 2S/C each way, like the ring.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <unordered_map>
 
@@ -173,6 +174,10 @@ class Tree final : public CollectiveAlgorithm {
     const double per_tree = ctx.spec.bytes / trees;
     const auto up_label = ctx.label("up"), down_label = ctx.label("down");
     const bool do_up = op != CollectiveOp::kBroadcast, do_down = op != CollectiveOp::kReduce;
+    // NCCL's double binary tree over the nodes: the first tree of a pair, and its mirror (even node counts)
+    // or shift (odd), in which the first tree's interior nodes are leaves. The same for every channel.
+    const std::array<std::vector<int>, 2> parents{nccl_tree_parents(static_cast<int>(order.size()), 0),
+                                                  nccl_tree_parents(static_cast<int>(order.size()), 1)};
     std::vector<Dep> finals;
     for (int t = 0; t < trees; ++t) {
       const int channel = t / per_channel;
@@ -191,10 +196,7 @@ class Tree final : public CollectiveAlgorithm {
         }
         if (mirror && m.size() > 1) std::reverse(m.begin() + 1, m.end());  // the chain runs the other way
       }
-      // NCCL's double binary tree over the nodes: the first tree of a pair, and its mirror (even node counts)
-      // or shift (odd), in which the first tree's interior nodes are leaves.
-      const auto parents = nccl_tree_parents(static_cast<int>(order.size()), mirror ? 1 : 0);
-      const TreeShape shape = make_tree(chains, order, parents, gateway);
+      const TreeShape shape = make_tree(chains, order, parents[mirror ? 1 : 0], gateway);
       const int chunks =
           ctx.spec.pipeline_chunks > 0
               ? ctx.spec.pipeline_chunks

@@ -316,12 +316,14 @@ class P2Repro(unittest.TestCase):
             summary = read_text(os.path.join(out, "summary.md"))
         # Every case of the grid is in the table, with the paper's numbers as listed and strata's from cases.csv.
         self.assertEqual(len(both), 200)
-        listed = {(p["system"], p["axes"], p["reduce"], p["matrix"], p["algorithm"]): p for p in paper}
-        simulated = {(c["system"], c["axes"], c["reduce"], c["matrix"], c["algorithm"]): c for c in cases}
+        # The kind names a case "system axes r<reduce> matrix algorithm".
+        def name(r):
+            return f'{r["system"]} {r["axes"]} r{r["reduce"]} {r["matrix"]} {r["algorithm"]}'
+        listed = {name(p): p for p in paper}
+        simulated = {name(c): c for c in cases}
         for row in both:
-            key = next(k for k in listed if f"{k[0]} {k[1]} r{k[2]} {k[3]} {k[4]}" == row["case"])
-            self.assertEqual(float(row["paper_speedup"]), float(listed[key]["speedup"]))
-            self.assertAlmostEqual(float(row["strata_speedup"]), float(simulated[key]["speedup"]), delta=1e-4)
+            self.assertEqual(float(row["paper_speedup"]), float(listed[row["case"]]["speedup"]))
+            self.assertAlmostEqual(float(row["strata_speedup"]), float(simulated[row["case"]]["speedup"]), delta=1e-4)
             self.assertEqual(row["paper_improved"], "1" if float(row["paper_speedup"]) > 1.0 else "0")
             self.assertEqual(row["strata_improved"], "1" if float(row["strata_speedup"]) >= 1.005 else "0")
         counts = {k: sum(1 for r in both if (r["paper_improved"], r["strata_improved"]) == k)
