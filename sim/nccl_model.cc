@@ -99,6 +99,24 @@ int call_channels(int channels, double bytes, Family f, Protocol p, int ranks, b
   return nc;
 }
 
+std::vector<SliceCount> ring_simple_slices(CollectiveOp op, double bytes_per_channel, int ranks) {
+  constexpr double kChunk = 2.0 * 1024 * 1024, kMinSlice = 32 * 1024.0, kChunkAlign = 4096;
+  if (ranks < 2 || !(bytes_per_channel > 0)) return {};
+  const double n = ranks;
+  const double primitives = op == CollectiveOp::kAllReduce ? 2 * n - 1 : n;
+  std::vector<SliceCount> out;
+  const double full_loops = std::floor(bytes_per_channel / (n * kChunk));
+  if (full_loops > 0) out.push_back({kChunk / 2, 2 * primitives * full_loops});
+  const double rest = bytes_per_channel - full_loops * n * kChunk;
+  if (rest > 0) {
+    const double chunk = std::ceil(std::ceil(rest / n) / kChunkAlign) * kChunkAlign;
+    const double first = std::min(chunk, std::max(chunk / 2, kMinSlice));
+    out.push_back({first, primitives});
+    out.push_back({chunk - first, primitives});
+  }
+  return out;
+}
+
 GroupShape group_shape(const hw::Topology& topo, std::span<const hw::Rank> group) {
   GroupShape g;
   g.ranks = static_cast<int>(group.size());

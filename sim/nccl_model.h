@@ -46,6 +46,20 @@ double protocol_busbw_ceiling(Family f, Protocol p, hw::GpuArch arch, int nodes,
 // NVLS-Tree keep their 16 channels; other families keep `channels`.
 int call_channels(int channels, double bytes, Family f, Protocol p, int ranks, bool nvlink);
 
+// The slice handoffs one channel of NCCL's ring makes under the Simple protocol (v2.21.5-1): all-reduce runs
+// 2N - 1 primitives per loop (src/device/all_reduce.h, runRing), reduce-scatter and all-gather N, each over
+// two slices (ProtoSimple<2,2>). A loop covers N chunks of 2 MiB per channel (the default 4 MiB buffer in 8
+// steps, 4 steps per chunk: include/collectives.h); the last loop's chunk is the rest / N rounded up to 4 KiB
+// (enqueue.cc). A chunk's slices are half of it but at least 32 KiB (a slice buffer / 32,
+// device/prims_simple.h, genericOp); a chunk below 64 KiB fills the first slice and leaves less, possibly
+// nothing, for the second, whose handoff still waits and posts. `bytes_per_channel` is the channel's share of
+// nccl-tests' size. Returns (slice bytes, handoffs) pairs, full loops first.
+struct SliceCount {
+  double bytes = 0;
+  double handoffs = 0;
+};
+std::vector<SliceCount> ring_simple_slices(CollectiveOp op, double bytes_per_channel, int ranks);
+
 // What the tuner reads of the group: its size and spread over nodes, and whether the intra-node path is
 // NVLink/NVSwitch (NCCL enables LL128 only there).
 struct GroupShape {

@@ -90,6 +90,36 @@ TEST(ConfigErrors, CpuVendorIsOneOfThoseNcclDistinguishes) {
       << e;
 }
 
+// node.fabric.nccl_ring, as `strata validate ring-slices` writes it: NCCL's channels and a table of
+// increasing slice sizes with positive times.
+TEST(ConfigErrors, MeasuredNcclRingIsChannelsAndIncreasingSlices) {
+  const auto with = [](const std::string& ring) {
+    return replace(kGood, "links_per_gpu: 18}", "links_per_gpu: 18,\n    nccl_ring: " + ring + "}");
+  };
+  const auto t = load_system_from_string(
+      with("{channels: 24, handoffs: [{slice: 32KiB, time: 20us}, {slice: 1MiB, time: 500us}]}"),
+      "good.yaml");
+  EXPECT_EQ(t.nccl_ring().channels, 24);
+  ASSERT_EQ(t.nccl_ring().handoffs.points().size(), 2u);
+  EXPECT_DOUBLE_EQ(t.nccl_ring().handoffs.points()[1].seconds, 500e-6);
+  EXPECT_TRUE(load_system_from_string(kGood, "good.yaml").nccl_ring().empty());
+  auto e = error_of(with("{channels: 24, handoffs: [{slice: 1MiB, time: 20us}, {slice: 32KiB, time: 5us}]}"));
+  EXPECT_NE(e.find("bad.yaml:6:"), std::string::npos) << e;
+  EXPECT_NE(e.find("node.fabric.nccl_ring.handoffs[1].slice: expected slice sizes that increase"),
+            std::string::npos)
+      << e;
+  e = error_of(with("{channels: 24, handoffs: [{slice: 1MiB, time: 0us}]}"));
+  EXPECT_NE(e.find("node.fabric.nccl_ring.handoffs[0].time: expected a time per handoff above 0 s"),
+            std::string::npos)
+      << e;
+  e = error_of(with("{channels: 0, handoffs: [{slice: 1MiB, time: 1us}]}"));
+  EXPECT_NE(e.find("node.fabric.nccl_ring.channels"), std::string::npos) << e;
+  e = error_of(with("{channels: 24, handoffs: []}"));
+  EXPECT_NE(e.find("node.fabric.nccl_ring.handoffs: expected at least one"), std::string::npos) << e;
+  e = error_of(with("{channels: 24, handoffs: [{slice: 1MiB, time: 1us, rate: 2}]}"));
+  EXPECT_NE(e.find("rate"), std::string::npos) << e;
+}
+
 TEST(ConfigErrors, GpusThatCannotReachEachOther) {
   // No NVLink fabric and no PCIe path would be impossible to build; instead several nodes without NICs.
   const auto no_nics = replace(kGood, "  nics: {count: 4, link: ib-ndr}\n", "");

@@ -236,8 +236,9 @@ TEST(Algorithms, RingLowLatencyProtocolStopsAtNcclsBandwidthCeiling) {
     EXPECT_LE(r.busbw, c.ceiling_gbps * 1e9) << c.preset << " x" << c.nodes;
     EXPECT_GT(r.busbw, 0.99 * c.ceiling_gbps * 1e9) << c.preset << " x" << c.nodes;
     // Simple has no such ceiling: on one DGX A100 it runs at the NVSwitch port's pace, far above.
-    if (c.nodes == 1 && std::string(c.preset) == "dgx-a100.yaml")
+    if (c.nodes == 1 && std::string(c.preset) == "dgx-a100.yaml") {
       EXPECT_GT(run(t, CollectiveOp::kAllReduce, range(0, 8), 256.0 * (1 << 20), "ring").busbw, 200e9);
+    }
   }
   // The tree's LL has the same ceiling on bus bandwidth: its algorithm bandwidth is at most half of it (the
   // tuner's tree ratio), so nccl-tests' busbw = algbw x 2(n-1)/n stays under ceiling x (n-1)/n; the pipeline

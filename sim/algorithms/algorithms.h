@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "sim/collective.h"
 
@@ -36,9 +37,12 @@ std::vector<std::vector<hw::Rank>> call_rings(const BuildContext& ctx);
 
 // Adds `steps` consecutive ring steps around `ring` for one channel, each moving `slice` payload bytes per
 // rank, starting after `start`. Returns tasks whose completion means every rank is done: at step
-// granularity the last transfer of every position, at flow granularity the single bundle.
+// granularity the last transfer of every position, at flow granularity the single bundle. Each step
+// carries its hops' NCCL latencies, or, given `latency` (seconds for the whole phase, e.g. measured
+// handoffs), latency / steps.
 std::vector<TaskId> ring_phase(BuildContext& ctx, std::span<const hw::Rank> ring, int steps, double slice,
-                               TaskId start, std::int32_t label, int lane);
+                               TaskId start, std::int32_t label, int lane,
+                               std::optional<double> latency = std::nullopt);
 
 // The hops of a chain (root first): broadcast flows root -> end, reduce end -> root (ring.cc).
 std::vector<std::pair<hw::Rank, hw::Rank>> chain_hops(std::span<const hw::Rank> chain, CollectiveOp op);

@@ -125,6 +125,39 @@ std::vector<hw::Rank> rotate_by(std::vector<hw::Rank> v, std::size_t k) {
   return v;
 }
 
+// One NCCL channel's slice handoffs (nccl::ring_simple_slices) at the node's measured time per handoff
+// (node.fabric.nccl_ring, hw/nccl_ring_measured.h), split as the table's segments split it: a fixed time per
+// handoff, and the time to copy the slices at the rate one channel copies them when no other channel shares
+// its links. Applies to a Simple all-reduce, reduce-scatter or all-gather inside one node, divided over
+// NCCL's own ring channels on that node (those of the call, or --channels); nullopt where the measurement is
+// absent or does not apply (other protocols and operations; rings across nodes, whose slices also cross the
+// network proxy, which it does not measure).
+struct MeasuredHandoffs {
+  double fixed = 0;         // seconds per channel
+  double copy_seconds = 0;  // seconds per channel
+};
+std::optional<MeasuredHandoffs> measured_handoffs(const BuildContext& ctx) {
+  const auto& measured = ctx.topo.nccl_ring();
+  const auto op = ctx.spec.op;
+  const int n = ctx.group_size();
+  if (measured.empty() || ctx.spec.protocol != Protocol::kSimple || n < 2 ||
+      (op != CollectiveOp::kAllReduce && op != CollectiveOp::kReduceScatter &&
+       op != CollectiveOp::kAllGather) ||
+      ctx.members_by_node().size() != 1)
+    return std::nullopt;
+  const int channels = ctx.spec.channels > 0 ? ctx.spec.channels
+                                             : nccl::call_channels(measured.channels, ctx.spec.bytes,
+                                                                   nccl::Family::kRing, Protocol::kSimple, n,
+                                                                   ctx.topo.has_nvlink(ctx.spec.group[0]));
+  MeasuredHandoffs h;
+  for (const auto& s : nccl::ring_simple_slices(op, ctx.spec.bytes / channels, n)) {
+    const auto linear = measured.handoffs.linear_at(s.bytes);
+    h.fixed += s.handoffs * linear.fixed;
+    h.copy_seconds += s.handoffs * s.bytes * linear.per_byte;
+  }
+  return h;
+}
+
 class Ring final : public CollectiveAlgorithm {
  public:
   std::string_view name() const override { return "ring"; }
@@ -148,6 +181,7 @@ class Ring final : public CollectiveAlgorithm {
     const double per_channel = ctx.spec.bytes / channels;
     std::vector<Dep> finals;
     const auto op = ctx.spec.op;
+    const auto handoffs = measured_handoffs(ctx);
     for (int c = 0; c < channels; ++c) {
       const auto& ring = orders[static_cast<std::size_t>(c)];
       if (op == CollectiveOp::kBroadcast || op == CollectiveOp::kReduce) {
@@ -167,8 +201,17 @@ class Ring final : public CollectiveAlgorithm {
       }
       const int steps = op == CollectiveOp::kAllReduce ? 2 * (n - 1) : n - 1;
       const double slice = per_channel / n;
-      const auto last = ring_phase(ctx, ring, steps, slice, start, ctx.label("step"), c);
+      const auto last = ring_phase(ctx, ring, steps, slice, start, ctx.label("step"), c,
+                                   handoffs ? std::optional(handoffs->fixed) : std::nullopt);
       for (TaskId t : last) finals.push_back({t});
+    }
+    // Where the node's handoffs were measured, the ring's links carry a channel's bytes no faster than NCCL's
+    // channel copies its slices, and its fixed handoff time replaces NCCL's hop latencies (ring_phase above).
+    // strata's rings may be fewer than NCCL's channels (one on a switched node): each carries its share of
+    // the bytes in the same time, so the cap is the bytes strata's ring carries over the copy time.
+    if (handoffs && handoffs->copy_seconds > 0) {
+      const int steps = op == CollectiveOp::kAllReduce ? 2 * (n - 1) : n - 1;
+      ctx.graph.cap_transfers_after(start, ctx.wire(per_channel / n * steps) / handoffs->copy_seconds);
     }
     // A ring's bus bandwidth is its channels x the per-hop payload rate of each (all-reduce, reduce-scatter,
     // all-gather and the broadcast/reduce chain alike), so NCCL's protocol ceiling caps every hop of a
@@ -291,10 +334,11 @@ std::vector<std::vector<hw::Rank>> ring_orders(const BuildContext& ctx, int chan
 }
 
 std::vector<TaskId> ring_phase(BuildContext& ctx, std::span<const hw::Rank> ring, int steps, double slice,
-                               TaskId start, std::int32_t label, int lane) {
+                               TaskId start, std::int32_t label, int lane, std::optional<double> latency) {
   const auto n = ring.size();
-  std::vector<double> lat(n);
-  for (std::size_t i = 0; i < n; ++i) lat[i] = ctx.step_latency(ring[i], ring[(i + 1) % n]);
+  std::vector<double> lat(n, steps > 0 && latency ? *latency / steps : 0.0);
+  if (!latency)
+    for (std::size_t i = 0; i < n; ++i) lat[i] = ctx.step_latency(ring[i], ring[(i + 1) % n]);
   if (ctx.spec.granularity == Granularity::kFlow) {
     std::vector<std::pair<hw::Rank, hw::Rank>> hops(n);
     for (std::size_t i = 0; i < n; ++i) hops[i] = {ring[i], ring[(i + 1) % n]};

@@ -1,0 +1,158 @@
+// NCCL's ring slice handoffs and a node's measured time per handoff (node.fabric.nccl_ring): the slice
+// counts follow NCCL's loop, chunk and slice rules (checked by hand below), the table interpolates as
+// documented, and a ring charges what the table says, with every expected time derived by hand.
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "hw/system_loader.h"
+#include "sim/collective_runner.h"
+#include "sim/nccl_model.h"
+
+namespace strata::sim {
+namespace {
+
+constexpr double KiB = 1024.0, MiB = 1024.0 * 1024;
+
+// 8 GPUs on one switch whose ports carry exactly 240 GB/s per direction, 0.2 us per hop; `nccl_ring` the
+// fabric's measured NCCL ring (empty: none).
+hw::Topology switch8(const std::string& nccl_ring, int nodes = 1) {
+  const std::string yaml = fmt::format(R"(
+name: switch8
+gpu: a100-sxm4-80gb
+nodes: {}
+node:
+  gpus: 8
+  fabric:
+    wiring: switch
+    switch: nvswitch2
+    link: {{kind: nvlink3, bandwidth: 240 GB/s, efficiency: 1.0, latency: 0.2 us}}
+    links_per_gpu: 1
+{}
+  host: {{cpus: 1, pcie_switches: 0, pcie: {{kind: pcie4, bandwidth: 25 GB/s, efficiency: 1.0}}}}
+  nics: {{count: 8, link: {{kind: ib-hdr, bandwidth: 25 GB/s, efficiency: 1.0, latency: 0.2 us}}}}
+network: {{wiring: fat-tree}}
+)",
+                                       nodes, nccl_ring.empty() ? "" : "    nccl_ring: " + nccl_ring);
+  return hw::load_system_from_string(yaml, "switch8.yaml");
+}
+
+std::vector<hw::Rank> all(const hw::Topology& t) {
+  std::vector<hw::Rank> g(static_cast<std::size_t>(t.num_gpus()));
+  std::iota(g.begin(), g.end(), 0);
+  return g;
+}
+
+CollectiveResult run(const hw::Topology& t, double bytes, Granularity g = Granularity::kFlow,
+                     Protocol p = Protocol::kSimple, CollectiveOp op = CollectiveOp::kAllReduce) {
+  CollectiveRequest req;
+  req.spec.op = op;
+  req.spec.group = all(t);
+  req.spec.bytes = bytes;
+  req.spec.protocol = p;
+  req.spec.granularity = g;
+  req.algorithm = "ring";
+  return run_collective(t, req);
+}
+
+}  // namespace
+
+// NCCL v2.21.5-1: a loop covers ranks x 2 MiB per channel; full loops have 1 MiB slices, two per primitive;
+// all-reduce runs 2N - 1 primitives per loop, reduce-scatter and all-gather N; the last loop's chunk is the
+// rest / N rounded up to 4 KiB, its first slice half of it but at least 32 KiB.
+TEST(NcclRing, SliceHandoffsFollowNcclsLoopsChunksAndSlices) {
+  using nccl::ring_simple_slices;
+  // 64 MiB over 24 channels, 8 ranks: 2,796,202.67 B per channel, under one 16 MiB loop; chunk
+  // ceil(349,525.3 / 4096) x 4096 = 352,256 B, two slices of 176,128 B, 15 primitives each.
+  auto s = ring_simple_slices(CollectiveOp::kAllReduce, 64 * MiB / 24, 8);
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_DOUBLE_EQ(s[0].bytes, 176128);
+  EXPECT_DOUBLE_EQ(s[0].handoffs, 15);
+  EXPECT_DOUBLE_EQ(s[1].bytes, 176128);
+  EXPECT_DOUBLE_EQ(s[1].handoffs, 15);
+  // 40 MiB on one channel: two full loops of 16 MiB (2 x 2 x 15 = 60 handoffs of 1 MiB), then 8 MiB: chunk
+  // 1 MiB, slices of 512 KiB.
+  s = ring_simple_slices(CollectiveOp::kAllReduce, 40 * MiB, 8);
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_DOUBLE_EQ(s[0].bytes, MiB);
+  EXPECT_DOUBLE_EQ(s[0].handoffs, 60);
+  EXPECT_DOUBLE_EQ(s[1].bytes, 512 * KiB);
+  EXPECT_DOUBLE_EQ(s[2].bytes, 512 * KiB);
+  EXPECT_DOUBLE_EQ(s[2].handoffs, 15);
+  // 1 MiB over 24 channels: 43,690.67 B per channel, chunk 5,461.3 -> 8 KiB, which fills the first slice
+  // (the 32 KiB floor is above it) and leaves the second empty.
+  s = ring_simple_slices(CollectiveOp::kAllReduce, MiB / 24, 8);
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_DOUBLE_EQ(s[0].bytes, 8 * KiB);
+  EXPECT_DOUBLE_EQ(s[1].bytes, 0);
+  // A 48 KiB chunk: first slice 32 KiB (the floor), second 16 KiB.
+  s = ring_simple_slices(CollectiveOp::kAllGather, 8 * 48 * KiB, 8);
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_DOUBLE_EQ(s[0].bytes, 32 * KiB);
+  EXPECT_DOUBLE_EQ(s[1].bytes, 16 * KiB);
+  EXPECT_DOUBLE_EQ(s[0].handoffs, 8);                                     // N primitives
+  s = ring_simple_slices(CollectiveOp::kReduceScatter, 4 * 16 * MiB, 4);  // 4 full loops of 4 x 2 MiB
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_DOUBLE_EQ(s[0].handoffs, 2 * 4 * 8);
+  EXPECT_TRUE(ring_simple_slices(CollectiveOp::kAllReduce, MiB, 1).empty());
+}
+
+TEST(NcclRing, MeasuredHandoffTimesInterpolateAsDocumented) {
+  const hw::SliceTimes t({{32 * KiB, 20e-6}, {MiB, 500e-6}, {2 * MiB, 900e-6}});
+  EXPECT_DOUBLE_EQ(t.seconds(16 * KiB), 20e-6);  // below the first point: its time, all fixed
+  EXPECT_DOUBLE_EQ(t.linear_at(16 * KiB).per_byte, 0);
+  EXPECT_NEAR(t.seconds(528 * KiB), 20e-6 + 480e-6 * (496.0 / 992.0), 1e-12);
+  const auto mid = t.linear_at(528 * KiB);
+  EXPECT_NEAR(mid.per_byte, 480e-6 / (992 * KiB), 1e-18);
+  EXPECT_NEAR(t.seconds(4 * MiB), 900e-6 + 400e-6 * 2, 1e-12);  // the last segment extended
+  // A segment that does not rise is all fixed; beyond the last point the time grows with the bytes.
+  const hw::SliceTimes flat({{32 * KiB, 20e-6}, {64 * KiB, 10e-6}});
+  EXPECT_NEAR(flat.seconds(48 * KiB), 15e-6, 1e-12);
+  EXPECT_DOUBLE_EQ(flat.linear_at(48 * KiB).per_byte, 0);
+  EXPECT_NEAR(flat.seconds(128 * KiB), 20e-6, 1e-12);
+  const hw::SliceTimes one({{MiB, 100e-6}});
+  EXPECT_DOUBLE_EQ(one.seconds(2 * MiB), 200e-6);
+  EXPECT_THROW(hw::SliceTimes({{MiB, 1e-6}, {MiB, 2e-6}}), std::invalid_argument);
+  EXPECT_THROW(hw::SliceTimes({{MiB, 0}}), std::invalid_argument);
+}
+
+// 64 MiB all-reduce on 8 GPUs, NCCL's 24 channels: each makes 30 handoffs of 176,128 B (above). Table
+// {32 KiB: 20 us, 1 MiB: 500 us}: per byte 480 us / 992 KiB = 4.7253e-10 s, fixed 20 us - 32 KiB x that =
+// 4.5161 us per handoff. One channel copies 30 x 176,128 B x 4.7253e-10 s = 2,496.8 us, so 24 channels move
+// 7/4 x 64 MiB over the ports at 47.0 GB/s, below the ports' 240: T = 8.4 us (NCCL's base latency) +
+// 30 x 4.5161 + 2,496.8 = 2,640.7 us. Table {32 KiB: 6 us, 1 MiB: 60 us}: copies would go at 451 GB/s, so
+// the ports bind: 7/4 x 64 MiB / 240 GB/s = 489.3 us, plus 8.4 and 30 x 4.2581 us fixed = 625.5 us. Without a
+// table: the ports' 489.3 us, base latency and 14 hops of NCCL's 3.4 us for Simple on NVLink plus the
+// fabric's 2 x 0.2 us.
+TEST(NcclRing, MeasuredHandoffsSetTheRingsTimeOnANode) {
+  const auto slow =
+      switch8("{channels: 24, handoffs: [{slice: 32KiB, time: 20us}, {slice: 1MiB, time: 500us}]}");
+  EXPECT_NEAR(run(slow, 64 * MiB).seconds, 2640.7e-6, 0.1e-6);
+  EXPECT_NEAR(run(slow, 64 * MiB, Granularity::kStep).seconds, 2640.7e-6, 0.1e-6);
+  const auto fast =
+      switch8("{channels: 24, handoffs: [{slice: 32KiB, time: 6us}, {slice: 1MiB, time: 60us}]}");
+  EXPECT_NEAR(run(fast, 64 * MiB).seconds, 625.5e-6, 0.1e-6);
+  const double plain = run(switch8(""), 64 * MiB).seconds;
+  EXPECT_GT(plain, 489.3e-6 + 8.4e-6 + 14 * 3.4e-6);
+  EXPECT_LT(plain, 489.3e-6 + 8.4e-6 + 14 * 3.8e-6);
+  // Reduce-scatter: 8 primitives of two slices per channel. 64 MiB over 24 channels: chunk 352,256 B as
+  // above, so 16 handoffs: 8.4 + 16 x 4.5161 + 16 x 176,128 x 4.7253e-10 s = 1,412.3 us.
+  EXPECT_NEAR(
+      run(slow, 64 * MiB, Granularity::kFlow, Protocol::kSimple, CollectiveOp::kReduceScatter).seconds,
+      1412.3e-6, 0.1e-6);
+}
+
+// The table measures Simple inside a node: LL, LL128 and rings across nodes keep NCCL's latencies and the
+// links' rates.
+TEST(NcclRing, MeasuredHandoffsApplyToSimpleRingsInsideANodeOnly) {
+  const std::string table =
+      "{channels: 24, handoffs: [{slice: 32KiB, time: 20us}, {slice: 1MiB, time: 500us}]}";
+  EXPECT_DOUBLE_EQ(run(switch8(table), 64 * MiB, Granularity::kFlow, Protocol::kLL128).seconds,
+                   run(switch8(""), 64 * MiB, Granularity::kFlow, Protocol::kLL128).seconds);
+  EXPECT_DOUBLE_EQ(run(switch8(table, 2), 256 * MiB).seconds, run(switch8("", 2), 256 * MiB).seconds);
+}
+
+}  // namespace strata::sim
