@@ -8,6 +8,8 @@
 //   graphs            the graph optimizers' candidates replayed and ranked (cli_validate_graphs.cc)
 //   host              this CPU's peak FLOP/s, bandwidth, overhead as a system YAML (cli_validate_host.cc)
 //   calibrate-cost    the cost model's efficiencies fitted on CPU microbenchmarks (cli_validate_cost.cc)
+//   ring-slices       NCCL's ring handoffs on one node's GPUs, for node.fabric.nccl_ring
+//                     (cli_validate_ring_slices.cc)
 #include <iostream>
 #include <optional>
 
@@ -242,7 +244,7 @@ void run_collectives(const MeasureOptions& o) {
   if (!o.ranks.empty())
     for (auto r : parse_rank_list(o.ranks, o.np, "--ranks")) req.group.push_back(r);
   const int n = req.group.empty() ? o.np : static_cast<int>(req.group.size());
-  const v::HostLaunch launch{o.np, o.hosts, 900};
+  const v::HostLaunch launch{o.np, o.hosts, 900, {}};
   v::require_backend(backend, launch);
   std::cerr << fmt::format("measuring {} with {} on {} ranks at {} sizes...\n", sim::op_name(req.op),
                            backend.name, n, req.sizes.size());
@@ -331,7 +333,7 @@ void run_synth(const SynthOptions& o) {
     if (!sim::AlgorithmRegistry::instance().find(algorithm))
       throw util::InputError(fmt::format("--algo '{}': expected one of {}", algorithm,
                                          sim::AlgorithmRegistry::instance().names()));
-    const v::HostLaunch launch{o.np, o.hosts, 900};
+    const v::HostLaunch launch{o.np, o.hosts, 900, {}};
     v::require_backend(backend, launch);
     check = v::check_synth(ranks, *topo, req, algorithm, [&](const v::MeasurementPlan& plan) {
       return v::measure_on_hosts(backend, launch, plan);
@@ -386,6 +388,7 @@ void add_validate_profile_command(CLI::App& validate);         // cli_validate_p
 void add_validate_graphs_command(CLI::App& validate);          // cli_validate_graphs.cc
 void add_validate_calibrate_cost_command(CLI::App& validate);  // cli_validate_cost.cc
 void add_validate_host_command(CLI::App& validate);            // cli_validate_host.cc
+void add_validate_ring_slices_command(CLI::App& validate);     // cli_validate_ring_slices.cc
 
 void add_validate_commands(CLI::App& app) {
   auto* validate = app.add_subcommand(
@@ -401,6 +404,7 @@ void add_validate_commands(CLI::App& app) {
   add_validate_graphs_command(*validate);
   add_validate_calibrate_cost_command(*validate);
   add_validate_host_command(*validate);
+  add_validate_ring_slices_command(*validate);
 }
 
 }  // namespace strata::cli

@@ -1,5 +1,5 @@
 // What NCCL's ring (Simple protocol) does between the GPUs of one node, measured by `strata validate
-// ring-slices` and given in a system file as node.fabric.nccl_ring: the channels
+// ring-slices` (validate/ring_slices.h) and given in a system file as node.fabric.nccl_ring: the channels
 // NCCL's topology search gives the node's rings, and the time one channel takes per slice handoff, as a
 // function of the slice size (one channel, NCCL_BUFFSIZE varied). A handoff is
 // one slice of one primitive of NCCL's ring kernel: wait for the peer's step counter, copy or reduce the

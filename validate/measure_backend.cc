@@ -93,6 +93,7 @@ std::vector<std::string> host_mpirun_command(const HostLaunch& launch, const fs:
                                 std::to_string(launch.timeout_seconds)};
   if (!launch.hosts.empty()) argv.insert(argv.end(), {"--host", launch.hosts});
   if (geteuid() == 0) argv.push_back("--allow-run-as-root");
+  for (const auto& [name, value] : launch.env) argv.insert(argv.end(), {"-x", name + "=" + value});
   argv.insert(argv.end(), {worker.string(), plan_file.string(), result_file.string()});
   return argv;
 }

@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "validate/plan.h"
@@ -45,11 +46,13 @@ struct HostLaunch {
   int ranks = 1;
   std::string hosts;
   int timeout_seconds = 900;
+  // Environment every rank gets (mpirun -x NAME=VALUE), e.g. NCCL's settings for a microbenchmark.
+  std::vector<std::pair<std::string, std::string>> env;
 };
 // Throws util::InputError "--backend B: <why>" when `backend` cannot run `launch`: not built, or (on this
 // machine) no usable GPU. On other hosts only its being built can be checked here.
 void require_backend(const MeasureBackend& backend, const HostLaunch& launch);
-// mpirun -np R [--host H] --timeout T [--allow-run-as-root] WORKER PLAN RESULT
+// mpirun -np R [--host H] --timeout T [--allow-run-as-root] [-x NAME=VALUE ...] WORKER PLAN RESULT
 std::vector<std::string> host_mpirun_command(const HostLaunch& launch, const std::filesystem::path& worker,
                                              const std::filesystem::path& plan_file,
                                              const std::filesystem::path& result_file);

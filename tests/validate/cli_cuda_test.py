@@ -17,7 +17,8 @@ gpu          (a GPU here; otherwise skipped, exit 77): `validate profile --devic
              wrong elements at every size; `validate calibrate-cost --device cuda --quick` writes parameters
              for the system's GPU, every operator's own fit no worse than the priors in mean |log error| (the fit
              starts from them and keeps the best), and a `gpu-validation` experiment with them reports
-             every distinct operator of squeezenet measured, most on the GPU's libraries.
+             every distinct operator of squeezenet measured, most on the GPU's libraries; with 2+ GPUs
+             `validate ring-slices` writes a system file whose node.fabric.nccl_ring `hw show` prints.
 """
 import csv
 import json
@@ -80,6 +81,20 @@ def unavailable():
     rc, out, err = run("validate", "profile", "--model", "squeezenet", "--device", "tpu", "-o", "/tmp/x.json")
     if rc != 2 or "--device 'tpu': expected one of cpu, cuda" not in err:
         failures.append(f"--device tpu: expected exit 2 naming cpu and cuda; got {rc}, {err!r}")
+    with tempfile.TemporaryDirectory() as tmp:
+        out_file = os.path.join(tmp, "ring.yaml")
+        rc, out, err = run("validate", "ring-slices", "--np", "2", "--hw", "configs/hw/dgx-a100.yaml", "--output",
+                           out_file)
+        want = f"validate ring-slices runs NCCL on this machine's GPUs: {reason}"
+        if rc != 2 or want not in err or os.path.exists(out_file):
+            failures.append(f"ring-slices: expected exit 2 with {want!r}, no file; got {rc}, {err!r}")
+    for args, want in ((["--np", "9"], "--np 9: expected 2 to 8 ranks, the GPUs of one node"),
+                       (["--np", "2", "--slices", "5000"], "--slices: 5000 B is not a multiple of 4 KiB"),
+                       (["--np", "2", "--loops", "4,2"], "--loops '4,2': expected increasing loop counts")):
+        rc, out, err = run("validate", "ring-slices", "--hw", "configs/hw/dgx-a100.yaml", "--output", "/tmp/never.yaml",
+                           *args)
+        if rc != 2 or want not in err:
+            failures.append(f"ring-slices {' '.join(args)}: expected exit 2 with {want!r}; got {rc}, {err!r}")
     rc, out, err = run("validate", "collectives", "--backend", "gloo", "--np", "2", "--hw", "configs/hw/dgx-h100.yaml")
     if rc != 2 or "--backend 'gloo': expected one of mpi, nccl" not in err:
         failures.append(f"--backend gloo: expected exit 2 naming mpi and nccl; got {rc}, {err!r}")
@@ -116,6 +131,21 @@ def on_gpu(count):
     # nccl-tests' columns: size count type redop root time algbw busbw spread ranks #wrong | simulated ...
     if rc != 0 or len(rows) != 4 or any(r[10] != "0" for r in rows):
         failures.append(f"NCCL all-reduce on {np} GPUs: expected 4 sizes with #wrong 0; got {rc}, {out!r}, {err!r}")
+    if count < 2:
+        print("note: one GPU; validate ring-slices needs two")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        ring = os.path.join(tmp, "ring.yaml")
+        rc, out, err = run("validate", "ring-slices", "--np", str(np), "--hw", "configs/hw/dgx-h100.yaml",
+                           "--slices", "64KiB:256KiB:4", "--loops", "2,4", "--iterations", "3", "--output", ring)
+        # Two slice sizes, each timed at 2 and 4 loops: the time per handoff is positive and the written system
+        # file carries NCCL's channel count and both points.
+        if rc != 0 or "node.fabric.nccl_ring" not in out or not os.path.exists(ring):
+            failures.append(f"ring-slices on {np} GPUs failed: {rc}, {out!r}, {err[-2000:]!r}")
+        else:
+            rc, shown, err = run("hw", "show", ring)
+            if rc != 0 or not re.search(r"nccl ring\s+\d+ channels, .*64\.00 KiB in .*256\.00 KiB in", shown):
+                failures.append(f"hw show of the written file lacks the measured ring: {shown!r}")
 
 
 def calibrate_and_grid(tmp):

@@ -1,0 +1,115 @@
+// The microbenchmark behind node.fabric.nccl_ring (validate/ring_slices.h): its runs, its fit, the channel
+// count read from NCCL's log and the system file it writes. Measuring needs NCCL on 2+ GPUs
+// (tests/validate/cli_cuda_test.py runs it where there are).
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+#include "hw/system_loader.h"
+#include "validate/measure_backend.h"
+#include "validate/ring_slices.h"
+
+namespace strata::validate {
+namespace {
+
+std::string env_value(const RingSliceRun& run, const std::string& name) {
+  for (const auto& [k, v] : run.env)
+    if (k == name) return v;
+  return "(unset)";
+}
+
+}  // namespace
+
+// 64 KiB slices on 8 ranks: NCCL_BUFFSIZE 256 KiB (8 steps of 32 KiB, 2 per slice), a loop of 8 chunks of
+// 128 KiB = 1 MiB on the one channel, 2 x 15 handoffs per loop.
+TEST(RingSlices, EachSliceRunsWholeLoopsOnOneChannelWithABufferOfFourSlices) {
+  const int loops[] = {2, 4, 8};
+  const RingSliceRun run = ring_slice_run(8, 64 * 1024, loops, 1, 5);
+  EXPECT_EQ(env_value(run, "NCCL_BUFFSIZE"), "262144");
+  EXPECT_EQ(env_value(run, "NCCL_MIN_NCHANNELS"), "1");
+  EXPECT_EQ(env_value(run, "NCCL_MAX_NCHANNELS"), "1");
+  EXPECT_EQ(env_value(run, "NCCL_ALGO"), "Ring");
+  EXPECT_EQ(env_value(run, "NCCL_PROTO"), "Simple");
+  ASSERT_EQ(run.plan.cases.size(), 3u);
+  EXPECT_EQ(run.plan.ranks, 8);
+  EXPECT_EQ(run.plan.cases[0].steps[0].calls[0].bytes, 2 << 20);
+  EXPECT_EQ(run.plan.cases[2].steps[0].calls[0].bytes, 8 << 20);
+  EXPECT_EQ(run.plan.cases[1].steps[0].calls[0].group.size(), 8u);
+  EXPECT_EQ(run.handoffs, (std::vector<double>{60, 120, 240}));
+  EXPECT_THROW(ring_slice_run(8, 5000, loops, 1, 5), std::invalid_argument);  // not whole 4 KiB
+  EXPECT_THROW(ring_slice_run(1, 65536, loops, 1, 5), std::invalid_argument);
+  const int one[] = {4};
+  EXPECT_THROW(ring_slice_run(8, 65536, one, 1, 5), std::invalid_argument);
+  const int down[] = {4, 2};
+  EXPECT_THROW(ring_slice_run(8, 65536, down, 1, 5), std::invalid_argument);
+}
+
+TEST(RingSlices, FitRecoversTheTimePerHandoffAndTheFixedPart) {
+  // t = 25 us + 7.5 us x handoffs, exactly, then with +-1% alternating noise.
+  const std::vector<double> h{60, 120, 240, 480};
+  std::vector<double> t;
+  for (double x : h) t.push_back(25e-6 + 7.5e-6 * x);
+  auto f = fit_handoffs(h, t);
+  EXPECT_NEAR(f.per_handoff, 7.5e-6, 1e-15);
+  EXPECT_NEAR(f.intercept, 25e-6, 1e-12);
+  EXPECT_NEAR(f.worst_residual, 0, 1e-9);
+  for (std::size_t i = 0; i < t.size(); ++i) t[i] *= i % 2 ? 1.01 : 0.99;
+  f = fit_handoffs(h, t);
+  EXPECT_NEAR(f.per_handoff, 7.5e-6, 0.02 * 7.5e-6);
+  EXPECT_GT(f.worst_residual, 0.001);
+  EXPECT_LT(f.worst_residual, 0.03);
+  const std::vector<double> flat{1e-3, 1e-3, 1e-3, 1e-3};
+  EXPECT_THROW(fit_handoffs(h, flat), std::invalid_argument);
+  const std::vector<double> same{60, 60};
+  EXPECT_THROW(fit_handoffs(same, std::vector<double>{1e-3, 2e-3}), std::invalid_argument);
+}
+
+// NCCL 2.21's INFO lines (as printed on a DGX A100: 24 channels); the transport lines "Channel 00/0 : 0[0]
+// -> 1[1] via P2P/IPC/read" name a connection index, not a count, and must not be read as one.
+TEST(RingSlices, ChannelCountIsReadFromNcclsInfoLog) {
+  const std::string v221 =
+      "host:1:1 [0] NCCL INFO Channel 00/24 :    0   1   2   3   4   5   6   7\n"
+      "host:1:1 [0] NCCL INFO Channel 23/24 :    0   1   2   3   4   5   6   7\n"
+      "host:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read\n"
+      "host:1:1 [0] NCCL INFO 24 coll channels, 24 collnet channels, 0 nvls channels, 32 p2p channels\n";
+  EXPECT_EQ(nccl_channels_from_log(v221), 24);
+  EXPECT_EQ(nccl_channels_from_log("x NCCL INFO Channel 15/16 :    0   1   2   3\n"
+                                   "x NCCL INFO Channel 03/1 : 0[0] -> 1[1] via P2P/direct pointer/read\n"),
+            16);
+  EXPECT_EQ(nccl_channels_from_log("x NCCL INFO Channel 07/1 : 1[1] -> 0[0] via P2P/direct pointer\n"),
+            std::nullopt);
+  EXPECT_EQ(nccl_channels_from_log(""), std::nullopt);
+}
+
+TEST(RingSlices, WrittenSystemFileLoadsWithTheTable) {
+  const std::string yaml = R"(name: t
+gpu: a100-sxm4-80gb
+node:
+  gpus: 8
+  fabric: {wiring: switch, switch: nvswitch2, link: nvlink3, links_per_gpu: 12}
+  host: {cpus: 1, pcie: pcie4}
+)";
+  hw::NcclRingMeasured m;
+  m.channels = 24;
+  m.handoffs = hw::SliceTimes({{32768, 7.25e-6}, {1048576, 61.5e-6}});
+  const std::string written = system_with_nccl_ring(yaml, m);
+  const hw::Topology t = hw::load_system_from_string(written, "written.yaml");
+  EXPECT_EQ(t.nccl_ring().channels, 24);
+  ASSERT_EQ(t.nccl_ring().handoffs.points().size(), 2u);
+  EXPECT_DOUBLE_EQ(t.nccl_ring().handoffs.points()[0].bytes, 32768);
+  EXPECT_NEAR(t.nccl_ring().handoffs.points()[1].seconds, 61.5e-6, 1e-12);
+  EXPECT_EQ(t.num_gpus(), 8);
+  EXPECT_THROW(system_with_nccl_ring("name: t\n", m), std::invalid_argument);
+}
+
+TEST(RingSlices, RanksGetTheirNcclSettingsThroughMpirun) {
+  HostLaunch launch{8, "", 60, {{"NCCL_BUFFSIZE", "262144"}, {"NCCL_ALGO", "Ring"}}};
+  const auto argv = host_mpirun_command(launch, "/w", "/p", "/r");
+  const auto at = [&](const std::string& s) { return std::find(argv.begin(), argv.end(), s) - argv.begin(); };
+  ASSERT_LT(at("NCCL_BUFFSIZE=262144"), static_cast<long>(argv.size()));
+  EXPECT_EQ(argv[static_cast<std::size_t>(at("NCCL_BUFFSIZE=262144") - 1)], "-x");
+  EXPECT_EQ(argv[static_cast<std::size_t>(at("NCCL_ALGO=Ring") - 1)], "-x");
+  EXPECT_LT(at("NCCL_ALGO=Ring"), at("/w"));  // before the worker, so mpirun reads them
+}
+
+}  // namespace strata::validate
