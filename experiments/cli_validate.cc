@@ -10,6 +10,8 @@
 //   calibrate-cost    the cost model's efficiencies fitted on CPU microbenchmarks (cli_validate_cost.cc)
 //   ring-slices       NCCL's ring handoffs on one node's GPUs, for node.fabric.nccl_ring
 //                     (cli_validate_ring_slices.cc)
+#include <algorithm>
+#include <cctype>
 #include <iostream>
 #include <optional>
 
@@ -118,7 +120,26 @@ struct MeasureOptions {
   // its ranks run and the system that simulates them.
   std::string backend = "mpi", hosts, hw, algo;
   int np = 0;
+  std::vector<std::string> env;  // NAME=VALUE for every rank (GPU backends), e.g. NCCL's settings
 };
+
+// --env NAME=VALUE items: a shell variable name, '=', any value.
+std::vector<std::pair<std::string, std::string>> parse_env_options(const std::vector<std::string>& items) {
+  std::vector<std::pair<std::string, std::string>> env;
+  for (const auto& item : items) {
+    const auto eq = item.find('=');
+    const std::string name = item.substr(0, eq);
+    const bool valid =
+        eq != std::string::npos && !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+        std::all_of(name.begin(), name.end(),
+                    [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+    if (!valid)
+      throw util::InputError(fmt::format(
+          "--env '{}': expected NAME=VALUE with NAME of letters, digits and _ (e.g. NCCL_ALGO=Ring)", item));
+    env.emplace_back(name, item.substr(eq + 1));
+  }
+  return env;
+}
 
 void add_calibrate_command(CLI::App& validate) {
   auto o = std::make_shared<MeasureOptions>();
@@ -210,8 +231,14 @@ void run_collectives(const MeasureOptions& o) {
   for (auto b : util::parse_size_range(o.sizes, "--sizes")) req.sizes.push_back(static_cast<std::int64_t>(b));
   req.warmup = o.warmup;
   req.iterations = o.iterations;
+  const auto env = parse_env_options(o.env);
   if (backend.emulated_cluster) {
     if (o.cluster.empty()) throw util::InputError(fmt::format("--backend {} needs --cluster", backend.name));
+    if (!env.empty())
+      throw util::InputError(
+          fmt::format("--env sets the ranks' environment under mpirun on GPU hosts; "
+                      "--backend {} runs on the emulated cluster",
+                      backend.name));
     const v::ClusterSpec spec = v::load_cluster(o.cluster);
     const hw::Topology topo = hw::load_system(spec.system_file().string());
     if (!o.ranks.empty())
@@ -244,18 +271,20 @@ void run_collectives(const MeasureOptions& o) {
   if (!o.ranks.empty())
     for (auto r : parse_rank_list(o.ranks, o.np, "--ranks")) req.group.push_back(r);
   const int n = req.group.empty() ? o.np : static_cast<int>(req.group.size());
-  const v::HostLaunch launch{o.np, o.hosts, 900, {}};
+  const v::HostLaunch launch{o.np, o.hosts, 900, env};
   v::require_backend(backend, launch);
   std::cerr << fmt::format("measuring {} with {} on {} ranks at {} sizes...\n", sim::op_name(req.op),
                            backend.name, n, req.sizes.size());
+  std::string settings;
+  for (const auto& [name, value] : env) settings += fmt::format(" {}={}", name, value);
   const auto rows = v::check_collectives(o.np, topo, req, algorithm, [&](const v::MeasurementPlan& plan) {
     return v::measure_on_hosts(backend, launch, plan);
   });
   print_collectives(o, req.op, n,
-                    fmt::format("# {} on {} of {} ranks ({}); measured: {}, out of place, results checked "
+                    fmt::format("# {} on {} of {} ranks ({}); measured: {}{}, out of place, results checked "
                                 "(#wrong); simulated: algorithm {} on {}\n",
                                 sim::op_name(req.op), n, o.np, o.hosts.empty() ? "this machine" : o.hosts,
-                                backend.summary, algorithm, o.hw),
+                                backend.summary, settings.empty() ? "" : " with" + settings, algorithm, o.hw),
                     rows);
 }
 
@@ -275,6 +304,10 @@ void add_collectives_command(CLI::App& validate) {
   add_int_option(*cmd, "--warmup", o->warmup, {0, 100}, "Untimed runs per size");
   add_int_option(*cmd, "--iterations", o->iterations, {1, 1000}, "Timed runs per size");
   cmd->add_option("-o,--output", o->output, "Also write the rows as CSV to this file");
+  cmd->add_option("--env", o->env,
+                  "NAME=VALUE for every rank (nccl; repeatable), e.g. NCCL_ALGO=Ring, NCCL_PROTO=Simple, "
+                  "NCCL_MAX_NCHANNELS=1\n"
+                  "for the microbenchmarks of docs/fidelity.md §6");
   cmd->callback([o] { run_collectives(*o); });
 }
 

@@ -17,7 +17,8 @@ gpu          (a GPU here; otherwise skipped, exit 77): `validate profile --devic
              wrong elements at every size; `validate calibrate-cost --device cuda --quick` writes parameters
              for the system's GPU, every operator's own fit no worse than the priors in mean |log error| (the fit
              starts from them and keeps the best), and a `gpu-validation` experiment with them reports
-             every distinct operator of squeezenet measured, most on the GPU's libraries; with 2+ GPUs
+             every distinct operator of squeezenet measured, most on the GPU's libraries; `--env` settings
+             reach the NCCL ranks (named in the table's header, results still right); with 2+ GPUs
              `validate ring-slices` writes a system file whose node.fabric.nccl_ring `hw show` prints.
 """
 import csv
@@ -95,6 +96,16 @@ def unavailable():
                            *args)
         if rc != 2 or want not in err:
             failures.append(f"ring-slices {' '.join(args)}: expected exit 2 with {want!r}; got {rc}, {err!r}")
+    for args, want in ((["--backend", "nccl", "--np", "2", "--hw", "configs/hw/dgx-h100.yaml", "--env", "1X=2"],
+                        "--env '1X=2': expected NAME=VALUE with NAME of letters, digits and _"),
+                       (["--backend", "nccl", "--np", "2", "--hw", "configs/hw/dgx-h100.yaml", "--env", "NCCL_ALGO"],
+                        "--env 'NCCL_ALGO': expected NAME=VALUE"),
+                       (["--cluster", "/never.yaml", "--env", "NCCL_ALGO=Ring"],
+                        "--env sets the ranks' environment under mpirun on GPU hosts; --backend mpi runs on the "
+                        "emulated cluster")):
+        rc, out, err = run("validate", "collectives", *args)
+        if rc != 2 or want not in err:
+            failures.append(f"collectives {' '.join(args)}: expected exit 2 with {want!r}; got {rc}, {err!r}")
     rc, out, err = run("validate", "collectives", "--backend", "gloo", "--np", "2", "--hw", "configs/hw/dgx-h100.yaml")
     if rc != 2 or "--backend 'gloo': expected one of mpi, nccl" not in err:
         failures.append(f"--backend gloo: expected exit 2 naming mpi and nccl; got {rc}, {err!r}")
@@ -131,6 +142,15 @@ def on_gpu(count):
     # nccl-tests' columns: size count type redop root time algbw busbw spread ranks #wrong | simulated ...
     if rc != 0 or len(rows) != 4 or any(r[10] != "0" for r in rows):
         failures.append(f"NCCL all-reduce on {np} GPUs: expected 4 sizes with #wrong 0; got {rc}, {out!r}, {err!r}")
+    # The ranks get --env's settings: the run reports them and still computes every element right.
+    rc, out, err = run("validate", "collectives", "--backend", "nccl", "--np", str(np), "--hw",
+                       "configs/hw/dgx-h100.yaml", "--sizes", "1MiB:4MiB:4", "--iterations", "3", "--env",
+                       "NCCL_ALGO=Ring", "--env", "NCCL_MAX_NCHANNELS=1")
+    rows = [line.split() for line in out.splitlines() if line.strip() and not line.startswith("#")]
+    if rc != 0 or "with NCCL_ALGO=Ring NCCL_MAX_NCHANNELS=1" not in out or len(rows) != 2 or \
+            any(r[10] != "0" for r in rows):
+        failures.append(f"NCCL all-reduce with --env: expected 2 sizes, the settings named, #wrong 0; got {rc}, "
+                        f"{out!r}, {err!r}")
     if count < 2:
         print("note: one GPU; validate ring-slices needs two")
         return
