@@ -9,7 +9,8 @@
 //   host              this CPU's peak FLOP/s, bandwidth, overhead as a system YAML (cli_validate_host.cc)
 //   calibrate-cost    the cost model's efficiencies fitted on CPU microbenchmarks (cli_validate_cost.cc)
 //   ring-slices       NCCL's ring handoffs on one node's GPUs, for node.fabric.nccl_ring
-//                     (cli_validate_ring_slices.cc)
+//   nvls-steps        NCCL's NVLS steps on one node's GPUs, for node.fabric.nccl_nvls
+//                     (both cli_validate_nccl_steps.cc)
 #include <algorithm>
 #include <cctype>
 #include <iostream>
@@ -421,7 +422,7 @@ void add_validate_profile_command(CLI::App& validate);         // cli_validate_p
 void add_validate_graphs_command(CLI::App& validate);          // cli_validate_graphs.cc
 void add_validate_calibrate_cost_command(CLI::App& validate);  // cli_validate_cost.cc
 void add_validate_host_command(CLI::App& validate);            // cli_validate_host.cc
-void add_validate_ring_slices_command(CLI::App& validate);     // cli_validate_ring_slices.cc
+void add_validate_nccl_steps_commands(CLI::App& validate);     // cli_validate_nccl_steps.cc
 
 void add_validate_commands(CLI::App& app) {
   auto* validate = app.add_subcommand(
@@ -437,7 +438,7 @@ void add_validate_commands(CLI::App& app) {
   add_validate_graphs_command(*validate);
   add_validate_calibrate_cost_command(*validate);
   add_validate_host_command(*validate);
-  add_validate_ring_slices_command(*validate);
+  add_validate_nccl_steps_commands(*validate);
 }
 
 }  // namespace strata::cli

@@ -34,18 +34,24 @@ std::string describe_system(const hw::Topology& topo) {
   out += fmt::format("  links        {} directed ({} duplex wires)\n", topo.links().size(),
                      topo.links().size() / 2);
   out += fmt::format("  cpu vendor   {} (node.host.cpu_vendor)\n", hw::cpu_vendor_name(topo.cpu_vendor()));
-  if (const auto& ring = topo.nccl_ring(); !ring.empty()) {
-    out += fmt::format("  nccl ring    {} channels, measured time per slice handoff (node.fabric.nccl_ring):",
-                       ring.channels);
-    const char* sep = " ";
-    for (const auto& p : ring.handoffs.points()) {
-      out += fmt::format("{}{} in {}", sep, units::format_bytes(p.bytes), units::format_duration(p.seconds));
-      sep = ", ";
-    }
-    out += "\n";
-  } else {
+  const auto table = [](const hw::SizeTimes& t) {
+    std::string text;
+    for (const auto& p : t.points())
+      text += fmt::format("{}{} in {}", text.empty() ? " " : ", ", units::format_bytes(p.bytes),
+                          units::format_duration(p.seconds));
+    return text;
+  };
+  if (const auto& ring = topo.nccl_ring(); !ring.empty())
+    out += fmt::format(
+        "  nccl ring    {} channels, measured time per slice handoff (node.fabric.nccl_ring):{}\n",
+        ring.channels, table(ring.handoffs));
+  else
     out += "  nccl ring    not measured (node.fabric.nccl_ring; strata validate ring-slices)\n";
-  }
+  if (const auto& nvls = topo.nccl_nvls(); !nvls.empty())
+    out += fmt::format("  nccl nvls    measured time per step by chunk (node.fabric.nccl_nvls):{}\n",
+                       table(nvls.steps));
+  else if (topo.nvls_capable())
+    out += "  nccl nvls    not measured (node.fabric.nccl_nvls; strata validate nvls-steps)\n";
   out += "\n  wires of node 0 and the network (effective bandwidth per direction):\n";
   std::set<std::string> seen;
   for (std::size_t i = 0; i < topo.links().size(); i += 2) {

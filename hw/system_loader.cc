@@ -130,6 +130,7 @@ struct NodeSpec {
   int cpus = 1, pcie_switches = 0;
   CpuVendor cpu_vendor = CpuVendor::kOther;
   NcclRingMeasured nccl_ring;
+  NcclNvlsMeasured nccl_nvls;
   LinkChoice pcie, cpu_link;
   int nics = 0;
   std::optional<LinkChoice> nic_link;
@@ -168,36 +169,52 @@ std::vector<Level> read_levels(const YamlReader& node, int gpus) {
   return levels;
 }
 
+// A measured table: [{<size_key>: 32KiB, time: 4.5us}, ...], sizes increasing (hw/nccl_measured.h); `what`
+// names one point's time in messages ("handoff", "step").
+SizeTimes read_size_times(const YamlReader& list, std::string_view size_key, std::string_view what) {
+  list.expect_sequence();
+  if (list.size() == 0) throw list.error(fmt::format("expected at least one {{{}, time}} point", size_key));
+  if (list.size() > 64) throw list.error(fmt::format("expected at most 64 points, got {}", list.size()));
+  std::vector<SizeTime> points;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const YamlReader p = list.at(i);
+    const std::string_view keys[] = {size_key, "time"};
+    p.expect_map(keys);
+    const YamlReader size = p.at(size_key), time = p.at("time");
+    SizeTime t{size.as_bytes(), time.as_duration()};
+    if (t.bytes > 1024.0 * 1024 * 1024)
+      throw size.error(fmt::format("expected a {} of at most 1 GiB", size_key));
+    if (!(t.seconds > 0) || t.seconds > 1)
+      throw time.error(fmt::format("expected a time per {} above 0 s and at most 1 s", what));
+    if (!points.empty() && !(t.bytes > points.back().bytes))
+      throw size.error(fmt::format("expected {} sizes that increase from point to point", size_key));
+    points.push_back(t);
+  }
+  return SizeTimes(std::move(points));
+}
+
 // node.fabric.nccl_ring: {channels: 24, handoffs: [{slice: 32KiB, time: 4.5us}, ...]}, as `strata validate
-// ring-slices` writes it (hw/nccl_ring_measured.h).
+// ring-slices` writes it.
 NcclRingMeasured read_nccl_ring(const YamlReader& ring) {
   ring.expect_map({"channels", "handoffs"});
   NcclRingMeasured m;
   m.channels = ring.at("channels").as_int32_in(1, 64);
-  const YamlReader list = ring.at("handoffs");
-  list.expect_sequence();
-  if (list.size() == 0) throw list.error("expected at least one {slice, time} point");
-  if (list.size() > 64) throw list.error(fmt::format("expected at most 64 points, got {}", list.size()));
-  std::vector<SliceTime> points;
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    const YamlReader p = list.at(i);
-    p.expect_map({"slice", "time"});
-    const YamlReader slice = p.at("slice"), time = p.at("time");
-    SliceTime t{slice.as_bytes(), time.as_duration()};
-    if (t.bytes > 1024.0 * 1024 * 1024) throw slice.error("expected a slice of at most 1 GiB");
-    if (!(t.seconds > 0) || t.seconds > 1)
-      throw time.error("expected a time per handoff above 0 s and at most 1 s");
-    if (!points.empty() && !(t.bytes > points.back().bytes))
-      throw slice.error("expected slice sizes that increase from point to point");
-    points.push_back(t);
-  }
-  m.handoffs = SliceTimes(std::move(points));
+  m.handoffs = read_size_times(ring.at("handoffs"), "slice", "handoff");
   return m;
 }
 
+// node.fabric.nccl_nvls: {steps: [{chunk: 16KiB, time: 9us}, ...]}, as `strata validate nvls-steps` writes
+// it.
+NcclNvlsMeasured read_nccl_nvls(const YamlReader& nvls) {
+  nvls.expect_map({"steps"});
+  return {read_size_times(nvls.at("steps"), "chunk", "step")};
+}
+
 void read_fabric(const YamlReader& fabric, NodeSpec& ns) {
-  fabric.expect_map({"wiring", "link", "links_per_gpu", "links_per_pair", "switch", "nccl_ring"});
+  fabric.expect_map(
+      {"wiring", "link", "links_per_gpu", "links_per_pair", "switch", "nccl_ring", "nccl_nvls"});
   if (auto ring = fabric.maybe("nccl_ring")) ns.nccl_ring = read_nccl_ring(*ring);
+  if (auto nvls = fabric.maybe("nccl_nvls")) ns.nccl_nvls = read_nccl_nvls(*nvls);
   const YamlReader wiring_node = fabric.at("wiring");
   ns.wiring = wiring_node.as_string();
   if (ns.wiring != "none") ns.fabric_link = read_hop_link(fabric.at("link"));
@@ -408,6 +425,7 @@ Topology build(const YamlReader& root, const LoadOptions& options) {
   topo.set_node_switched(ns.wiring == "switch");
   topo.set_cpu_vendor(ns.cpu_vendor);
   topo.set_nccl_ring(ns.nccl_ring);
+  topo.set_nccl_nvls(ns.nccl_nvls);
   std::vector<std::vector<VertexId>> nics_of_node;
   nics_of_node.reserve(static_cast<std::size_t>(nodes));
   for (int n = 0; n < nodes; ++n) nics_of_node.push_back(add_node(topo, ns, n));

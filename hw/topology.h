@@ -17,7 +17,7 @@
 
 #include "hw/gpu_spec.h"
 #include "hw/link_kind.h"
-#include "hw/nccl_ring_measured.h"
+#include "hw/nccl_measured.h"
 
 namespace strata::hw {
 
@@ -106,10 +106,14 @@ class Topology {
   // The vendor of the nodes' host CPUs (node.host.cpu_vendor; kOther when the file does not say).
   CpuVendor cpu_vendor() const { return cpu_vendor_; }
   void set_cpu_vendor(CpuVendor v) { cpu_vendor_ = v; }
-  // NCCL's ring between GPUs of a node as measured: channels and time per slice handoff (node.fabric.nccl_ring;
-  // empty when the file gives none).
+  // NCCL's ring between GPUs of a node as measured: channels and time per slice handoff
+  // (node.fabric.nccl_ring; empty when the file gives none).
   const NcclRingMeasured& nccl_ring() const { return nccl_ring_; }
   void set_nccl_ring(NcclRingMeasured m) { nccl_ring_ = std::move(m); }
+  // NCCL's NVLS on a node as measured: time per step by chunk size (node.fabric.nccl_nvls; empty when not
+  // given).
+  const NcclNvlsMeasured& nccl_nvls() const { return nccl_nvls_; }
+  void set_nccl_nvls(NcclNvlsMeasured m) { nccl_nvls_ = std::move(m); }
 
   // The links a transfer from GPU a to GPU b crosses, in order. Intra-node traffic takes the cheapest path
   // that does not pass through another GPU or a NIC; inter-node traffic leaves through a's NIC and enters
@@ -144,6 +148,7 @@ class Topology {
   bool node_switched_ = false;
   CpuVendor cpu_vendor_ = CpuVendor::kOther;
   NcclRingMeasured nccl_ring_;
+  NcclNvlsMeasured nccl_nvls_;
   bool finalized_ = false;
   int nics_per_node_ = 0;
   bool nvls_capable_ = false;

@@ -90,8 +90,8 @@ TEST(ConfigErrors, CpuVendorIsOneOfThoseNcclDistinguishes) {
       << e;
 }
 
-// node.fabric.nccl_ring, as `strata validate ring-slices` writes it: NCCL's channels and a table of
-// increasing slice sizes with positive times.
+// node.fabric.nccl_ring and nccl_nvls, as `strata validate ring-slices` / `nvls-steps` write them: NCCL's
+// channels and tables of increasing slice or chunk sizes with positive times.
 TEST(ConfigErrors, MeasuredNcclRingIsChannelsAndIncreasingSlices) {
   const auto with = [](const std::string& ring) {
     return replace(kGood, "links_per_gpu: 18}", "links_per_gpu: 18,\n    nccl_ring: " + ring + "}");
@@ -118,6 +118,22 @@ TEST(ConfigErrors, MeasuredNcclRingIsChannelsAndIncreasingSlices) {
   EXPECT_NE(e.find("node.fabric.nccl_ring.handoffs: expected at least one"), std::string::npos) << e;
   e = error_of(with("{channels: 24, handoffs: [{slice: 1MiB, time: 1us, rate: 2}]}"));
   EXPECT_NE(e.find("rate"), std::string::npos) << e;
+  // node.fabric.nccl_nvls: the same table by chunk size.
+  const auto nvls = [](const std::string& steps) {
+    return replace(kGood, "links_per_gpu: 18}", "links_per_gpu: 18,\n    nccl_nvls: " + steps + "}");
+  };
+  EXPECT_EQ(load_system_from_string(nvls("{steps: [{chunk: 16KiB, time: 9us}]}"), "good.yaml")
+                .nccl_nvls()
+                .steps.points()
+                .size(),
+            1u);
+  e = error_of(nvls("{steps: [{slice: 16KiB, time: 9us}]}"));
+  EXPECT_NE(e.find("node.fabric.nccl_nvls.steps[0]"), std::string::npos) << e;
+  EXPECT_NE(e.find("slice"), std::string::npos) << e;
+  e = error_of(nvls("{steps: [{chunk: 64KiB, time: 9us}, {chunk: 16KiB, time: 5us}]}"));
+  EXPECT_NE(e.find("node.fabric.nccl_nvls.steps[1].chunk: expected chunk sizes that increase"),
+            std::string::npos)
+      << e;
 }
 
 TEST(ConfigErrors, GpusThatCannotReachEachOther) {

@@ -9,9 +9,11 @@
 // each of 16 channels three groups of warps - scatter, reduce-and-multicast, gather - coupled by FIFOs, and
 // moves one chunk per head per step; the chunk falls from 128 KiB to 16 KiB for smaller messages. A channel's
 // n steps therefore take n + 2 step times, and with few steps (2 at 4 MiB, 16 at 128 MiB on 8 GPUs) the
-// fill and drain are a large share of the time. No per-step overhead is charged beyond that: its size is
-// not in NCCL's source and needs a microbenchmark.
+// fill and drain are a large share of the time. No per-step overhead is charged beyond that unless the
+// system file gives one channel's measured step time (node.fabric.nccl_nvls, `strata validate nvls-steps`):
+// its size is not in NCCL's source.
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -44,9 +46,21 @@ class Nvls final : public CollectiveAlgorithm {
   TaskId build(BuildContext& ctx) const override {
     const TaskId start = begin_collective(ctx);
     const int n = ctx.group_size();
-    const double payload = nvls_pipeline_payload(ctx.spec.bytes, n, nvls_chunk_bytes(ctx.spec.bytes, n));
+    const double chunk = nvls_chunk_bytes(ctx.spec.bytes, n);
+    const double payload = nvls_pipeline_payload(ctx.spec.bytes, n, chunk);
     const double wire = payload * (n + 1.0) / n / nccl::kNvlsEfficiency;
-    const double lat = nccl::hop_latency(hw::Transport::kNvlink, nccl::Family::kNvls, Protocol::kSimple);
+    double lat = nccl::hop_latency(hw::Transport::kNvlink, nccl::Family::kNvls, Protocol::kSimple);
+    double copy = 0;  // seconds a channel needs to move its chunks alone (0: not measured)
+    if (const auto& measured = ctx.topo.nccl_nvls(); !measured.empty()) {
+      // A channel's n steps take n + 2 step times (fill and drain of its three warp groups); each splits
+      // into the measured fixed part, charged as latency instead of NCCL's NVLS hop latency, and its chunk
+      // at the rate one channel alone moves it, which caps the ports' flows (docs/fidelity.md §6.4).
+      const double per_channel = ctx.spec.bytes / kNvlsChannels;
+      const double stages = std::ceil(per_channel / (n * chunk)) + 2;
+      const auto linear = measured.steps.linear_at(chunk);
+      lat = stages * linear.fixed;
+      copy = stages * chunk * linear.per_byte;
+    }
     const std::array<Dep, 1> deps{Dep{start}};
     std::vector<Dep> finals;
     const auto up = ctx.label("up"), down = ctx.label("down");
@@ -56,6 +70,7 @@ class Nvls final : public CollectiveAlgorithm {
       finals.push_back(
           {ctx.graph.add_transfer_on(CustomRoute{{from_switch}, {}}, r, r, wire, lat, down, deps)});
     }
+    if (copy > 0) ctx.graph.cap_transfers_after(start, wire / copy);
     return join(ctx, finals);
   }
 };

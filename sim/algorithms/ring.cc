@@ -126,7 +126,7 @@ std::vector<hw::Rank> rotate_by(std::vector<hw::Rank> v, std::size_t k) {
 }
 
 // One NCCL channel's slice handoffs (nccl::ring_simple_slices) at the node's measured time per handoff
-// (node.fabric.nccl_ring, hw/nccl_ring_measured.h), split as the table's segments split it: a fixed time per
+// (node.fabric.nccl_ring, hw/nccl_measured.h), split as the table's segments split it: a fixed time per
 // handoff, and the time to copy the slices at the rate one channel copies them when no other channel shares
 // its links. Applies to a Simple all-reduce, reduce-scatter or all-gather inside one node, divided over
 // NCCL's own ring channels on that node (those of the call, or --channels); nullopt where the measurement is

@@ -205,6 +205,21 @@ class HwCommands(unittest.TestCase):
         self.assertRegex(r2.out, rf"= {2 * gpus} GPUs")
         # The host CPU vendor as the file declares it (DGX A100: AMD EPYC 7742).
         self.assertRegex(r.out, rf"cpu vendor\s+{yaml_scalar(path, 'cpu_vendor')} \(node.host.cpu_vendor\)")
+        # No preset carries measured NCCL kernels; a file that does shows its tables as written.
+        self.assertIn("nccl ring    not measured (node.fabric.nccl_ring; strata validate ring-slices)", r.out)
+        with open(path) as f:
+            text = f.read()
+        fabric = "  fabric: {wiring: switch, switch: nvswitch2, link: nvlink3, links_per_gpu: 12}"
+        self.assertIn(fabric, text)
+        measured = text.replace(fabric, fabric[:-1] + ",\n    nccl_ring: {channels: 24, handoffs: "
+                                "[{slice: 32KiB, time: 20us}, {slice: 1MiB, time: 500us}]}}")
+        with tempfile.TemporaryDirectory() as tmp:
+            with open(os.path.join(tmp, "m.yaml"), "w") as f:
+                f.write(measured)
+            r3 = strata("hw", "show", os.path.join(tmp, "m.yaml"))
+        self.assertEqual(r3.rc, 0, r3)
+        self.assertIn("nccl ring    24 channels, measured time per slice handoff (node.fabric.nccl_ring): "
+                      "32.00 KiB in 20.00 us, 1.00 MiB in 500.00 us", r3.out)
 
     def test_hw_show_emulated_cluster_of_two_nodes_of_two_ranks(self):
         # Regression (issue 14): on 2 nodes x 2 GPUs `hw show` printed a sample route to GPU gpus_per_node + 2 = 4,

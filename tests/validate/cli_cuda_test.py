@@ -89,9 +89,19 @@ def unavailable():
         want = f"validate ring-slices runs NCCL on this machine's GPUs: {reason}"
         if rc != 2 or want not in err or os.path.exists(out_file):
             failures.append(f"ring-slices: expected exit 2 with {want!r}, no file; got {rc}, {err!r}")
+        rc, out, err = run("validate", "nvls-steps", "--np", "8", "--hw", "configs/hw/dgx-h100.yaml", "--output",
+                           out_file)
+        want = f"validate nvls-steps runs NCCL on this machine's GPUs: {reason}"
+        if rc != 2 or want not in err or os.path.exists(out_file):
+            failures.append(f"nvls-steps: expected exit 2 with {want!r}, no file; got {rc}, {err!r}")
+    rc, out, err = run("validate", "nvls-steps", "--np", "8", "--hw", "configs/hw/dgx-h100.yaml", "--steps", "8,16",
+                       "--output", "/tmp/never.yaml")
+    if rc != 2 or "--chunks / --steps: step counts must be at least 64 and increasing" not in err:
+        failures.append(f"nvls-steps --steps 8,16: expected exit 2 asking for 64 steps or more; got {rc}, {err!r}")
     for args, want in ((["--np", "9"], "--np 9: expected 2 to 8 ranks, the GPUs of one node"),
-                       (["--np", "2", "--slices", "5000"], "--slices: 5000 B is not a multiple of 4 KiB"),
-                       (["--np", "2", "--loops", "4,2"], "--loops '4,2': expected increasing loop counts")):
+                       (["--np", "2", "--slices", "5000"],
+                        "--slices / --loops: a slice of 5000 B: expected a multiple of 4 KiB"),
+                       (["--np", "2", "--loops", "4,2"], "--loops '4,2': expected increasing counts")):
         rc, out, err = run("validate", "ring-slices", "--hw", "configs/hw/dgx-a100.yaml", "--output", "/tmp/never.yaml",
                            *args)
         if rc != 2 or want not in err:

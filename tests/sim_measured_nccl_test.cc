@@ -1,6 +1,6 @@
-// NCCL's ring slice handoffs and a node's measured time per handoff (node.fabric.nccl_ring): the slice
-// counts follow NCCL's loop, chunk and slice rules (checked by hand below), the table interpolates as
-// documented, and a ring charges what the table says, with every expected time derived by hand.
+// A node's measured NCCL kernels (node.fabric.nccl_ring, nccl_nvls): the ring's slice counts follow NCCL's
+// loop, chunk and slice rules (checked by hand below), the tables interpolate as documented, and the ring and
+// NVLS charge what the tables say, with every expected time derived by hand.
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -101,7 +101,7 @@ TEST(NcclRing, SliceHandoffsFollowNcclsLoopsChunksAndSlices) {
 }
 
 TEST(NcclRing, MeasuredHandoffTimesInterpolateAsDocumented) {
-  const hw::SliceTimes t({{32 * KiB, 20e-6}, {MiB, 500e-6}, {2 * MiB, 900e-6}});
+  const hw::SizeTimes t({{32 * KiB, 20e-6}, {MiB, 500e-6}, {2 * MiB, 900e-6}});
   EXPECT_DOUBLE_EQ(t.seconds(16 * KiB), 20e-6);  // below the first point: its time, all fixed
   EXPECT_DOUBLE_EQ(t.linear_at(16 * KiB).per_byte, 0);
   EXPECT_NEAR(t.seconds(528 * KiB), 20e-6 + 480e-6 * (496.0 / 992.0), 1e-12);
@@ -109,14 +109,14 @@ TEST(NcclRing, MeasuredHandoffTimesInterpolateAsDocumented) {
   EXPECT_NEAR(mid.per_byte, 480e-6 / (992 * KiB), 1e-18);
   EXPECT_NEAR(t.seconds(4 * MiB), 900e-6 + 400e-6 * 2, 1e-12);  // the last segment extended
   // A segment that does not rise is all fixed; beyond the last point the time grows with the bytes.
-  const hw::SliceTimes flat({{32 * KiB, 20e-6}, {64 * KiB, 10e-6}});
+  const hw::SizeTimes flat({{32 * KiB, 20e-6}, {64 * KiB, 10e-6}});
   EXPECT_NEAR(flat.seconds(48 * KiB), 15e-6, 1e-12);
   EXPECT_DOUBLE_EQ(flat.linear_at(48 * KiB).per_byte, 0);
   EXPECT_NEAR(flat.seconds(128 * KiB), 20e-6, 1e-12);
-  const hw::SliceTimes one({{MiB, 100e-6}});
+  const hw::SizeTimes one({{MiB, 100e-6}});
   EXPECT_DOUBLE_EQ(one.seconds(2 * MiB), 200e-6);
-  EXPECT_THROW(hw::SliceTimes({{MiB, 1e-6}, {MiB, 2e-6}}), std::invalid_argument);
-  EXPECT_THROW(hw::SliceTimes({{MiB, 0}}), std::invalid_argument);
+  EXPECT_THROW(hw::SizeTimes({{MiB, 1e-6}, {MiB, 2e-6}}), std::invalid_argument);
+  EXPECT_THROW(hw::SizeTimes({{MiB, 0}}), std::invalid_argument);
 }
 
 // 64 MiB all-reduce on 8 GPUs, NCCL's 24 channels: each makes 30 handoffs of 176,128 B (above). Table
@@ -153,6 +153,48 @@ TEST(NcclRing, MeasuredHandoffsApplyToSimpleRingsInsideANodeOnly) {
   EXPECT_DOUBLE_EQ(run(switch8(table), 64 * MiB, Granularity::kFlow, Protocol::kLL128).seconds,
                    run(switch8(""), 64 * MiB, Granularity::kFlow, Protocol::kLL128).seconds);
   EXPECT_DOUBLE_EQ(run(switch8(table, 2), 256 * MiB).seconds, run(switch8("", 2), 256 * MiB).seconds);
+}
+
+// NVLS on 8 GPUs whose switch ports carry exactly 340 GB/s. 64 MiB: NCCL's chunk is 64 KiB (below 64 x 16
+// channels x 8 heads x 128 KiB = 1 GiB, not below 8 x 128 x 64 KiB = 64 MiB), each channel runs (64 MiB / 16)
+// / (8 x 64 KiB) = 8 steps, 10 stage times with fill and drain. The ports carry (64 MiB + 2 x 16 x 512 KiB) x
+// 9/8 / 0.85 = 111,030,988 B: 326.56 us at 340 GB/s; NVLS has no base latency and NCCL's 25 us hop. Table
+// {16 KiB: 20 us, 128 KiB: 40 us}: per byte 20 us / 112 KiB, fixed at 64 KiB 20 - 16,384 x that = 17.143 us,
+// so 10 x 17.143 = 171.43 us of latency, and one channel alone would copy its chunks in 10 x 64 KiB
+// x 1.7439e-10 s = 114.3 us, less than the ports need: 171.43 + 326.56 = 497.99 us. Table {16 KiB: 100 us,
+// 128 KiB: 800 us} is all per-byte (100 - 16,384 x 700 us / 114,688 B = 0 fixed): 10 x 64 KiB x 6.1035e-9 s =
+// 4,000 us.
+TEST(NcclNvls, MeasuredStepsSetNvlsTimeOnANode) {
+  const auto nvls8 = [](const std::string& measured) {
+    const std::string yaml = fmt::format(R"(
+name: nvls8
+gpu: h100-sxm
+node:
+  gpus: 8
+  fabric:
+    wiring: switch
+    switch: nvswitch3
+    link: {{kind: nvlink4, bandwidth: 340 GB/s, efficiency: 1.0, latency: 0.2 us}}
+    links_per_gpu: 1
+{}
+  host: {{cpus: 1, pcie_switches: 0, pcie: {{kind: pcie5, bandwidth: 50 GB/s, efficiency: 1.0}}}}
+)",
+                                         measured.empty() ? "" : "    nccl_nvls: " + measured);
+    return hw::load_system_from_string(yaml, "nvls8.yaml");
+  };
+  const auto nvls = [](const hw::Topology& t) {
+    CollectiveRequest req;
+    req.spec.op = CollectiveOp::kAllReduce;
+    req.spec.group = all(t);
+    req.spec.bytes = 64 * MiB;
+    req.algorithm = "nvls";
+    return run_collective(t, req).seconds;
+  };
+  EXPECT_NEAR(nvls(nvls8("")), 351.56e-6, 0.05e-6);
+  EXPECT_NEAR(nvls(nvls8("{steps: [{chunk: 16KiB, time: 20us}, {chunk: 128KiB, time: 40us}]}")), 497.99e-6,
+              0.05e-6);
+  EXPECT_NEAR(nvls(nvls8("{steps: [{chunk: 16KiB, time: 100us}, {chunk: 128KiB, time: 800us}]}")), 4000e-6,
+              0.05e-6);
 }
 
 }  // namespace strata::sim

@@ -1,4 +1,4 @@
-#include "hw/nccl_ring_measured.h"
+#include "hw/nccl_measured.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 
 namespace strata::hw {
 
-SliceTimes::SliceTimes(std::vector<SliceTime> points) : points_(std::move(points)) {
+SizeTimes::SizeTimes(std::vector<SizeTime> points) : points_(std::move(points)) {
   for (std::size_t i = 0; i < points_.size(); ++i) {
     const auto& p = points_[i];
     if (!(p.bytes >= 1) || !std::isfinite(p.bytes))
@@ -21,7 +21,7 @@ SliceTimes::SliceTimes(std::vector<SliceTime> points) : points_(std::move(points
   }
 }
 
-SliceTimes::Linear SliceTimes::linear_at(double bytes) const {
+SizeTimes::Linear SizeTimes::linear_at(double bytes) const {
   if (points_.empty()) return {};
   if (bytes <= points_.front().bytes) return {points_.front().seconds, 0};
   const auto& last = points_.back();
@@ -29,7 +29,7 @@ SliceTimes::Linear SliceTimes::linear_at(double bytes) const {
   if (points_.size() == 1) return proportional;
   // The segment that holds `bytes`, or the last one when it lies beyond every point.
   const auto upper = std::upper_bound(points_.begin(), points_.end(), bytes,
-                                      [](double b, const SliceTime& p) { return b < p.bytes; });
+                                      [](double b, const SizeTime& p) { return b < p.bytes; });
   const auto hi = upper == points_.end() ? points_.end() - 1 : upper;
   const auto lo = hi - 1;
   const double slope = (hi->seconds - lo->seconds) / (hi->bytes - lo->bytes);

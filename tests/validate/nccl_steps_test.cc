@@ -1,18 +1,18 @@
-// The microbenchmark behind node.fabric.nccl_ring (validate/ring_slices.h): its runs, its fit, the channel
-// count read from NCCL's log and the system file it writes. Measuring needs NCCL on 2+ GPUs
-// (tests/validate/cli_cuda_test.py runs it where there are).
+// The microbenchmarks behind node.fabric.nccl_ring and nccl_nvls (validate/nccl_steps.h): their runs, the
+// fit, the channel count read from NCCL's log and the system file they write. Measuring needs NCCL on 2+
+// GPUs (tests/validate/cli_cuda_test.py runs ring-slices where there are).
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 
 #include "hw/system_loader.h"
 #include "validate/measure_backend.h"
-#include "validate/ring_slices.h"
+#include "validate/nccl_steps.h"
 
 namespace strata::validate {
 namespace {
 
-std::string env_value(const RingSliceRun& run, const std::string& name) {
+std::string env_value(const UnitRun& run, const std::string& name) {
   for (const auto& [k, v] : run.env)
     if (k == name) return v;
   return "(unset)";
@@ -22,9 +22,9 @@ std::string env_value(const RingSliceRun& run, const std::string& name) {
 
 // 64 KiB slices on 8 ranks: NCCL_BUFFSIZE 256 KiB (8 steps of 32 KiB, 2 per slice), a loop of 8 chunks of
 // 128 KiB = 1 MiB on the one channel, 2 x 15 handoffs per loop.
-TEST(RingSlices, EachSliceRunsWholeLoopsOnOneChannelWithABufferOfFourSlices) {
+TEST(NcclSteps, EachSliceRunsWholeLoopsOnOneChannelWithABufferOfFourSlices) {
   const int loops[] = {2, 4, 8};
-  const RingSliceRun run = ring_slice_run(8, 64 * 1024, loops, 1, 5);
+  const UnitRun run = ring_slice_run(8, 64 * 1024, loops, 1, 5);
   EXPECT_EQ(env_value(run, "NCCL_BUFFSIZE"), "262144");
   EXPECT_EQ(env_value(run, "NCCL_MIN_NCHANNELS"), "1");
   EXPECT_EQ(env_value(run, "NCCL_MAX_NCHANNELS"), "1");
@@ -35,7 +35,7 @@ TEST(RingSlices, EachSliceRunsWholeLoopsOnOneChannelWithABufferOfFourSlices) {
   EXPECT_EQ(run.plan.cases[0].steps[0].calls[0].bytes, 2 << 20);
   EXPECT_EQ(run.plan.cases[2].steps[0].calls[0].bytes, 8 << 20);
   EXPECT_EQ(run.plan.cases[1].steps[0].calls[0].group.size(), 8u);
-  EXPECT_EQ(run.handoffs, (std::vector<double>{60, 120, 240}));
+  EXPECT_EQ(run.counts, (std::vector<double>{60, 120, 240}));
   EXPECT_THROW(ring_slice_run(8, 5000, loops, 1, 5), std::invalid_argument);  // not whole 4 KiB
   EXPECT_THROW(ring_slice_run(1, 65536, loops, 1, 5), std::invalid_argument);
   const int one[] = {4};
@@ -44,29 +44,46 @@ TEST(RingSlices, EachSliceRunsWholeLoopsOnOneChannelWithABufferOfFourSlices) {
   EXPECT_THROW(ring_slice_run(8, 65536, down, 1, 5), std::invalid_argument);
 }
 
-TEST(RingSlices, FitRecoversTheTimePerHandoffAndTheFixedPart) {
+// 32 KiB chunks on 8 GPUs (every GPU a head): a step is 8 x 32 KiB = 256 KiB, so 64 steps are 16 MiB. At
+// 64 steps and more NCCL keeps the chunk (it would shrink it below 2 x 8 x chunk, 512 KiB, on one channel).
+TEST(NcclSteps, NvlsStepsRunOneChannelAtAFixedChunk) {
+  const int steps[] = {64, 128, 256};
+  const UnitRun run = nvls_step_run(8, 32 * 1024, steps, 1, 5);
+  EXPECT_EQ(env_value(run, "NCCL_ALGO"), "NVLS");
+  EXPECT_EQ(env_value(run, "NCCL_NVLS_NCHANNELS"), "1");
+  EXPECT_EQ(env_value(run, "NCCL_NVLS_CHUNKSIZE"), "32768");
+  ASSERT_EQ(run.plan.cases.size(), 3u);
+  EXPECT_EQ(run.plan.cases[0].steps[0].calls[0].bytes, 16 << 20);
+  EXPECT_EQ(run.plan.cases[2].steps[0].calls[0].bytes, 64 << 20);
+  EXPECT_EQ(run.counts, (std::vector<double>{64, 128, 256}));
+  const int few[] = {8, 16};
+  EXPECT_THROW(nvls_step_run(8, 32768, few, 1, 5), std::invalid_argument);
+  EXPECT_THROW(nvls_step_run(8, 1 << 20, steps, 1, 5), std::invalid_argument);  // above a 512 KiB step
+}
+
+TEST(NcclSteps, FitRecoversTheTimePerHandoffAndTheFixedPart) {
   // t = 25 us + 7.5 us x handoffs, exactly, then with +-1% alternating noise.
   const std::vector<double> h{60, 120, 240, 480};
   std::vector<double> t;
   for (double x : h) t.push_back(25e-6 + 7.5e-6 * x);
-  auto f = fit_handoffs(h, t);
-  EXPECT_NEAR(f.per_handoff, 7.5e-6, 1e-15);
+  auto f = fit_units(h, t);
+  EXPECT_NEAR(f.per_unit, 7.5e-6, 1e-15);
   EXPECT_NEAR(f.intercept, 25e-6, 1e-12);
   EXPECT_NEAR(f.worst_residual, 0, 1e-9);
   for (std::size_t i = 0; i < t.size(); ++i) t[i] *= i % 2 ? 1.01 : 0.99;
-  f = fit_handoffs(h, t);
-  EXPECT_NEAR(f.per_handoff, 7.5e-6, 0.02 * 7.5e-6);
+  f = fit_units(h, t);
+  EXPECT_NEAR(f.per_unit, 7.5e-6, 0.02 * 7.5e-6);
   EXPECT_GT(f.worst_residual, 0.001);
   EXPECT_LT(f.worst_residual, 0.03);
   const std::vector<double> flat{1e-3, 1e-3, 1e-3, 1e-3};
-  EXPECT_THROW(fit_handoffs(h, flat), std::invalid_argument);
+  EXPECT_THROW(fit_units(h, flat), std::invalid_argument);
   const std::vector<double> same{60, 60};
-  EXPECT_THROW(fit_handoffs(same, std::vector<double>{1e-3, 2e-3}), std::invalid_argument);
+  EXPECT_THROW(fit_units(same, std::vector<double>{1e-3, 2e-3}), std::invalid_argument);
 }
 
 // NCCL 2.21's INFO lines (as printed on a DGX A100: 24 channels); the transport lines "Channel 00/0 : 0[0]
 // -> 1[1] via P2P/IPC/read" name a connection index, not a count, and must not be read as one.
-TEST(RingSlices, ChannelCountIsReadFromNcclsInfoLog) {
+TEST(NcclSteps, ChannelCountIsReadFromNcclsInfoLog) {
   const std::string v221 =
       "host:1:1 [0] NCCL INFO Channel 00/24 :    0   1   2   3   4   5   6   7\n"
       "host:1:1 [0] NCCL INFO Channel 23/24 :    0   1   2   3   4   5   6   7\n"
@@ -81,7 +98,7 @@ TEST(RingSlices, ChannelCountIsReadFromNcclsInfoLog) {
   EXPECT_EQ(nccl_channels_from_log(""), std::nullopt);
 }
 
-TEST(RingSlices, WrittenSystemFileLoadsWithTheTable) {
+TEST(NcclSteps, WrittenSystemFileLoadsWithTheTable) {
   const std::string yaml = R"(name: t
 gpu: a100-sxm4-80gb
 node:
@@ -91,18 +108,25 @@ node:
 )";
   hw::NcclRingMeasured m;
   m.channels = 24;
-  m.handoffs = hw::SliceTimes({{32768, 7.25e-6}, {1048576, 61.5e-6}});
-  const std::string written = system_with_nccl_ring(yaml, m);
-  const hw::Topology t = hw::load_system_from_string(written, "written.yaml");
+  m.handoffs = hw::SizeTimes({{32768, 7.25e-6}, {1048576, 61.5e-6}});
+  std::string written = system_with_fabric_entry(yaml, "nccl_ring", nccl_ring_yaml(m));
+  hw::Topology t = hw::load_system_from_string(written, "written.yaml");
   EXPECT_EQ(t.nccl_ring().channels, 24);
   ASSERT_EQ(t.nccl_ring().handoffs.points().size(), 2u);
   EXPECT_DOUBLE_EQ(t.nccl_ring().handoffs.points()[0].bytes, 32768);
   EXPECT_NEAR(t.nccl_ring().handoffs.points()[1].seconds, 61.5e-6, 1e-12);
   EXPECT_EQ(t.num_gpus(), 8);
-  EXPECT_THROW(system_with_nccl_ring("name: t\n", m), std::invalid_argument);
+  // The NVLS table beside it, in the file just written.
+  written = system_with_fabric_entry(written, "nccl_nvls",
+                                     nccl_nvls_yaml(hw::NcclNvlsMeasured{hw::SizeTimes({{16384, 9.5e-6}})}));
+  t = hw::load_system_from_string(written, "written.yaml");
+  EXPECT_EQ(t.nccl_ring().channels, 24);
+  ASSERT_EQ(t.nccl_nvls().steps.points().size(), 1u);
+  EXPECT_NEAR(t.nccl_nvls().steps.points()[0].seconds, 9.5e-6, 1e-12);
+  EXPECT_THROW(system_with_fabric_entry("name: t\n", "nccl_ring", nccl_ring_yaml(m)), std::invalid_argument);
 }
 
-TEST(RingSlices, RanksGetTheirNcclSettingsThroughMpirun) {
+TEST(NcclSteps, RanksGetTheirNcclSettingsThroughMpirun) {
   HostLaunch launch{8, "", 60, {{"NCCL_BUFFSIZE", "262144"}, {"NCCL_ALGO", "Ring"}}};
   const auto argv = host_mpirun_command(launch, "/w", "/p", "/r");
   const auto at = [&](const std::string& s) { return std::find(argv.begin(), argv.end(), s) - argv.begin(); };

@@ -1,0 +1,154 @@
+// strata validate ring-slices | nvls-steps: NCCL on one node's GPUs, one channel, per size of the unit it
+// moves per step (validate/nccl_steps.h): the time per ring slice handoff (node.fabric.nccl_ring, with NCCL's
+// own channel count) or per NVLS step (node.fabric.nccl_nvls) that the simulator charges where a system
+// file gives them (docs/fidelity.md §6.3, §6.4). Each writes a copy of --hw with its table.
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "experiments/cli.h"
+#include "experiments/cli_options.h"
+#include "hw/system_loader.h"
+#include "hw/units.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
+#include "util/file.h"
+#include "util/parse.h"
+#include "validate/nccl_steps.h"
+
+namespace strata::cli {
+namespace {
+
+// One microbenchmark: its name, what it measures, and how its runs are built and its table written.
+struct UnitBenchmark {
+  std::string_view command, unit, sizes, count;  // "ring-slices", "slice", "slices", "loops"
+  std::string_view default_sizes, default_counts;
+  validate::UnitRun (*run)(int ranks, double unit_bytes, std::span<const int> counts, int warmup,
+                           int iterations);
+};
+
+struct UnitOptions {
+  std::string hw, output, sizes, counts;
+  int np = 0, warmup = 2, iterations = 10;
+};
+
+std::vector<int> parse_counts(const std::string& text, std::string_view option) {
+  std::vector<int> counts;
+  for (auto c : util::parse_int_list(text, {1, 1 << 20}, option)) {
+    if (!counts.empty() && c <= counts.back())
+      throw util::InputError(fmt::format("{} '{}': expected increasing counts", option, text));
+    counts.push_back(static_cast<int>(c));
+  }
+  if (counts.size() < 2) throw util::InputError(fmt::format("{}: expected at least two counts", option));
+  return counts;
+}
+
+void run_units(const UnitBenchmark& b, const UnitOptions& o) {
+  util::check_output_path(o.output);
+  const hw::Topology topo = hw::load_system(o.hw);
+  if (o.np < 2 || o.np > topo.gpus_per_node())
+    throw util::InputError(fmt::format("--np {}: expected 2 to {} ranks, the GPUs of one node of {}", o.np,
+                                       topo.gpus_per_node(), o.hw));
+  const std::string size_option = fmt::format("--{}", b.sizes), count_option = fmt::format("--{}", b.count);
+  const auto counts = parse_counts(o.counts, count_option);
+  std::vector<validate::UnitRun> runs;
+  for (auto bytes : util::parse_size_range(o.sizes, size_option)) {
+    try {
+      runs.push_back(b.run(o.np, static_cast<double>(bytes), counts, o.warmup, o.iterations));
+    } catch (const std::invalid_argument& e) {
+      throw util::InputError(fmt::format("{} / {}: {}", size_option, count_option, e.what()));
+    }
+  }
+  const auto& backend = validate::find_measure_backend("nccl");
+  if (const auto why = backend.unavailable(); !why.empty())
+    throw util::InputError(fmt::format("validate {} runs NCCL on this machine's GPUs: {}", b.command, why));
+  const validate::HostLaunch launch{o.np, "", 900, {}};
+  std::cerr << fmt::format(
+      "measuring NCCL on {} GPUs of this machine, one channel: {} {} sizes x {} {} counts, {} warm-up + {} "
+      "timed runs each\n",
+      o.np, runs.size(), b.unit, counts.size(), b.count, o.warmup, o.iterations);
+  const auto progress = [](const std::string& what) { std::cerr << what << "\n"; };
+  const auto m = validate::measure_units(backend, launch, runs, progress);
+  std::string key, value;
+  if (b.command == "ring-slices") {
+    progress("NCCL's own channel count (one all-reduce with NCCL_DEBUG=INFO)");
+    const hw::NcclRingMeasured ring{validate::nccl_default_channels(backend, launch), m.table()};
+    key = "nccl_ring";
+    value = validate::nccl_ring_yaml(ring);
+    std::cout << fmt::format("# NCCL ring, one channel, Simple, {} ranks ({}); NCCL's own channels: {}\n",
+                             o.np, m.library, ring.channels);
+  } else {
+    key = "nccl_nvls";
+    value = validate::nccl_nvls_yaml(hw::NcclNvlsMeasured{m.table()});
+    std::cout << fmt::format("# NCCL NVLS, one channel, {} ranks ({})\n", o.np, m.library);
+  }
+  std::cout << fmt::format("# {:>10} {:>8} {:>12}  {:>12} {:>12} {:>9} {:>8}\n", b.unit, b.count, "median",
+                           fmt::format("per {}", b.count == "loops" ? "handoff" : "step"), "intercept",
+                           "residual", "spread");
+  for (const auto& p : m.points)
+    for (std::size_t i = 0; i < p.counts.size(); ++i) {
+      const bool first = i == 0;
+      std::cout << fmt::format("  {:>10} {:>8} {:>12}  {:>12} {:>12} {:>8.1f}% {:>7.1f}%\n",
+                               units::format_bytes(p.unit_bytes), counts[i],
+                               units::format_duration(p.median_seconds[i]),
+                               first ? units::format_duration(p.fit.per_unit) : "",
+                               first ? units::format_duration(p.fit.intercept) : "",
+                               first ? 100 * p.fit.worst_residual : 0.0, first ? 100 * p.worst_spread : 0.0);
+    }
+  const std::string yaml = validate::system_with_fabric_entry(
+      util::read_file<util::InputError>(o.hw, "a system YAML file"), key, value);
+  util::write_file_atomically(o.output, yaml);
+  // The file must load as any system YAML does; a failure here is a bug in system_with_fabric_entry.
+  hw::load_system(o.output);
+  std::cout << fmt::format("written: {} (node.fabric.{}: {} {} sizes)\n", o.output, key, m.points.size(),
+                           b.unit);
+}
+
+void add_unit_command(CLI::App& validate, const UnitBenchmark& b, const std::string& help,
+                      const std::string& sizes_help, const std::string& counts_help) {
+  auto o = std::make_shared<UnitOptions>();
+  o->sizes = b.default_sizes;
+  o->counts = b.default_counts;
+  auto* cmd = validate.add_subcommand(std::string(b.command), help);
+  cmd->add_option("--hw", o->hw, "System YAML of this node (the copy gets the table)")->required();
+  add_int_option(*cmd, "--np", o->np, {2, 1024}, "Ranks, one per GPU of this machine", false)->required();
+  cmd->add_option(fmt::format("--{}", b.sizes), o->sizes, sizes_help)->capture_default_str();
+  cmd->add_option(fmt::format("--{}", b.count), o->counts, counts_help)->capture_default_str();
+  add_int_option(*cmd, "--warmup", o->warmup, {0, 100}, "Untimed runs per message size");
+  add_int_option(*cmd, "--iterations", o->iterations, {1, 1000}, "Timed runs per message size (median)");
+  cmd->add_option("--output", o->output,
+                  fmt::format("System YAML to write: --hw with node.fabric.{}",
+                              b.command == "ring-slices" ? "nccl_ring" : "nccl_nvls"))
+      ->required();
+  cmd->callback([o, b] { run_units(b, *o); });
+}
+
+}  // namespace
+
+void add_validate_nccl_steps_commands(CLI::App& validate) {
+  add_unit_command(
+      validate,
+      {"ring-slices", "slice", "slices", "loops", "32KiB:2MiB:2", "2,4,8,16", validate::ring_slice_run},
+      "Measure NCCL's ring on this machine's GPUs (one channel, Simple, NCCL_BUFFSIZE = 4 x slice): the "
+      "time\n"
+      "per slice handoff (slope of run time over handoffs) and NCCL's own channel count, written into a "
+      "copy\n"
+      "of --hw as node.fabric.nccl_ring for the simulator's rings (docs/fidelity.md §6.3). Needs the GPU\n"
+      "build, strata-nccl-worker and 2+ GPUs",
+      "Slice sizes MIN:MAX[:FACTOR], multiples of 4 KiB up to 64 MiB (NCCL's slices are 32 KiB to 1 MiB)",
+      "Whole loops per slice size (N chunks of 2 slices each), increasing");
+  add_unit_command(
+      validate,
+      {"nvls-steps", "chunk", "chunks", "steps", "16KiB:128KiB:2", "64,128,256,512", validate::nvls_step_run},
+      "Measure NCCL's NVLS all-reduce on this machine's GPUs (one channel, NCCL_NVLS_CHUNKSIZE = chunk): "
+      "the\n"
+      "time per step (slope of run time over steps), written into a copy of --hw as node.fabric.nccl_nvls "
+      "for\n"
+      "the simulator's NVLS (docs/fidelity.md §6.4). Needs the GPU build, strata-nccl-worker and an "
+      "NVSwitch\n"
+      "that reduces (Hopper and later)",
+      "Chunk sizes MIN:MAX[:FACTOR], multiples of 4 KiB up to 512 KiB (NCCL's are 16 to 128 KiB)",
+      "Steps per chunk size (one chunk per GPU each), at least 64 (NCCL keeps the chunk), increasing");
+}
+
+}  // namespace strata::cli

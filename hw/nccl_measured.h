@@ -1,0 +1,68 @@
+// What NCCL's kernels do on one node's GPUs, measured by microbenchmarks (validate/nccl_steps.h) and given
+// in a system file under node.fabric:
+//   nccl_ring  `strata validate ring-slices`: the channels NCCL's topology search gives the node's rings, and
+//              the time one channel takes per slice handoff of its ring (Simple protocol), by slice size (one
+//              channel, NCCL_BUFFSIZE varied). A handoff is one slice of one primitive of the ring kernel:
+//              wait for the peer's step counter, copy or reduce the slice, fence, post
+//              (device/prims_simple.h, NCCL v2.21.5-1).
+//   nccl_nvls  `strata validate nvls-steps`: the time one NVLS channel takes per step, by chunk size (one
+//              channel, NCCL_NVLS_CHUNKSIZE varied). A step is one chunk per head through the kernel's
+//              scatter, reduce-and-multicast and gather warps (device/all_reduce.h, NVLS).
+// The simulator charges these where they are given (docs/fidelity.md §6.3, §6.4); without them nothing
+// changes.
+#pragma once
+
+#include <span>
+#include <vector>
+
+namespace strata::hw {
+
+// A time that depends on a size: one channel's time per ring handoff by slice size, per NVLS step by chunk
+// size.
+struct SizeTime {
+  double bytes = 0;    // the slice or chunk size
+  double seconds = 0;  // one channel's time for it (fixed costs included)
+};
+
+class SizeTimes {
+ public:
+  SizeTimes() = default;
+  // Points with strictly increasing sizes (at least 1 B) and positive times; throws std::invalid_argument
+  // saying which point is wrong.
+  explicit SizeTimes(std::vector<SizeTime> points);
+
+  bool empty() const { return points_.empty(); }
+  std::span<const SizeTime> points() const { return points_; }
+  // Piecewise linear between the points: t(b) = fixed + b x per_byte of the segment that holds b. Below the
+  // smallest point its time, all of it fixed (fixed costs do not shrink with the size; NCCL's ring slices are
+  // at least 32 KiB unless the chunk itself is smaller, its NVLS chunks at least 16 KiB); a segment that does
+  // not rise is all fixed; above the largest point, the last segment extended where it rises, else (and for a
+  // single point) the last point's time per byte with nothing fixed. Empty table: 0.
+  struct Linear {
+    double fixed = 0;     // seconds
+    double per_byte = 0;  // seconds per byte
+  };
+  Linear linear_at(double bytes) const;
+  double seconds(double bytes) const {
+    const Linear l = linear_at(bytes);
+    return l.fixed + l.per_byte * bytes;
+  }
+
+ private:
+  std::vector<SizeTime> points_;
+};
+
+// node.fabric.nccl_ring.
+struct NcclRingMeasured {
+  int channels = 0;    // NCCL's ring channels on the node (NCCL_DEBUG=INFO's "24 coll channels")
+  SizeTimes handoffs;  // one channel's time per slice handoff
+  bool empty() const { return handoffs.empty(); }
+};
+
+// node.fabric.nccl_nvls.
+struct NcclNvlsMeasured {
+  SizeTimes steps;  // one channel's time per step, by chunk size
+  bool empty() const { return steps.empty(); }
+};
+
+}  // namespace strata::hw

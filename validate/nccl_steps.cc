@@ -1,0 +1,241 @@
+#include "validate/nccl_steps.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <regex>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "hw/units.h"
+#include "hw/yaml_patch.h"
+#include "util/error.h"
+#include "util/file.h"
+
+namespace strata::validate {
+namespace {
+
+void check_unit_run(int ranks, double unit_bytes, double max_bytes, std::span<const int> counts,
+                    int min_count, std::string_view unit, std::string_view count) {
+  if (ranks < 2) throw std::invalid_argument("an NCCL all-reduce microbenchmark needs at least 2 ranks");
+  const auto whole = static_cast<std::int64_t>(unit_bytes);
+  if (whole <= 0 || static_cast<double>(whole) != unit_bytes || whole % 4096 != 0 || unit_bytes > max_bytes)
+    throw std::invalid_argument(fmt::format("{} of {} B: expected a multiple of 4 KiB up to {}", unit,
+                                            unit_bytes, units::format_bytes(max_bytes)));
+  if (counts.size() < 2) throw std::invalid_argument(fmt::format("expected at least two {} counts", count));
+  for (std::size_t i = 0; i < counts.size(); ++i)
+    if (counts[i] < min_count || (i > 0 && counts[i] <= counts[i - 1]))
+      throw std::invalid_argument(
+          fmt::format("{} counts must be at least {} and increasing", count, min_count));
+}
+
+// One all-reduce of `bytes` over every rank.
+PlanCase all_reduce_case(std::string name, int ranks, std::int64_t bytes) {
+  std::vector<int> group(static_cast<std::size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) group[static_cast<std::size_t>(r)] = r;
+  return {std::move(name), {PlanStep{{PlanCall{sim::CollectiveOp::kAllReduce, std::move(group), bytes}}}}};
+}
+
+}  // namespace
+
+UnitRun ring_slice_run(int ranks, double slice_bytes, std::span<const int> loops, int warmup,
+                       int iterations) {
+  check_unit_run(ranks, slice_bytes, 64.0 * 1024 * 1024, loops, 1, "a slice", "loop");
+  const auto slice = static_cast<std::int64_t>(slice_bytes);
+  UnitRun run;
+  run.unit_bytes = slice_bytes;
+  run.env = {{"NCCL_ALGO", "Ring"},       {"NCCL_PROTO", "Simple"},
+             {"NCCL_MIN_NCHANNELS", "1"}, {"NCCL_MAX_NCHANNELS", "1"},
+             {"NCCL_NVLS_ENABLE", "0"},   {"NCCL_BUFFSIZE", std::to_string(4 * slice)}};
+  run.plan.ranks = ranks;
+  run.plan.warmup = warmup;
+  run.plan.iterations = iterations;
+  for (int l : loops) {
+    // A loop is N chunks of two slices on the one channel; every primitive handles a whole chunk.
+    run.plan.cases.push_back(all_reduce_case(fmt::format("slice {} KiB, {} loops", slice / 1024, l), ranks,
+                                             static_cast<std::int64_t>(l) * ranks * 2 * slice));
+    run.counts.push_back(2.0 * (2 * ranks - 1) * l);
+  }
+  check_plan(run.plan);
+  return run;
+}
+
+UnitRun nvls_step_run(int ranks, double chunk_bytes, std::span<const int> steps, int warmup, int iterations) {
+  check_unit_run(ranks, chunk_bytes, 512.0 * 1024, steps, 64, "a chunk", "step");
+  const auto chunk = static_cast<std::int64_t>(chunk_bytes);
+  UnitRun run;
+  run.unit_bytes = chunk_bytes;
+  run.env = {
+      {"NCCL_ALGO", "NVLS"}, {"NCCL_NVLS_NCHANNELS", "1"}, {"NCCL_NVLS_CHUNKSIZE", std::to_string(chunk)}};
+  run.plan.ranks = ranks;
+  run.plan.warmup = warmup;
+  run.plan.iterations = iterations;
+  for (int n : steps) {
+    // Every GPU is a head; a step moves one chunk per head.
+    run.plan.cases.push_back(all_reduce_case(fmt::format("chunk {} KiB, {} steps", chunk / 1024, n), ranks,
+                                             static_cast<std::int64_t>(n) * ranks * chunk));
+    run.counts.push_back(n);
+  }
+  check_plan(run.plan);
+  return run;
+}
+
+UnitFit fit_units(std::span<const double> counts, std::span<const double> seconds) {
+  if (counts.size() != seconds.size()) throw std::invalid_argument("fit_units: sizes differ");
+  const auto n = static_cast<double>(counts.size());
+  double mx = 0, my = 0;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    mx += counts[i] / n;
+    my += seconds[i] / n;
+  }
+  double sxx = 0, sxy = 0;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    sxx += (counts[i] - mx) * (counts[i] - mx);
+    sxy += (counts[i] - mx) * (seconds[i] - my);
+  }
+  if (counts.size() < 2 || !(sxx > 0))
+    throw std::invalid_argument("fit_units: needs at least two different counts");
+  UnitFit f;
+  f.per_unit = sxy / sxx;
+  if (!(f.per_unit > 0))
+    throw std::invalid_argument("the run time does not grow with the count; nothing to fit");
+  f.intercept = my - f.per_unit * mx;
+  for (std::size_t i = 0; i < counts.size(); ++i)
+    f.worst_residual =
+        std::max(f.worst_residual, std::abs(seconds[i] - f.intercept - f.per_unit * counts[i]) / seconds[i]);
+  return f;
+}
+
+std::optional<int> nccl_channels_from_log(std::string_view log) {
+  static const std::regex coll(R"(NCCL INFO (\d+) coll channels)");
+  static const std::regex ring(R"(NCCL INFO Channel \d+/(\d+) :(\s+\d+)+\s*$)");
+  std::optional<int> from_coll, from_rings;
+  std::size_t begin = 0;
+  while (begin < log.size()) {
+    std::size_t end = log.find('\n', begin);
+    if (end == std::string_view::npos) end = log.size();
+    const std::string line(log.substr(begin, end - begin));
+    begin = end + 1;
+    std::smatch m;
+    const auto keep = [&](std::optional<int>& into) {
+      const int c = std::stoi(m[1].str());
+      if (c > 0 && c <= 1024) into = std::max(into.value_or(0), c);
+    };
+    if (std::regex_search(line, m, coll))
+      keep(from_coll);
+    else if (std::regex_search(line, m, ring))
+      keep(from_rings);
+  }
+  return from_coll ? from_coll : from_rings;
+}
+
+hw::SizeTimes UnitMeasurement::table() const {
+  std::vector<hw::SizeTime> t;
+  for (const auto& p : points) t.push_back({p.unit_bytes, p.fit.per_unit});
+  return hw::SizeTimes(std::move(t));
+}
+
+UnitMeasurement measure_units(const MeasureBackend& backend, const HostLaunch& launch,
+                              std::span<const UnitRun> runs,
+                              const std::function<void(const std::string&)>& progress) {
+  if (!launch.hosts.empty())
+    throw util::InputError(
+        "these microbenchmarks measure the GPUs of this machine; run them on the node itself");
+  UnitMeasurement m;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const UnitRun& run = runs[i];
+    std::string settings;
+    for (const auto& [name, value] : run.env) settings += fmt::format(" {}={}", name, value);
+    progress(fmt::format("{} ({}/{}):{}", units::format_bytes(run.unit_bytes), i + 1, runs.size(), settings));
+    HostLaunch with = launch;
+    with.env.insert(with.env.end(), run.env.begin(), run.env.end());
+    const PlanResult result = measure_on_hosts(backend, with, run.plan);
+    m.library = result.library;
+    UnitPoint p;
+    p.unit_bytes = run.unit_bytes;
+    p.counts = run.counts;
+    for (const auto& c : result.cases) {
+      if (c.wrong > 0)
+        throw util::InputError(fmt::format("{}: NCCL computed {} elements wrong", c.name, c.wrong));
+      const Spread s = spread_of(c.seconds);
+      p.median_seconds.push_back(s.median);
+      p.worst_spread = std::max(p.worst_spread, s.relative_spread());
+    }
+    p.fit = fit_units(p.counts, p.median_seconds);
+    m.points.push_back(std::move(p));
+  }
+  return m;
+}
+
+int nccl_default_channels(const MeasureBackend& backend, HostLaunch launch) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / fmt::format("strata-nccl-log-{}", ::getpid());
+  fs::create_directories(dir);
+  struct Cleanup {
+    fs::path d;
+    ~Cleanup() {
+      std::error_code ec;
+      fs::remove_all(d, ec);
+    }
+  } cleanup{dir};
+  launch.env.insert(launch.env.end(), {{"NCCL_DEBUG", "INFO"},
+                                       {"NCCL_DEBUG_SUBSYS", "INIT"},
+                                       {"NCCL_DEBUG_FILE", (dir / "nccl.%h.%p.log").string()}});
+  MeasurementPlan plan;
+  plan.ranks = launch.ranks;
+  plan.warmup = 0;
+  plan.iterations = 1;
+  plan.cases.push_back(all_reduce_case("channels", launch.ranks, 1 << 20));
+  measure_on_hosts(backend, launch, plan);
+  std::string log;
+  for (const auto& entry : fs::directory_iterator(dir))
+    log += util::read_file<util::InputError>(entry.path(), "an NCCL log");
+  const auto channels = nccl_channels_from_log(log);
+  if (!channels)
+    throw util::InputError(
+        fmt::format("NCCL's INFO log (NCCL_DEBUG_FILE in {}) names no channel count ('N coll channels' or "
+                    "'Channel i/N :')",
+                    dir.string()));
+  return *channels;
+}
+
+namespace {
+
+// [{<size_key>: 32768 B, time: 7.250 us}, ...], one point per line.
+std::string size_times_yaml(const hw::SizeTimes& t, std::string_view size_key) {
+  std::string out = "[";
+  for (const auto& p : t.points())
+    out += fmt::format("{}{{{}: {} B, time: {:.3f} us}}", out.size() > 1 ? ", " : "", size_key,
+                       static_cast<std::int64_t>(std::llround(p.bytes)), p.seconds * 1e6);
+  return out + "]";
+}
+
+}  // namespace
+
+std::string nccl_ring_yaml(const hw::NcclRingMeasured& measured) {
+  return fmt::format("{{channels: {}, handoffs: {}}}", measured.channels,
+                     size_times_yaml(measured.handoffs, "slice"));
+}
+
+std::string nccl_nvls_yaml(const hw::NcclNvlsMeasured& measured) {
+  return fmt::format("{{steps: {}}}", size_times_yaml(measured.steps, "chunk"));
+}
+
+std::string system_with_fabric_entry(const std::string& system_yaml, const std::string& key,
+                                     const std::string& value_yaml) {
+  YAML::Node root = YAML::Load(system_yaml);
+  if (!root.IsMap() || !root["node"] || !root["node"]["fabric"] || !root["node"]["fabric"].IsMap())
+    throw std::invalid_argument("the system file has no node.fabric map");
+  const std::vector<std::string> path{"node", "fabric", key};
+  if (const auto why = hw::set_at_path(root, path, YAML::Load(value_yaml)); !why.empty())
+    throw std::invalid_argument(why);
+  YAML::Emitter out;
+  out << root;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace strata::validate

@@ -1,0 +1,95 @@
+// The microbenchmarks behind node.fabric.nccl_ring and node.fabric.nccl_nvls (hw/nccl_measured.h,
+// docs/fidelity.md §6.3, §6.4): NCCL's all-reduce on one node's GPUs, forced onto one channel, once per size
+// of the unit NCCL moves per step, at several message sizes that are whole multiples of that unit. The run
+// time grows with the number of units one channel moves; the slope is the time per unit, the intercept what
+// does not grow with it (launch, the common barrier). No collective at NCCL's own settings is fitted.
+//   ring-slices  NCCL_ALGO=Ring, NCCL_PROTO=Simple, NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS=1 and NCCL_BUFFSIZE
+//                = 4b, which makes the slices of NCCL's full loops b (a 2-step slice of an 8-step buffer).
+//                Sizes of L whole loops (N chunks of 2b) make 2(2N - 1) L handoffs of a slice of b. One more
+//                all-reduce at NCCL's own settings gives the channels NCCL gives the node's rings
+//                (NCCL_DEBUG=INFO, "N coll channels").
+//   nvls-steps   NCCL_ALGO=NVLS, NCCL_NVLS_NCHANNELS=1 and NCCL_NVLS_CHUNKSIZE = c. With every GPU a head, a
+//                step moves one chunk per head, so sizes of n N c bytes make n steps (v2.21.5-1
+//                computeCollSteps); from 64 steps on NCCL keeps the chunk at c (computeCollChunkInfo).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "hw/nccl_measured.h"
+#include "validate/measure_backend.h"
+#include "validate/plan.h"
+
+namespace strata::validate {
+
+using EnvVar = std::pair<std::string, std::string>;
+
+// One unit size's runs: the environment NCCL reads, and a plan of one all-reduce over all ranks per count,
+// case i making counts[i] units (handoffs, steps) on its one channel.
+struct UnitRun {
+  double unit_bytes = 0;
+  std::vector<EnvVar> env;
+  MeasurementPlan plan;
+  std::vector<double> counts;
+};
+// Ring slices of `slice_bytes` at `loops` whole loops. Throws std::invalid_argument for fewer than 2 ranks, a
+// slice not a multiple of 4 KiB, or fewer than two increasing loop counts.
+UnitRun ring_slice_run(int ranks, double slice_bytes, std::span<const int> loops, int warmup, int iterations);
+// NVLS chunks of `chunk_bytes` at `steps` steps. Throws std::invalid_argument for fewer than 2 ranks, a chunk
+// not a multiple of 4 KiB or above 512 KiB (a step of NCCL's 4 MiB buffer), or step counts below 64 or not
+// increasing.
+UnitRun nvls_step_run(int ranks, double chunk_bytes, std::span<const int> steps, int warmup, int iterations);
+
+// Least squares line through (counts, seconds): seconds = intercept + per_unit x count, and the largest
+// |residual| / time. Throws std::invalid_argument for fewer than two distinct counts, or when the time does
+// not grow with the count (per_unit <= 0).
+struct UnitFit {
+  double per_unit = 0;
+  double intercept = 0;
+  double worst_residual = 0;
+};
+UnitFit fit_units(std::span<const double> counts, std::span<const double> seconds);
+
+// The collective channels NCCL reports in its INFO log ("NCCL INFO 24 coll channels, ..."; older releases
+// only list the rings: "Channel 23/24 :    0   1 ..."), the largest over the lines; nullopt when none is
+// found.
+std::optional<int> nccl_channels_from_log(std::string_view log);
+
+// What one unit size measured: per run its count and median time, the fit, and the largest spread
+// (max - min) / median of a run's iterations.
+struct UnitPoint {
+  double unit_bytes = 0;
+  std::vector<double> counts, median_seconds;
+  UnitFit fit;
+  double worst_spread = 0;
+};
+struct UnitMeasurement {
+  std::vector<UnitPoint> points;
+  hw::SizeTimes table() const;  // per unit size, the fitted time per unit
+  std::string library;          // the worker's library line (NCCL's version)
+};
+// Runs every unit size's plan with `backend` (nccl) as `launch` says, the run's NCCL settings added to
+// launch.env, and fits each. `progress` is told what runs next. The ranks must run on this machine
+// (launch.hosts empty). Throws util::InputError when a run fails or computes a wrong element,
+// std::invalid_argument when a size does not fit (fit_units).
+UnitMeasurement measure_units(const MeasureBackend& backend, const HostLaunch& launch,
+                              std::span<const UnitRun> runs,
+                              const std::function<void(const std::string&)>& progress);
+// The channels NCCL gives `launch.ranks` ranks of this machine at its own settings: one small all-reduce
+// with its INFO log written to a temporary folder. Throws util::InputError when the log names none.
+int nccl_default_channels(const MeasureBackend& backend, HostLaunch launch);
+
+// A copy of the system file `system_yaml` (text) with node.fabric.<key> set to `value` (a YAML mapping built
+// by nccl_ring_yaml / nccl_nvls_yaml), as YAML text. Throws std::invalid_argument when the file has no
+// node.fabric map.
+std::string system_with_fabric_entry(const std::string& system_yaml, const std::string& key,
+                                     const std::string& value_yaml);
+std::string nccl_ring_yaml(const hw::NcclRingMeasured& measured);  // {channels: 24, handoffs: [...]}
+std::string nccl_nvls_yaml(const hw::NcclNvlsMeasured& measured);  // {steps: [...]}
+
+}  // namespace strata::validate
