@@ -46,9 +46,12 @@ std::vector<int> parse_counts(const std::string& text, std::string_view option) 
 void run_units(const UnitBenchmark& b, const UnitOptions& o) {
   util::check_output_path(o.output);
   const hw::Topology topo = hw::load_system(o.hw);
-  if (o.np < 2 || o.np > topo.gpus_per_node())
-    throw util::InputError(fmt::format("--np {}: expected 2 to {} ranks, the GPUs of one node of {}", o.np,
-                                       topo.gpus_per_node(), o.hw));
+  // The table describes the node's whole GPU set, as the simulator applies it.
+  if (o.np != topo.gpus_per_node())
+    throw util::InputError(
+        fmt::format("--np {}: expected {}, every GPU of a node of {} (describe this machine "
+                    "in --hw)",
+                    o.np, topo.gpus_per_node(), o.hw));
   const std::string size_option = fmt::format("--{}", b.sizes), count_option = fmt::format("--{}", b.count);
   const auto counts = parse_counts(o.counts, count_option);
   std::vector<validate::UnitRun> runs;
@@ -111,7 +114,9 @@ void add_unit_command(CLI::App& validate, const UnitBenchmark& b, const std::str
   o->counts = b.default_counts;
   auto* cmd = validate.add_subcommand(std::string(b.command), help);
   cmd->add_option("--hw", o->hw, "System YAML of this node (the copy gets the table)")->required();
-  add_int_option(*cmd, "--np", o->np, {2, 1024}, "Ranks, one per GPU of this machine", false)->required();
+  add_int_option(*cmd, "--np", o->np, {2, 1024}, "Ranks, one per GPU: every GPU of the node --hw describes",
+                 false)
+      ->required();
   cmd->add_option(fmt::format("--{}", b.sizes), o->sizes, sizes_help)->capture_default_str();
   cmd->add_option(fmt::format("--{}", b.count), o->counts, counts_help)->capture_default_str();
   add_int_option(*cmd, "--warmup", o->warmup, {0, 100}, "Untimed runs per message size");

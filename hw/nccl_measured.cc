@@ -12,12 +12,11 @@ SizeTimes::SizeTimes(std::vector<SizeTime> points) : points_(std::move(points)) 
   for (std::size_t i = 0; i < points_.size(); ++i) {
     const auto& p = points_[i];
     if (!(p.bytes >= 1) || !std::isfinite(p.bytes))
-      throw std::invalid_argument(fmt::format("point {}: the slice size must be at least 1 B", i + 1));
+      throw std::invalid_argument(fmt::format("point {}: the size must be at least 1 B", i + 1));
     if (!(p.seconds > 0) || !std::isfinite(p.seconds))
       throw std::invalid_argument(fmt::format("point {}: the time must be positive", i + 1));
     if (i > 0 && !(p.bytes > points_[i - 1].bytes))
-      throw std::invalid_argument(
-          fmt::format("point {}: slice sizes must increase from point to point", i + 1));
+      throw std::invalid_argument(fmt::format("point {}: sizes must increase from point to point", i + 1));
   }
 }
 
@@ -34,11 +33,16 @@ SizeTimes::Linear SizeTimes::linear_at(double bytes) const {
   const auto lo = hi - 1;
   const double slope = (hi->seconds - lo->seconds) / (hi->bytes - lo->bytes);
   if (!(slope > 0)) {
-    // A segment that does not rise (measurement noise) has nothing that grows with the slice.
+    // A segment that does not rise (measurement noise) has nothing that grows with the size.
     if (bytes > last.bytes) return proportional;
     return {lo->seconds + slope * (bytes - lo->bytes), 0};
   }
   return {lo->seconds - slope * lo->bytes, slope};
+}
+
+SizeTimes::Split SizeTimes::split(double bytes, double count) const {
+  const Linear l = linear_at(bytes);
+  return {count * l.fixed, count * bytes * l.per_byte};
 }
 
 }  // namespace strata::hw

@@ -8,8 +8,9 @@
 //   nccl_nvls  `strata validate nvls-steps`: the time one NVLS channel takes per step, by chunk size (one
 //              channel, NCCL_NVLS_CHUNKSIZE varied). A step is one chunk per head through the kernel's
 //              scatter, reduce-and-multicast and gather warps (device/all_reduce.h, NVLS).
-// The simulator charges these where they are given (docs/fidelity.md §6.3, §6.4); without them nothing
-// changes.
+// Both describe the node's whole GPU set (the commands measure every GPU of the node). The simulator charges
+// them for collectives over a whole node where they are given (docs/fidelity.md §6.3, §6.4); without them
+// nothing changes.
 #pragma once
 
 #include <span>
@@ -47,6 +48,13 @@ class SizeTimes {
     const Linear l = linear_at(bytes);
     return l.fixed + l.per_byte * bytes;
   }
+  // `count` units of `bytes` on one channel: the fixed parts, and the per-byte parts (the time one channel
+  // alone needs to move the bytes), each summed; how the simulator charges a table (docs/fidelity.md §6.3).
+  struct Split {
+    double fixed_seconds = 0;
+    double copy_seconds = 0;
+  };
+  Split split(double bytes, double count) const;
 
  private:
   std::vector<SizeTime> points_;

@@ -145,14 +145,23 @@ TEST(NcclRing, MeasuredHandoffsSetTheRingsTimeOnANode) {
       1412.3e-6, 0.1e-6);
 }
 
-// The table measures Simple inside a node: LL, LL128 and rings across nodes keep NCCL's latencies and the
-// links' rates.
+// The table measures Simple over a whole node: LL, LL128, a part of the node and rings across nodes keep
+// NCCL's latencies and the links' rates.
 TEST(NcclRing, MeasuredHandoffsApplyToSimpleRingsInsideANodeOnly) {
   const std::string table =
       "{channels: 24, handoffs: [{slice: 32KiB, time: 20us}, {slice: 1MiB, time: 500us}]}";
   EXPECT_DOUBLE_EQ(run(switch8(table), 64 * MiB, Granularity::kFlow, Protocol::kLL128).seconds,
                    run(switch8(""), 64 * MiB, Granularity::kFlow, Protocol::kLL128).seconds);
   EXPECT_DOUBLE_EQ(run(switch8(table, 2), 256 * MiB).seconds, run(switch8("", 2), 256 * MiB).seconds);
+  const auto half = [](const hw::Topology& t) {
+    CollectiveRequest req;
+    req.spec.op = CollectiveOp::kAllReduce;
+    req.spec.group = {0, 1, 2, 3};
+    req.spec.bytes = 64 * MiB;
+    req.algorithm = "ring";
+    return run_collective(t, req).seconds;
+  };
+  EXPECT_DOUBLE_EQ(half(switch8(table)), half(switch8("")));
 }
 
 // NVLS on 8 GPUs whose switch ports carry exactly 340 GB/s. 64 MiB: NCCL's chunk is 64 KiB (below 64 x 16

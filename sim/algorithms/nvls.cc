@@ -55,11 +55,10 @@ class Nvls final : public CollectiveAlgorithm {
       // A channel's n steps take n + 2 step times (fill and drain of its three warp groups); each splits
       // into the measured fixed part, charged as latency instead of NCCL's NVLS hop latency, and its chunk
       // at the rate one channel alone moves it, which caps the ports' flows (docs/fidelity.md §6.4).
-      const double per_channel = ctx.spec.bytes / kNvlsChannels;
-      const double stages = std::ceil(per_channel / (n * chunk)) + 2;
-      const auto linear = measured.steps.linear_at(chunk);
-      lat = stages * linear.fixed;
-      copy = stages * chunk * linear.per_byte;
+      const double stages = std::ceil(ctx.spec.bytes / kNvlsChannels / (n * chunk)) + 2;
+      const auto split = measured.steps.split(chunk, stages);
+      lat = split.fixed_seconds;
+      copy = split.copy_seconds;
     }
     const std::array<Dep, 1> deps{Dep{start}};
     std::vector<Dep> finals;

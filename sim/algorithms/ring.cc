@@ -128,34 +128,30 @@ std::vector<hw::Rank> rotate_by(std::vector<hw::Rank> v, std::size_t k) {
 // One NCCL channel's slice handoffs (nccl::ring_simple_slices) at the node's measured time per handoff
 // (node.fabric.nccl_ring, hw/nccl_measured.h), split as the table's segments split it: a fixed time per
 // handoff, and the time to copy the slices at the rate one channel copies them when no other channel shares
-// its links. Applies to a Simple all-reduce, reduce-scatter or all-gather inside one node, divided over
-// NCCL's own ring channels on that node (those of the call, or --channels); nullopt where the measurement is
-// absent or does not apply (other protocols and operations; rings across nodes, whose slices also cross the
-// network proxy, which it does not measure).
-struct MeasuredHandoffs {
-  double fixed = 0;         // seconds per channel
-  double copy_seconds = 0;  // seconds per channel
-};
-std::optional<MeasuredHandoffs> measured_handoffs(const BuildContext& ctx) {
+// its links. Applies to a Simple all-reduce, reduce-scatter or all-gather over every GPU of one node (what
+// was measured), divided over NCCL's own ring channels there (those of the call, or --channels); nullopt
+// where the measurement is absent or does not apply (other protocols, operations and groups; rings across
+// nodes, whose slices also cross the network proxy, which it does not measure).
+std::optional<hw::SizeTimes::Split> measured_handoffs(const BuildContext& ctx) {
   const auto& measured = ctx.topo.nccl_ring();
   const auto op = ctx.spec.op;
   const int n = ctx.group_size();
   if (measured.empty() || ctx.spec.protocol != Protocol::kSimple || n < 2 ||
       (op != CollectiveOp::kAllReduce && op != CollectiveOp::kReduceScatter &&
        op != CollectiveOp::kAllGather) ||
-      ctx.members_by_node().size() != 1)
+      ctx.members_by_node().size() != 1 || n != ctx.topo.gpus_per_node())
     return std::nullopt;
   const int channels = ctx.spec.channels > 0 ? ctx.spec.channels
                                              : nccl::call_channels(measured.channels, ctx.spec.bytes,
                                                                    nccl::Family::kRing, Protocol::kSimple, n,
                                                                    ctx.topo.has_nvlink(ctx.spec.group[0]));
-  MeasuredHandoffs h;
+  hw::SizeTimes::Split total;
   for (const auto& s : nccl::ring_simple_slices(op, ctx.spec.bytes / channels, n)) {
-    const auto linear = measured.handoffs.linear_at(s.bytes);
-    h.fixed += s.handoffs * linear.fixed;
-    h.copy_seconds += s.handoffs * s.bytes * linear.per_byte;
+    const auto part = measured.handoffs.split(s.bytes, s.handoffs);
+    total.fixed_seconds += part.fixed_seconds;
+    total.copy_seconds += part.copy_seconds;
   }
-  return h;
+  return total;
 }
 
 class Ring final : public CollectiveAlgorithm {
@@ -182,6 +178,7 @@ class Ring final : public CollectiveAlgorithm {
     std::vector<Dep> finals;
     const auto op = ctx.spec.op;
     const auto handoffs = measured_handoffs(ctx);
+    const int steps = op == CollectiveOp::kAllReduce ? 2 * (n - 1) : n - 1;  // all-reduce, RS, AG
     for (int c = 0; c < channels; ++c) {
       const auto& ring = orders[static_cast<std::size_t>(c)];
       if (op == CollectiveOp::kBroadcast || op == CollectiveOp::kReduce) {
@@ -199,20 +196,17 @@ class Ring final : public CollectiveAlgorithm {
                                          ctx.spec.granularity)});
         continue;
       }
-      const int steps = op == CollectiveOp::kAllReduce ? 2 * (n - 1) : n - 1;
       const double slice = per_channel / n;
       const auto last = ring_phase(ctx, ring, steps, slice, start, ctx.label("step"), c,
-                                   handoffs ? std::optional(handoffs->fixed) : std::nullopt);
+                                   handoffs ? std::optional(handoffs->fixed_seconds) : std::nullopt);
       for (TaskId t : last) finals.push_back({t});
     }
     // Where the node's handoffs were measured, the ring's links carry a channel's bytes no faster than NCCL's
     // channel copies its slices, and its fixed handoff time replaces NCCL's hop latencies (ring_phase above).
     // strata's rings may be fewer than NCCL's channels (one on a switched node): each carries its share of
     // the bytes in the same time, so the cap is the bytes strata's ring carries over the copy time.
-    if (handoffs && handoffs->copy_seconds > 0) {
-      const int steps = op == CollectiveOp::kAllReduce ? 2 * (n - 1) : n - 1;
+    if (handoffs && handoffs->copy_seconds > 0)
       ctx.graph.cap_transfers_after(start, ctx.wire(per_channel / n * steps) / handoffs->copy_seconds);
-    }
     // A ring's bus bandwidth is its channels x the per-hop payload rate of each (all-reduce, reduce-scatter,
     // all-gather and the broadcast/reduce chain alike), so NCCL's protocol ceiling caps every hop of a
     // channel at ceiling / channels.

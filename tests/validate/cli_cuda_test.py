@@ -84,7 +84,7 @@ def unavailable():
         failures.append(f"--device tpu: expected exit 2 naming cpu and cuda; got {rc}, {err!r}")
     with tempfile.TemporaryDirectory() as tmp:
         out_file = os.path.join(tmp, "ring.yaml")
-        rc, out, err = run("validate", "ring-slices", "--np", "2", "--hw", "configs/hw/dgx-a100.yaml", "--output",
+        rc, out, err = run("validate", "ring-slices", "--np", "8", "--hw", "configs/hw/dgx-a100.yaml", "--output",
                            out_file)
         want = f"validate ring-slices runs NCCL on this machine's GPUs: {reason}"
         if rc != 2 or want not in err or os.path.exists(out_file):
@@ -98,10 +98,10 @@ def unavailable():
                        "--output", "/tmp/never.yaml")
     if rc != 2 or "--chunks / --steps: step counts must be at least 64 and increasing" not in err:
         failures.append(f"nvls-steps --steps 8,16: expected exit 2 asking for 64 steps or more; got {rc}, {err!r}")
-    for args, want in ((["--np", "9"], "--np 9: expected 2 to 8 ranks, the GPUs of one node"),
-                       (["--np", "2", "--slices", "5000"],
+    for args, want in ((["--np", "4"], "--np 4: expected 8, every GPU of a node of configs/hw/dgx-a100.yaml"),
+                       (["--np", "8", "--slices", "5000"],
                         "--slices / --loops: a slice of 5000 B: expected a multiple of 4 KiB"),
-                       (["--np", "2", "--loops", "4,2"], "--loops '4,2': expected increasing counts")):
+                       (["--np", "8", "--loops", "4,2"], "--loops '4,2': expected increasing counts")):
         rc, out, err = run("validate", "ring-slices", "--hw", "configs/hw/dgx-a100.yaml", "--output", "/tmp/never.yaml",
                            *args)
         if rc != 2 or want not in err:
@@ -165,8 +165,13 @@ def on_gpu(count):
         print("note: one GPU; validate ring-slices needs two")
         return
     with tempfile.TemporaryDirectory() as tmp:
-        ring = os.path.join(tmp, "ring.yaml")
-        rc, out, err = run("validate", "ring-slices", "--np", str(np), "--hw", "configs/hw/dgx-h100.yaml",
+        ring, node = os.path.join(tmp, "ring.yaml"), os.path.join(tmp, "node.yaml")
+        # This machine as a switched node of `np` H100s (the table describes every GPU of the node).
+        with open("configs/hw/dgx-h100.yaml") as f:
+            text = f.read()
+        with open(node, "w") as f:
+            f.write(text.replace("  gpus: 8\n", f"  gpus: {np}\n"))
+        rc, out, err = run("validate", "ring-slices", "--np", str(np), "--hw", node,
                            "--slices", "64KiB:256KiB:4", "--loops", "2,4", "--iterations", "3", "--output", ring)
         # Two slice sizes, each timed at 2 and 4 loops: the time per handoff is positive and the written system
         # file carries NCCL's channel count and both points.
