@@ -11,33 +11,19 @@
 #include "hw/system_loader.h"
 #include "sim/collective_runner.h"
 #include "sim/nccl_model.h"
+#include "test_systems.h"
 
 namespace strata::sim {
 namespace {
 
 constexpr double KiB = 1024.0, MiB = 1024.0 * 1024;
 
-// 8 GPUs on one switch whose ports carry exactly 240 GB/s per direction, 0.2 us per hop; `nccl_ring` the
-// fabric's measured NCCL ring (empty: none).
-hw::Topology switch8(const std::string& nccl_ring, int nodes = 1) {
-  const std::string yaml = fmt::format(R"(
-name: switch8
-gpu: a100-sxm4-80gb
-nodes: {}
-node:
-  gpus: 8
-  fabric:
-    wiring: switch
-    switch: nvswitch2
-    link: {{kind: nvlink3, bandwidth: 240 GB/s, efficiency: 1.0, latency: 0.2 us}}
-    links_per_gpu: 1
-{}
-  host: {{cpus: 1, pcie_switches: 0, pcie: {{kind: pcie4, bandwidth: 25 GB/s, efficiency: 1.0}}}}
-  nics: {{count: 8, link: {{kind: ib-hdr, bandwidth: 25 GB/s, efficiency: 1.0, latency: 0.2 us}}}}
-network: {{wiring: fat-tree}}
-)",
-                                       nodes, nccl_ring.empty() ? "" : "    nccl_ring: " + nccl_ring);
-  return hw::load_system_from_string(yaml, "switch8.yaml");
+// 8 GPUs on one switch whose ports carry exactly `port_gbps` GB/s per direction, 0.2 us per hop
+// (test_systems.h; nvswitch3 reduces in the switch: NVLS); `measured` the fabric's measured NCCL entry, e.g.
+// "nccl_ring: {...}" (empty: none).
+hw::Topology switch8(const std::string& measured, int nodes = 1, const char* switch_kind = "nvswitch2",
+                     double port_gbps = 240) {
+  return test::uniform_switch(nodes, 8, port_gbps, 25, -1, switch_kind, measured);
 }
 
 std::vector<hw::Rank> all(const hw::Topology& t) {
@@ -128,12 +114,12 @@ TEST(NcclRing, MeasuredHandoffTimesInterpolateAsDocumented) {
 // table: the ports' 489.3 us, base latency and 14 hops of NCCL's 3.4 us for Simple on NVLink plus the
 // fabric's 2 x 0.2 us.
 TEST(NcclRing, MeasuredHandoffsSetTheRingsTimeOnANode) {
-  const auto slow =
-      switch8("{channels: 24, handoffs: [{slice: 32KiB, time: 20us}, {slice: 1MiB, time: 500us}]}");
+  const auto slow = switch8(
+      "nccl_ring: {channels: 24, handoffs: [{slice: 32KiB, time: 20us}, {slice: 1MiB, time: 500us}]}");
   EXPECT_NEAR(run(slow, 64 * MiB).seconds, 2640.7e-6, 0.1e-6);
   EXPECT_NEAR(run(slow, 64 * MiB, Granularity::kStep).seconds, 2640.7e-6, 0.1e-6);
   const auto fast =
-      switch8("{channels: 24, handoffs: [{slice: 32KiB, time: 6us}, {slice: 1MiB, time: 60us}]}");
+      switch8("nccl_ring: {channels: 24, handoffs: [{slice: 32KiB, time: 6us}, {slice: 1MiB, time: 60us}]}");
   EXPECT_NEAR(run(fast, 64 * MiB).seconds, 625.5e-6, 0.1e-6);
   const double plain = run(switch8(""), 64 * MiB).seconds;
   EXPECT_GT(plain, 489.3e-6 + 8.4e-6 + 14 * 3.4e-6);
@@ -149,7 +135,7 @@ TEST(NcclRing, MeasuredHandoffsSetTheRingsTimeOnANode) {
 // NCCL's latencies and the links' rates.
 TEST(NcclRing, MeasuredHandoffsApplyToSimpleRingsInsideANodeOnly) {
   const std::string table =
-      "{channels: 24, handoffs: [{slice: 32KiB, time: 20us}, {slice: 1MiB, time: 500us}]}";
+      "nccl_ring: {channels: 24, handoffs: [{slice: 32KiB, time: 20us}, {slice: 1MiB, time: 500us}]}";
   EXPECT_DOUBLE_EQ(run(switch8(table), 64 * MiB, Granularity::kFlow, Protocol::kLL128).seconds,
                    run(switch8(""), 64 * MiB, Granularity::kFlow, Protocol::kLL128).seconds);
   EXPECT_DOUBLE_EQ(run(switch8(table, 2), 256 * MiB).seconds, run(switch8("", 2), 256 * MiB).seconds);
@@ -174,22 +160,8 @@ TEST(NcclRing, MeasuredHandoffsApplyToSimpleRingsInsideANodeOnly) {
 // 128 KiB: 800 us} is all per-byte (100 - 16,384 x 700 us / 114,688 B = 0 fixed): 10 x 64 KiB x 6.1035e-9 s =
 // 4,000 us.
 TEST(NcclNvls, MeasuredStepsSetNvlsTimeOnANode) {
-  const auto nvls8 = [](const std::string& measured) {
-    const std::string yaml = fmt::format(R"(
-name: nvls8
-gpu: h100-sxm
-node:
-  gpus: 8
-  fabric:
-    wiring: switch
-    switch: nvswitch3
-    link: {{kind: nvlink4, bandwidth: 340 GB/s, efficiency: 1.0, latency: 0.2 us}}
-    links_per_gpu: 1
-{}
-  host: {{cpus: 1, pcie_switches: 0, pcie: {{kind: pcie5, bandwidth: 50 GB/s, efficiency: 1.0}}}}
-)",
-                                         measured.empty() ? "" : "    nccl_nvls: " + measured);
-    return hw::load_system_from_string(yaml, "nvls8.yaml");
+  const auto nvls8 = [](const std::string& steps) {
+    return switch8(steps.empty() ? "" : "nccl_nvls: " + steps, 1, "nvswitch3", 340);
   };
   const auto nvls = [](const hw::Topology& t) {
     CollectiveRequest req;

@@ -1,5 +1,7 @@
 #include "util/path.h"
 
+#include <unistd.h>
+
 #include <system_error>
 #include <vector>
 
@@ -66,6 +68,17 @@ fs::path find_data_file(std::string_view relative, const fs::path& executable) {
       fmt::format("data file '{}' not found (looked in: {}); is strata installed with "
                   "`cmake --install`?",
                   relative, where));
+}
+
+ScopedTempDir::ScopedTempDir(std::string_view prefix)
+    : path_(std::filesystem::temp_directory_path() /
+            (std::string(prefix) + "-" + std::to_string(::getpid()))) {
+  std::filesystem::create_directories(path_);
+}
+
+ScopedTempDir::~ScopedTempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
 }
 
 }  // namespace strata::util

@@ -27,4 +27,18 @@ void set_executable_path(std::filesystem::path path);
 std::filesystem::path find_data_file(std::string_view relative,
                                      const std::filesystem::path& executable = executable_path());
 
+// A folder of its own under the system's temporary directory (<tmp>/<prefix>-<pid>), created on construction
+// and removed with everything in it on destruction (a failure to remove is ignored: nothing to report it to).
+class ScopedTempDir {
+ public:
+  explicit ScopedTempDir(std::string_view prefix);
+  ~ScopedTempDir();
+  ScopedTempDir(const ScopedTempDir&) = delete;
+  ScopedTempDir& operator=(const ScopedTempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
 }  // namespace strata::util

@@ -112,16 +112,8 @@ PlanResult measure_on_hosts(const MeasureBackend& backend, const HostLaunch& lau
     throw std::invalid_argument(
         fmt::format("the plan is for {} ranks, the launch has {}", plan.ranks, launch.ranks));
   const fs::path worker = worker_path(backend);
-  const fs::path dir = fs::temp_directory_path() / fmt::format("strata-{}-{}", backend.name, getpid());
-  fs::create_directories(dir);
-  struct Cleanup {
-    fs::path d;
-    ~Cleanup() {
-      std::error_code ec;
-      fs::remove_all(d, ec);
-    }
-  } cleanup{dir};
-  const fs::path plan_file = dir / "plan.json", result_file = dir / "result.json";
+  const util::ScopedTempDir dir(fmt::format("strata-{}", backend.name));
+  const fs::path plan_file = dir.path() / "plan.json", result_file = dir.path() / "result.json";
   util::write_file_atomically(plan_file, plan_to_json(plan));
   const auto argv = host_mpirun_command(launch, worker, plan_file, result_file);
   const auto r = util::run_process(argv);

@@ -1,7 +1,5 @@
 #include "validate/nccl_steps.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -15,6 +13,7 @@
 #include "hw/yaml_patch.h"
 #include "util/error.h"
 #include "util/file.h"
+#include "util/path.h"
 
 namespace strata::validate {
 namespace {
@@ -172,19 +171,10 @@ UnitMeasurement measure_units(const MeasureBackend& backend, const HostLaunch& l
 }
 
 int nccl_default_channels(const MeasureBackend& backend, HostLaunch launch) {
-  namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / fmt::format("strata-nccl-log-{}", ::getpid());
-  fs::create_directories(dir);
-  struct Cleanup {
-    fs::path d;
-    ~Cleanup() {
-      std::error_code ec;
-      fs::remove_all(d, ec);
-    }
-  } cleanup{dir};
+  const util::ScopedTempDir dir("strata-nccl-log");
   launch.env.insert(launch.env.end(), {{"NCCL_DEBUG", "INFO"},
                                        {"NCCL_DEBUG_SUBSYS", "INIT"},
-                                       {"NCCL_DEBUG_FILE", (dir / "nccl.%h.%p.log").string()}});
+                                       {"NCCL_DEBUG_FILE", (dir.path() / "nccl.%h.%p.log").string()}});
   MeasurementPlan plan;
   plan.ranks = launch.ranks;
   plan.warmup = 0;
@@ -192,14 +182,14 @@ int nccl_default_channels(const MeasureBackend& backend, HostLaunch launch) {
   plan.cases.push_back(all_reduce_case("channels", launch.ranks, 1 << 20));
   measure_on_hosts(backend, launch, plan);
   std::string log;
-  for (const auto& entry : fs::directory_iterator(dir))
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
     log += util::read_file<util::InputError>(entry.path(), "an NCCL log");
   const auto channels = nccl_channels_from_log(log);
   if (!channels)
     throw util::InputError(
         fmt::format("NCCL's INFO log (NCCL_DEBUG_FILE in {}) names no channel count ('N coll channels' or "
                     "'Channel i/N :')",
-                    dir.string()));
+                    dir.path().string()));
   return *channels;
 }
 
