@@ -22,6 +22,8 @@ namespace {
 // One microbenchmark: its name, what it measures, and how its runs are built and its table written.
 struct UnitBenchmark {
   std::string_view command, unit, sizes, count;  // "ring-slices", "slice", "slices", "loops"
+  std::string_view per, fabric_key;              // "handoff" (what one fitted time is for), "nccl_ring"
+  bool reads_channels = false;                   // the table also holds NCCL's own channel count
   std::string_view default_sizes, default_counts;
   validate::UnitRun (*run)(int ranks, double unit_bytes, std::span<const int> counts, int warmup,
                            int iterations);
@@ -72,22 +74,19 @@ void run_units(const UnitBenchmark& b, const UnitOptions& o) {
       o.np, runs.size(), b.unit, counts.size(), b.count, o.warmup, o.iterations);
   const auto progress = [](const std::string& what) { std::cerr << what << "\n"; };
   const auto m = validate::measure_units(backend, launch, runs, progress);
-  std::string key, value;
-  if (b.command == "ring-slices") {
+  std::string value;
+  if (b.reads_channels) {
     progress("NCCL's own channel count (one all-reduce with NCCL_DEBUG=INFO)");
     const hw::NcclRingMeasured ring{validate::nccl_default_channels(backend, launch), m.table()};
-    key = "nccl_ring";
     value = validate::nccl_ring_yaml(ring);
-    std::cout << fmt::format("# NCCL ring, one channel, Simple, {} ranks ({}); NCCL's own channels: {}\n",
-                             o.np, m.library, ring.channels);
+    std::cout << fmt::format("# validate {}, one channel, {} ranks ({}); NCCL's own channels: {}\n",
+                             b.command, o.np, m.library, ring.channels);
   } else {
-    key = "nccl_nvls";
     value = validate::nccl_nvls_yaml(hw::NcclNvlsMeasured{m.table()});
-    std::cout << fmt::format("# NCCL NVLS, one channel, {} ranks ({})\n", o.np, m.library);
+    std::cout << fmt::format("# validate {}, one channel, {} ranks ({})\n", b.command, o.np, m.library);
   }
   std::cout << fmt::format("# {:>10} {:>8} {:>12}  {:>12} {:>12} {:>9} {:>8}\n", b.unit, b.count, "median",
-                           fmt::format("per {}", b.count == "loops" ? "handoff" : "step"), "intercept",
-                           "residual", "spread");
+                           fmt::format("per {}", b.per), "intercept", "residual", "spread");
   for (const auto& p : m.points)
     for (std::size_t i = 0; i < p.counts.size(); ++i) {
       const bool first = i == 0;
@@ -99,12 +98,12 @@ void run_units(const UnitBenchmark& b, const UnitOptions& o) {
                                first ? 100 * p.fit.worst_residual : 0.0, first ? 100 * p.worst_spread : 0.0);
     }
   const std::string yaml = validate::system_with_fabric_entry(
-      util::read_file<util::InputError>(o.hw, "a system YAML file"), key, value);
+      util::read_file<util::InputError>(o.hw, "a system YAML file"), std::string(b.fabric_key), value);
   util::write_file_atomically(o.output, yaml);
   // The file must load as any system YAML does; a failure here is a bug in system_with_fabric_entry.
   hw::load_system(o.output);
-  std::cout << fmt::format("written: {} (node.fabric.{}: {} {} sizes)\n", o.output, key, m.points.size(),
-                           b.unit);
+  std::cout << fmt::format("written: {} (node.fabric.{}: {} {} sizes)\n", o.output, b.fabric_key,
+                           m.points.size(), b.unit);
 }
 
 void add_unit_command(CLI::App& validate, const UnitBenchmark& b, const std::string& help,
@@ -122,8 +121,7 @@ void add_unit_command(CLI::App& validate, const UnitBenchmark& b, const std::str
   add_int_option(*cmd, "--warmup", o->warmup, {0, 100}, "Untimed runs per message size");
   add_int_option(*cmd, "--iterations", o->iterations, {1, 1000}, "Timed runs per message size (median)");
   cmd->add_option("--output", o->output,
-                  fmt::format("System YAML to write: --hw with node.fabric.{}",
-                              b.command == "ring-slices" ? "nccl_ring" : "nccl_nvls"))
+                  fmt::format("System YAML to write: --hw with node.fabric.{}", b.fabric_key))
       ->required();
   cmd->callback([o, b] { run_units(b, *o); });
 }
@@ -133,7 +131,8 @@ void add_unit_command(CLI::App& validate, const UnitBenchmark& b, const std::str
 void add_validate_nccl_steps_commands(CLI::App& validate) {
   add_unit_command(
       validate,
-      {"ring-slices", "slice", "slices", "loops", "32KiB:2MiB:2", "2,4,8,16", validate::ring_slice_run},
+      {"ring-slices", "slice", "slices", "loops", "handoff", "nccl_ring", true, "32KiB:2MiB:2", "2,4,8,16",
+       validate::ring_slice_run},
       "Measure NCCL's ring on this machine's GPUs (one channel, Simple, NCCL_BUFFSIZE = 4 x slice): the "
       "time\n"
       "per slice handoff (slope of run time over handoffs) and NCCL's own channel count, written into a "
@@ -144,7 +143,8 @@ void add_validate_nccl_steps_commands(CLI::App& validate) {
       "Whole loops per slice size (N chunks of 2 slices each), increasing");
   add_unit_command(
       validate,
-      {"nvls-steps", "chunk", "chunks", "steps", "16KiB:128KiB:2", "64,128,256,512", validate::nvls_step_run},
+      {"nvls-steps", "chunk", "chunks", "steps", "step", "nccl_nvls", false, "16KiB:128KiB:2",
+       "64,128,256,512", validate::nvls_step_run},
       "Measure NCCL's NVLS all-reduce on this machine's GPUs (one channel, NCCL_NVLS_CHUNKSIZE = chunk): "
       "the\n"
       "time per step (slope of run time over steps), written into a copy of --hw as node.fabric.nccl_nvls "

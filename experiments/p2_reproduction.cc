@@ -14,6 +14,7 @@
 #include "experiments/experiment.h"
 #include "experiments/p2_paper_cases.h"
 #include "experiments/side_by_side.h"
+#include "experiments/sweep_report.h"
 #include "hw/units.h"
 #include "search/reduce/evaluate.h"
 
@@ -90,10 +91,6 @@ std::vector<std::string> read_algorithms(const YamlReader& node) {
 std::string axes_text(const std::vector<int>& v) {
   return fmt::format("[{}]", fmt::join(v, " "));
 }
-std::string csv_quote(const std::string& s) {
-  return "\"" + s + "\"";
-}
-
 SystemSpec parse_system(const ExperimentFile& file, const YamlReader& s,
                         const std::vector<std::string>& algorithms) {
   s.expect_map({"hw", "nodes", "label", "three_axis", "three_axis_algorithms"});
@@ -197,8 +194,8 @@ std::string programs_csv(const P2Experiment& x, const P2Results& results) {
     for (std::size_t r = 0; r < e.ranked.size(); ++r)
       csv +=
           fmt::format("{},{},{},{},{},{},{},{},{:.6e},{:.4f}\n", x.systems[cfg.system].label,
-                      csv_quote(axes_text(cfg.axes)), csv_quote(axes_text(cfg.reduce)),
-                      csv_quote(rd::format_matrix(e.matrix)), e.algorithm, r + 1, csv_quote(e.ranked[r].text),
+                      csv_field(axes_text(cfg.axes)), csv_field(axes_text(cfg.reduce)),
+                      csv_field(rd::format_matrix(e.matrix)), e.algorithm, r + 1, csv_field(e.ranked[r].text),
                       e.ranked[r].shape, e.ranked[r].seconds, e.baseline_seconds / e.ranked[r].seconds);
   }
   return csv;
@@ -213,10 +210,10 @@ std::string cases_csv(const P2Experiment& x, const P2Results& results) {
     const auto& e = row.eval;
     const auto& s = x.systems[cfg.system];
     csv += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.6e},{:.6e},{:.4f},{},{}\n", s.label, s.nodes,
-                       s.topology.num_gpus(), csv_quote(axes_text(cfg.axes)),
-                       csv_quote(axes_text(cfg.reduce)), csv_quote(rd::format_matrix(e.matrix)), e.algorithm,
-                       e.cross_node ? 1 : 0, csv_quote(e.hierarchy), e.num_programs, e.baseline_seconds,
-                       e.best.seconds, e.speedup(), e.best.shape, csv_quote(e.best.text));
+                       s.topology.num_gpus(), csv_field(axes_text(cfg.axes)),
+                       csv_field(axes_text(cfg.reduce)), csv_field(rd::format_matrix(e.matrix)), e.algorithm,
+                       e.cross_node ? 1 : 0, csv_field(e.hierarchy), e.num_programs, e.baseline_seconds,
+                       e.best.seconds, e.speedup(), e.best.shape, csv_field(e.best.text));
   }
   return csv;
 }
@@ -255,7 +252,7 @@ std::string spread_csv(const std::vector<Spread>& spreads) {
       "configuration,matrices,allreduce_min_s,allreduce_max_s,allreduce_spread,best_min_s,best_max_s,best_"
       "spread\n";
   for (const auto& sp : spreads)
-    csv += fmt::format("{},{},{:.6e},{:.6e},{:.3f},{:.6e},{:.6e},{:.3f}\n", csv_quote(sp.label), sp.matrices,
+    csv += fmt::format("{},{},{:.6e},{:.6e},{:.3f},{:.6e},{:.6e},{:.3f}\n", csv_field(sp.label), sp.matrices,
                        sp.ar_min, sp.ar_max, sp.ar_spread(), sp.best_min, sp.best_max, sp.best_spread());
   return csv;
 }

@@ -10,26 +10,18 @@
 #include "validate/nccl_steps.h"
 
 namespace strata::validate {
-namespace {
-
-std::string env_value(const UnitRun& run, const std::string& name) {
-  for (const auto& [k, v] : run.env)
-    if (k == name) return v;
-  return "(unset)";
-}
-
-}  // namespace
 
 // 64 KiB slices on 8 ranks: NCCL_BUFFSIZE 256 KiB (8 steps of 32 KiB, 2 per slice), a loop of 8 chunks of
 // 128 KiB = 1 MiB on the one channel, 2 x 15 handoffs per loop.
 TEST(NcclSteps, EachSliceRunsWholeLoopsOnOneChannelWithABufferOfFourSlices) {
   const int loops[] = {2, 4, 8};
   const UnitRun run = ring_slice_run(8, 64 * 1024, loops, 1, 5);
-  EXPECT_EQ(env_value(run, "NCCL_BUFFSIZE"), "262144");
-  EXPECT_EQ(env_value(run, "NCCL_MIN_NCHANNELS"), "1");
-  EXPECT_EQ(env_value(run, "NCCL_MAX_NCHANNELS"), "1");
-  EXPECT_EQ(env_value(run, "NCCL_ALGO"), "Ring");
-  EXPECT_EQ(env_value(run, "NCCL_PROTO"), "Simple");
+  EXPECT_EQ(run.env, (std::vector<EnvVar>{{"NCCL_ALGO", "Ring"},
+                                          {"NCCL_PROTO", "Simple"},
+                                          {"NCCL_MIN_NCHANNELS", "1"},
+                                          {"NCCL_MAX_NCHANNELS", "1"},
+                                          {"NCCL_NVLS_ENABLE", "0"},
+                                          {"NCCL_BUFFSIZE", "262144"}}));
   ASSERT_EQ(run.plan.cases.size(), 3u);
   EXPECT_EQ(run.plan.ranks, 8);
   EXPECT_EQ(run.plan.cases[0].steps[0].calls[0].bytes, 2 << 20);
@@ -49,9 +41,9 @@ TEST(NcclSteps, EachSliceRunsWholeLoopsOnOneChannelWithABufferOfFourSlices) {
 TEST(NcclSteps, NvlsStepsRunOneChannelAtAFixedChunk) {
   const int steps[] = {64, 128, 256};
   const UnitRun run = nvls_step_run(8, 32 * 1024, steps, 1, 5);
-  EXPECT_EQ(env_value(run, "NCCL_ALGO"), "NVLS");
-  EXPECT_EQ(env_value(run, "NCCL_NVLS_NCHANNELS"), "1");
-  EXPECT_EQ(env_value(run, "NCCL_NVLS_CHUNKSIZE"), "32768");
+  EXPECT_EQ(run.env,
+            (std::vector<EnvVar>{
+                {"NCCL_ALGO", "NVLS"}, {"NCCL_NVLS_NCHANNELS", "1"}, {"NCCL_NVLS_CHUNKSIZE", "32768"}}));
   ASSERT_EQ(run.plan.cases.size(), 3u);
   EXPECT_EQ(run.plan.cases[0].steps[0].calls[0].bytes, 16 << 20);
   EXPECT_EQ(run.plan.cases[2].steps[0].calls[0].bytes, 64 << 20);
