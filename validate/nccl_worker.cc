@@ -213,11 +213,22 @@ int run(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   if (argc != 3) throw std::invalid_argument("usage: strata-nccl-worker PLAN.json RESULT.json");
-  std::ifstream in(argv[1]);
-  if (!in) throw std::invalid_argument(std::string("cannot read ") + argv[1]);
-  std::stringstream text;
-  text << in.rdbuf();
-  const v::MeasurementPlan plan = v::plan_from_json(text.str(), argv[1]);
+  // Rank 0 reads the plan and sends it to the others, so that ranks on other hosts need no copy of the file
+  // (and rank 0 writes the result, on the first host).
+  std::string text;
+  if (me == 0) {
+    std::ifstream in(argv[1]);
+    if (!in) throw std::invalid_argument(std::string("cannot read ") + argv[1]);
+    std::stringstream read;
+    read << in.rdbuf();
+    text = read.str();
+    if (text.size() > (1u << 30)) throw std::invalid_argument(std::string(argv[1]) + ": a plan above 1 GiB");
+  }
+  long long length = static_cast<long long>(text.size());
+  MPI_Bcast(&length, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+  text.resize(static_cast<std::size_t>(length));
+  MPI_Bcast(text.data(), static_cast<int>(length), MPI_CHAR, 0, MPI_COMM_WORLD);
+  const v::MeasurementPlan plan = v::plan_from_json(text, argv[1]);
   if (plan.ranks != world)
     throw std::invalid_argument(
         fmt::format("the plan is for {} ranks, mpirun started {}", plan.ranks, world));
