@@ -1,8 +1,11 @@
-// strata validate ring-slices | nvls-steps: NCCL on one node's GPUs, one channel, per size of the unit it
-// moves per step (validate/nccl_steps.h): the time per ring slice handoff (node.fabric.nccl_ring, with NCCL's
-// own channel count) or per NVLS step (node.fabric.nccl_nvls) that the simulator charges where a system
-// file gives them (docs/fidelity.md §6.3, §6.4). Each writes a copy of --hw with its table.
+// strata validate ring-slices | net-slices | nvls-steps: NCCL on one channel, per size of the unit it moves
+// per step (validate/nccl_steps.h): the time per ring slice handoff on one node's GPUs
+// (node.fabric.nccl_ring) or between two nodes (node.nics.nccl_ring), each with NCCL's own channel count, or
+// per NVLS step (node.fabric.nccl_nvls), that the simulator charges where a system file gives them
+// (docs/fidelity.md §6.3, §6.4, §6.6). Each writes a copy of --hw with its table.
 #include <iostream>
+#include <regex>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -14,6 +17,7 @@
 #include "util/error.h"
 #include "util/file.h"
 #include "util/parse.h"
+#include "validate/cuda_replay.h"
 #include "validate/nccl_steps.h"
 
 namespace strata::cli {
@@ -22,15 +26,17 @@ namespace {
 // One microbenchmark: its name, what it measures, and how its runs are built and its table written.
 struct UnitBenchmark {
   std::string_view command, unit, sizes, count;  // "ring-slices", "slice", "slices", "loops"
-  std::string_view per, fabric_key;              // "handoff" (what one fitted time is for), "nccl_ring"
+  std::string_view per;                          // "handoff": what one fitted time is for
+  std::string_view section, key;                 // where the table goes: node.<section>.<key>
   bool reads_channels = false;                   // the table also holds NCCL's own channel count
+  bool across_nodes = false;                     // one rank on each of two hosts (--hosts), not --np GPUs
   std::string_view default_sizes, default_counts;
   validate::UnitRun (*run)(int ranks, double unit_bytes, std::span<const int> counts, int warmup,
                            int iterations);
 };
 
 struct UnitOptions {
-  std::string hw, output, sizes, counts;
+  std::string hw, output, sizes, counts, hosts;
   int np = 0, warmup = 2, iterations = 10;
 };
 
@@ -45,45 +51,84 @@ std::vector<int> parse_counts(const std::string& text, std::string_view option) 
   return counts;
 }
 
-void run_units(const UnitBenchmark& b, const UnitOptions& o) {
-  util::check_output_path(o.output);
-  const hw::Topology topo = hw::load_system(o.hw);
+// --hosts A,B: two different host names as mpirun takes them.
+std::pair<std::string, std::string> parse_two_hosts(const std::string& text) {
+  static const std::regex host(R"([A-Za-z0-9][A-Za-z0-9._-]*)");
+  const auto comma = text.find(',');
+  const std::string a = text.substr(0, comma), b = comma == std::string::npos ? "" : text.substr(comma + 1);
+  if (comma == std::string::npos || !std::regex_match(a, host) || !std::regex_match(b, host) || a == b)
+    throw util::InputError(
+        fmt::format("--hosts '{}': expected two different host names, e.g. node1,node2 (letters, digits, "
+                    "'.', '_', '-'; no slot counts: the command sets them)",
+                    text));
+  return {a, b};
+}
+
+// Where the ranks run: one per GPU of this node, or (across nodes) one on each of two hosts for the
+// handoffs and every GPU of both for NCCL's channel count.
+struct UnitLaunches {
+  validate::HostLaunch units, channels;
+  std::string where;
+};
+
+UnitLaunches unit_launches(const UnitBenchmark& b, const UnitOptions& o, const hw::Topology& topo) {
+  const int g = topo.gpus_per_node();
+  if (b.across_nodes) {
+    if (topo.nics_per_node() == 0)
+      throw util::InputError(
+          fmt::format("--hw {}: the node has no NICs (node.nics); the table goes there", o.hw));
+    const auto [a, c] = parse_two_hosts(o.hosts);
+    return {{2, fmt::format("{}:1,{}:1", a, c), 900, {}},
+            {2 * g, fmt::format("{}:{},{}:{}", a, g, c, g), 900, {}},
+            fmt::format("one GPU on each of {} and {}", a, c)};
+  }
   // The table describes the node's whole GPU set, as the simulator applies it.
-  if (o.np != topo.gpus_per_node())
+  if (o.np != g)
     throw util::InputError(
         fmt::format("--np {}: expected {}, every GPU of a node of {} (describe this machine "
                     "in --hw)",
-                    o.np, topo.gpus_per_node(), o.hw));
+                    o.np, g, o.hw));
+  const validate::HostLaunch here{o.np, "", 900, {}};
+  return {here, here, fmt::format("{} GPUs of this machine", o.np)};
+}
+
+void run_units(const UnitBenchmark& b, const UnitOptions& o) {
+  util::check_output_path(o.output);
+  const hw::Topology topo = hw::load_system(o.hw);
+  const auto launches = unit_launches(b, o, topo);
+  const int ranks = launches.units.ranks;
   const std::string size_option = fmt::format("--{}", b.sizes), count_option = fmt::format("--{}", b.count);
   const auto counts = parse_counts(o.counts, count_option);
   std::vector<validate::UnitRun> runs;
   for (auto bytes : util::parse_size_range(o.sizes, size_option)) {
     try {
-      runs.push_back(b.run(o.np, static_cast<double>(bytes), counts, o.warmup, o.iterations));
+      runs.push_back(b.run(ranks, static_cast<double>(bytes), counts, o.warmup, o.iterations));
     } catch (const std::invalid_argument& e) {
       throw util::InputError(fmt::format("{} / {}: {}", size_option, count_option, e.what()));
     }
   }
   const auto& backend = validate::find_measure_backend("nccl");
-  if (const auto why = backend.unavailable(); !why.empty())
-    throw util::InputError(fmt::format("validate {} runs NCCL on this machine's GPUs: {}", b.command, why));
-  const validate::HostLaunch launch{o.np, "", 900, {}};
+  // On this machine NCCL must find GPUs here; on other hosts only the GPU build can be checked here.
+  if (const auto why = backend.unavailable();
+      !why.empty() && (launches.units.hosts.empty() || !validate::cuda_built()))
+    throw util::InputError(fmt::format("validate {} runs NCCL on {}: {}", b.command,
+                                       b.across_nodes ? "the hosts' GPUs" : "this machine's GPUs", why));
   std::cerr << fmt::format(
-      "measuring NCCL on {} GPUs of this machine, one channel: {} {} sizes x {} {} counts, {} warm-up + {} "
-      "timed runs each\n",
-      o.np, runs.size(), b.unit, counts.size(), b.count, o.warmup, o.iterations);
+      "measuring NCCL on {}, one channel: {} {} sizes x {} {} counts, {} warm-up + {} timed runs each\n",
+      launches.where, runs.size(), b.unit, counts.size(), b.count, o.warmup, o.iterations);
   const auto progress = [](const std::string& what) { std::cerr << what << "\n"; };
-  const auto m = validate::measure_units(backend, launch, runs, progress);
+  const auto m = validate::measure_units(backend, launches.units, runs, progress);
   std::string value;
   if (b.reads_channels) {
-    progress("NCCL's own channel count (one all-reduce with NCCL_DEBUG=INFO)");
-    const hw::NcclRingMeasured ring{validate::nccl_default_channels(backend, launch), m.table()};
+    progress(fmt::format("NCCL's own channel count on {} ranks (one all-reduce with NCCL_DEBUG=INFO)",
+                         launches.channels.ranks));
+    const hw::NcclRingMeasured ring{validate::nccl_default_channels(backend, launches.channels), m.table()};
     value = validate::nccl_ring_yaml(ring);
-    std::cout << fmt::format("# validate {}, one channel, {} ranks ({}); NCCL's own channels: {}\n",
-                             b.command, o.np, m.library, ring.channels);
+    std::cout << fmt::format("# validate {}, one channel, {} ({}); NCCL's own channels on {} ranks: {}\n",
+                             b.command, launches.where, m.library, launches.channels.ranks, ring.channels);
   } else {
     value = validate::nccl_nvls_yaml(hw::NcclNvlsMeasured{m.table()});
-    std::cout << fmt::format("# validate {}, one channel, {} ranks ({})\n", b.command, o.np, m.library);
+    std::cout << fmt::format("# validate {}, one channel, {} ({})\n", b.command, launches.where, m.library);
   }
   std::cout << fmt::format("# {:>10} {:>8} {:>12}  {:>12} {:>12} {:>9} {:>8}\n", b.unit, b.count, "median",
                            fmt::format("per {}", b.per), "intercept", "residual", "spread");
@@ -97,12 +142,13 @@ void run_units(const UnitBenchmark& b, const UnitOptions& o) {
                                first ? units::format_duration(p.fit.intercept) : "",
                                first ? 100 * p.fit.worst_residual : 0.0, first ? 100 * p.worst_spread : 0.0);
     }
-  const std::string yaml = validate::system_with_fabric_entry(
-      util::read_file<util::InputError>(o.hw, "a system YAML file"), std::string(b.fabric_key), value);
+  const std::string yaml =
+      validate::system_with_node_entry(util::read_file<util::InputError>(o.hw, "a system YAML file"),
+                                       std::string(b.section), std::string(b.key), value);
   util::write_file_atomically(o.output, yaml);
-  // The file must load as any system YAML does; a failure here is a bug in system_with_fabric_entry.
+  // The file must load as any system YAML does; a failure here is a bug in system_with_node_entry.
   hw::load_system(o.output);
-  std::cout << fmt::format("written: {} (node.fabric.{}: {} {} sizes)\n", o.output, b.fabric_key,
+  std::cout << fmt::format("written: {} (node.{}.{}: {} {} sizes)\n", o.output, b.section, b.key,
                            m.points.size(), b.unit);
 }
 
@@ -112,16 +158,24 @@ void add_unit_command(CLI::App& validate, const UnitBenchmark& b, const std::str
   o->sizes = b.default_sizes;
   o->counts = b.default_counts;
   auto* cmd = validate.add_subcommand(std::string(b.command), help);
-  cmd->add_option("--hw", o->hw, "System YAML of this node (the copy gets the table)")->required();
-  add_int_option(*cmd, "--np", o->np, {2, 1024}, "Ranks, one per GPU: every GPU of the node --hw describes",
-                 false)
-      ->required();
+  if (b.across_nodes) {
+    cmd->add_option("--hw", o->hw, "System YAML of the hosts' nodes (the copy gets the table)")->required();
+    cmd->add_option("--hosts", o->hosts,
+                    "Two hosts A,B (mpirun names): one rank on each for the handoffs, every GPU of both "
+                    "(node.gpus of --hw) for NCCL's channel count")
+        ->required();
+  } else {
+    cmd->add_option("--hw", o->hw, "System YAML of this node (the copy gets the table)")->required();
+    add_int_option(*cmd, "--np", o->np, {2, 1024}, "Ranks, one per GPU: every GPU of the node --hw describes",
+                   false)
+        ->required();
+  }
   cmd->add_option(fmt::format("--{}", b.sizes), o->sizes, sizes_help)->capture_default_str();
   cmd->add_option(fmt::format("--{}", b.count), o->counts, counts_help)->capture_default_str();
   add_int_option(*cmd, "--warmup", o->warmup, {0, 100}, "Untimed runs per message size");
   add_int_option(*cmd, "--iterations", o->iterations, {1, 1000}, "Timed runs per message size (median)");
   cmd->add_option("--output", o->output,
-                  fmt::format("System YAML to write: --hw with node.fabric.{}", b.fabric_key))
+                  fmt::format("System YAML to write: --hw with node.{}.{}", b.section, b.key))
       ->required();
   cmd->callback([o, b] { run_units(b, *o); });
 }
@@ -131,8 +185,8 @@ void add_unit_command(CLI::App& validate, const UnitBenchmark& b, const std::str
 void add_validate_nccl_steps_commands(CLI::App& validate) {
   add_unit_command(
       validate,
-      {"ring-slices", "slice", "slices", "loops", "handoff", "nccl_ring", true, "32KiB:2MiB:2", "2,4,8,16",
-       validate::ring_slice_run},
+      {"ring-slices", "slice", "slices", "loops", "handoff", "fabric", "nccl_ring", true, false,
+       "32KiB:2MiB:2", "2,4,8,16", validate::ring_slice_run},
       "Measure NCCL's ring on this machine's GPUs (one channel, Simple, NCCL_BUFFSIZE = 4 x slice): the "
       "time\n"
       "per slice handoff (slope of run time over handoffs) and NCCL's own channel count, written into a "
@@ -143,8 +197,19 @@ void add_validate_nccl_steps_commands(CLI::App& validate) {
       "Whole loops per slice size (N chunks of 2 slices each), increasing");
   add_unit_command(
       validate,
-      {"nvls-steps", "chunk", "chunks", "steps", "step", "nccl_nvls", false, "16KiB:128KiB:2",
-       "64,128,256,512", validate::nvls_step_run},
+      {"net-slices", "slice", "slices", "loops", "handoff", "nics", "nccl_ring", true, true, "32KiB:1MiB:2",
+       "2,4,8,16", validate::ring_slice_run},
+      "Measure NCCL's ring between two hosts (one GPU on each, one channel, Simple, NCCL_BUFFSIZE = 4 x\n"
+      "slice, so every handoff crosses the network and its proxy): the time per slice handoff, and NCCL's\n"
+      "own ring channels over both hosts' GPUs, written into a copy of --hw as node.nics.nccl_ring for\n"
+      "the simulator's rings across nodes (docs/fidelity.md §6.6). Needs the GPU build and\n"
+      "strata-nccl-worker on both hosts, and mpirun that reaches them",
+      "Slice sizes MIN:MAX[:FACTOR], multiples of 4 KiB up to 64 MiB (NCCL's slices are 32 KiB to 1 MiB)",
+      "Whole loops per slice size (2 chunks of 2 slices each), increasing");
+  add_unit_command(
+      validate,
+      {"nvls-steps", "chunk", "chunks", "steps", "step", "fabric", "nccl_nvls", false, false,
+       "16KiB:128KiB:2", "64,128,256,512", validate::nvls_step_run},
       "Measure NCCL's NVLS all-reduce on this machine's GPUs (one channel, NCCL_NVLS_CHUNKSIZE = chunk): "
       "the\n"
       "time per step (slope of run time over steps), written into a copy of --hw as node.fabric.nccl_nvls "

@@ -47,6 +47,13 @@ std::string describe_system(const hw::Topology& topo) {
         ring.channels, table(ring.handoffs));
   else
     out += "  nccl ring    not measured (node.fabric.nccl_ring; strata validate ring-slices)\n";
+  if (const auto& net = topo.nccl_net_ring(); !net.empty())
+    out += fmt::format(
+        "  nccl net     {} ring channels over whole nodes, measured time per slice handoff between nodes "
+        "(node.nics.nccl_ring):{}\n",
+        net.channels, table(net.handoffs));
+  else if (topo.nics_per_node() > 0)
+    out += "  nccl net     not measured (node.nics.nccl_ring; strata validate net-slices)\n";
   if (const auto& nvls = topo.nccl_nvls(); !nvls.empty())
     out += fmt::format("  nccl nvls    measured time per step by chunk (node.fabric.nccl_nvls):{}\n",
                        table(nvls.steps));

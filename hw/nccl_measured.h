@@ -1,16 +1,22 @@
-// What NCCL's kernels do on one node's GPUs, measured by microbenchmarks (validate/nccl_steps.h) and given
-// in a system file under node.fabric:
-//   nccl_ring  `strata validate ring-slices`: the channels NCCL's topology search gives the node's rings, and
-//              the time one channel takes per slice handoff of its ring (Simple protocol), by slice size (one
-//              channel, NCCL_BUFFSIZE varied). A handoff is one slice of one primitive of the ring kernel:
-//              wait for the peer's step counter, copy or reduce the slice, fence, post
+// What NCCL's kernels and network proxy do, measured by microbenchmarks (validate/nccl_steps.h) and given
+// in a system file:
+//   node.fabric.nccl_ring  `strata validate ring-slices`: the channels NCCL's topology search gives the
+//   node's
+//              rings, and the time one channel takes per slice handoff of its ring (Simple protocol), by
+//              slice size (one channel, NCCL_BUFFSIZE varied). A handoff is one slice of one primitive of the
+//              ring kernel: wait for the peer's step counter, copy or reduce the slice, fence, post
 //              (device/prims_simple.h, NCCL v2.21.5-1).
-//   nccl_nvls  `strata validate nvls-steps`: the time one NVLS channel takes per step, by chunk size (one
-//              channel, NCCL_NVLS_CHUNKSIZE varied). A step is one chunk per head through the kernel's
-//              scatter, reduce-and-multicast and gather warps (device/all_reduce.h, NVLS).
-// Both describe the node's whole GPU set (the commands measure every GPU of the node). The simulator charges
-// them for collectives over a whole node where they are given (docs/fidelity.md §6.3, §6.4); without them
-// nothing changes.
+//   node.fabric.nccl_nvls  `strata validate nvls-steps`: the time one NVLS channel takes per step, by chunk
+//              size (one channel, NCCL_NVLS_CHUNKSIZE varied). A step is one chunk per head through the
+//              kernel's scatter, reduce-and-multicast and gather warps (device/all_reduce.h, NVLS).
+//   node.nics.nccl_ring  `strata validate net-slices`: the same ring handoff when every hop crosses the
+//              network (one rank on each of two nodes), which adds the network proxy: one send per slice, at
+//              most NCCL_STEPS steps in flight, the credit back only when the send completes
+//              (transport/net.cc); and the channels NCCL gives rings over whole nodes.
+// The fabric tables describe the node's whole GPU set (the commands measure every GPU of the node) and are
+// charged for collectives over a whole node; the NIC table for rings over whole nodes, where every channel
+// then moves at the slower of its NVLink and network handoffs (docs/fidelity.md §6.3, §6.4, §6.6). Without
+// them nothing changes.
 #pragma once
 
 #include <span>
@@ -60,9 +66,9 @@ class SizeTimes {
   std::vector<SizeTime> points_;
 };
 
-// node.fabric.nccl_ring.
+// node.fabric.nccl_ring, node.nics.nccl_ring.
 struct NcclRingMeasured {
-  int channels = 0;    // NCCL's ring channels on the node (NCCL_DEBUG=INFO's "24 coll channels")
+  int channels = 0;    // NCCL's ring channels (NCCL_DEBUG=INFO's "24 coll channels")
   SizeTimes handoffs;  // one channel's time per slice handoff
   bool empty() const { return handoffs.empty(); }
 };

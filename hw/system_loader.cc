@@ -129,7 +129,7 @@ struct NodeSpec {
   int switch_generation = 0;
   int cpus = 1, pcie_switches = 0;
   CpuVendor cpu_vendor = CpuVendor::kOther;
-  NcclRingMeasured nccl_ring;
+  NcclRingMeasured nccl_ring, nccl_net_ring;
   NcclNvlsMeasured nccl_nvls;
   LinkChoice pcie, cpu_link;
   int nics = 0;
@@ -194,7 +194,7 @@ SizeTimes read_size_times(const YamlReader& list, std::string_view size_key, std
 }
 
 // node.fabric.nccl_ring: {channels: 24, handoffs: [{slice: 32KiB, time: 4.5us}, ...]}, as `strata validate
-// ring-slices` writes it.
+// ring-slices` writes it; node.nics.nccl_ring, the same across nodes, as `strata validate net-slices` does.
 NcclRingMeasured read_nccl_ring(const YamlReader& ring) {
   ring.expect_map({"channels", "handoffs"});
   NcclRingMeasured m;
@@ -266,9 +266,10 @@ NodeSpec read_node(const YamlReader& node) {
   if (ns.cpus > 1) ns.cpu_link = read_hop_link(host.at("cpu_link"));
 
   if (auto nics = node.maybe("nics")) {
-    nics->expect_map({"count", "link"});
+    nics->expect_map({"count", "link", "nccl_ring"});
     ns.nics = nics->at("count").as_int32_in(1, limits::kMaxPartsPerNode);
     ns.nic_link = read_hop_link(nics->at("link"));
+    if (auto ring = nics->maybe("nccl_ring")) ns.nccl_net_ring = read_nccl_ring(*ring);
   }
   return ns;
 }
@@ -425,6 +426,7 @@ Topology build(const YamlReader& root, const LoadOptions& options) {
   topo.set_node_switched(ns.wiring == "switch");
   topo.set_cpu_vendor(ns.cpu_vendor);
   topo.set_nccl_ring(ns.nccl_ring);
+  topo.set_nccl_net_ring(ns.nccl_net_ring);
   topo.set_nccl_nvls(ns.nccl_nvls);
   std::vector<std::vector<VertexId>> nics_of_node;
   nics_of_node.reserve(static_cast<std::size_t>(nodes));

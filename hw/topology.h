@@ -110,6 +110,10 @@ class Topology {
   // (node.fabric.nccl_ring; empty when the file gives none).
   const NcclRingMeasured& nccl_ring() const { return nccl_ring_; }
   void set_nccl_ring(NcclRingMeasured m) { nccl_ring_ = std::move(m); }
+  // NCCL's ring across nodes as measured: its channels on jobs of whole nodes and the time per slice
+  // handoff between two nodes (node.nics.nccl_ring; empty when the file gives none).
+  const NcclRingMeasured& nccl_net_ring() const { return nccl_net_ring_; }
+  void set_nccl_net_ring(NcclRingMeasured m) { nccl_net_ring_ = std::move(m); }
   // NCCL's NVLS on a node as measured: time per step by chunk size (node.fabric.nccl_nvls; empty when not
   // given).
   const NcclNvlsMeasured& nccl_nvls() const { return nccl_nvls_; }
@@ -148,6 +152,7 @@ class Topology {
   bool node_switched_ = false;
   CpuVendor cpu_vendor_ = CpuVendor::kOther;
   NcclRingMeasured nccl_ring_;
+  NcclRingMeasured nccl_net_ring_;
   NcclNvlsMeasured nccl_nvls_;
   bool finalized_ = false;
   int nics_per_node_ = 0;

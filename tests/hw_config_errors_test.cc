@@ -134,6 +134,23 @@ TEST(ConfigErrors, MeasuredNcclRingIsChannelsAndIncreasingSlices) {
   EXPECT_NE(e.find("node.fabric.nccl_nvls.steps[1].chunk: expected chunk sizes that increase"),
             std::string::npos)
       << e;
+  // node.nics.nccl_ring (`strata validate net-slices`): the ring's table, beside the NICs.
+  const auto net = [](const std::string& ring) {
+    return replace(kGood, "link: ib-ndr}", "link: ib-ndr,\n    nccl_ring: " + ring + "}");
+  };
+  const auto n =
+      load_system_from_string(net("{channels: 16, handoffs: [{slice: 64KiB, time: 12us}]}"), "good.yaml");
+  EXPECT_EQ(n.nccl_net_ring().channels, 16);
+  EXPECT_DOUBLE_EQ(n.nccl_net_ring().handoffs.points()[0].seconds, 12e-6);
+  EXPECT_TRUE(n.nccl_ring().empty());
+  e = error_of(net("{channels: 16, handoffs: [{slice: 64KiB, time: 2s}]}"));
+  EXPECT_NE(e.find("bad.yaml:8:"), std::string::npos) << e;
+  EXPECT_NE(
+      e.find("node.nics.nccl_ring.handoffs[0].time: expected a time per handoff above 0 s and at most 1 s"),
+      std::string::npos)
+      << e;
+  e = error_of(net("{channels: 65, handoffs: [{slice: 64KiB, time: 12us}]}"));
+  EXPECT_NE(e.find("node.nics.nccl_ring.channels"), std::string::npos) << e;
 }
 
 TEST(ConfigErrors, GpusThatCannotReachEachOther) {

@@ -1,6 +1,7 @@
-// A node's measured NCCL kernels (node.fabric.nccl_ring, nccl_nvls): the ring's slice counts follow NCCL's
-// loop, chunk and slice rules (checked by hand below), the tables interpolate as documented, and the ring and
-// NVLS charge what the tables say, with every expected time derived by hand.
+// Measured NCCL kernels (node.fabric.nccl_ring, nccl_nvls) and network handoffs (node.nics.nccl_ring): the
+// ring's slice counts follow NCCL's loop, chunk and slice rules (checked by hand below), the tables
+// interpolate as documented, and the ring and NVLS charge what the tables say, with every expected time
+// derived by hand.
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -131,8 +132,8 @@ TEST(NcclRing, MeasuredHandoffsSetTheRingsTimeOnANode) {
       1412.3e-6, 0.1e-6);
 }
 
-// The table measures Simple over a whole node: LL, LL128, a part of the node and rings across nodes keep
-// NCCL's latencies and the links' rates.
+// The node's table measures Simple over a whole node: LL, LL128, a part of the node and (without the
+// network's table, node.nics.nccl_ring) rings across nodes keep NCCL's latencies and the links' rates.
 TEST(NcclRing, MeasuredHandoffsApplyToSimpleRingsInsideANodeOnly) {
   const std::string table =
       "nccl_ring: {channels: 24, handoffs: [{slice: 32KiB, time: 20us}, {slice: 1MiB, time: 500us}]}";
@@ -148,6 +149,45 @@ TEST(NcclRing, MeasuredHandoffsApplyToSimpleRingsInsideANodeOnly) {
     return run_collective(t, req).seconds;
   };
   EXPECT_DOUBLE_EQ(half(switch8(table)), half(switch8("")));
+}
+
+// Two nodes of 8 GPUs (16 ranks), 64 MiB all-reduce, the network's table {32 KiB: 30 us, 1 MiB: 500 us} with
+// NCCL's 16 channels: 4 MiB per channel, under one 32 MiB loop, so chunk 4 MiB / 16 = 256 KiB, two slices of
+// 128 KiB, 31 primitives each: 62 handoffs. Per byte 470 us / 992 KiB = 4.6268e-10 s, fixed 30 us - 32 KiB x
+// that = 14.839 us: 62 x 14.839 = 920.0 us fixed, 62 x 128 KiB x 4.6268e-10 s = 3,760.0 us copy. Each of
+// strata's rings then moves its bytes at a few GB/s, far below the 25 GB/s NICs and 240 GB/s ports, so
+// T = 8.4 us (NCCL's base latency) + 920.0 + 3,760.0 = 4,688.4 us. With 8 channels: slices of 256 KiB, copy
+// 7,520.0 us, T = 8,448.4 us. A node table {32 KiB: 40 us, 1 MiB: 1000 us} beside it is slower per 128 KiB
+// slice (9.032 + 123.87 us against 14.839 + 60.645), so it sets the pace: 62 x 9.032 = 560.0 us fixed,
+// 62 x 123.87 = 7,680.0 us copy, T = 8,248.4 us.
+TEST(NcclRing, MeasuredNetworkHandoffsSetTheRingsTimeAcrossWholeNodes) {
+  const std::string net16 =
+      "nccl_ring: {channels: 16, handoffs: [{slice: 32KiB, time: 30us}, {slice: 1MiB, time: 500us}]}";
+  const std::string net8 =
+      "nccl_ring: {channels: 8, handoffs: [{slice: 32KiB, time: 30us}, {slice: 1MiB, time: 500us}]}";
+  const std::string node =
+      "nccl_ring: {channels: 24, handoffs: [{slice: 32KiB, time: 40us}, {slice: 1MiB, time: 1000us}]}";
+  const auto two_nodes = [](const std::string& fabric, const std::string& nics) {
+    return test::uniform_switch(2, 8, 240, 25, -1, "nvswitch2", fabric, nics);
+  };
+  EXPECT_NEAR(run(two_nodes("", net16), 64 * MiB).seconds, 4688.4e-6, 0.1e-6);
+  EXPECT_NEAR(run(two_nodes("", net16), 64 * MiB, Granularity::kStep).seconds, 4688.4e-6, 0.1e-6);
+  EXPECT_NEAR(run(two_nodes("", net8), 64 * MiB).seconds, 8448.4e-6, 0.1e-6);
+  EXPECT_NEAR(run(two_nodes(node, net16), 64 * MiB).seconds, 8248.4e-6, 0.1e-6);
+  // Inside one node the network's table does not apply; nor to LL128, nor to part of each node.
+  EXPECT_DOUBLE_EQ(run(test::uniform_switch(1, 8, 240, 25, -1, "nvswitch2", "", net16), 64 * MiB).seconds,
+                   run(switch8(""), 64 * MiB).seconds);
+  EXPECT_DOUBLE_EQ(run(two_nodes("", net16), 64 * MiB, Granularity::kFlow, Protocol::kLL128).seconds,
+                   run(two_nodes("", ""), 64 * MiB, Granularity::kFlow, Protocol::kLL128).seconds);
+  const auto half_of_each = [](const hw::Topology& t) {
+    CollectiveRequest req;
+    req.spec.op = CollectiveOp::kAllReduce;
+    req.spec.group = {0, 1, 2, 3, 8, 9, 10, 11};
+    req.spec.bytes = 64 * MiB;
+    req.algorithm = "ring";
+    return run_collective(t, req).seconds;
+  };
+  EXPECT_DOUBLE_EQ(half_of_each(two_nodes("", net16)), half_of_each(two_nodes("", "")));
 }
 
 // NVLS on 8 GPUs whose switch ports carry exactly 340 GB/s. 64 MiB: NCCL's chunk is 64 KiB (below 64 x 16

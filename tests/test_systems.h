@@ -11,10 +11,11 @@ namespace strata::test {
 
 // `gpus` GPUs per node on one switch whose ports carry exactly `port_gbps` GB/s per direction (efficiency 1,
 // latency 0.2 us per hop); one NIC of `nic_gbps` GB/s per GPU; fat-tree network. `switch_kind` nvswitch3 or
-// later reduces in the switch (NVLS). `fabric_extra`: one more node.fabric entry, e.g. "nccl_ring: {...}".
+// later reduces in the switch (NVLS). `fabric_extra`, `nics_extra`: one more node.fabric or node.nics entry,
+// e.g. "nccl_ring: {...}".
 inline hw::Topology uniform_switch(int nodes, int gpus, double port_gbps, double nic_gbps, int nics = -1,
                                    const char* switch_kind = "nvswitch2",
-                                   const std::string& fabric_extra = "") {
+                                   const std::string& fabric_extra = "", const std::string& nics_extra = "") {
   const std::string yaml =
       fmt::format(R"(
 name: uniform
@@ -29,11 +30,11 @@ node:
     links_per_gpu: 1
 {}
   host: {{cpus: 1, pcie_switches: 0, pcie: {{kind: pcie5, bandwidth: 50 GB/s, efficiency: 1.0}}}}
-  nics: {{count: {}, link: {{kind: ib-ndr, bandwidth: {} GB/s, efficiency: 1.0, latency: 0.2 us}}}}
+  nics: {{count: {}, link: {{kind: ib-ndr, bandwidth: {} GB/s, efficiency: 1.0, latency: 0.2 us}}{}}}
 network: {{wiring: fat-tree}}
 )",
                   nodes, gpus, switch_kind, port_gbps, fabric_extra.empty() ? "" : "    " + fabric_extra,
-                  nics < 0 ? gpus : nics, nic_gbps);
+                  nics < 0 ? gpus : nics, nic_gbps, nics_extra.empty() ? "" : ", " + nics_extra);
   return hw::load_system_from_string(yaml, "uniform.yaml");
 }
 

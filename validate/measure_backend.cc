@@ -106,6 +106,10 @@ void require_backend(const MeasureBackend& backend, const HostLaunch& launch) {
 
 PlanResult measure_on_hosts(const MeasureBackend& backend, const HostLaunch& launch,
                             const MeasurementPlan& plan) {
+  return run_on_hosts(backend, launch, plan).result;
+}
+
+HostRun run_on_hosts(const MeasureBackend& backend, const HostLaunch& launch, const MeasurementPlan& plan) {
   require_backend(backend, launch);
   check_plan(plan);
   if (plan.ranks != launch.ranks)
@@ -128,7 +132,7 @@ PlanResult measure_on_hosts(const MeasureBackend& backend, const HostLaunch& lau
   }
   std::stringstream text;
   text << in.rdbuf();
-  return result_from_json(text.str(), result_file.string());
+  return {result_from_json(text.str(), result_file.string()), r.out + r.err};
 }
 
 }  // namespace strata::validate

@@ -60,5 +60,12 @@ std::vector<std::string> host_mpirun_command(const HostLaunch& launch, const std
 // Throws util::InputError when the backend cannot run here or the run fails (with mpirun's output).
 PlanResult measure_on_hosts(const MeasureBackend& backend, const HostLaunch& launch,
                             const MeasurementPlan& plan);
+// The same, with what the ranks printed (mpirun forwards every host's standard output and error), e.g.
+// NCCL's INFO log.
+struct HostRun {
+  PlanResult result;
+  std::string output;
+};
+HostRun run_on_hosts(const MeasureBackend& backend, const HostLaunch& launch, const MeasurementPlan& plan);
 
 }  // namespace strata::validate

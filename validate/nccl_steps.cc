@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <regex>
 #include <stdexcept>
 
@@ -13,7 +12,6 @@
 #include "hw/yaml_patch.h"
 #include "util/error.h"
 #include "util/file.h"
-#include "util/path.h"
 
 namespace strata::validate {
 namespace {
@@ -141,9 +139,6 @@ hw::SizeTimes UnitMeasurement::table() const {
 UnitMeasurement measure_units(const MeasureBackend& backend, const HostLaunch& launch,
                               std::span<const UnitRun> runs,
                               const std::function<void(const std::string&)>& progress) {
-  if (!launch.hosts.empty())
-    throw util::InputError(
-        "these microbenchmarks measure the GPUs of this machine; run them on the node itself");
   UnitMeasurement m;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const UnitRun& run = runs[i];
@@ -171,25 +166,18 @@ UnitMeasurement measure_units(const MeasureBackend& backend, const HostLaunch& l
 }
 
 int nccl_default_channels(const MeasureBackend& backend, HostLaunch launch) {
-  const util::ScopedTempDir dir("strata-nccl-log");
-  launch.env.insert(launch.env.end(), {{"NCCL_DEBUG", "INFO"},
-                                       {"NCCL_DEBUG_SUBSYS", "INIT"},
-                                       {"NCCL_DEBUG_FILE", (dir.path() / "nccl.%h.%p.log").string()}});
+  // NCCL writes its log to each rank's standard output, which mpirun forwards from every host.
+  launch.env.insert(launch.env.end(), {{"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_SUBSYS", "INIT"}});
   MeasurementPlan plan;
   plan.ranks = launch.ranks;
   plan.warmup = 0;
   plan.iterations = 1;
   plan.cases.push_back(all_reduce_case("channels", launch.ranks, 1 << 20));
-  measure_on_hosts(backend, launch, plan);
-  std::string log;
-  for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
-    log += util::read_file<util::InputError>(entry.path(), "an NCCL log");
-  const auto channels = nccl_channels_from_log(log);
+  const auto channels = nccl_channels_from_log(run_on_hosts(backend, launch, plan).output);
   if (!channels)
     throw util::InputError(
-        fmt::format("NCCL's INFO log (NCCL_DEBUG_FILE in {}) names no channel count ('N coll channels' or "
-                    "'Channel i/N :')",
-                    dir.path().string()));
+        "NCCL's INFO log (NCCL_DEBUG=INFO, the ranks' output) names no channel count ('N coll channels' or "
+        "'Channel i/N :')");
   return *channels;
 }
 
@@ -215,12 +203,12 @@ std::string nccl_nvls_yaml(const hw::NcclNvlsMeasured& measured) {
   return fmt::format("{{steps: {}}}", size_times_yaml(measured.steps, "chunk"));
 }
 
-std::string system_with_fabric_entry(const std::string& system_yaml, const std::string& key,
-                                     const std::string& value_yaml) {
+std::string system_with_node_entry(const std::string& system_yaml, const std::string& section,
+                                   const std::string& key, const std::string& value_yaml) {
   YAML::Node root = YAML::Load(system_yaml);
-  if (!root.IsMap() || !root["node"] || !root["node"]["fabric"] || !root["node"]["fabric"].IsMap())
-    throw std::invalid_argument("the system file has no node.fabric map");
-  const std::vector<std::string> path{"node", "fabric", key};
+  if (!root.IsMap() || !root["node"] || !root["node"][section] || !root["node"][section].IsMap())
+    throw std::invalid_argument(fmt::format("the system file has no node.{} map", section));
+  const std::vector<std::string> path{"node", section, key};
   if (const auto why = hw::set_at_path(root, path, YAML::Load(value_yaml)); !why.empty())
     throw std::invalid_argument(why);
   YAML::Emitter out;

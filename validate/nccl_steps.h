@@ -1,13 +1,16 @@
-// The microbenchmarks behind node.fabric.nccl_ring and node.fabric.nccl_nvls (hw/nccl_measured.h,
-// docs/fidelity.md §6.3, §6.4): NCCL's all-reduce on one node's GPUs, forced onto one channel, once per size
-// of the unit NCCL moves per step, at several message sizes that are whole multiples of that unit. The run
-// time grows with the number of units one channel moves; the slope is the time per unit, the intercept what
-// does not grow with it (launch, the common barrier). No collective at NCCL's own settings is fitted.
+// The microbenchmarks behind node.fabric.nccl_ring, node.fabric.nccl_nvls and node.nics.nccl_ring
+// (hw/nccl_measured.h, docs/fidelity.md §6.3, §6.4, §6.6): NCCL's all-reduce forced onto one channel, once
+// per size of the unit NCCL moves per step, at several message sizes that are whole multiples of that unit.
+// The run time grows with the number of units one channel moves; the slope is the time per unit, the
+// intercept what does not grow with it (launch, the common barrier). No collective at NCCL's own settings is
+// fitted.
 //   ring-slices  NCCL_ALGO=Ring, NCCL_PROTO=Simple, NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS=1 and NCCL_BUFFSIZE
 //                = 4b, which makes the slices of NCCL's full loops b (a 2-step slice of an 8-step buffer).
 //                Sizes of L whole loops (N chunks of 2b) make 2(2N - 1) L handoffs of a slice of b. One more
 //                all-reduce at NCCL's own settings gives the channels NCCL gives the node's rings
 //                (NCCL_DEBUG=INFO, "N coll channels").
+//   net-slices   the same ring with one rank on each of two nodes, so that every handoff crosses the
+//                network (N = 2: 6 L handoffs); the channel count is that of both nodes' whole GPU sets.
 //   nvls-steps   NCCL_ALGO=NVLS, NCCL_NVLS_NCHANNELS=1 and NCCL_NVLS_CHUNKSIZE = c. With every GPU a head, a
 //                step moves one chunk per head, so sizes of n N c bytes make n steps (v2.21.5-1
 //                computeCollSteps); from 64 steps on NCCL keeps the chunk at c (computeCollChunkInfo).
@@ -73,22 +76,23 @@ struct UnitMeasurement {
   hw::SizeTimes table() const;  // per unit size, the fitted time per unit
   std::string library;          // the worker's library line (NCCL's version)
 };
-// Runs every unit size's plan with `backend` (nccl) as `launch` says, the run's NCCL settings added to
-// launch.env, and fits each. `progress` is told what runs next. The ranks must run on this machine
-// (launch.hosts empty). Throws util::InputError when a run fails or computes a wrong element,
-// std::invalid_argument when a size does not fit (fit_units).
+// Runs every unit size's plan with `backend` (nccl) as `launch` says (on this machine, or on launch.hosts),
+// the run's NCCL settings added to launch.env, and fits each. `progress` is told what runs next. Throws
+// util::InputError when a run fails or computes a wrong element, std::invalid_argument when a size does not
+// fit (fit_units).
 UnitMeasurement measure_units(const MeasureBackend& backend, const HostLaunch& launch,
                               std::span<const UnitRun> runs,
                               const std::function<void(const std::string&)>& progress);
-// The channels NCCL gives `launch.ranks` ranks of this machine at its own settings: one small all-reduce
-// with its INFO log written to a temporary folder. Throws util::InputError when the log names none.
+// The channels NCCL gives `launch.ranks` ranks (on this machine or launch.hosts) at its own settings: one
+// small all-reduce with NCCL_DEBUG=INFO, read from the ranks' output. Throws util::InputError when the log
+// names none.
 int nccl_default_channels(const MeasureBackend& backend, HostLaunch launch);
 
-// A copy of the system file `system_yaml` (text) with node.fabric.<key> set to `value` (a YAML mapping built
-// by nccl_ring_yaml / nccl_nvls_yaml), as YAML text. Throws std::invalid_argument when the file has no
-// node.fabric map.
-std::string system_with_fabric_entry(const std::string& system_yaml, const std::string& key,
-                                     const std::string& value_yaml);
+// A copy of the system file `system_yaml` (text) with node.<section>.<key> set to `value` (a YAML mapping
+// built by nccl_ring_yaml / nccl_nvls_yaml), as YAML text: node.fabric.nccl_ring, node.fabric.nccl_nvls,
+// node.nics.nccl_ring. Throws std::invalid_argument when the file has no node.<section> map.
+std::string system_with_node_entry(const std::string& system_yaml, const std::string& section,
+                                   const std::string& key, const std::string& value_yaml);
 std::string nccl_ring_yaml(const hw::NcclRingMeasured& measured);  // {channels: 24, handoffs: [...]}
 std::string nccl_nvls_yaml(const hw::NcclNvlsMeasured& measured);  // {steps: [...]}
 

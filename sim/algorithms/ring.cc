@@ -125,29 +125,39 @@ std::vector<hw::Rank> rotate_by(std::vector<hw::Rank> v, std::size_t k) {
   return v;
 }
 
-// One NCCL channel's slice handoffs (nccl::ring_simple_slices) at the node's measured time per handoff
-// (node.fabric.nccl_ring, hw/nccl_measured.h), split as the table's segments split it: a fixed time per
-// handoff, and the time to copy the slices at the rate one channel copies them when no other channel shares
-// its links. Applies to a Simple all-reduce, reduce-scatter or all-gather over every GPU of one node (what
-// was measured), divided over NCCL's own ring channels there (those of the call, or --channels); nullopt
-// where the measurement is absent or does not apply (other protocols, operations and groups; rings across
-// nodes, whose slices also cross the network proxy, which it does not measure).
+// One NCCL channel's slice handoffs (nccl::ring_simple_slices) at their measured time per handoff
+// (hw/nccl_measured.h), split as the table's segments split it: a fixed time per handoff, and the time to
+// copy the slices at the rate one channel moves them when no other channel shares its links. Applies to a
+// Simple all-reduce, reduce-scatter or all-gather over whole nodes (what was measured): on one node the
+// node's table (node.fabric.nccl_ring); across nodes the network's (node.nics.nccl_ring), each slice at the
+// slower of its network and (where measured) NVLink handoff, since a ring channel advances one slice at a
+// time on every hop alike. Divided over NCCL's own ring channels there (those of the call, or --channels);
+// nullopt where no table applies (other protocols, operations and groups).
 std::optional<hw::SizeTimes::Split> measured_handoffs(const BuildContext& ctx) {
-  const auto& measured = ctx.topo.nccl_ring();
   const auto op = ctx.spec.op;
   const int n = ctx.group_size();
-  if (measured.empty() || ctx.spec.protocol != Protocol::kSimple || n < 2 ||
+  const auto& node = ctx.topo.nccl_ring();
+  if ((node.empty() && ctx.topo.nccl_net_ring().empty()) || ctx.spec.protocol != Protocol::kSimple || n < 2 ||
       (op != CollectiveOp::kAllReduce && op != CollectiveOp::kReduceScatter &&
-       op != CollectiveOp::kAllGather) ||
-      ctx.members_by_node().size() != 1 || n != ctx.topo.gpus_per_node())
+       op != CollectiveOp::kAllGather))
     return std::nullopt;
+  const auto by_node = ctx.members_by_node();
+  for (const auto& members : by_node)
+    if (static_cast<int>(members.size()) != ctx.topo.gpus_per_node()) return std::nullopt;
+  const bool across = by_node.size() > 1;
+  const auto& ring_table = across ? ctx.topo.nccl_net_ring() : node;
+  if (ring_table.empty()) return std::nullopt;
   const int channels = ctx.spec.channels > 0 ? ctx.spec.channels
-                                             : nccl::call_channels(measured.channels, ctx.spec.bytes,
+                                             : nccl::call_channels(ring_table.channels, ctx.spec.bytes,
                                                                    nccl::Family::kRing, Protocol::kSimple, n,
                                                                    ctx.topo.has_nvlink(ctx.spec.group[0]));
   hw::SizeTimes::Split total;
   for (const auto& s : nccl::ring_simple_slices(op, ctx.spec.bytes / channels, n)) {
-    const auto part = measured.handoffs.split(s.bytes, s.handoffs);
+    auto part = ring_table.handoffs.split(s.bytes, s.handoffs);
+    if (across && !node.empty()) {
+      const auto inside = node.handoffs.split(s.bytes, s.handoffs);
+      if (inside.fixed_seconds + inside.copy_seconds > part.fixed_seconds + part.copy_seconds) part = inside;
+    }
     total.fixed_seconds += part.fixed_seconds;
     total.copy_seconds += part.copy_seconds;
   }
@@ -201,8 +211,8 @@ class Ring final : public CollectiveAlgorithm {
                                    handoffs ? std::optional(handoffs->fixed_seconds) : std::nullopt);
       for (TaskId t : last) finals.push_back({t});
     }
-    // Where the node's handoffs were measured, the ring's links carry a channel's bytes no faster than NCCL's
-    // channel copies its slices, and its fixed handoff time replaces NCCL's hop latencies (ring_phase above).
+    // Where the handoffs were measured, the ring's links carry a channel's bytes no faster than NCCL's
+    // channel moves its slices, and its fixed handoff time replaces NCCL's hop latencies (ring_phase above).
     // strata's rings may be fewer than NCCL's channels (one on a switched node): each carries its share of
     // the bytes in the same time, so the cap is the bytes strata's ring carries over the copy time.
     if (handoffs && handoffs->copy_seconds > 0)

@@ -211,8 +211,13 @@ class HwCommands(unittest.TestCase):
             text = f.read()
         fabric = "  fabric: {wiring: switch, switch: nvswitch2, link: nvlink3, links_per_gpu: 12}"
         self.assertIn(fabric, text)
+        self.assertIn("nccl net     not measured (node.nics.nccl_ring; strata validate net-slices)", r.out)
+        nics = "  nics: {count: 8, link: ib-hdr}"
+        self.assertIn(nics, text)
         measured = text.replace(fabric, fabric[:-1] + ",\n    nccl_ring: {channels: 24, handoffs: "
                                 "[{slice: 32KiB, time: 20us}, {slice: 1MiB, time: 500us}]}}")
+        measured = measured.replace(nics, nics[:-1] + ", nccl_ring: {channels: 16, handoffs: "
+                                    "[{slice: 64KiB, time: 30us}]}}")
         with tempfile.TemporaryDirectory() as tmp:
             with open(os.path.join(tmp, "m.yaml"), "w") as f:
                 f.write(measured)
@@ -220,6 +225,8 @@ class HwCommands(unittest.TestCase):
         self.assertEqual(r3.rc, 0, r3)
         self.assertIn("nccl ring    24 channels, measured time per slice handoff (node.fabric.nccl_ring): "
                       "32.00 KiB in 20.00 us, 1.00 MiB in 500.00 us", r3.out)
+        self.assertIn("nccl net     16 ring channels over whole nodes, measured time per slice handoff between "
+                      "nodes (node.nics.nccl_ring): 64.00 KiB in 30.00 us", r3.out)
 
     def test_hw_show_emulated_cluster_of_two_nodes_of_two_ranks(self):
         # Regression (issue 14): on 2 nodes x 2 GPUs `hw show` printed a sample route to GPU gpus_per_node + 2 = 4,

@@ -1,6 +1,7 @@
-// The microbenchmarks behind node.fabric.nccl_ring and nccl_nvls (validate/nccl_steps.h): their runs, the
-// fit, the channel count read from NCCL's log and the system file they write. Measuring needs NCCL on 2+
-// GPUs (tests/validate/cli_cuda_test.py runs ring-slices where there are).
+// The microbenchmarks behind node.fabric.nccl_ring, nccl_nvls and node.nics.nccl_ring
+// (validate/nccl_steps.h): their runs, the fit, the channel count read from NCCL's log and the system file
+// they write. Measuring needs NCCL on 2+ GPUs (tests/validate/cli_cuda_test.py runs ring-slices where there
+// are; net-slices needs two hosts with GPUs, which no test machine has).
 #include <gtest/gtest.h>
 
 #include <stdexcept>
@@ -90,6 +91,19 @@ TEST(NcclSteps, ChannelCountIsReadFromNcclsInfoLog) {
   EXPECT_EQ(nccl_channels_from_log(""), std::nullopt);
 }
 
+// Between two hosts the ring has N = 2 ranks: a loop is 2 chunks of two 256 KiB slices (1 MiB), with 2 x 3
+// handoffs per loop, every one over the network.
+TEST(NcclSteps, NetSlicesRunTwoRanksWhoseEveryHandoffCrossesTheNetwork) {
+  const int loops[] = {2, 4};
+  const UnitRun run = ring_slice_run(2, 256 * 1024, loops, 0, 3);
+  EXPECT_EQ(run.plan.ranks, 2);
+  ASSERT_EQ(run.plan.cases.size(), 2u);
+  EXPECT_EQ(run.plan.cases[0].steps[0].calls[0].bytes, 2 << 20);
+  EXPECT_EQ(run.plan.cases[1].steps[0].calls[0].bytes, 4 << 20);
+  EXPECT_EQ(run.counts, (std::vector<double>{12, 24}));
+  EXPECT_THROW(ring_slice_run(1, 256 * 1024, loops, 0, 3), std::invalid_argument);
+}
+
 TEST(NcclSteps, WrittenSystemFileLoadsWithTheTable) {
   const std::string yaml = R"(name: t
 gpu: a100-sxm4-80gb
@@ -97,11 +111,12 @@ node:
   gpus: 8
   fabric: {wiring: switch, switch: nvswitch2, link: nvlink3, links_per_gpu: 12}
   host: {cpus: 1, pcie: pcie4}
+  nics: {count: 8, link: ib-hdr}
 )";
   hw::NcclRingMeasured m;
   m.channels = 24;
   m.handoffs = hw::SizeTimes({{32768, 7.25e-6}, {1048576, 61.5e-6}});
-  std::string written = system_with_fabric_entry(yaml, "nccl_ring", nccl_ring_yaml(m));
+  std::string written = system_with_node_entry(yaml, "fabric", "nccl_ring", nccl_ring_yaml(m));
   hw::Topology t = hw::load_system_from_string(written, "written.yaml");
   EXPECT_EQ(t.nccl_ring().channels, 24);
   ASSERT_EQ(t.nccl_ring().handoffs.points().size(), 2u);
@@ -109,13 +124,27 @@ node:
   EXPECT_NEAR(t.nccl_ring().handoffs.points()[1].seconds, 61.5e-6, 1e-12);
   EXPECT_EQ(t.num_gpus(), 8);
   // The NVLS table beside it, in the file just written.
-  written = system_with_fabric_entry(written, "nccl_nvls",
-                                     nccl_nvls_yaml(hw::NcclNvlsMeasured{hw::SizeTimes({{16384, 9.5e-6}})}));
+  written = system_with_node_entry(written, "fabric", "nccl_nvls",
+                                   nccl_nvls_yaml(hw::NcclNvlsMeasured{hw::SizeTimes({{16384, 9.5e-6}})}));
   t = hw::load_system_from_string(written, "written.yaml");
   EXPECT_EQ(t.nccl_ring().channels, 24);
   ASSERT_EQ(t.nccl_nvls().steps.points().size(), 1u);
   EXPECT_NEAR(t.nccl_nvls().steps.points()[0].seconds, 9.5e-6, 1e-12);
-  EXPECT_THROW(system_with_fabric_entry("name: t\n", "nccl_ring", nccl_ring_yaml(m)), std::invalid_argument);
+  // The network's table goes beside the NICs and leaves the node's alone.
+  hw::NcclRingMeasured net;
+  net.channels = 16;
+  net.handoffs = hw::SizeTimes({{32768, 12.5e-6}});
+  written = system_with_node_entry(written, "nics", "nccl_ring", nccl_ring_yaml(net));
+  t = hw::load_system_from_string(written, "written.yaml");
+  EXPECT_EQ(t.nccl_net_ring().channels, 16);
+  ASSERT_EQ(t.nccl_net_ring().handoffs.points().size(), 1u);
+  EXPECT_NEAR(t.nccl_net_ring().handoffs.points()[0].seconds, 12.5e-6, 1e-12);
+  EXPECT_EQ(t.nccl_ring().channels, 24);
+  EXPECT_THROW(system_with_node_entry("name: t\n", "fabric", "nccl_ring", nccl_ring_yaml(m)),
+               std::invalid_argument);
+  EXPECT_THROW(
+      system_with_node_entry(yaml + "network: {wiring: fat-tree}\n", "host2", "nccl_ring", nccl_ring_yaml(m)),
+      std::invalid_argument);
 }
 
 TEST(NcclSteps, RanksGetTheirNcclSettingsThroughMpirun) {
