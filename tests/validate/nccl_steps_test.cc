@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "hw/system_loader.h"
+#include "sim/collective_runner.h"
 #include "validate/measure_backend.h"
 #include "validate/nccl_steps.h"
 
@@ -145,6 +146,51 @@ node:
   EXPECT_THROW(
       system_with_node_entry(yaml + "network: {wiring: fat-tree}\n", "host2", "nccl_ring", nccl_ring_yaml(m)),
       std::invalid_argument);
+}
+
+// From measurement to model and back: net-slices' runs at 1 MiB slices (NCCL's full-loop slice at its
+// default 4 MiB buffer, so the simulator's loop rules give the same 6 L handoffs) timed as a + 6 L t, fitted,
+// written beside the NICs of two one-GPU nodes, and simulated on one channel: each further loop adds exactly
+// 6 t, whatever the simulator's own start-up cost.
+TEST(NcclSteps, NetSlicesTableGivesBackTheMeasuredTimePerLoop) {
+  const int loops[] = {2, 4, 8};
+  const UnitRun run = ring_slice_run(2, 1 << 20, loops, 0, 3);
+  const double a = 25e-6, t = 100e-6;
+  std::vector<double> medians;
+  for (double c : run.counts) medians.push_back(a + c * t);
+  const UnitFit fit = fit_units(run.counts, medians);
+  EXPECT_NEAR(fit.per_unit, t, 1e-12);
+  EXPECT_NEAR(fit.intercept, a, 1e-12);
+  hw::NcclRingMeasured net;
+  net.channels = 1;
+  net.handoffs = hw::SizeTimes({{65536, 30e-6}, {1 << 20, fit.per_unit}});
+  const std::string pair = R"(name: pair
+gpu: h100-sxm
+nodes: 2
+node:
+  gpus: 1
+  fabric: {wiring: none}
+  host: {cpus: 1, pcie: pcie5}
+  nics: {count: 1, link: ib-ndr}
+network: {wiring: fat-tree}
+)";
+  const hw::Topology topo = hw::load_system_from_string(
+      system_with_node_entry(pair, "nics", "nccl_ring", nccl_ring_yaml(net)), "pair.yaml");
+  std::vector<double> simulated;
+  for (std::size_t i = 0; i < run.plan.cases.size(); ++i) {
+    sim::CollectiveRequest req;
+    req.spec.op = sim::CollectiveOp::kAllReduce;
+    req.spec.group = {0, 1};
+    req.spec.bytes = static_cast<double>(run.plan.cases[i].steps[0].calls[0].bytes);
+    req.spec.protocol = sim::Protocol::kSimple;
+    req.spec.channels = 1;
+    req.algorithm = "ring";
+    simulated.push_back(sim::run_collective(topo, req).seconds);
+  }
+  // 1 MiB at 100 us per handoff is 10.5 GB/s, below the NDR NIC: the handoffs, not the link, set the pace.
+  EXPECT_NEAR(simulated[1] - simulated[0], (run.counts[1] - run.counts[0]) * t, 1e-9);
+  EXPECT_NEAR(simulated[2] - simulated[1], (run.counts[2] - run.counts[1]) * t, 1e-9);
+  EXPECT_GT(simulated[0], run.counts[0] * t);
 }
 
 TEST(NcclSteps, RanksGetTheirNcclSettingsThroughMpirun) {
