@@ -17,7 +17,6 @@
 #include "util/error.h"
 #include "util/file.h"
 #include "util/parse.h"
-#include "validate/cuda_replay.h"
 #include "validate/nccl_steps.h"
 
 namespace strata::cli {
@@ -108,9 +107,7 @@ void run_units(const UnitBenchmark& b, const UnitOptions& o) {
     }
   }
   const auto& backend = validate::find_measure_backend("nccl");
-  // On this machine NCCL must find GPUs here; on other hosts only the GPU build can be checked here.
-  if (const auto why = backend.unavailable();
-      !why.empty() && (launches.units.hosts.empty() || !validate::cuda_built()))
+  if (const auto why = validate::unavailable_for(backend, launches.units); !why.empty())
     throw util::InputError(fmt::format("validate {} runs NCCL on {}: {}", b.command,
                                        b.across_nodes ? "the hosts' GPUs" : "this machine's GPUs", why));
   std::cerr << fmt::format(

@@ -98,9 +98,14 @@ std::vector<std::string> host_mpirun_command(const HostLaunch& launch, const fs:
   return argv;
 }
 
-void require_backend(const MeasureBackend& backend, const HostLaunch& launch) {
+std::string unavailable_for(const MeasureBackend& backend, const HostLaunch& launch) {
   // On this machine the backend must be usable here; on other hosts only its being built can be checked.
-  if (auto why = backend.unavailable(); !why.empty() && (launch.hosts.empty() || !cuda_built()))
+  if (auto why = backend.unavailable(); !why.empty() && (launch.hosts.empty() || !cuda_built())) return why;
+  return {};
+}
+
+void require_backend(const MeasureBackend& backend, const HostLaunch& launch) {
+  if (const auto why = unavailable_for(backend, launch); !why.empty())
     throw util::InputError(fmt::format("--backend {}: {}", backend.name, why));
 }
 

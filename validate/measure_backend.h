@@ -49,8 +49,10 @@ struct HostLaunch {
   // Environment every rank gets (mpirun -x NAME=VALUE), e.g. NCCL's settings for a microbenchmark.
   std::vector<std::pair<std::string, std::string>> env;
 };
-// Throws util::InputError "--backend B: <why>" when `backend` cannot run `launch`: not built, or (on this
-// machine) no usable GPU. On other hosts only its being built can be checked here.
+// Why `backend` cannot run `launch`: not built, or (on this machine) no usable GPU; "" when it can. On other
+// hosts only its being built can be checked here.
+std::string unavailable_for(const MeasureBackend& backend, const HostLaunch& launch);
+// Throws util::InputError "--backend B: <why>" where unavailable_for says why.
 void require_backend(const MeasureBackend& backend, const HostLaunch& launch);
 // mpirun -np R [--host H] --timeout T [--allow-run-as-root] [-x NAME=VALUE ...] WORKER PLAN RESULT
 std::vector<std::string> host_mpirun_command(const HostLaunch& launch, const std::filesystem::path& worker,
