@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "hw/config_error.h"
 #include "hw/units.h"
@@ -105,14 +106,22 @@ std::vector<SweepRow> run_sweep(const hw::Topology& topo, const SweepConfig& con
 
 std::string table_header(const hw::Topology& topo, const SweepConfig& config) {
   const int n = config.group.empty() ? topo.num_gpus() : static_cast<int>(config.group.size());
+  // Say when measured NCCL tables change what is simulated, and where to read how.
+  const auto measured = topo.measured_nccl_tables();
+  const std::string tables =
+      measured.empty() ? ""
+                       : fmt::format(
+                             "# measured NCCL tables, charged where they apply (docs/fidelity.md §6.3, "
+                             "§6.4, §6.6): {}\n",
+                             fmt::join(measured, ", "));
   return fmt::format(
       "# strata sim collective: {} on {} ({} GPUs: {} node(s) x {} {}), algorithm {}\n"
-      "#\n"
+      "{}#\n"
       "#                                                              out-of-place\n"
       "#       size         count      type   redop    root       time   algbw   busbw  algo          proto\n"
       "#        (B)    (elements)                                 (us)  (GB/s)  (GB/s)\n",
       sim::op_name(config.op), topo.name(), n, topo.nodes(), topo.gpus_per_node(), topo.gpu().name,
-      config.algorithm);
+      config.algorithm, tables);
 }
 
 std::vector<sim::LinkUsage> write_collective_trace(const hw::Topology& topo, const SweepConfig& config,

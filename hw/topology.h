@@ -13,6 +13,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "hw/gpu_spec.h"
@@ -114,6 +115,9 @@ class Topology {
   // handoff between two nodes (node.nics.nccl_ring; empty when the file gives none).
   const NcclRingMeasured& nccl_net_ring() const { return nccl_net_ring_; }
   void set_nccl_net_ring(NcclRingMeasured m) { nccl_net_ring_ = std::move(m); }
+  // The measured NCCL tables this system carries, by their place in the system file
+  // ("node.fabric.nccl_ring", "node.fabric.nccl_nvls", "node.nics.nccl_ring"); empty for every preset.
+  std::vector<std::string_view> measured_nccl_tables() const;
   // NCCL's NVLS on a node as measured: time per step by chunk size (node.fabric.nccl_nvls; empty when not
   // given).
   const NcclNvlsMeasured& nccl_nvls() const { return nccl_nvls_; }

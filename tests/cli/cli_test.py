@@ -222,6 +222,14 @@ class HwCommands(unittest.TestCase):
             with open(os.path.join(tmp, "m.yaml"), "w") as f:
                 f.write(measured)
             r3 = strata("hw", "show", os.path.join(tmp, "m.yaml"))
+            # The simulator's table says which measured tables it may charge; a preset's says nothing.
+            r4 = strata("sim", "collective", "--hw", os.path.join(tmp, "m.yaml"), "--sizes", "1MiB")
+            self.assertEqual(r4.rc, 0, r4)
+            self.assertIn("# measured NCCL tables, charged where they apply (docs/fidelity.md §6.3, §6.4, §6.6): "
+                          "node.fabric.nccl_ring, node.nics.nccl_ring\n", r4.out)
+        r5 = strata("sim", "collective", "--hw", path, "--sizes", "1MiB")
+        self.assertEqual(r5.rc, 0, r5)
+        self.assertNotIn("measured NCCL tables", r5.out)
         self.assertEqual(r3.rc, 0, r3)
         self.assertIn("nccl ring    24 channels, measured time per slice handoff (node.fabric.nccl_ring): "
                       "32.00 KiB in 20.00 us, 1.00 MiB in 500.00 us", r3.out)
