@@ -180,6 +180,9 @@ void add_unit_command(CLI::App& validate, const UnitBenchmark& b, const std::str
 }  // namespace
 
 void add_validate_nccl_steps_commands(CLI::App& validate) {
+  // ring-slices and net-slices run the same ring (validate::ring_slice_run), on one node or between two.
+  const std::string slice_sizes_help =
+      "Slice sizes MIN:MAX[:FACTOR], multiples of 4 KiB up to 64 MiB (NCCL's slices are 32 KiB to 1 MiB)";
   add_unit_command(
       validate,
       {"ring-slices", "slice", "slices", "loops", "handoff", "fabric", "nccl_ring", true, false,
@@ -190,8 +193,7 @@ void add_validate_nccl_steps_commands(CLI::App& validate) {
       "copy\n"
       "of --hw as node.fabric.nccl_ring for the simulator's rings (docs/fidelity.md §6.3). Needs the GPU\n"
       "build, strata-nccl-worker and 2+ GPUs",
-      "Slice sizes MIN:MAX[:FACTOR], multiples of 4 KiB up to 64 MiB (NCCL's slices are 32 KiB to 1 MiB)",
-      "Whole loops per slice size (N chunks of 2 slices each), increasing");
+      slice_sizes_help, "Whole loops per slice size (N chunks of 2 slices each), increasing");
   add_unit_command(
       validate,
       {"net-slices", "slice", "slices", "loops", "handoff", "nics", "nccl_ring", true, true, "32KiB:1MiB:2",
@@ -201,8 +203,7 @@ void add_validate_nccl_steps_commands(CLI::App& validate) {
       "own ring channels over both hosts' GPUs, written into a copy of --hw as node.nics.nccl_ring for\n"
       "the simulator's rings across nodes (docs/fidelity.md §6.6). Needs the GPU build and\n"
       "strata-nccl-worker on both hosts, and mpirun that reaches them",
-      "Slice sizes MIN:MAX[:FACTOR], multiples of 4 KiB up to 64 MiB (NCCL's slices are 32 KiB to 1 MiB)",
-      "Whole loops per slice size (2 chunks of 2 slices each), increasing");
+      slice_sizes_help, "Whole loops per slice size (2 chunks of 2 slices each), increasing");
   add_unit_command(
       validate,
       {"nvls-steps", "chunk", "chunks", "steps", "step", "fabric", "nccl_nvls", false, false,

@@ -11,7 +11,6 @@
 #include "hw/units.h"
 #include "hw/yaml_patch.h"
 #include "util/error.h"
-#include "util/file.h"
 
 namespace strata::validate {
 namespace {
