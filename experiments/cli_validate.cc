@@ -9,8 +9,10 @@
 //   host              this CPU's peak FLOP/s, bandwidth, overhead as a system YAML (cli_validate_host.cc)
 //   calibrate-cost    the cost model's efficiencies fitted on CPU microbenchmarks (cli_validate_cost.cc)
 //   ring-slices       NCCL's ring handoffs on one node's GPUs, for node.fabric.nccl_ring
+//   net-slices        NCCL's ring handoffs between two nodes, for node.nics.nccl_ring
+//   net-chunks        NCCL's tree chunks between two nodes, for node.nics.nccl_tree
 //   nvls-steps        NCCL's NVLS steps on one node's GPUs, for node.fabric.nccl_nvls
-//                     (both cli_validate_nccl_steps.cc)
+//                     (all four cli_validate_nccl_steps.cc)
 #include <algorithm>
 #include <cctype>
 #include <iostream>

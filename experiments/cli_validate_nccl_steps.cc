@@ -1,8 +1,9 @@
-// strata validate ring-slices | net-slices | nvls-steps: NCCL on one channel, per size of the unit it moves
-// per step (validate/nccl_steps.h): the time per ring slice handoff on one node's GPUs
-// (node.fabric.nccl_ring) or between two nodes (node.nics.nccl_ring), each with NCCL's own channel count, or
-// per NVLS step (node.fabric.nccl_nvls), that the simulator charges where a system file gives them
-// (docs/fidelity.md §6.3, §6.4, §6.6). Each writes a copy of --hw with its table.
+// strata validate ring-slices | net-slices | net-chunks | nvls-steps: NCCL on one channel, per size of the
+// unit it moves per step (validate/nccl_steps.h): the time per ring slice handoff on one node's GPUs
+// (node.fabric.nccl_ring) or between two nodes (node.nics.nccl_ring), per tree chunk between two nodes
+// (node.nics.nccl_tree), each with NCCL's own channel count, or per NVLS step (node.fabric.nccl_nvls), that
+// the simulator charges where a system file gives them (docs/fidelity.md §6.3, §6.4, §6.6). Each writes a
+// copy of --hw with its table.
 #include <iostream>
 #include <regex>
 #include <utility>
@@ -24,7 +25,7 @@ namespace {
 
 // One microbenchmark: its name, what it measures, and how its runs are built and its table written.
 struct UnitBenchmark {
-  std::string_view command, unit, sizes, count;  // "ring-slices", "slice", "slices", "loops"
+  std::string_view command, unit, sizes, count;  // "ring-slices", "slice", "slices", "loops" (option names)
   std::string_view per;                          // "handoff": what one fitted time is for
   std::string_view section, key;                 // where the table goes: node.<section>.<key>
   bool reads_channels = false;                   // the table also holds NCCL's own channel count
@@ -111,7 +112,7 @@ void run_units(const UnitBenchmark& b, const UnitOptions& o) {
     throw util::InputError(fmt::format("validate {} runs NCCL on {}: {}", b.command,
                                        b.across_nodes ? "the hosts' GPUs" : "this machine's GPUs", why));
   std::cerr << fmt::format(
-      "measuring NCCL on {}, one channel: {} {} sizes x {} {} counts, {} warm-up + {} timed runs each\n",
+      "measuring NCCL on {}, one channel: {} {} sizes x {} {}, {} warm-up + {} timed runs each\n",
       launches.where, runs.size(), b.unit, counts.size(), b.count, o.warmup, o.iterations);
   const auto progress = [](const std::string& what) { std::cerr << what << "\n"; };
   const auto m = validate::measure_units(backend, launches.units, runs, progress);
@@ -119,10 +120,10 @@ void run_units(const UnitBenchmark& b, const UnitOptions& o) {
   if (b.reads_channels) {
     progress(fmt::format("NCCL's own channel count on {} ranks (one all-reduce with NCCL_DEBUG=INFO)",
                          launches.channels.ranks));
-    const hw::NcclRingMeasured ring{validate::nccl_default_channels(backend, launches.channels), m.table()};
-    value = validate::nccl_ring_yaml(ring);
+    const hw::NcclHandoffs table{validate::nccl_default_channels(backend, launches.channels), m.table()};
+    value = validate::nccl_handoffs_yaml(table, b.unit);
     std::cout << fmt::format("# validate {}, one channel, {} ({}); NCCL's own channels on {} ranks: {}\n",
-                             b.command, launches.where, m.library, launches.channels.ranks, ring.channels);
+                             b.command, launches.where, m.library, launches.channels.ranks, table.channels);
   } else {
     value = validate::nccl_nvls_yaml(hw::NcclNvlsMeasured{m.table()});
     std::cout << fmt::format("# validate {}, one channel, {} ({})\n", b.command, launches.where, m.library);
@@ -204,6 +205,19 @@ void add_validate_nccl_steps_commands(CLI::App& validate) {
       "the simulator's rings across nodes (docs/fidelity.md §6.6). Needs the GPU build and\n"
       "strata-nccl-worker on both hosts, and mpirun that reaches them",
       slice_sizes_help, "Whole loops per slice size (2 chunks of 2 slices each), increasing");
+  add_unit_command(
+      validate,
+      {"net-chunks", "chunk", "chunks", "lengths", "chunk", "nics", "nccl_tree", true, true, "32KiB:512KiB:2",
+       "16,32,64,128", validate::tree_chunk_run},
+      "Measure NCCL's tree between two hosts (one GPU on each, one channel, Simple, NCCL_BUFFSIZE = 8 x\n"
+      "chunk, so every chunk crosses the network up to the root and back down): the time per chunk, and\n"
+      "NCCL's own channels over both hosts' GPUs, written into a copy of --hw as node.nics.nccl_tree for\n"
+      "the simulator's trees and NVLS-Tree across nodes (docs/fidelity.md §6.6). Needs the GPU build and\n"
+      "strata-nccl-worker on both hosts, and mpirun that reaches them",
+      "Chunk sizes MIN:MAX[:FACTOR], multiples of 4 KiB up to 4 MiB (NCCL's tree chunk is 512 KiB, "
+      "NVLS-Tree's 32 to 128 KiB)",
+      "Message lengths in chunks, per chunk size (the whole message on the one channel), at least 8, "
+      "increasing");
   add_unit_command(
       validate,
       {"nvls-steps", "chunk", "chunks", "steps", "step", "fabric", "nccl_nvls", false, false,

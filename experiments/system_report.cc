@@ -54,6 +54,13 @@ std::string describe_system(const hw::Topology& topo) {
         net.channels, table(net.handoffs));
   else if (topo.nics_per_node() > 0)
     out += "  nccl net     not measured (node.nics.nccl_ring; strata validate net-slices)\n";
+  if (const auto& tree = topo.nccl_net_tree(); !tree.empty())
+    out += fmt::format(
+        "  nccl tree    {} tree channels over whole nodes, measured time per chunk between nodes "
+        "(node.nics.nccl_tree):{}\n",
+        tree.channels, table(tree.handoffs));
+  else if (topo.nics_per_node() > 0)
+    out += "  nccl tree    not measured (node.nics.nccl_tree; strata validate net-chunks)\n";
   if (const auto& nvls = topo.nccl_nvls(); !nvls.empty())
     out += fmt::format("  nccl nvls    measured time per step by chunk (node.fabric.nccl_nvls):{}\n",
                        table(nvls.steps));

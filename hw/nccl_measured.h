@@ -13,10 +13,15 @@
 //              network (one rank on each of two nodes), which adds the network proxy: one send per slice, at
 //              most NCCL_STEPS steps in flight, the credit back only when the send completes
 //              (transport/net.cc); and the channels NCCL gives rings over whole nodes.
+//   node.nics.nccl_tree  `strata validate net-chunks`: NCCL's tree between two nodes (one rank on each, one
+//              channel), the time per chunk by chunk size (NCCL_BUFFSIZE varied): the network proxy as for
+//              the ring, with a tree chunk of one step and 8 steps in flight; and the channels NCCL gives
+//              trees over whole nodes (the same count as its rings: one set of collective channels).
 // The fabric tables describe the node's whole GPU set (the commands measure every GPU of the node) and are
 // charged for collectives over a whole node; the NIC table for rings over whole nodes, where every channel
 // then moves at the slower of its NVLink and network handoffs (docs/fidelity.md §6.3, §6.4, §6.6). Without
-// them nothing changes.
+// them nothing changes. The tree table is charged for trees over whole nodes and, per chunk, for the
+// network part of NVLS-Tree (docs/fidelity.md §6.6).
 #pragma once
 
 #include <span>
@@ -66,10 +71,11 @@ class SizeTimes {
   std::vector<SizeTime> points_;
 };
 
-// node.fabric.nccl_ring, node.nics.nccl_ring.
-struct NcclRingMeasured {
-  int channels = 0;    // NCCL's ring channels (NCCL_DEBUG=INFO's "24 coll channels")
-  SizeTimes handoffs;  // one channel's time per slice handoff
+// node.fabric.nccl_ring, node.nics.nccl_ring, node.nics.nccl_tree: NCCL's channels and one channel's time
+// per handoff of a slice (ring) or chunk (tree).
+struct NcclHandoffs {
+  int channels = 0;    // NCCL's collective channels (NCCL_DEBUG=INFO's "24 coll channels")
+  SizeTimes handoffs;  // one channel's time per handoff, by slice or chunk size
   bool empty() const { return handoffs.empty(); }
 };
 

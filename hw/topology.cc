@@ -490,6 +490,7 @@ std::vector<std::string_view> Topology::measured_nccl_tables() const {
   if (!nccl_ring_.empty()) names.push_back("node.fabric.nccl_ring");
   if (!nccl_nvls_.empty()) names.push_back("node.fabric.nccl_nvls");
   if (!nccl_net_ring_.empty()) names.push_back("node.nics.nccl_ring");
+  if (!nccl_net_tree_.empty()) names.push_back("node.nics.nccl_tree");
   return names;
 }
 

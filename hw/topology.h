@@ -109,14 +109,19 @@ class Topology {
   void set_cpu_vendor(CpuVendor v) { cpu_vendor_ = v; }
   // NCCL's ring between GPUs of a node as measured: channels and time per slice handoff
   // (node.fabric.nccl_ring; empty when the file gives none).
-  const NcclRingMeasured& nccl_ring() const { return nccl_ring_; }
-  void set_nccl_ring(NcclRingMeasured m) { nccl_ring_ = std::move(m); }
+  const NcclHandoffs& nccl_ring() const { return nccl_ring_; }
+  void set_nccl_ring(NcclHandoffs m) { nccl_ring_ = std::move(m); }
   // NCCL's ring across nodes as measured: its channels on jobs of whole nodes and the time per slice
   // handoff between two nodes (node.nics.nccl_ring; empty when the file gives none).
-  const NcclRingMeasured& nccl_net_ring() const { return nccl_net_ring_; }
-  void set_nccl_net_ring(NcclRingMeasured m) { nccl_net_ring_ = std::move(m); }
+  const NcclHandoffs& nccl_net_ring() const { return nccl_net_ring_; }
+  void set_nccl_net_ring(NcclHandoffs m) { nccl_net_ring_ = std::move(m); }
+  // NCCL's tree across nodes as measured: its channels on jobs of whole nodes and the time per chunk
+  // between two nodes (node.nics.nccl_tree; empty when the file gives none).
+  const NcclHandoffs& nccl_net_tree() const { return nccl_net_tree_; }
+  void set_nccl_net_tree(NcclHandoffs m) { nccl_net_tree_ = std::move(m); }
   // The measured NCCL tables this system carries, by their place in the system file
-  // ("node.fabric.nccl_ring", "node.fabric.nccl_nvls", "node.nics.nccl_ring"); empty for every preset.
+  // ("node.fabric.nccl_ring", "node.fabric.nccl_nvls", "node.nics.nccl_ring", "node.nics.nccl_tree");
+  // empty for every preset.
   std::vector<std::string_view> measured_nccl_tables() const;
   // NCCL's NVLS on a node as measured: time per step by chunk size (node.fabric.nccl_nvls; empty when not
   // given).
@@ -155,8 +160,9 @@ class Topology {
   std::vector<VertexId> nic_of_gpu_;
   bool node_switched_ = false;
   CpuVendor cpu_vendor_ = CpuVendor::kOther;
-  NcclRingMeasured nccl_ring_;
-  NcclRingMeasured nccl_net_ring_;
+  NcclHandoffs nccl_ring_;
+  NcclHandoffs nccl_net_ring_;
+  NcclHandoffs nccl_net_tree_;
   NcclNvlsMeasured nccl_nvls_;
   bool finalized_ = false;
   int nics_per_node_ = 0;

@@ -151,6 +151,26 @@ TEST(ConfigErrors, MeasuredNcclRingIsChannelsAndIncreasingSlices) {
       << e;
   e = error_of(net("{channels: 65, handoffs: [{slice: 64KiB, time: 12us}]}"));
   EXPECT_NE(e.find("node.nics.nccl_ring.channels"), std::string::npos) << e;
+  // node.nics.nccl_tree (`strata validate net-chunks`): the tree's table, sized by chunk, not slice.
+  const auto tree = [](const std::string& table) {
+    return replace(kGood, "link: ib-ndr}", "link: ib-ndr,\n    nccl_tree: " + table + "}");
+  };
+  const auto tr = load_system_from_string(
+      tree("{channels: 16, handoffs: [{chunk: 128KiB, time: 30us}, {chunk: 512KiB, time: 90us}]}"),
+      "good.yaml");
+  EXPECT_EQ(tr.nccl_net_tree().channels, 16);
+  EXPECT_DOUBLE_EQ(tr.nccl_net_tree().handoffs.points()[1].seconds, 90e-6);
+  EXPECT_TRUE(tr.nccl_net_ring().empty());
+  e = error_of(tree("{channels: 16, handoffs: [{slice: 64KiB, time: 12us}]}"));
+  EXPECT_NE(e.find("bad.yaml:8:"), std::string::npos) << e;
+  EXPECT_NE(e.find("node.nics.nccl_tree.handoffs[0]"), std::string::npos) << e;
+  EXPECT_NE(e.find("chunk"), std::string::npos) << e;
+  e = error_of(tree("{channels: 0, handoffs: [{chunk: 64KiB, time: 12us}]}"));
+  EXPECT_NE(e.find("node.nics.nccl_tree.channels"), std::string::npos) << e;
+  e = error_of(tree("{channels: 8, handoffs: [{chunk: 2GiB, time: 12us}]}"));
+  EXPECT_NE(e.find("node.nics.nccl_tree.handoffs[0].chunk: expected a chunk of at most 1 GiB"),
+            std::string::npos)
+      << e;
 }
 
 TEST(ConfigErrors, GpusThatCannotReachEachOther) {

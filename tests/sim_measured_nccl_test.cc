@@ -1,7 +1,7 @@
-// Measured NCCL kernels (node.fabric.nccl_ring, nccl_nvls) and network handoffs (node.nics.nccl_ring): the
-// ring's slice counts follow NCCL's loop, chunk and slice rules (checked by hand below), the tables
-// interpolate as documented, and the ring and NVLS charge what the tables say, with every expected time
-// derived by hand.
+// Measured NCCL kernels (node.fabric.nccl_ring, nccl_nvls) and network handoffs (node.nics.nccl_ring,
+// nccl_tree): the ring's slice counts follow NCCL's loop, chunk and slice rules (checked by hand below), the
+// tables interpolate as documented, and the ring, NVLS, the tree and NVLS-Tree charge what the tables say,
+// with every expected time derived by hand.
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -216,6 +216,82 @@ TEST(NcclNvls, MeasuredStepsSetNvlsTimeOnANode) {
               0.05e-6);
   EXPECT_NEAR(nvls(nvls8("{steps: [{chunk: 16KiB, time: 100us}, {chunk: 128KiB, time: 800us}]}")), 4000e-6,
               0.05e-6);
+}
+
+// Two nodes of 8 GPUs (16 ranks), 64 MiB tree all-reduce, the network's tree table {64 KiB: 30 us, 512 KiB:
+// 150 us} (per byte 120 us / 448 KiB, so a 512 KiB chunk is 12.857 us fixed + 137.143 us copy) with NCCL's 16
+// channels: 4 MiB per channel, 8 chunks of NCCL's 512 KiB. strata's trees (8 channels x a mirrored pair, 4
+// MiB each) have 8 GPUs in a chain per node, and the chain of the child node hangs off the root node's first
+// GPU: depth 8, 16 stages up and down, so each tree is charged 8 + 15 = 23 handoffs: 295.71 us fixed and
+// 3,154.29 us copy, 3,450 us in all. Its 11.5 MiB (23 chunks) then go at 3.8 GB/s, under the 25 GB/s NICs (2
+// trees per NIC direction) and the 240 GB/s ports (2 hops of each of 16 trees per port direction: 122 GB/s):
+// T = 8.4 us (NCCL's tree base latency) + 3,450 = 3,458.4 us. With 8 channels: 8 MiB per channel, 16 + 15 =
+// 31 handoffs, T = 8.4 + 4,650 = 4,658.4 us.
+TEST(NcclTree, MeasuredNetworkChunksSetTheTreesTimeAcrossWholeNodes) {
+  const auto table = [](int channels) {
+    return fmt::format(
+        "nccl_tree: {{channels: {}, handoffs: [{{chunk: 64KiB, time: 30us}}, {{chunk: 512KiB, time: "
+        "150us}}]}}",
+        channels);
+  };
+  const auto two_nodes = [](const std::string& nics) {
+    return test::uniform_switch(2, 8, 240, 25, -1, "nvswitch2", "", nics);
+  };
+  const auto tree = [](const hw::Topology& t, std::vector<hw::Rank> group, Granularity g = Granularity::kFlow,
+                       Protocol p = Protocol::kSimple) {
+    CollectiveRequest req;
+    req.spec.op = CollectiveOp::kAllReduce;
+    req.spec.group = std::move(group);
+    req.spec.bytes = 64 * MiB;
+    req.spec.protocol = p;
+    req.spec.granularity = g;
+    req.algorithm = "tree";
+    return run_collective(t, req).seconds;
+  };
+  const auto t16 = two_nodes(table(16)), t8 = two_nodes(table(8)), plain = two_nodes("");
+  EXPECT_NEAR(tree(t16, all(t16)), 3458.4e-6, 0.05e-6);
+  EXPECT_NEAR(tree(t8, all(t8)), 4658.4e-6, 0.05e-6);
+  // Step by step, each chunk's transfer on a hop carries 1/23 of the fixed time and its bytes at the cap; a
+  // hop's next chunk starts once the bytes have left, so the fixed times overlap a little: at most the
+  // flow form's time, and no less than its copy time plus one chunk's trip through the 16 stages.
+  const double step = tree(t16, all(t16), Granularity::kStep);
+  EXPECT_LE(step, 3458.4e-6 + 0.05e-6);
+  EXPECT_GE(step, 8.4e-6 + 3154.29e-6 + 16 * 12.857e-6 - 0.05e-6);
+  // One node, LL128 and a part of each node keep the model without the table.
+  const auto one = test::uniform_switch(1, 8, 240, 25, -1, "nvswitch2", "", table(16));
+  EXPECT_DOUBLE_EQ(tree(one, all(one)), tree(switch8(""), all(one)));
+  EXPECT_DOUBLE_EQ(tree(t16, all(t16), Granularity::kFlow, Protocol::kLL128),
+                   tree(plain, all(plain), Granularity::kFlow, Protocol::kLL128));
+  const std::vector<hw::Rank> half_of_each{0, 1, 2, 3, 8, 9, 10, 11};
+  EXPECT_DOUBLE_EQ(tree(t16, half_of_each), tree(plain, half_of_each));
+  EXPECT_GT(tree(t16, all(t16)), 2 * tree(plain, all(plain)));
+}
+
+// NVLS-Tree on two nodes of 8 H100-like GPUs (nvswitch3, 240 GB/s ports, 8 NICs of 25 GB/s), 64 MiB: the
+// chunk is 128 KiB (2 nodes, not below 16 channels x 8 heads x 128 KiB = 16 MiB), each head's tree carries
+// 64 MiB / 16 = 4 MiB over 8 channels: 512 KiB, 4 chunks per channel, and on 2 nodes a tree has depth 1:
+// 4 + 1 = 5 handoffs of 128 KiB. Table {64 KiB: 100 us, 512 KiB: 800 us} is all per byte (100 us - 64 KiB x
+// 700 us / 448 KiB = 0 fixed): 5 x 200 us = 1,000 us of copy. A tree bundle carries 5 chunks of 1 MiB (its
+// head's 8 channels side by side) at 5 MiB / 1,000 us = 5.2 GB/s, two per NIC direction (10.5 GB/s, under
+// 25), so every tree takes 1,000 us. The ports carry the message and the NVLS fill, (64 MiB + 2 x 16 channels
+// x 8 heads x 128 KiB) x 9/8 / 0.85 = 133,230,833 B: 555.13 us at 240 GB/s, plus NVLS's 25 us hop and the
+// trees' fixed time (0 here): shorter. NVLS-Tree has no base latency: T = 1,000 us. Without the table the
+// trees' 5 MiB (with their fill) go at the NIC's share, 12.5 GB/s, in 419.4 us, and the ports bind: 555.13 us
+// + 25 us + the trees' two NET hops of NCCL's 20.9 us = 621.93 us.
+TEST(NcclTree, MeasuredNetworkChunksSetNvlsTreesNetworkPart) {
+  const auto nvls_tree = [](const std::string& nics) {
+    const auto t = test::uniform_switch(2, 8, 240, 25, -1, "nvswitch3", "", nics);
+    CollectiveRequest req;
+    req.spec.op = CollectiveOp::kAllReduce;
+    req.spec.group = all(t);
+    req.spec.bytes = 64 * MiB;
+    req.algorithm = "nvls-tree";
+    return run_collective(t, req).seconds;
+  };
+  EXPECT_NEAR(nvls_tree("nccl_tree: {channels: 16, handoffs: [{chunk: 64KiB, time: 100us}, {chunk: 512KiB, "
+                        "time: 800us}]}"),
+              1000e-6, 0.05e-6);
+  EXPECT_NEAR(nvls_tree(""), 621.93e-6, 0.05e-6);
 }
 
 }  // namespace strata::sim

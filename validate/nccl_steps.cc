@@ -60,6 +60,28 @@ UnitRun ring_slice_run(int ranks, double slice_bytes, std::span<const int> loops
   return run;
 }
 
+UnitRun tree_chunk_run(int ranks, double chunk_bytes, std::span<const int> chunks, int warmup,
+                       int iterations) {
+  check_unit_run(ranks, chunk_bytes, 4.0 * 1024 * 1024, chunks, 8, "a chunk", "chunk");
+  const auto chunk = static_cast<std::int64_t>(chunk_bytes);
+  UnitRun run;
+  run.unit_bytes = chunk_bytes;
+  run.env = {{"NCCL_ALGO", "Tree"},       {"NCCL_PROTO", "Simple"},
+             {"NCCL_MIN_NCHANNELS", "1"}, {"NCCL_MAX_NCHANNELS", "1"},
+             {"NCCL_NVLS_ENABLE", "0"},   {"NCCL_BUFFSIZE", std::to_string(8 * chunk)}};
+  run.plan.ranks = ranks;
+  run.plan.warmup = warmup;
+  run.plan.iterations = iterations;
+  for (int k : chunks) {
+    // The one channel carries the whole message, one chunk per step of its buffer.
+    run.plan.cases.push_back(all_reduce_case(fmt::format("chunk {} KiB, {} chunks", chunk / 1024, k), ranks,
+                                             static_cast<std::int64_t>(k) * chunk));
+    run.counts.push_back(k);
+  }
+  check_plan(run.plan);
+  return run;
+}
+
 UnitRun nvls_step_run(int ranks, double chunk_bytes, std::span<const int> steps, int warmup, int iterations) {
   check_unit_run(ranks, chunk_bytes, 512.0 * 1024, steps, 64, "a chunk", "step");
   const auto chunk = static_cast<std::int64_t>(chunk_bytes);
@@ -193,9 +215,9 @@ std::string size_times_yaml(const hw::SizeTimes& t, std::string_view size_key) {
 
 }  // namespace
 
-std::string nccl_ring_yaml(const hw::NcclRingMeasured& measured) {
+std::string nccl_handoffs_yaml(const hw::NcclHandoffs& measured, std::string_view size_key) {
   return fmt::format("{{channels: {}, handoffs: {}}}", measured.channels,
-                     size_times_yaml(measured.handoffs, "slice"));
+                     size_times_yaml(measured.handoffs, size_key));
 }
 
 std::string nccl_nvls_yaml(const hw::NcclNvlsMeasured& measured) {

@@ -80,9 +80,18 @@ std::vector<int> nccl_tree_parents(int n, int which);
 TreeShape make_tree(const std::vector<std::vector<hw::Rank>>& nodes, const std::vector<int>& order,
                     std::span<const int> parent_position, const std::vector<std::size_t>& gateway);
 // The whole pipelined tree (reduce up and/or broadcast down) as one flow bundle: `chunks` chunks of `chunk`
-// payload bytes through its D pipeline stages take (K + D - 1) chunk times, then the deepest paths' latency.
+// payload bytes through its D pipeline stages take (K + D - 1) chunk times, then the deepest paths' latency,
+// or `latency` where given (a measured fixed time of the tree's chunk handoffs, tree_chunk_handoffs).
 TaskId tree_flow_bundle(BuildContext& ctx, const TreeShape& shape, bool do_up, bool do_down, double chunk,
-                        int chunks, TaskId start, std::int32_t label, int lane);
+                        int chunks, TaskId start, std::int32_t label, int lane,
+                        std::optional<double> latency = std::nullopt);
+// One NCCL channel's tree at a measured time per chunk handoff between nodes (node.nics.nccl_tree,
+// hw/nccl_measured.h): `bytes` in K chunks of `chunk` (the last one what is left) through `stages` pipeline
+// stages make K + stages - 1 handoffs, the fill's at whole chunks. Every stage, on
+// NVLink or the network, is charged the network's time, because the channel's primitives move one chunk
+// each in lockstep, at the pace of its slowest hop (docs/fidelity.md §6.6). The fixed parts and the per-byte
+// parts of the table, summed.
+hw::SizeTimes::Split tree_chunk_handoffs(const hw::SizeTimes& table, double bytes, double chunk, int stages);
 
 // Payload bytes of one tree chunk as NCCL 2.21 sizes it (tree.cc): `per_channel` bytes a channel carries,
 // over `nodes` nodes with `ranks_per_node` ranks each.

@@ -17,6 +17,7 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "sim/algorithms/algorithms.h"
 #include "sim/nccl_model.h"
@@ -64,6 +65,12 @@ class NvlsTree final : public CollectiveAlgorithm {
     const int chunks = std::max(
         1, static_cast<int>(std::ceil(per_channel / nvls_tree_chunk_bytes(bytes, num_nodes, heads))));
     const auto tree_label = ctx.label("tree");
+    // Where the network's chunk handoffs were measured (node.nics.nccl_tree), each tree is charged as one
+    // of NCCL's channels moves one head's share over it: every chunk through every stage at the measured
+    // time per chunk (tree_chunk_handoffs). The network part of NVLS-Tree is the tree's transport (a send
+    // per chunk, 8 steps in flight); its GPU side (the NVLS warps feeding the tree) is not the classic tree
+    // kernel's, which the measurement cannot separate (docs/fidelity.md §6.6).
+    const auto& net = ctx.topo.nccl_net_tree();
     std::vector<Dep> finals;
     double tree_latency = 0;
     const std::array<std::vector<int>, 2> parents{nccl_tree_parents(num_nodes, 0),
@@ -74,11 +81,24 @@ class NvlsTree final : public CollectiveAlgorithm {
       const std::vector<std::size_t> gateway(chains.size(), 0);
       for (int mirror = 0; mirror < 2; ++mirror) {
         const TreeShape shape = make_tree(chains, order, parents[static_cast<std::size_t>(mirror)], gateway);
-        tree_latency = std::max(tree_latency, 2.0 * shape.depth *
-                                                  ctx.step_latency(nodes[0][static_cast<std::size_t>(h)],
-                                                                   nodes[1][static_cast<std::size_t>(h)]));
-        finals.push_back({tree_flow_bundle(ctx, shape, true, true, per_tree / chunks, chunks, start,
-                                           tree_label, 2 * h + mirror)});
+        const int stages = 2 * shape.depth;
+        std::optional<hw::SizeTimes::Split> measured;
+        if (!net.empty())
+          measured = tree_chunk_handoffs(net.handoffs, per_channel,
+                                         nvls_tree_chunk_bytes(bytes, num_nodes, heads), stages);
+        tree_latency = std::max(tree_latency,
+                                measured ? measured->fixed_seconds
+                                         : stages * ctx.step_latency(nodes[0][static_cast<std::size_t>(h)],
+                                                                     nodes[1][static_cast<std::size_t>(h)]));
+        const TaskId before = static_cast<TaskId>(ctx.graph.size()) - 1;
+        finals.push_back({tree_flow_bundle(
+            ctx, shape, true, true, per_tree / chunks, chunks, start, tree_label, 2 * h + mirror,
+            measured ? std::optional(measured->fixed_seconds) : std::nullopt)});
+        // The bundle carries its head's share of the tree no faster than each of NCCL's channels moves its
+        // part of it (they run side by side): the bundle's bytes over one channel's copy time.
+        if (measured && measured->copy_seconds > 0)
+          ctx.graph.cap_transfers_after(
+              before, ctx.wire(per_tree / chunks * (chunks + stages - 1)) / measured->copy_seconds);
       }
     }
     // Inside each node: NVLS on every GPU's switch port. Its latency carries the whole pipeline's (NVLS, then

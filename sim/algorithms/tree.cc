@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <optional>
 #include <unordered_map>
 
 #include "sim/algorithms/algorithms.h"
+#include "sim/nccl_model.h"
 
 namespace strata::sim::algorithms {
 namespace {
@@ -127,6 +129,20 @@ std::vector<std::vector<hw::Rank>> node_chains(const BuildContext& ctx,
   return chains;
 }
 
+// The network's tree table (node.nics.nccl_tree) where it applies: a Simple all-reduce over whole nodes,
+// across nodes (what `strata validate net-chunks` measures the handoffs of, and where NCCL's channel count is
+// the table's); nullptr elsewhere.
+const hw::NcclHandoffs* measured_net_tree(const BuildContext& ctx,
+                                          const std::vector<std::vector<hw::Rank>>& nodes) {
+  const auto& table = ctx.topo.nccl_net_tree();
+  if (table.empty() || ctx.spec.op != CollectiveOp::kAllReduce || ctx.spec.protocol != Protocol::kSimple ||
+      nodes.size() < 2)
+    return nullptr;
+  for (const auto& members : nodes)
+    if (static_cast<int>(members.size()) != ctx.topo.gpus_per_node()) return nullptr;
+  return &table;
+}
+
 class Tree final : public CollectiveAlgorithm {
  public:
   std::string_view name() const override { return "tree"; }
@@ -178,6 +194,17 @@ class Tree final : public CollectiveAlgorithm {
     // or shift (odd), in which the first tree's interior nodes are leaves. The same for every channel.
     const std::array<std::vector<int>, 2> parents{nccl_tree_parents(static_cast<int>(order.size()), 0),
                                                   nccl_tree_parents(static_cast<int>(order.size()), 1)};
+    // Where the network's chunk handoffs were measured, each tree is charged as one of NCCL's channels
+    // (their count for the call, or --channels) moves its share: every chunk through every stage at the
+    // measured time per chunk (tree_chunk_handoffs).
+    const hw::NcclHandoffs* net = measured_net_tree(ctx, nodes);
+    const double nccl_share =
+        net ? ctx.spec.bytes / (ctx.spec.channels > 0
+                                    ? ctx.spec.channels
+                                    : nccl::call_channels(net->channels, ctx.spec.bytes, nccl::Family::kTree,
+                                                          Protocol::kSimple, ctx.group_size(),
+                                                          ctx.topo.has_nvlink(ctx.spec.group[0])))
+            : 0.0;
     std::vector<Dep> finals;
     for (int t = 0; t < trees; ++t) {
       const int channel = t / per_channel;
@@ -206,10 +233,25 @@ class Tree final : public CollectiveAlgorithm {
                                                             static_cast<double>(ctx.group_size()) /
                                                                 static_cast<double>(nodes.size())))));
       const double chunk = per_tree / chunks;
+      const int stages = 2 * shape.depth;  // all-reduce: up, then down
+      std::optional<hw::SizeTimes::Split> measured;
+      if (net)
+        measured = tree_chunk_handoffs(
+            net->handoffs, nccl_share,
+            tree_chunk_bytes(nccl_share, Protocol::kSimple, static_cast<int>(nodes.size()), 0), stages);
+      const TaskId before = static_cast<TaskId>(ctx.graph.size()) - 1;
       if (ctx.spec.granularity == Granularity::kFlow)
-        finals.push_back({tree_flow_bundle(ctx, shape, do_up, do_down, chunk, chunks, start, up_label, t)});
+        finals.push_back(
+            {tree_flow_bundle(ctx, shape, do_up, do_down, chunk, chunks, start, up_label, t,
+                              measured ? std::optional(measured->fixed_seconds) : std::nullopt)});
       else
-        build_steps(ctx, shape, do_up, do_down, chunk, chunks, start, up_label, down_label, t, finals);
+        build_steps(ctx, shape, do_up, do_down, chunk, chunks, start, up_label, down_label, t, finals,
+                    measured ? std::optional(measured->fixed_seconds / (chunks + stages - 1)) : std::nullopt);
+      // This tree's transfers carry its bytes no faster than NCCL's channel moves its share: the bytes of its
+      // (K + D - 1) chunk times over the channel's copy time.
+      if (measured && measured->copy_seconds > 0)
+        ctx.graph.cap_transfers_after(before,
+                                      ctx.wire(chunk * (chunks + stages - 1)) / measured->copy_seconds);
     }
     // NCCL's tree moves half its bus bandwidth as algorithm bandwidth (tuning.cc's bus-to-algorithm ratio
     // 0.5), and the trees' algorithm bandwidth is trees x the per-hop payload rate of each: so its protocol
@@ -222,15 +264,19 @@ class Tree final : public CollectiveAlgorithm {
  private:
   // Step granularity: every chunk on every edge is a transfer. A node forwards chunk k up once all its
   // children's chunk k arrived and its link is free of chunk k-1; the root turns chunks around.
+  // `hop_latency`, where given, replaces every hop's latency (a measured fixed time per chunk handoff).
   static void build_steps(BuildContext& ctx, const TreeShape& s, bool do_up, bool do_down, double chunk,
                           int chunks, TaskId start, std::int32_t up_label, std::int32_t down_label, int lane,
-                          std::vector<Dep>& finals) {
+                          std::vector<Dep>& finals, std::optional<double> hop_latency) {
     const std::size_t m = s.members.size();
     const auto root = static_cast<std::size_t>(s.root);
+    const auto latency = [&](hw::Rank a, hw::Rank b) {
+      return hop_latency ? *hop_latency : ctx.step_latency(a, b);
+    };
     std::vector<double> up_lat(m, 0);
     for (std::size_t i = 0; i < m; ++i)
       if (s.parent[i] >= 0)
-        up_lat[i] = ctx.step_latency(s.members[i], s.members[static_cast<std::size_t>(s.parent[i])]);
+        up_lat[i] = latency(s.members[i], s.members[static_cast<std::size_t>(s.parent[i])]);
     // Post-order (children before parents) for the reduction.
     std::vector<int> post;
     std::vector<std::pair<int, std::size_t>> stack{{s.root, 0}};
@@ -282,7 +328,7 @@ class Tree final : public CollectiveAlgorithm {
             if (!down_prev[vi].empty()) deps.push_back({down_prev[vi][ci], DepKind::kSent});
             down_cur[vi][ci] =
                 ctx.graph.add_transfer(s.members[vi], s.members[c], ctx.wire(chunk),
-                                       ctx.step_latency(s.members[vi], s.members[c]), down_label, deps, lane);
+                                       latency(s.members[vi], s.members[c]), down_label, deps, lane);
           }
         }
       }
@@ -306,7 +352,8 @@ class Tree final : public CollectiveAlgorithm {
 // path (up, then down) and K chunks, the last chunk finishes after (K + D - 1) chunk times at the
 // bottleneck rate, plus the path's latencies.
 TaskId tree_flow_bundle(BuildContext& ctx, const TreeShape& s, bool do_up, bool do_down, double chunk,
-                        int chunks, TaskId start, std::int32_t label, int lane) {
+                        int chunks, TaskId start, std::int32_t label, int lane,
+                        std::optional<double> latency_override) {
   const std::size_t m = s.members.size();
   std::vector<std::pair<hw::Rank, hw::Rank>> hops;
   std::vector<double> lat_to_root(m, 0.0), lat_from_root(m, 0.0);
@@ -320,10 +367,27 @@ TaskId tree_flow_bundle(BuildContext& ctx, const TreeShape& s, bool do_up, bool 
     if (do_down) hops.push_back({s.members[p], s.members[vi]});
   }
   const int stages = s.depth * ((do_up ? 1 : 0) + (do_down ? 1 : 0));
-  const double latency = (do_up ? *std::max_element(lat_to_root.begin(), lat_to_root.end()) : 0.0) +
-                         (do_down ? *std::max_element(lat_from_root.begin(), lat_from_root.end()) : 0.0);
+  const double latency =
+      latency_override ? *latency_override
+                       : (do_up ? *std::max_element(lat_to_root.begin(), lat_to_root.end()) : 0.0) +
+                             (do_down ? *std::max_element(lat_from_root.begin(), lat_from_root.end()) : 0.0);
   const std::array<Dep, 1> deps{Dep{start}};
   return add_bundle(ctx, hops, chunk * (chunks + stages - 1), latency, label, deps, lane);
+}
+
+hw::SizeTimes::Split tree_chunk_handoffs(const hw::SizeTimes& table, double bytes, double chunk, int stages) {
+  if (!(bytes > 0) || !(chunk > 0)) return {};
+  const double full = std::floor(bytes / chunk);
+  const double rest = bytes - full * chunk;
+  // The fill and drain: the first chunk's trip through the other stages, each at a whole chunk (or the
+  // whole message, where it is smaller).
+  auto total = table.split(std::min(chunk, bytes), full + std::max(stages - 1, 0));
+  if (rest > 0) {
+    const auto last = table.split(rest, 1);
+    total.fixed_seconds += last.fixed_seconds;
+    total.copy_seconds += last.copy_seconds;
+  }
+  return total;
 }
 
 std::unique_ptr<CollectiveAlgorithm> make_tree() {

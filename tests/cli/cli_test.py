@@ -212,12 +212,14 @@ class HwCommands(unittest.TestCase):
         fabric = "  fabric: {wiring: switch, switch: nvswitch2, link: nvlink3, links_per_gpu: 12}"
         self.assertIn(fabric, text)
         self.assertIn("nccl net     not measured (node.nics.nccl_ring; strata validate net-slices)", r.out)
+        self.assertIn("nccl tree    not measured (node.nics.nccl_tree; strata validate net-chunks)", r.out)
         nics = "  nics: {count: 8, link: ib-hdr}"
         self.assertIn(nics, text)
         measured = text.replace(fabric, fabric[:-1] + ",\n    nccl_ring: {channels: 24, handoffs: "
                                 "[{slice: 32KiB, time: 20us}, {slice: 1MiB, time: 500us}]}}")
         measured = measured.replace(nics, nics[:-1] + ", nccl_ring: {channels: 16, handoffs: "
-                                    "[{slice: 64KiB, time: 30us}]}}")
+                                    "[{slice: 64KiB, time: 30us}]}, nccl_tree: {channels: 16, handoffs: "
+                                    "[{chunk: 512KiB, time: 90us}]}}")
         with tempfile.TemporaryDirectory() as tmp:
             with open(os.path.join(tmp, "m.yaml"), "w") as f:
                 f.write(measured)
@@ -226,7 +228,7 @@ class HwCommands(unittest.TestCase):
             r4 = strata("sim", "collective", "--hw", os.path.join(tmp, "m.yaml"), "--sizes", "1MiB")
             self.assertEqual(r4.rc, 0, r4)
             self.assertIn("# measured NCCL tables, charged where they apply (docs/fidelity.md §6.3, §6.4, §6.6): "
-                          "node.fabric.nccl_ring, node.nics.nccl_ring\n", r4.out)
+                          "node.fabric.nccl_ring, node.nics.nccl_ring, node.nics.nccl_tree\n", r4.out)
         r5 = strata("sim", "collective", "--hw", path, "--sizes", "1MiB")
         self.assertEqual(r5.rc, 0, r5)
         self.assertNotIn("measured NCCL tables", r5.out)
@@ -235,6 +237,8 @@ class HwCommands(unittest.TestCase):
                       "32.00 KiB in 20.00 us, 1.00 MiB in 500.00 us", r3.out)
         self.assertIn("nccl net     16 ring channels over whole nodes, measured time per slice handoff between "
                       "nodes (node.nics.nccl_ring): 64.00 KiB in 30.00 us", r3.out)
+        self.assertIn("nccl tree    16 tree channels over whole nodes, measured time per chunk between nodes "
+                      "(node.nics.nccl_tree): 512.00 KiB in 90.00 us", r3.out)
 
     def test_hw_show_emulated_cluster_of_two_nodes_of_two_ranks(self):
         # Regression (issue 14): on 2 nodes x 2 GPUs `hw show` printed a sample route to GPU gpus_per_node + 2 = 4,

@@ -11,7 +11,8 @@ unavailable  (no GPU here; otherwise skipped, exit 77): `validate profile --devi
              CUDA, "strata was built without CUDA" when not. Unknown devices and backends are named with the
              choices. `validate calibrate-cost --device cuda` and a `gpu-validation` experiment fail the same
              way; calibrate-cost refuses --device cpu with a GPU system and --device cuda with host-cpu;
-             `validate net-slices` refuses malformed --hosts and a node without NICs before it starts mpirun.
+             `validate net-slices` and `net-chunks` refuse malformed --hosts, counts and sizes, and a node
+             without NICs, before they start mpirun.
 gpu          (a GPU here; otherwise skipped, exit 77): `validate profile --device cuda` writes a profile that
              `model sim --profile` reads back, predicting exactly its sum of node medians with every kernel
              timed from it; `validate collectives --backend nccl` over the node's GPUs (at most 8) reports 0
@@ -107,26 +108,29 @@ def unavailable():
                            *args)
         if rc != 2 or want not in err:
             failures.append(f"ring-slices {' '.join(args)}: expected exit 2 with {want!r}; got {rc}, {err!r}")
-    # net-slices checks its hosts and the node's NICs before it starts anything.
+    # net-slices and net-chunks check their hosts, counts, sizes and the node's NICs before they start anything.
     with tempfile.TemporaryDirectory() as tmp:
         no_nics = os.path.join(tmp, "no-nics.yaml")
         with open("configs/hw/dgx-h100.yaml") as f:
             text = f.read()
         with open(no_nics, "w") as f:
             f.write(text.replace("  nics: {count: 8, link: ib-ndr}\n", "").replace("network: {wiring: rail-optimized}\n", ""))
-        for args, want in ((["--hosts", "node1"], "--hosts 'node1': expected two different host names"),
-                           (["--hosts", "node1:8,node2:8"], "--hosts 'node1:8,node2:8': expected two different host"),
-                           (["--hosts", "node1,node1"], "--hosts 'node1,node1': expected two different host names"),
-                           (["--hosts", "node1,node2", "--loops", "4"], "--loops: expected at least two counts")):
-            rc, out, err = run("validate", "net-slices", "--hw", "configs/hw/dgx-h100.yaml", "--output",
-                               os.path.join(tmp, "net.yaml"), *args)
-            if rc != 2 or want not in err or os.path.exists(os.path.join(tmp, "net.yaml")):
-                failures.append(f"net-slices {' '.join(args)}: expected exit 2 with {want!r}, no file; got {rc}, {err!r}")
-        rc, out, err = run("validate", "net-slices", "--hw", no_nics, "--hosts", "node1,node2", "--output",
-                           os.path.join(tmp, "net.yaml"))
-        want = f"--hw {no_nics}: the node has no NICs (node.nics)"
-        if rc != 2 or want not in err:
-            failures.append(f"net-slices without NICs: expected exit 2 with {want!r}; got {rc}, {err!r}")
+        for command, counts, sizes, too_big in (("net-slices", "--loops", "--slices", "128MiB:128MiB"),
+                                                ("net-chunks", "--lengths", "--chunks", "8MiB:8MiB")):
+            for args, want in ((["--hosts", "node1"], "--hosts 'node1': expected two different host names"),
+                               (["--hosts", "node1:8,node2:8"], "--hosts 'node1:8,node2:8': expected two different host"),
+                               (["--hosts", "node1,node1"], "--hosts 'node1,node1': expected two different host names"),
+                               (["--hosts", "node1,node2", counts, "4"], f"{counts}: expected at least two counts"),
+                               (["--hosts", "node1,node2", sizes, too_big], f"{sizes} / {counts}: ")):
+                rc, out, err = run("validate", command, "--hw", "configs/hw/dgx-h100.yaml", "--output",
+                                   os.path.join(tmp, "net.yaml"), *args)
+                if rc != 2 or want not in err or os.path.exists(os.path.join(tmp, "net.yaml")):
+                    failures.append(f"{command} {' '.join(args)}: expected exit 2 with {want!r}, no file; got {rc}, {err!r}")
+            rc, out, err = run("validate", command, "--hw", no_nics, "--hosts", "node1,node2", "--output",
+                               os.path.join(tmp, "net.yaml"))
+            want = f"--hw {no_nics}: the node has no NICs (node.nics)"
+            if rc != 2 or want not in err:
+                failures.append(f"{command} without NICs: expected exit 2 with {want!r}; got {rc}, {err!r}")
     for args, want in ((["--backend", "nccl", "--np", "2", "--hw", "configs/hw/dgx-h100.yaml", "--env", "1X=2"],
                         "--env '1X=2': expected NAME=VALUE with NAME of letters, digits and _"),
                        (["--backend", "nccl", "--np", "2", "--hw", "configs/hw/dgx-h100.yaml", "--env", "NCCL_ALGO"],

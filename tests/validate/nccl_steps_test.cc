@@ -1,4 +1,4 @@
-// The microbenchmarks behind node.fabric.nccl_ring, nccl_nvls and node.nics.nccl_ring
+// The microbenchmarks behind node.fabric.nccl_ring, nccl_nvls and node.nics.nccl_ring, nccl_tree
 // (validate/nccl_steps.h): their runs, the fit, the channel count read from NCCL's log and the system file
 // they write. Measuring needs NCCL on 2+ GPUs (tests/validate/cli_cuda_test.py runs ring-slices where there
 // are; net-slices needs two hosts with GPUs, which no test machine has).
@@ -105,6 +105,28 @@ TEST(NcclSteps, NetSlicesRunTwoRanksWhoseEveryHandoffCrossesTheNetwork) {
   EXPECT_THROW(ring_slice_run(1, 256 * 1024, loops, 0, 3), std::invalid_argument);
 }
 
+// The tree between two hosts: NCCL_BUFFSIZE 8 x 128 KiB = 1 MiB makes the tree's chunk one 128 KiB step, and
+// the one channel carries the whole message, k chunks of it.
+TEST(NcclSteps, NetChunksRunATreeOfTwoRanksOnOneChannel) {
+  const int chunks[] = {16, 32, 64};
+  const UnitRun run = tree_chunk_run(2, 128 * 1024, chunks, 0, 3);
+  EXPECT_EQ(run.env, (std::vector<EnvVar>{{"NCCL_ALGO", "Tree"},
+                                          {"NCCL_PROTO", "Simple"},
+                                          {"NCCL_MIN_NCHANNELS", "1"},
+                                          {"NCCL_MAX_NCHANNELS", "1"},
+                                          {"NCCL_NVLS_ENABLE", "0"},
+                                          {"NCCL_BUFFSIZE", "1048576"}}));
+  EXPECT_EQ(run.plan.ranks, 2);
+  ASSERT_EQ(run.plan.cases.size(), 3u);
+  EXPECT_EQ(run.plan.cases[0].steps[0].calls[0].bytes, 2 << 20);
+  EXPECT_EQ(run.plan.cases[2].steps[0].calls[0].bytes, 8 << 20);
+  EXPECT_EQ(run.counts, (std::vector<double>{16, 32, 64}));
+  const int few[] = {4, 16};
+  EXPECT_THROW(tree_chunk_run(2, 128 * 1024, few, 0, 3), std::invalid_argument);
+  EXPECT_THROW(tree_chunk_run(2, 8 << 20, chunks, 0, 3), std::invalid_argument);  // above a 4 MiB chunk
+  EXPECT_THROW(tree_chunk_run(1, 128 * 1024, chunks, 0, 3), std::invalid_argument);
+}
+
 TEST(NcclSteps, WrittenSystemFileLoadsWithTheTable) {
   const std::string yaml = R"(name: t
 gpu: a100-sxm4-80gb
@@ -114,10 +136,10 @@ node:
   host: {cpus: 1, pcie: pcie4}
   nics: {count: 8, link: ib-hdr}
 )";
-  hw::NcclRingMeasured m;
+  hw::NcclHandoffs m;
   m.channels = 24;
   m.handoffs = hw::SizeTimes({{32768, 7.25e-6}, {1048576, 61.5e-6}});
-  std::string written = system_with_node_entry(yaml, "fabric", "nccl_ring", nccl_ring_yaml(m));
+  std::string written = system_with_node_entry(yaml, "fabric", "nccl_ring", nccl_handoffs_yaml(m, "slice"));
   hw::Topology t = hw::load_system_from_string(written, "written.yaml");
   EXPECT_EQ(t.nccl_ring().channels, 24);
   ASSERT_EQ(t.nccl_ring().handoffs.points().size(), 2u);
@@ -132,20 +154,20 @@ node:
   ASSERT_EQ(t.nccl_nvls().steps.points().size(), 1u);
   EXPECT_NEAR(t.nccl_nvls().steps.points()[0].seconds, 9.5e-6, 1e-12);
   // The network's table goes beside the NICs and leaves the node's alone.
-  hw::NcclRingMeasured net;
+  hw::NcclHandoffs net;
   net.channels = 16;
   net.handoffs = hw::SizeTimes({{32768, 12.5e-6}});
-  written = system_with_node_entry(written, "nics", "nccl_ring", nccl_ring_yaml(net));
+  written = system_with_node_entry(written, "nics", "nccl_ring", nccl_handoffs_yaml(net, "slice"));
   t = hw::load_system_from_string(written, "written.yaml");
   EXPECT_EQ(t.nccl_net_ring().channels, 16);
   ASSERT_EQ(t.nccl_net_ring().handoffs.points().size(), 1u);
   EXPECT_NEAR(t.nccl_net_ring().handoffs.points()[0].seconds, 12.5e-6, 1e-12);
   EXPECT_EQ(t.nccl_ring().channels, 24);
-  EXPECT_THROW(system_with_node_entry("name: t\n", "fabric", "nccl_ring", nccl_ring_yaml(m)),
+  EXPECT_THROW(system_with_node_entry("name: t\n", "fabric", "nccl_ring", nccl_handoffs_yaml(m, "slice")),
                std::invalid_argument);
-  EXPECT_THROW(
-      system_with_node_entry(yaml + "network: {wiring: fat-tree}\n", "host2", "nccl_ring", nccl_ring_yaml(m)),
-      std::invalid_argument);
+  EXPECT_THROW(system_with_node_entry(yaml + "network: {wiring: fat-tree}\n", "host2", "nccl_ring",
+                                      nccl_handoffs_yaml(m, "slice")),
+               std::invalid_argument);
 }
 
 // From measurement to model and back: net-slices' runs at 1 MiB slices (NCCL's full-loop slice at its
@@ -161,7 +183,7 @@ TEST(NcclSteps, NetSlicesTableGivesBackTheMeasuredTimePerLoop) {
   const UnitFit fit = fit_units(run.counts, medians);
   EXPECT_NEAR(fit.per_unit, t, 1e-12);
   EXPECT_NEAR(fit.intercept, a, 1e-12);
-  hw::NcclRingMeasured net;
+  hw::NcclHandoffs net;
   net.channels = 1;
   net.handoffs = hw::SizeTimes({{65536, 30e-6}, {1 << 20, fit.per_unit}});
   const std::string pair = R"(name: pair
@@ -175,7 +197,7 @@ node:
 network: {wiring: fat-tree}
 )";
   const hw::Topology topo = hw::load_system_from_string(
-      system_with_node_entry(pair, "nics", "nccl_ring", nccl_ring_yaml(net)), "pair.yaml");
+      system_with_node_entry(pair, "nics", "nccl_ring", nccl_handoffs_yaml(net, "slice")), "pair.yaml");
   std::vector<double> simulated;
   for (std::size_t i = 0; i < run.plan.cases.size(); ++i) {
     sim::CollectiveRequest req;
@@ -191,6 +213,54 @@ network: {wiring: fat-tree}
   EXPECT_NEAR(simulated[1] - simulated[0], (run.counts[1] - run.counts[0]) * t, 1e-9);
   EXPECT_NEAR(simulated[2] - simulated[1], (run.counts[2] - run.counts[1]) * t, 1e-9);
   EXPECT_GT(simulated[0], run.counts[0] * t);
+}
+
+// The same round trip for the tree: net-chunks' runs at NCCL's 512 KiB tree chunk timed as a + k t, fitted,
+// written beside the NICs of two one-GPU nodes, and simulated on one channel. strata runs the channel as a
+// mirrored pair of trees, each charged as NCCL's one channel moving the whole message: k chunks and one more
+// for the fill of its two stages; each further chunk adds exactly t.
+TEST(NcclSteps, NetChunksTableGivesBackTheMeasuredTimePerChunk) {
+  const int chunks[] = {16, 32, 64};
+  const UnitRun run = tree_chunk_run(2, 512 * 1024, chunks, 0, 3);
+  const double a = 40e-6, t = 120e-6;
+  std::vector<double> medians;
+  for (double c : run.counts) medians.push_back(a + c * t);
+  const UnitFit fit = fit_units(run.counts, medians);
+  EXPECT_NEAR(fit.per_unit, t, 1e-12);
+  hw::NcclHandoffs net;
+  net.channels = 1;
+  net.handoffs = hw::SizeTimes({{65536, 30e-6}, {512 * 1024, fit.per_unit}});
+  const std::string pair = R"(name: pair
+gpu: h100-sxm
+nodes: 2
+node:
+  gpus: 1
+  fabric: {wiring: none}
+  host: {cpus: 1, pcie: pcie5}
+  nics: {count: 1, link: ib-ndr}
+network: {wiring: fat-tree}
+)";
+  const std::string written =
+      system_with_node_entry(pair, "nics", "nccl_tree", nccl_handoffs_yaml(net, "chunk"));
+  EXPECT_NE(written.find("chunk: 524288 B"), std::string::npos) << written;
+  const hw::Topology topo = hw::load_system_from_string(written, "pair.yaml");
+  EXPECT_EQ(topo.nccl_net_tree().channels, 1);
+  std::vector<double> simulated;
+  for (const auto& c : run.plan.cases) {
+    sim::CollectiveRequest req;
+    req.spec.op = sim::CollectiveOp::kAllReduce;
+    req.spec.group = {0, 1};
+    req.spec.bytes = static_cast<double>(c.steps[0].calls[0].bytes);
+    req.spec.protocol = sim::Protocol::kSimple;
+    req.spec.channels = 1;
+    req.algorithm = "tree";
+    simulated.push_back(sim::run_collective(topo, req).seconds);
+  }
+  // 512 KiB per 120 us is 4.4 GB/s a tree, two per NIC direction: under the NDR NIC, so the chunks set the
+  // pace.
+  EXPECT_NEAR(simulated[1] - simulated[0], (run.counts[1] - run.counts[0]) * t, 1e-9);
+  EXPECT_NEAR(simulated[2] - simulated[1], (run.counts[2] - run.counts[1]) * t, 1e-9);
+  EXPECT_GT(simulated[0], (run.counts[0] + 1) * t);
 }
 
 TEST(NcclSteps, RanksGetTheirNcclSettingsThroughMpirun) {
