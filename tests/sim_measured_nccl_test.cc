@@ -45,6 +45,19 @@ CollectiveResult run(const hw::Topology& t, double bytes, Granularity g = Granul
   return run_collective(t, req);
 }
 
+// Seconds of a 64 MiB all-reduce over `group` with `algorithm`.
+double all_reduce_64mib(const hw::Topology& t, const char* algorithm, std::vector<hw::Rank> group,
+                        Granularity g = Granularity::kFlow, Protocol p = Protocol::kSimple) {
+  CollectiveRequest req;
+  req.spec.op = CollectiveOp::kAllReduce;
+  req.spec.group = std::move(group);
+  req.spec.bytes = 64 * MiB;
+  req.spec.protocol = p;
+  req.spec.granularity = g;
+  req.algorithm = algorithm;
+  return run_collective(t, req).seconds;
+}
+
 }  // namespace
 
 // NCCL v2.21.5-1: a loop covers ranks x 2 MiB per channel; full loops have 1 MiB slices, two per primitive;
@@ -140,14 +153,7 @@ TEST(NcclRing, MeasuredHandoffsApplyToSimpleRingsInsideANodeOnly) {
   EXPECT_DOUBLE_EQ(run(switch8(table), 64 * MiB, Granularity::kFlow, Protocol::kLL128).seconds,
                    run(switch8(""), 64 * MiB, Granularity::kFlow, Protocol::kLL128).seconds);
   EXPECT_DOUBLE_EQ(run(switch8(table, 2), 256 * MiB).seconds, run(switch8("", 2), 256 * MiB).seconds);
-  const auto half = [](const hw::Topology& t) {
-    CollectiveRequest req;
-    req.spec.op = CollectiveOp::kAllReduce;
-    req.spec.group = {0, 1, 2, 3};
-    req.spec.bytes = 64 * MiB;
-    req.algorithm = "ring";
-    return run_collective(t, req).seconds;
-  };
+  const auto half = [](const hw::Topology& t) { return all_reduce_64mib(t, "ring", {0, 1, 2, 3}); };
   EXPECT_DOUBLE_EQ(half(switch8(table)), half(switch8("")));
 }
 
@@ -180,12 +186,7 @@ TEST(NcclRing, MeasuredNetworkHandoffsSetTheRingsTimeAcrossWholeNodes) {
   EXPECT_DOUBLE_EQ(run(two_nodes("", net16), 64 * MiB, Granularity::kFlow, Protocol::kLL128).seconds,
                    run(two_nodes("", ""), 64 * MiB, Granularity::kFlow, Protocol::kLL128).seconds);
   const auto half_of_each = [](const hw::Topology& t) {
-    CollectiveRequest req;
-    req.spec.op = CollectiveOp::kAllReduce;
-    req.spec.group = {0, 1, 2, 3, 8, 9, 10, 11};
-    req.spec.bytes = 64 * MiB;
-    req.algorithm = "ring";
-    return run_collective(t, req).seconds;
+    return all_reduce_64mib(t, "ring", {0, 1, 2, 3, 8, 9, 10, 11});
   };
   EXPECT_DOUBLE_EQ(half_of_each(two_nodes("", net16)), half_of_each(two_nodes("", "")));
 }
@@ -203,14 +204,7 @@ TEST(NcclNvls, MeasuredStepsSetNvlsTimeOnANode) {
   const auto nvls8 = [](const std::string& steps) {
     return switch8(steps.empty() ? "" : "nccl_nvls: " + steps, 1, "nvswitch3", 340);
   };
-  const auto nvls = [](const hw::Topology& t) {
-    CollectiveRequest req;
-    req.spec.op = CollectiveOp::kAllReduce;
-    req.spec.group = all(t);
-    req.spec.bytes = 64 * MiB;
-    req.algorithm = "nvls";
-    return run_collective(t, req).seconds;
-  };
+  const auto nvls = [](const hw::Topology& t) { return all_reduce_64mib(t, "nvls", all(t)); };
   EXPECT_NEAR(nvls(nvls8("")), 351.56e-6, 0.05e-6);
   EXPECT_NEAR(nvls(nvls8("{steps: [{chunk: 16KiB, time: 20us}, {chunk: 128KiB, time: 40us}]}")), 497.99e-6,
               0.05e-6);
@@ -239,14 +233,7 @@ TEST(NcclTree, MeasuredNetworkChunksSetTheTreesTimeAcrossWholeNodes) {
   };
   const auto tree = [](const hw::Topology& t, std::vector<hw::Rank> group, Granularity g = Granularity::kFlow,
                        Protocol p = Protocol::kSimple) {
-    CollectiveRequest req;
-    req.spec.op = CollectiveOp::kAllReduce;
-    req.spec.group = std::move(group);
-    req.spec.bytes = 64 * MiB;
-    req.spec.protocol = p;
-    req.spec.granularity = g;
-    req.algorithm = "tree";
-    return run_collective(t, req).seconds;
+    return all_reduce_64mib(t, "tree", std::move(group), g, p);
   };
   const auto t16 = two_nodes(table(16)), t8 = two_nodes(table(8)), plain = two_nodes("");
   EXPECT_NEAR(tree(t16, all(t16)), 3458.4e-6, 0.05e-6);
@@ -281,12 +268,7 @@ TEST(NcclTree, MeasuredNetworkChunksSetTheTreesTimeAcrossWholeNodes) {
 TEST(NcclTree, MeasuredNetworkChunksSetNvlsTreesNetworkPart) {
   const auto nvls_tree = [](const std::string& nics) {
     const auto t = test::uniform_switch(2, 8, 240, 25, -1, "nvswitch3", "", nics);
-    CollectiveRequest req;
-    req.spec.op = CollectiveOp::kAllReduce;
-    req.spec.group = all(t);
-    req.spec.bytes = 64 * MiB;
-    req.algorithm = "nvls-tree";
-    return run_collective(t, req).seconds;
+    return all_reduce_64mib(t, "nvls-tree", all(t));
   };
   EXPECT_NEAR(nvls_tree("nccl_tree: {channels: 16, handoffs: [{chunk: 64KiB, time: 100us}, {chunk: 512KiB, "
                         "time: 800us}]}"),

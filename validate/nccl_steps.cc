@@ -36,70 +36,67 @@ PlanCase all_reduce_case(std::string name, int ranks, std::int64_t bytes) {
   return {std::move(name), {PlanStep{{PlanCall{sim::CollectiveOp::kAllReduce, std::move(group), bytes}}}}};
 }
 
+// One unit size's runs: NCCL's settings, and per count c one all-reduce over every rank of bytes(c) bytes
+// that makes units(c) units on the one channel, named "<unit> <size> KiB, <c> <counted>".
+template <class Bytes, class Units>
+UnitRun unit_run(int ranks, double unit_bytes, std::vector<EnvVar> env, std::span<const int> counts,
+                 std::string_view unit, std::string_view counted, int warmup, int iterations, Bytes bytes,
+                 Units units) {
+  UnitRun run;
+  run.unit_bytes = unit_bytes;
+  run.env = std::move(env);
+  run.plan.ranks = ranks;
+  run.plan.warmup = warmup;
+  run.plan.iterations = iterations;
+  for (int c : counts) {
+    run.plan.cases.push_back(all_reduce_case(
+        fmt::format("{} {} KiB, {} {}", unit, static_cast<std::int64_t>(unit_bytes) / 1024, c, counted),
+        ranks, bytes(static_cast<std::int64_t>(c))));
+    run.counts.push_back(units(c));
+  }
+  check_plan(run.plan);
+  return run;
+}
+
+// NCCL's `algo` on one channel with the Simple protocol and a buffer of `buffsize` bytes (8 steps), NVLS off.
+std::vector<EnvVar> one_simple_channel(std::string algo, std::int64_t buffsize) {
+  return {{"NCCL_ALGO", std::move(algo)}, {"NCCL_PROTO", "Simple"},
+          {"NCCL_MIN_NCHANNELS", "1"},    {"NCCL_MAX_NCHANNELS", "1"},
+          {"NCCL_NVLS_ENABLE", "0"},      {"NCCL_BUFFSIZE", std::to_string(buffsize)}};
+}
+
 }  // namespace
 
 UnitRun ring_slice_run(int ranks, double slice_bytes, std::span<const int> loops, int warmup,
                        int iterations) {
   check_unit_run(ranks, slice_bytes, 64.0 * 1024 * 1024, loops, 1, "a slice", "loop");
   const auto slice = static_cast<std::int64_t>(slice_bytes);
-  UnitRun run;
-  run.unit_bytes = slice_bytes;
-  run.env = {{"NCCL_ALGO", "Ring"},       {"NCCL_PROTO", "Simple"},
-             {"NCCL_MIN_NCHANNELS", "1"}, {"NCCL_MAX_NCHANNELS", "1"},
-             {"NCCL_NVLS_ENABLE", "0"},   {"NCCL_BUFFSIZE", std::to_string(4 * slice)}};
-  run.plan.ranks = ranks;
-  run.plan.warmup = warmup;
-  run.plan.iterations = iterations;
-  for (int l : loops) {
-    // A loop is N chunks of two slices on the one channel; every primitive handles a whole chunk.
-    run.plan.cases.push_back(all_reduce_case(fmt::format("slice {} KiB, {} loops", slice / 1024, l), ranks,
-                                             static_cast<std::int64_t>(l) * ranks * 2 * slice));
-    run.counts.push_back(2.0 * (2 * ranks - 1) * l);
-  }
-  check_plan(run.plan);
-  return run;
+  // A loop is N chunks of two slices on the one channel; every primitive handles a whole chunk.
+  return unit_run(
+      ranks, slice_bytes, one_simple_channel("Ring", 4 * slice), loops, "slice", "loops", warmup, iterations,
+      [&](std::int64_t l) { return l * ranks * 2 * slice; },
+      [&](int l) { return 2.0 * (2 * ranks - 1) * l; });
 }
 
 UnitRun tree_chunk_run(int ranks, double chunk_bytes, std::span<const int> chunks, int warmup,
                        int iterations) {
   check_unit_run(ranks, chunk_bytes, 4.0 * 1024 * 1024, chunks, 8, "a chunk", "chunk");
   const auto chunk = static_cast<std::int64_t>(chunk_bytes);
-  UnitRun run;
-  run.unit_bytes = chunk_bytes;
-  run.env = {{"NCCL_ALGO", "Tree"},       {"NCCL_PROTO", "Simple"},
-             {"NCCL_MIN_NCHANNELS", "1"}, {"NCCL_MAX_NCHANNELS", "1"},
-             {"NCCL_NVLS_ENABLE", "0"},   {"NCCL_BUFFSIZE", std::to_string(8 * chunk)}};
-  run.plan.ranks = ranks;
-  run.plan.warmup = warmup;
-  run.plan.iterations = iterations;
-  for (int k : chunks) {
-    // The one channel carries the whole message, one chunk per step of its buffer.
-    run.plan.cases.push_back(all_reduce_case(fmt::format("chunk {} KiB, {} chunks", chunk / 1024, k), ranks,
-                                             static_cast<std::int64_t>(k) * chunk));
-    run.counts.push_back(k);
-  }
-  check_plan(run.plan);
-  return run;
+  // The one channel carries the whole message, one chunk per step of its buffer.
+  return unit_run(
+      ranks, chunk_bytes, one_simple_channel("Tree", 8 * chunk), chunks, "chunk", "chunks", warmup,
+      iterations, [&](std::int64_t k) { return k * chunk; }, [](int k) { return static_cast<double>(k); });
 }
 
 UnitRun nvls_step_run(int ranks, double chunk_bytes, std::span<const int> steps, int warmup, int iterations) {
   check_unit_run(ranks, chunk_bytes, 512.0 * 1024, steps, 64, "a chunk", "step");
   const auto chunk = static_cast<std::int64_t>(chunk_bytes);
-  UnitRun run;
-  run.unit_bytes = chunk_bytes;
-  run.env = {
-      {"NCCL_ALGO", "NVLS"}, {"NCCL_NVLS_NCHANNELS", "1"}, {"NCCL_NVLS_CHUNKSIZE", std::to_string(chunk)}};
-  run.plan.ranks = ranks;
-  run.plan.warmup = warmup;
-  run.plan.iterations = iterations;
-  for (int n : steps) {
-    // Every GPU is a head; a step moves one chunk per head.
-    run.plan.cases.push_back(all_reduce_case(fmt::format("chunk {} KiB, {} steps", chunk / 1024, n), ranks,
-                                             static_cast<std::int64_t>(n) * ranks * chunk));
-    run.counts.push_back(n);
-  }
-  check_plan(run.plan);
-  return run;
+  // Every GPU is a head; a step moves one chunk per head.
+  return unit_run(
+      ranks, chunk_bytes,
+      {{"NCCL_ALGO", "NVLS"}, {"NCCL_NVLS_NCHANNELS", "1"}, {"NCCL_NVLS_CHUNKSIZE", std::to_string(chunk)}},
+      steps, "chunk", "steps", warmup, iterations, [&](std::int64_t n) { return n * ranks * chunk; },
+      [](int n) { return static_cast<double>(n); });
 }
 
 UnitFit fit_units(std::span<const double> counts, std::span<const double> seconds) {

@@ -170,6 +170,43 @@ node:
                std::invalid_argument);
 }
 
+namespace {
+
+// Two nodes of one H100 each, one NDR NIC: what net-slices and net-chunks measure on, with `value` (a table
+// as the commands write it) at node.nics.<key>.
+hw::Topology one_gpu_pair_with(const std::string& key, const std::string& value) {
+  const std::string pair = R"(name: pair
+gpu: h100-sxm
+nodes: 2
+node:
+  gpus: 1
+  fabric: {wiring: none}
+  host: {cpus: 1, pcie: pcie5}
+  nics: {count: 1, link: ib-ndr}
+network: {wiring: fat-tree}
+)";
+  return hw::load_system_from_string(system_with_node_entry(pair, "nics", key, value), "pair.yaml");
+}
+
+// The simulated time of each of `run`'s all-reduces over both ranks with `algorithm`, Simple, on one channel.
+std::vector<double> simulate_on_one_channel(const hw::Topology& topo, const UnitRun& run,
+                                            const std::string& algorithm) {
+  std::vector<double> simulated;
+  for (const auto& c : run.plan.cases) {
+    sim::CollectiveRequest req;
+    req.spec.op = sim::CollectiveOp::kAllReduce;
+    req.spec.group = {0, 1};
+    req.spec.bytes = static_cast<double>(c.steps[0].calls[0].bytes);
+    req.spec.protocol = sim::Protocol::kSimple;
+    req.spec.channels = 1;
+    req.algorithm = algorithm;
+    simulated.push_back(sim::run_collective(topo, req).seconds);
+  }
+  return simulated;
+}
+
+}  // namespace
+
 // From measurement to model and back: net-slices' runs at 1 MiB slices (NCCL's full-loop slice at its
 // default 4 MiB buffer, so the simulator's loop rules give the same 6 L handoffs) timed as a + 6 L t, fitted,
 // written beside the NICs of two one-GPU nodes, and simulated on one channel: each further loop adds exactly
@@ -186,29 +223,8 @@ TEST(NcclSteps, NetSlicesTableGivesBackTheMeasuredTimePerLoop) {
   hw::NcclHandoffs net;
   net.channels = 1;
   net.handoffs = hw::SizeTimes({{65536, 30e-6}, {1 << 20, fit.per_unit}});
-  const std::string pair = R"(name: pair
-gpu: h100-sxm
-nodes: 2
-node:
-  gpus: 1
-  fabric: {wiring: none}
-  host: {cpus: 1, pcie: pcie5}
-  nics: {count: 1, link: ib-ndr}
-network: {wiring: fat-tree}
-)";
-  const hw::Topology topo = hw::load_system_from_string(
-      system_with_node_entry(pair, "nics", "nccl_ring", nccl_handoffs_yaml(net, "slice")), "pair.yaml");
-  std::vector<double> simulated;
-  for (std::size_t i = 0; i < run.plan.cases.size(); ++i) {
-    sim::CollectiveRequest req;
-    req.spec.op = sim::CollectiveOp::kAllReduce;
-    req.spec.group = {0, 1};
-    req.spec.bytes = static_cast<double>(run.plan.cases[i].steps[0].calls[0].bytes);
-    req.spec.protocol = sim::Protocol::kSimple;
-    req.spec.channels = 1;
-    req.algorithm = "ring";
-    simulated.push_back(sim::run_collective(topo, req).seconds);
-  }
+  const auto simulated =
+      simulate_on_one_channel(one_gpu_pair_with("nccl_ring", nccl_handoffs_yaml(net, "slice")), run, "ring");
   // 1 MiB at 100 us per handoff is 10.5 GB/s, below the NDR NIC: the handoffs, not the link, set the pace.
   EXPECT_NEAR(simulated[1] - simulated[0], (run.counts[1] - run.counts[0]) * t, 1e-9);
   EXPECT_NEAR(simulated[2] - simulated[1], (run.counts[2] - run.counts[1]) * t, 1e-9);
@@ -230,32 +246,11 @@ TEST(NcclSteps, NetChunksTableGivesBackTheMeasuredTimePerChunk) {
   hw::NcclHandoffs net;
   net.channels = 1;
   net.handoffs = hw::SizeTimes({{65536, 30e-6}, {512 * 1024, fit.per_unit}});
-  const std::string pair = R"(name: pair
-gpu: h100-sxm
-nodes: 2
-node:
-  gpus: 1
-  fabric: {wiring: none}
-  host: {cpus: 1, pcie: pcie5}
-  nics: {count: 1, link: ib-ndr}
-network: {wiring: fat-tree}
-)";
-  const std::string written =
-      system_with_node_entry(pair, "nics", "nccl_tree", nccl_handoffs_yaml(net, "chunk"));
-  EXPECT_NE(written.find("chunk: 524288 B"), std::string::npos) << written;
-  const hw::Topology topo = hw::load_system_from_string(written, "pair.yaml");
+  const std::string table = nccl_handoffs_yaml(net, "chunk");
+  EXPECT_NE(table.find("chunk: 524288 B"), std::string::npos) << table;
+  const hw::Topology topo = one_gpu_pair_with("nccl_tree", table);
   EXPECT_EQ(topo.nccl_net_tree().channels, 1);
-  std::vector<double> simulated;
-  for (const auto& c : run.plan.cases) {
-    sim::CollectiveRequest req;
-    req.spec.op = sim::CollectiveOp::kAllReduce;
-    req.spec.group = {0, 1};
-    req.spec.bytes = static_cast<double>(c.steps[0].calls[0].bytes);
-    req.spec.protocol = sim::Protocol::kSimple;
-    req.spec.channels = 1;
-    req.algorithm = "tree";
-    simulated.push_back(sim::run_collective(topo, req).seconds);
-  }
+  const auto simulated = simulate_on_one_channel(topo, run, "tree");
   // 512 KiB per 120 us is 4.4 GB/s a tree, two per NIC direction: under the NDR NIC, so the chunks set the
   // pace.
   EXPECT_NEAR(simulated[1] - simulated[0], (run.counts[1] - run.counts[0]) * t, 1e-9);
