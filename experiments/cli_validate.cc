@@ -13,6 +13,7 @@
 //   net-chunks        NCCL's tree chunks between two nodes, for node.nics.nccl_tree
 //   nvls-steps        NCCL's NVLS steps on one node's GPUs, for node.fabric.nccl_nvls
 //                     (all four cli_validate_nccl_steps.cc)
+//   nccl-tests        a measured nccl-tests table beside strata's prediction (cli_validate_nccl_tests.cc)
 #include <algorithm>
 #include <cctype>
 #include <iostream>
@@ -425,6 +426,7 @@ void add_validate_graphs_command(CLI::App& validate);          // cli_validate_g
 void add_validate_calibrate_cost_command(CLI::App& validate);  // cli_validate_cost.cc
 void add_validate_host_command(CLI::App& validate);            // cli_validate_host.cc
 void add_validate_nccl_steps_commands(CLI::App& validate);     // cli_validate_nccl_steps.cc
+void add_validate_nccl_tests_command(CLI::App& validate);      // cli_validate_nccl_tests.cc
 
 void add_validate_commands(CLI::App& app) {
   auto* validate = app.add_subcommand(
@@ -441,6 +443,7 @@ void add_validate_commands(CLI::App& app) {
   add_validate_calibrate_cost_command(*validate);
   add_validate_host_command(*validate);
   add_validate_nccl_steps_commands(*validate);
+  add_validate_nccl_tests_command(*validate);
 }
 
 }  // namespace strata::cli

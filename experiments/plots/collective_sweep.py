@@ -1,4 +1,5 @@
-"""Bus bandwidth against message size, one line per (system, algorithm). Usage: CSV PNG TITLE."""
+"""Bus bandwidth against message size, one line per (system, algorithm). Usage: CSV PNG TITLE [WHAT], WHAT the
+subtitle (default "simulated bus bandwidth"; `strata validate nccl-tests` draws measured beside simulated)."""
 import sys
 from collections import defaultdict
 
@@ -8,6 +9,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 def main() -> None:
     src, dst, title = sys.argv[1], sys.argv[2], sys.argv[3]
+    what = sys.argv[4] if len(sys.argv) > 4 else "simulated bus bandwidth"
     series = defaultdict(list)
     for row in read_rows(src):
         key = f"{row['system']} / {row['algorithm_requested']}"
@@ -19,7 +21,7 @@ def main() -> None:
     ax.set_xscale("log", base=2)
     ax.set_xlabel("message size (bytes)")
     ax.set_ylabel("bus bandwidth (GB/s)")
-    ax.set_title(f"{title}: simulated bus bandwidth")
+    ax.set_title(f"{title}: {what}")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     save_figure(fig, dst)

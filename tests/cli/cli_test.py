@@ -402,6 +402,77 @@ def doc_message_regex(message):
     return pattern
 
 
+class ValidateNcclTests(unittest.TestCase):
+    """`strata validate nccl-tests` on logs in nccl-tests' format (src/util.cu's printf layout; times made up)."""
+
+    @staticmethod
+    def log(hosts, rows, program="all_reduce_perf"):
+        lines = ["# nccl-tests version 2.13.9 nccl-headers=22105 nccl-library=22105",
+                 f"# Collective test starting: {program}", "#", "# Using devices"]
+        for n, host in enumerate(hosts):
+            for d in range(8):
+                lines.append(f"#  Rank {8 * n + d:2d} Group  0 Pid {1000 + d:6d} on {host:>10s} device {d:2d} "
+                             f"[0000:{d:02x}:00] NVIDIA H100 80GB HBM3")
+        lines += ["#", "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time"
+                  "   algbw   busbw  #wrong"]
+        for size, us in rows:
+            size = int(size)
+            lines.append(f"{size:12d}  {size // 4:12d}     float     sum      -1  {us:7.2f}    1.00    1.00       0  "
+                         f"{us:7.2f}    1.00    1.00       0")
+        return "\n".join(lines) + "\n"
+
+    def test_measured_beside_sim_collective_with_the_error_per_size_and_band(self):
+        # Measured times 1.25 x the ones `sim collective` prints for 2 DGX H100: strata's busbw is 25% above the
+        # measured one at every size (to the 0.1 us the table prints), on the 16 GPUs of 2 nodes.
+        hw = src("configs/hw/dgx-h100.yaml")
+        sim = strata("sim", "collective", "--hw", hw, "--nodes", "2", "--sizes", "1MiB:1GiB:4")
+        self.assertEqual(sim.rc, 0, sim)
+        rows, _, _ = parse_collective_table(sim.out)
+        with tempfile.TemporaryDirectory() as d:
+            path = write_text(os.path.join(d, "h100.txt"),
+                              self.log(["node1", "node2"], [(row["size"], row["time_us"] * 1.25) for row in rows]))
+            out = os.path.join(d, "out")
+            r = strata("validate", "nccl-tests", "--hw", hw, "--log", path, "--output", out)
+            self.assertEqual(r.rc, 0, r)
+            self.assertIn("all_reduce_perf, NCCL 2.21.5), 16 ranks on 2 host(s)", r.out)
+            self.assertIn("on dgx-h100 (2 node(s) x 8 GPUs)", r.out)
+            data = [line.split() for line in r.out.splitlines() if line.strip() and line.startswith(" ")]
+            self.assertEqual([int(x[0]) for x in data], [row["size"] for row in rows])
+            for x, row in zip(data, rows):
+                self.assertAlmostEqual(float(x[3]), row["time_us"], delta=0.06)
+                self.assertAlmostEqual(float(x[7].rstrip("%")), 25.0, delta=0.2, msg=x)
+            band = re.search(r">= 64 MiB\s+mean \|error\| ([0-9.]+)%.* \((\d+) sizes\)", r.out)
+            self.assertTrue(band, r.out)
+            self.assertAlmostEqual(float(band.group(1)), 25.0, delta=0.2)
+            self.assertEqual(int(band.group(2)), 3)  # 64 MiB, 256 MiB, 1 GiB
+            for f in ("comparison.csv", "curves.csv", "summary.md"):
+                self.assertTrue(os.path.isfile(os.path.join(out, f)), f)
+            with open(os.path.join(out, "comparison.csv")) as f:
+                self.assertEqual(len(f.read().splitlines()), 1 + len(rows))
+
+    def test_errors_name_the_log_and_what_was_expected(self):
+        hw = src("configs/hw/dgx-h100.yaml")
+        with tempfile.TemporaryDirectory() as d:
+            good = write_text(os.path.join(d, "good.txt"), self.log(["a", "b"], [(2**20, 100.0)]))
+            bad = write_text(os.path.join(d, "bad.txt"), self.log(["a", "b"], []) + "     1048576        262144     float\n")
+            three = write_text(os.path.join(d, "three.txt"), self.log(["a", "b", "c"], [(2**20, 100.0)]))
+            for args, want in (
+                    (["--log", good, "--op", "allgather"], f"--op allgather: {good} ran allreduce"),
+                    (["--log", good, "--place", "sideways"], "--place 'sideways': expected out or in"),
+                    (["--log", good, "--algo", "warp"], "--algo 'warp': expected auto, best or one of"),
+                    (["--log", bad], f"{bad}:23: expected an nccl-tests row of at least 10 columns"),
+                    (["--log", three, "--nodes", "2"], "the log's ranks run on 3 hosts, the system has 2 node(s)"),
+                    (["--log", os.path.join(d, "none.txt")], "none.txt")):
+                r = strata("validate", "nccl-tests", "--hw", hw, *args)
+                self.assertEqual(r.rc, 2, r)
+                self.assertIn(want, r.err)
+            # Without --output nothing is written; --nodes 4 takes 2 of the system's 4 nodes.
+            r = strata("validate", "nccl-tests", "--hw", hw, "--log", good, "--nodes", "4")
+            self.assertEqual(r.rc, 0, r)
+            self.assertIn("(4 node(s) x 8 GPUs)", r.out)
+            self.assertEqual(sorted(os.listdir(d)), ["bad.txt", "good.txt", "three.txt"])
+
+
 class HwYamlErrors(unittest.TestCase):
     """docs/hardware.md section 6: each documented message, made on the documented file, with its line:column,
     exit status 2."""

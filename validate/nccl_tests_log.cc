@@ -1,0 +1,214 @@
+#include "validate/nccl_tests_log.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <regex>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "sim/collective_runner.h"
+#include "util/error.h"
+#include "util/parse.h"
+
+namespace strata::validate {
+namespace {
+
+std::vector<std::string_view> tokens_of(std::string_view line) {
+  std::vector<std::string_view> out;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    const std::size_t start = i;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
+    if (i > start) out.push_back(line.substr(start, i - start));
+  }
+  return out;
+}
+
+// Where a row's columns are: size first, then the times of the out-of-place and in-place results.
+struct Layout {
+  std::size_t out_time = 5,
+              in_time = 9;  // nccl-tests >= 2.10: size count type redop root time algbw busbw #wrong
+  bool in_place = true;
+  std::size_t columns() const { return (in_place ? in_time : out_time) + 1; }
+};
+
+// "# size count type redop [root] time algbw busbw #wrong|error [i_min ...] time ..." -> the time columns.
+std::optional<Layout> header_layout(std::string_view line) {
+  auto t = tokens_of(line.substr(1));
+  if (t.size() < 3 || t[0] != "size" || t[1] != "count") return std::nullopt;
+  std::vector<std::size_t> times;
+  for (std::size_t i = 0; i < t.size(); ++i)
+    if (t[i] == "time" || t[i] == "cputime") times.push_back(i);
+  if (times.empty()) return std::nullopt;
+  return Layout{times[0], times.size() > 1 ? times[1] : 0, times.size() > 1};
+}
+
+double parse_time(std::string_view text) {
+  const std::string s(text);
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end != s.c_str() + s.size() || !std::isfinite(v) || v < 0) return NAN;
+  return v;
+}
+
+}  // namespace
+
+NcclTestsLog parse_nccl_tests_log(std::string_view text, std::string_view file) {
+  static const std::regex rank_line(
+      R"(^#\s+Rank\s+(\d+)(?:\s+Group\s+\d+)?\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+))");
+  static const std::regex program_line(R"(^# Collective test starting: (\S+))");
+  static const std::regex version_line(R"(nccl-library=(\d+))");
+  NcclTestsLog log;
+  Layout layout;
+  int header_line = 0;
+  std::size_t begin = 0;
+  int number = 0;
+  while (begin < text.size()) {
+    std::size_t end = text.find('\n', begin);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(begin, end - begin);
+    begin = end + 1;
+    ++number;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    const auto where = [&] { return fmt::format("{}:{}", file, number); };
+    if (line.starts_with('#')) {
+      const std::string s(line);
+      std::smatch m;
+      if (std::regex_search(s, m, rank_line)) {
+        log.ranks.push_back({std::atoi(m[1].str().c_str()), m[2].str(), std::atoi(m[3].str().c_str())});
+      } else if (std::regex_search(s, m, program_line)) {
+        log.program = m[1].str();
+      } else if (std::regex_search(s, m, version_line)) {
+        const long code = std::atol(m[1].str().c_str());  // 22105: major x 10000 + minor x 100 + patch
+        log.nccl = fmt::format("{}.{}.{}", code / 10000, code / 100 % 100, code % 100);
+      } else if (auto l = header_layout(line)) {
+        if (header_line > 0)
+          throw util::InputError(fmt::format(
+              "{}: a second nccl-tests result header (the first at line {}): expected one run per file",
+              where(), header_line));
+        layout = *l;
+        header_line = number;
+      }
+      continue;
+    }
+    const auto t = tokens_of(line);
+    // nccl-tests' rows start with the size; mpirun's and NCCL's lines ("host:pid:tid [0] NCCL INFO ...",
+    // "[host:pid] ...") do not.
+    if (t.empty() || !util::try_parse_int(t[0], {0, INT64_MAX})) continue;
+    if (t.size() < layout.columns())
+      throw util::InputError(fmt::format(
+          "{}: expected an nccl-tests row of at least {} columns (size, count, type, redop{}, time, algbw, "
+          "busbw, #wrong{}), got {}",
+          where(), layout.columns(), layout.out_time == 5 ? ", root" : "",
+          layout.in_place ? ", then the in-place time ..." : "", t.size()));
+    NcclTestsRow row;
+    row.bytes = *util::try_parse_int(t[0], {0, INT64_MAX});
+    row.line = number;
+    row.out_of_place_us = parse_time(t[layout.out_time]);
+    if (layout.in_place) row.in_place_us = parse_time(t[layout.in_time]);
+    if (std::isnan(row.out_of_place_us) && std::isnan(row.in_place_us))
+      throw util::InputError(fmt::format("{}: expected a time in microseconds in column {}, got '{}'",
+                                         where(), layout.out_time + 1, t[layout.out_time]));
+    log.rows.push_back(row);
+  }
+  if (log.rows.empty())
+    throw util::InputError(fmt::format(
+        "{}: no nccl-tests rows (lines that start with the size in bytes, as all_reduce_perf prints them)",
+        file));
+  return log;
+}
+
+std::optional<sim::CollectiveOp> nccl_tests_op(std::string_view program) {
+  static const std::map<std::string_view, sim::CollectiveOp> ops{
+      {"all_reduce_perf", sim::CollectiveOp::kAllReduce},
+      {"all_gather_perf", sim::CollectiveOp::kAllGather},
+      {"reduce_scatter_perf", sim::CollectiveOp::kReduceScatter},
+      {"broadcast_perf", sim::CollectiveOp::kBroadcast},
+      {"reduce_perf", sim::CollectiveOp::kReduce},
+      {"alltoall_perf", sim::CollectiveOp::kAllToAll},
+      {"sendrecv_perf", sim::CollectiveOp::kSendRecv}};
+  // mpirun may print the program with its path.
+  const auto slash = program.rfind('/');
+  if (slash != std::string_view::npos) program.remove_prefix(slash + 1);
+  const auto it = ops.find(program);
+  if (it == ops.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<hw::Rank> gpus_of_ranks(const hw::Topology& topo, std::span<const NcclTestsRank> ranks) {
+  std::vector<const NcclTestsRank*> ordered;
+  for (const auto& r : ranks) ordered.push_back(&r);
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [](const NcclTestsRank* a, const NcclTestsRank* b) { return a->rank < b->rank; });
+  std::vector<std::string> hosts;
+  for (const auto& r : ranks)
+    if (std::find(hosts.begin(), hosts.end(), r.host) == hosts.end()) hosts.push_back(r.host);
+  if (static_cast<int>(hosts.size()) > topo.nodes())
+    throw util::InputError(fmt::format("the log's ranks run on {} hosts, the system has {} node(s) (--nodes)",
+                                       hosts.size(), topo.nodes()));
+  std::vector<hw::Rank> gpus;
+  std::set<hw::Rank> seen;
+  for (const NcclTestsRank* r : ordered) {
+    if (r->device < 0 || r->device >= topo.gpus_per_node())
+      throw util::InputError(fmt::format("rank {} runs on device {} of {}, the node has {} GPUs", r->rank,
+                                         r->device, r->host, topo.gpus_per_node()));
+    const auto node = std::find(hosts.begin(), hosts.end(), r->host) - hosts.begin();
+    const hw::Rank gpu = static_cast<hw::Rank>(node) * topo.gpus_per_node() + r->device;
+    if (!seen.insert(gpu).second)
+      throw util::InputError(
+          fmt::format("rank {} runs on device {} of {}, as another rank does", r->rank, r->device, r->host));
+    gpus.push_back(gpu);
+  }
+  return gpus;
+}
+
+NcclTestsComparison compare_nccl_tests(const hw::Topology& topo, sim::CollectiveOp op,
+                                       std::vector<hw::Rank> group, std::span<const NcclTestsRow> rows,
+                                       bool in_place, const std::string& algorithm) {
+  NcclTestsComparison c;
+  c.op = op;
+  c.group = std::move(group);
+  const double factor = sim::busbw_factor(op, static_cast<int>(c.group.size()));
+  for (const auto& row : rows) {
+    const double us = in_place ? row.in_place_us : row.out_of_place_us;
+    if (row.bytes < 1 || !(us > 0)) continue;
+    sim::CollectiveRequest req;
+    req.spec.op = op;
+    req.spec.group = c.group;
+    req.spec.bytes = static_cast<double>(row.bytes);
+    req.algorithm = algorithm;
+    const auto sim = sim::run_collective(topo, req);
+    NcclTestsPoint p;
+    p.bytes = row.bytes;
+    p.measured_s = us * 1e-6;
+    p.simulated_s = sim.seconds;
+    p.measured_busbw = factor * static_cast<double>(row.bytes) / p.measured_s;
+    p.simulated_busbw = sim.busbw;
+    p.algorithm = sim.algorithm;
+    p.protocol = sim.protocol;
+    c.points.push_back(std::move(p));
+  }
+  constexpr double MiB = 1024.0 * 1024;
+  c.bands = {{"< 1 MiB", 0, MiB}, {"1 MiB - 64 MiB", MiB, 64 * MiB}, {">= 64 MiB", 64 * MiB, INFINITY}};
+  for (auto& band : c.bands) {
+    for (const auto& p : c.points) {
+      const auto b = static_cast<double>(p.bytes);
+      if (b < band.min_bytes || b >= band.max_bytes) continue;
+      const double e = p.busbw_error();
+      ++band.points;
+      band.mean_abs += std::abs(e);
+      band.mean += e;
+      if (std::abs(e) > std::abs(band.worst)) band.worst = e;
+    }
+    if (band.points > 0) {
+      band.mean_abs /= band.points;
+      band.mean /= band.points;
+    }
+  }
+  return c;
+}
+
+}  // namespace strata::validate
