@@ -454,7 +454,8 @@ class ValidateNcclTests(unittest.TestCase):
         hw = src("configs/hw/dgx-h100.yaml")
         with tempfile.TemporaryDirectory() as d:
             good = write_text(os.path.join(d, "good.txt"), self.log(["a", "b"], [(2**20, 100.0)]))
-            bad = write_text(os.path.join(d, "bad.txt"), self.log(["a", "b"], []) + "     1048576        262144     float\n")
+            bad = write_text(os.path.join(d, "bad.txt"),
+                             self.log(["a", "b"], []) + "     1048576        262144     float\n")
             three = write_text(os.path.join(d, "three.txt"), self.log(["a", "b", "c"], [(2**20, 100.0)]))
             for args, want in (
                     (["--log", good, "--op", "allgather"], f"--op allgather: {good} ran allreduce"),

@@ -118,14 +118,16 @@ def unavailable():
         for command, counts, sizes, too_big in (("net-slices", "--loops", "--slices", "128MiB:128MiB"),
                                                 ("net-chunks", "--lengths", "--chunks", "8MiB:8MiB")):
             for args, want in ((["--hosts", "node1"], "--hosts 'node1': expected two different host names"),
-                               (["--hosts", "node1:8,node2:8"], "--hosts 'node1:8,node2:8': expected two different host"),
+                               (["--hosts", "node1:8,node2:8"],
+                                "--hosts 'node1:8,node2:8': expected two different host"),
                                (["--hosts", "node1,node1"], "--hosts 'node1,node1': expected two different host names"),
                                (["--hosts", "node1,node2", counts, "4"], f"{counts}: expected at least two counts"),
                                (["--hosts", "node1,node2", sizes, too_big], f"{sizes} / {counts}: ")):
                 rc, out, err = run("validate", command, "--hw", "configs/hw/dgx-h100.yaml", "--output",
                                    os.path.join(tmp, "net.yaml"), *args)
                 if rc != 2 or want not in err or os.path.exists(os.path.join(tmp, "net.yaml")):
-                    failures.append(f"{command} {' '.join(args)}: expected exit 2 with {want!r}, no file; got {rc}, {err!r}")
+                    failures.append(f"{command} {' '.join(args)}: expected exit 2 with {want!r}, no file; "
+                                    f"got {rc}, {err!r}")
             rc, out, err = run("validate", command, "--hw", no_nics, "--hosts", "node1,node2", "--output",
                                os.path.join(tmp, "net.yaml"))
             want = f"--hw {no_nics}: the node has no NICs (node.nics)"
