@@ -138,14 +138,42 @@ std::optional<sim::CollectiveOp> nccl_tests_op(std::string_view program) {
   return it->second;
 }
 
+sim::CollectiveOp nccl_tests_collective(const NcclTestsLog& log, std::string_view op,
+                                        std::string_view log_name) {
+  std::optional<sim::CollectiveOp> given;
+  if (!op.empty()) {
+    given = sim::parse_op(op);
+    if (!given) throw util::InputError(fmt::format("'{}': expected one of: {}", op, sim::kOpNames));
+  }
+  const auto named = nccl_tests_op(log.program);
+  if (named && given && *named != *given)
+    throw util::InputError(fmt::format("{}: {} ran {} ('# Collective test starting: {}')", op, log_name,
+                                       sim::op_name(*named), log.program));
+  if (named) return *named;
+  if (given) return *given;
+  throw util::InputError(
+      fmt::format("{} does not say which collective it ran ({}); name it", log_name,
+                  log.program.empty() ? "no '# Collective test starting:' line" : "program " + log.program));
+}
+
+std::vector<std::string> nccl_tests_hosts(std::span<const NcclTestsRank> ranks) {
+  std::vector<std::string> hosts;
+  for (const auto& r : ranks)
+    if (std::find(hosts.begin(), hosts.end(), r.host) == hosts.end()) hosts.push_back(r.host);
+  return hosts;
+}
+
 std::vector<hw::Rank> gpus_of_ranks(const hw::Topology& topo, std::span<const NcclTestsRank> ranks) {
+  if (ranks.empty()) {
+    std::vector<hw::Rank> all(static_cast<std::size_t>(topo.num_gpus()));
+    for (hw::Rank r = 0; r < topo.num_gpus(); ++r) all[static_cast<std::size_t>(r)] = r;
+    return all;
+  }
   std::vector<const NcclTestsRank*> ordered;
   for (const auto& r : ranks) ordered.push_back(&r);
   std::stable_sort(ordered.begin(), ordered.end(),
                    [](const NcclTestsRank* a, const NcclTestsRank* b) { return a->rank < b->rank; });
-  std::vector<std::string> hosts;
-  for (const auto& r : ranks)
-    if (std::find(hosts.begin(), hosts.end(), r.host) == hosts.end()) hosts.push_back(r.host);
+  const auto hosts = nccl_tests_hosts(ranks);
   if (static_cast<int>(hosts.size()) > topo.nodes())
     throw util::InputError(fmt::format("the log's ranks run on {} hosts, the system has {} node(s) (--nodes)",
                                        hosts.size(), topo.nodes()));

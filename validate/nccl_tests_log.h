@@ -53,9 +53,17 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, std::string_view file);
 // The collective an nccl-tests program runs (all_reduce_perf -> allreduce, ...); nullopt for others.
 std::optional<sim::CollectiveOp> nccl_tests_op(std::string_view program);
 
+// The collective `log` ran: its program's, or `op` (a name as --op takes it) where it names none. Throws
+// util::InputError (the message names `log_name`; callers put the option or field in front) for an unknown
+// name, a name that is not the program's collective, or neither.
+sim::CollectiveOp nccl_tests_collective(const NcclTestsLog& log, std::string_view op,
+                                        std::string_view log_name);
+// The hosts of the ranks, in the order they first appear.
+std::vector<std::string> nccl_tests_hosts(std::span<const NcclTestsRank> ranks);
 // The GPUs of `topo` the ranks ran on, in rank order: hosts are nodes in the order they first appear, a
 // rank's device its GPU within the node. Throws util::InputError when a device is not on the node, a GPU
-// appears twice, or there are more hosts than `topo` has nodes.
+// appears twice, or there are more hosts than `topo` has nodes. No ranks: every GPU of `topo` (a pasted
+// table).
 std::vector<hw::Rank> gpus_of_ranks(const hw::Topology& topo, std::span<const NcclTestsRank> ranks);
 
 // One size: measured and simulated, with nccl-tests' bus bandwidth of each (bytes/s) and the error of the
