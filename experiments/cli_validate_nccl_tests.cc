@@ -47,9 +47,8 @@ void write_results(const NcclTestsOptions& o, const experiments::NcclTestsCheck&
 void run_nccl_tests(const NcclTestsOptions& o) {
   if (o.place != "out" && o.place != "in")
     throw util::InputError(fmt::format("--place '{}': expected out or in", o.place));
-  if (!sim::is_tuner_choice(o.algo) && !sim::AlgorithmRegistry::instance().find(o.algo))
-    throw util::InputError(fmt::format("--algo '{}': expected auto, best or one of: {}", o.algo,
-                                       sim::AlgorithmRegistry::instance().names()));
+  if (const auto why = sim::unknown_algorithm_reason(o.algo); !why.empty())
+    throw util::InputError("--algo: " + why);
   const auto log =
       validate::parse_nccl_tests_log(util::read_file<util::InputError>(o.log, "an nccl-tests log"), o.log);
   sim::CollectiveOp op;

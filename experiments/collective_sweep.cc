@@ -26,9 +26,8 @@ SweepConfig sweep_config(const hw::Topology& topo, const CollectiveQuery& q) {
     throw ConfigError(
         fmt::format("--op: unknown collective '{}' (expected one of: {})", q.op, sim::kOpNames));
   cfg.op = *op;
-  if (!sim::is_tuner_choice(q.algo) && !sim::AlgorithmRegistry::instance().find(q.algo))
-    throw ConfigError(fmt::format("--algo: unknown algorithm '{}' (expected auto, best or one of: {})",
-                                  q.algo, sim::AlgorithmRegistry::instance().names()));
+  if (const auto why = sim::unknown_algorithm_reason(q.algo); !why.empty())
+    throw ConfigError("--algo: " + why);
   cfg.algorithm = q.algo;
   if (q.protocol != "auto") {
     auto p = sim::parse_protocol(q.protocol);

@@ -67,9 +67,7 @@ SweepExperiment parse(const ExperimentFile& file) {
     for (std::size_t i = 0; i < a->size(); ++i) {
       const auto item = a->at(i);
       const std::string algo = item.as_string();
-      if (!sim::is_tuner_choice(algo) && !sim::AlgorithmRegistry::instance().find(algo))
-        throw item.error(fmt::format("unknown algorithm '{}' (expected auto, best or one of: {})", algo,
-                                     sim::AlgorithmRegistry::instance().names()));
+      if (const auto why = sim::unknown_algorithm_reason(algo); !why.empty()) throw item.error(why);
       x.algorithms.push_back(algo);
     }
     if (x.algorithms.empty()) throw a->error("expected at least one algorithm");

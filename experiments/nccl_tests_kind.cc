@@ -83,9 +83,7 @@ Comparison parse(const ExperimentFile& file) {
   Comparison x{file.name(), file.description(), "auto", false, {}};
   if (auto a = root.maybe("algorithm")) {
     x.algorithm = a->as_string();
-    if (!sim::is_tuner_choice(x.algorithm) && !sim::AlgorithmRegistry::instance().find(x.algorithm))
-      throw a->error(fmt::format("unknown algorithm '{}' (expected auto, best or one of: {})", x.algorithm,
-                                 sim::AlgorithmRegistry::instance().names()));
+    if (const auto why = sim::unknown_algorithm_reason(x.algorithm); !why.empty()) throw a->error(why);
   }
   if (auto p = root.maybe("place")) {
     const std::string place = p->as_string();

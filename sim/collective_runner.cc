@@ -8,6 +8,12 @@
 
 namespace strata::sim {
 
+std::string unknown_algorithm_reason(std::string_view algorithm) {
+  if (is_tuner_choice(algorithm) || AlgorithmRegistry::instance().find(algorithm)) return {};
+  return fmt::format("unknown algorithm '{}' (expected auto, best or one of: {})", algorithm,
+                     AlgorithmRegistry::instance().names());
+}
+
 CollectiveResult run_collective(const hw::Topology& topo, const CollectiveRequest& request) {
   CollectiveResult out;
   CollectiveSpec spec = request.spec;

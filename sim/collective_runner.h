@@ -17,6 +17,10 @@ namespace strata::sim {
 inline bool is_tuner_choice(std::string_view algorithm) {
   return algorithm == "auto" || algorithm == "best";
 }
+// Empty when `algorithm` is a tuner choice or a registered algorithm; otherwise what was expected, as
+// "unknown algorithm 'x' (expected auto, best or one of: ring, tree, ...)", for callers to put the option or
+// field in front of.
+std::string unknown_algorithm_reason(std::string_view algorithm);
 inline constexpr std::string_view kTunerChoicesHelp =
     "auto (NCCL's choice among the algorithms NCCL has), best (fastest of all, strata's own schedules "
     "included)";

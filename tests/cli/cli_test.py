@@ -497,7 +497,7 @@ logs:
             for args, want in (
                     (["--log", good, "--op", "allgather"], f"--op allgather: {good} ran allreduce"),
                     (["--log", good, "--place", "sideways"], "--place 'sideways': expected out or in"),
-                    (["--log", good, "--algo", "warp"], "--algo 'warp': expected auto, best or one of"),
+                    (["--log", good, "--algo", "warp"], "--algo: unknown algorithm 'warp' (expected auto, best or one of"),
                     (["--log", bad], f"{bad}:23: expected an nccl-tests row of at least 10 columns"),
                     (["--log", three, "--nodes", "2"], "the log's ranks run on 3 hosts, the system has 2 node(s)"),
                     (["--log", os.path.join(d, "none.txt")], "none.txt")):
