@@ -51,12 +51,7 @@ void run_nccl_tests(const NcclTestsOptions& o) {
     throw util::InputError("--algo: " + why);
   const auto log =
       validate::parse_nccl_tests_log(util::read_file<util::InputError>(o.log, "an nccl-tests log"), o.log);
-  sim::CollectiveOp op;
-  try {
-    op = validate::nccl_tests_collective(log, o.op, o.log);
-  } catch (const util::InputError& e) {
-    throw util::InputError(fmt::format("--op {}", e.what()));
-  }
+  const sim::CollectiveOp op = validate::nccl_tests_collective(log, o.op, o.log, "--op");
   std::cerr << fmt::format("simulating {} sizes of {}\n", log.rows.size(), sim::op_name(op));
   const auto check = experiments::check_nccl_tests(
       log, o.log, op, [&](std::optional<int> nodes) { return hw::load_system(o.hw, hw::LoadOptions{nodes}); },

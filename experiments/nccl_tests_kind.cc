@@ -61,7 +61,7 @@ LogEntry parse_entry(const ExperimentFile& file, const YamlReader& entry) {
   }
   const auto op_node = entry.maybe("op");
   try {
-    e.op = validate::nccl_tests_collective(e.log, op_node ? op_node->as_string() : "", e.path);
+    e.op = validate::nccl_tests_collective(e.log, op_node ? op_node->as_string() : "", e.path, "");
   } catch (const util::InputError& error) {
     throw(op_node ? *op_node : entry).error(error.what());
   }

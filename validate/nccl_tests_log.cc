@@ -139,21 +139,24 @@ std::optional<sim::CollectiveOp> nccl_tests_op(std::string_view program) {
 }
 
 sim::CollectiveOp nccl_tests_collective(const NcclTestsLog& log, std::string_view op,
-                                        std::string_view log_name) {
+                                        std::string_view log_name, std::string_view option) {
+  const std::string named_as = option.empty() ? "" : std::string(option) + " ";
   std::optional<sim::CollectiveOp> given;
   if (!op.empty()) {
     given = sim::parse_op(op);
-    if (!given) throw util::InputError(fmt::format("'{}': expected one of: {}", op, sim::kOpNames));
+    if (!given)
+      throw util::InputError(fmt::format("{}'{}': expected one of: {}", named_as, op, sim::kOpNames));
   }
   const auto named = nccl_tests_op(log.program);
   if (named && given && *named != *given)
-    throw util::InputError(fmt::format("{}: {} ran {} ('# Collective test starting: {}')", op, log_name,
-                                       sim::op_name(*named), log.program));
+    throw util::InputError(fmt::format("{}'{}': {} ran {} ('# Collective test starting: {}')", named_as, op,
+                                       log_name, sim::op_name(*named), log.program));
   if (named) return *named;
   if (given) return *given;
   throw util::InputError(
-      fmt::format("{} does not say which collective it ran ({}); name it", log_name,
-                  log.program.empty() ? "no '# Collective test starting:' line" : "program " + log.program));
+      fmt::format("{} does not say which collective it ran ({}); give {}", log_name,
+                  log.program.empty() ? "no '# Collective test starting:' line" : "program " + log.program,
+                  option.empty() ? "op" : option));
 }
 
 std::vector<std::string> nccl_tests_hosts(std::span<const NcclTestsRank> ranks) {

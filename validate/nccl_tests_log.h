@@ -54,10 +54,10 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, std::string_view file);
 std::optional<sim::CollectiveOp> nccl_tests_op(std::string_view program);
 
 // The collective `log` ran: its program's, or `op` (a name as --op takes it) where it names none. Throws
-// util::InputError (the message names `log_name`; callers put the option or field in front) for an unknown
-// name, a name that is not the program's collective, or neither.
+// util::InputError naming `option` (e.g. "--op"; empty where the caller's location names the field) and
+// `log_name` for an unknown name, a name that is not the program's collective, or neither.
 sim::CollectiveOp nccl_tests_collective(const NcclTestsLog& log, std::string_view op,
-                                        std::string_view log_name);
+                                        std::string_view log_name, std::string_view option);
 // The hosts of the ranks, in the order they first appear.
 std::vector<std::string> nccl_tests_hosts(std::span<const NcclTestsRank> ranks);
 // The GPUs of `topo` the ranks ran on, in rank order: hosts are nodes in the order they first appear, a

@@ -494,12 +494,15 @@ logs:
             bad = write_text(os.path.join(d, "bad.txt"),
                              self.log(["a", "b"], []) + "     1048576        262144     float\n")
             three = write_text(os.path.join(d, "three.txt"), self.log(["a", "b", "c"], [(2**20, 100.0)]))
+            unnamed = write_text(os.path.join(d, "unnamed.txt"), self.log(["a", "b"], [(2**20, 100.0)], program=""))
             for args, want in (
-                    (["--log", good, "--op", "allgather"], f"--op allgather: {good} ran allreduce"),
+                    (["--log", good, "--op", "allgather"], f"--op 'allgather': {good} ran allreduce"),
                     (["--log", good, "--place", "sideways"], "--place 'sideways': expected out or in"),
                     (["--log", good, "--algo", "warp"], "--algo: unknown algorithm 'warp' (expected auto, best or one of"),
                     (["--log", bad], f"{bad}:23: expected an nccl-tests row of at least 10 columns"),
                     (["--log", three, "--nodes", "2"], "the log's ranks run on 3 hosts, the system has 2 node(s)"),
+                    (["--log", unnamed], f"{unnamed} does not say which collective it ran (no '# Collective test "
+                                         "starting:' line); give --op"),
                     (["--log", os.path.join(d, "none.txt")], "none.txt")):
                 r = strata("validate", "nccl-tests", "--hw", hw, *args)
                 self.assertEqual(r.rc, 2, r)
@@ -508,7 +511,7 @@ logs:
             r = strata("validate", "nccl-tests", "--hw", hw, "--log", good, "--nodes", "4")
             self.assertEqual(r.rc, 0, r)
             self.assertIn("(4 node(s) x 8 GPUs)", r.out)
-            self.assertEqual(sorted(os.listdir(d)), ["bad.txt", "good.txt", "three.txt"])
+            self.assertEqual(sorted(os.listdir(d)), ["bad.txt", "good.txt", "three.txt", "unnamed.txt"])
 
 
 class HwYamlErrors(unittest.TestCase):
