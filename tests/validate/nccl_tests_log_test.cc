@@ -16,8 +16,6 @@
 namespace strata::validate {
 namespace {
 
-constexpr double MiB = 1024.0 * 1024;
-
 const char* const kRanks =
     "#  Rank  0 Group  0 Pid  41000 on      nodeA device  2 [0000:1a:00] NVIDIA H100 80GB HBM3\n"
     "#  Rank  1 Group  0 Pid  41001 on      nodeA device  3 [0000:1b:00] NVIDIA H100 80GB HBM3\n"
