@@ -74,7 +74,9 @@ void add_validate_nccl_tests_command(CLI::App& validate) {
       "logs\n"
       "at once: the nccl-tests-comparison experiment kind");
   cmd->add_option("--hw", o->hw, "System YAML of the nodes the log ran on")->required();
-  cmd->add_option("--log", o->log, "nccl-tests output (stdout of e.g. mpirun ... all_reduce_perf -b 8 -e 8G)")
+  cmd->add_option(
+         "--log", o->log,
+         "nccl-tests output (stdout of e.g. mpirun ... all_reduce_perf -b 8 -e 8G), or its JSON report (-J)")
       ->required();
   add_int_option(*cmd, "--nodes", o->nodes, {0, 1 << 20},
                  "Nodes of the system (0: as many as the log has hosts, else the file's)");

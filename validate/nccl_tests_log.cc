@@ -7,6 +7,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "sim/collective_runner.h"
 #include "util/error.h"
@@ -54,9 +55,81 @@ double parse_time(std::string_view text) {
   return v;
 }
 
+std::string nccl_version_of(long code) {  // 22105: major x 10000 + minor x 100 + patch
+  return fmt::format("{}.{}.{}", code / 10000, code / 100 % 100, code % 100);
+}
+
+// nccl-tests' JSON report (-J FILE; src/util.cu jsonRankInfo, writeBenchmarkLine*): {"args": [program, ...],
+// "nccl_version": 22105, "config": {"devices": [{"rank", "hostname", "device", ...}], ...}, "results":
+// [{"size", "out_of_place": {"time" | "cpu_time", ...} | null, "in_place": {...}}, ...]}. A row's `line` is
+// its 1-based place in "results".
+NcclTestsLog parse_nccl_tests_json(std::string_view text, std::string_view file) {
+  nlohmann::json root;
+  try {
+    root = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw util::InputError(fmt::format("{}: not nccl-tests' JSON report: {}", file, e.what()));
+  }
+  const auto field_error = [&](const std::string& where, std::string_view expected) {
+    return util::InputError(fmt::format("{}: {}: expected {}", file, where, expected));
+  };
+  if (!root.is_object()) throw field_error("the top level", "an object");
+  NcclTestsLog log;
+  if (const auto args = root.find("args");
+      args != root.end() && args->is_array() && !args->empty() && args->front().is_string()) {
+    std::string program = args->front().get<std::string>();
+    if (const auto slash = program.rfind('/'); slash != std::string::npos) program.erase(0, slash + 1);
+    log.program = program;
+  }
+  if (const auto v = root.find("nccl_version"); v != root.end() && v->is_number_integer())
+    log.nccl = nccl_version_of(v->get<long>());
+  if (const auto config = root.find("config"); config != root.end() && config->is_object())
+    if (const auto devices = config->find("devices"); devices != config->end() && devices->is_array())
+      for (std::size_t i = 0; i < devices->size(); ++i) {
+        const auto& d = (*devices)[i];
+        const std::string where = fmt::format("config.devices[{}]", i);
+        if (!d.is_object() || !d.contains("rank") || !d["rank"].is_number_integer() ||
+            !d.contains("hostname") || !d["hostname"].is_string() || !d.contains("device") ||
+            !d["device"].is_number_integer())
+          throw field_error(where, "an object with an integer rank and device and a string hostname");
+        log.ranks.push_back({d["rank"].get<int>(), d["hostname"].get<std::string>(), d["device"].get<int>()});
+      }
+  const auto results = root.find("results");
+  if (results == root.end() || !results->is_array())
+    throw field_error("results", "a list of results (one per size)");
+  // A result's time: "time" (or "cpu_time" with -C) of its out_of_place / in_place object; NaN when absent.
+  const auto time_of = [](const nlohmann::json& r, const char* place) {
+    const auto p = r.find(place);
+    if (p == r.end() || !p->is_object()) return static_cast<double>(NAN);
+    for (const char* key : {"time", "cpu_time"})
+      if (const auto t = p->find(key); t != p->end() && t->is_number() && t->get<double>() >= 0)
+        return t->get<double>();
+    return static_cast<double>(NAN);
+  };
+  for (std::size_t i = 0; i < results->size(); ++i) {
+    const auto& r = (*results)[i];
+    const std::string where = fmt::format("results[{}]", i);
+    if (!r.is_object() || !r.contains("size") || !r["size"].is_number_unsigned())
+      throw field_error(where, "an object with the size in bytes");
+    NcclTestsRow row;
+    row.bytes = static_cast<std::int64_t>(std::min<std::uint64_t>(r["size"].get<std::uint64_t>(), INT64_MAX));
+    row.line = static_cast<int>(i) + 1;
+    row.out_of_place_us = time_of(r, "out_of_place");
+    row.in_place_us = time_of(r, "in_place");
+    if (std::isnan(row.out_of_place_us) && std::isnan(row.in_place_us))
+      throw field_error(where, "an out_of_place or in_place time in microseconds");
+    log.rows.push_back(row);
+  }
+  if (log.rows.empty()) throw field_error("results", "at least one result");
+  return log;
+}
+
 }  // namespace
 
 NcclTestsLog parse_nccl_tests_log(std::string_view text, std::string_view file) {
+  if (const auto first = text.find_first_not_of(" \t\r\n");
+      first != std::string_view::npos && text[first] == '{')
+    return parse_nccl_tests_json(text, file);
   static const std::regex rank_line(
       R"(^#\s+Rank\s+(\d+)(?:\s+Group\s+\d+)?\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+))");
   static const std::regex program_line(R"(^# Collective test starting: (\S+))");
@@ -82,8 +155,7 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, std::string_view file) 
       } else if (std::regex_search(s, m, program_line)) {
         log.program = m[1].str();
       } else if (std::regex_search(s, m, version_line)) {
-        const long code = std::atol(m[1].str().c_str());  // 22105: major x 10000 + minor x 100 + patch
-        log.nccl = fmt::format("{}.{}.{}", code / 10000, code / 100 % 100, code % 100);
+        log.nccl = nccl_version_of(std::atol(m[1].str().c_str()));
       } else if (auto l = header_layout(line)) {
         if (header_line > 0)
           throw util::InputError(fmt::format(

@@ -10,6 +10,7 @@
 //
 // Columns are found by the header's names, so releases without the root column, with "error" for "#wrong",
 // with per-iteration columns (-I) or timestamps read alike; without a header the current layout is assumed.
+// The JSON report that nccl-tests writes with -J (a text starting with '{') is read too.
 // Nothing here is fitted: the measured times are compared with what the simulator predicts.
 #pragma once
 
@@ -48,6 +49,7 @@ struct NcclTestsLog {
 // Reads one nccl-tests run. Lines that are neither nccl-tests' comments nor its rows (mpirun's or NCCL's own
 // output) are skipped; a row that starts with a size but lacks a column, a second result header (two runs
 // in one file) or a log without rows throws util::InputError naming `file`, the line and what was expected.
+// A JSON report: `line` is a row's place in "results", and errors name the field ("results[3]").
 NcclTestsLog parse_nccl_tests_log(std::string_view text, std::string_view file);
 
 // The collective an nccl-tests program runs (all_reduce_perf -> allreduce, ...); nullopt for others.

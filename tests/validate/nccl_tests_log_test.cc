@@ -99,6 +99,58 @@ TEST(NcclTestsLog, FindsTheTimesByTheHeadersColumnNames) {
   EXPECT_DOUBLE_EQ(log.rows[0].in_place_us, 13.0);
 }
 
+// nccl-tests' JSON report (-J; src/util.cu: the top-level object, config.devices from jsonRankInfo, results
+// from writeBenchmarkLine*), with made-up times; "out_of_place" is null where only in-place ran (trace
+// replay).
+TEST(NcclTestsLog, ReadsNcclTestsJsonReport) {
+  const std::string json = R"({"version": 1, "start_time": "2026-11-29 07:00:00",
+    "args": ["/opt/nccl-tests/build/all_gather_perf", "-b", "1M", "-e", "4M"], "env": [], "nccl_version": 22304,
+    "config": {"nthreads": 1, "ngpus": 1, "devices": [
+      {"rank": 0, "group": 0, "pid": 10, "hostname": "hostA", "device": 0, "device_hex": "0000:18:00", "device_info": "H100"},
+      {"rank": 1, "group": 0, "pid": 11, "hostname": "hostB", "device": 5, "device_hex": "0000:9a:00", "device_info": "H100"}]},
+    "results": [
+      {"size": 1048576, "count": 131072, "type": "float", "redop": "none", "root": "    -1",
+       "out_of_place": {"time": 55.25, "alg_bw": 18.98, "bus_bw": 9.49, "nwrong": 0},
+       "in_place": {"time": 54.5, "alg_bw": 19.24, "bus_bw": 9.62, "nwrong": 0}, "actual_iterations": 20},
+      {"size": 4194304, "count": 524288, "type": "float", "redop": "none", "root": "    -1",
+       "out_of_place": null, "in_place": {"cpu_time": 120.0, "alg_bw": 34.95, "bus_bw": 17.48, "nwrong": null}}]})";
+  const auto log = parse_nccl_tests_log("\n  " + json, "r.json");
+  EXPECT_EQ(log.program, "all_gather_perf");
+  EXPECT_EQ(nccl_tests_op(log.program), sim::CollectiveOp::kAllGather);
+  EXPECT_EQ(log.nccl, "2.23.4");
+  ASSERT_EQ(log.ranks.size(), 2u);
+  EXPECT_EQ(log.ranks[1].host, "hostB");
+  EXPECT_EQ(log.ranks[1].device, 5);
+  ASSERT_EQ(log.rows.size(), 2u);
+  EXPECT_EQ(log.rows[1].bytes, 4194304);
+  EXPECT_EQ(log.rows[1].line, 2);
+  EXPECT_DOUBLE_EQ(log.rows[0].out_of_place_us, 55.25);
+  EXPECT_DOUBLE_EQ(log.rows[0].in_place_us, 54.5);
+  EXPECT_TRUE(std::isnan(log.rows[1].out_of_place_us));
+  EXPECT_DOUBLE_EQ(log.rows[1].in_place_us, 120.0);
+  const auto error_of = [](const std::string& text) {
+    try {
+      parse_nccl_tests_log(text, "bad.json");
+    } catch (const util::InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  std::string e = error_of("{\"results\": [");
+  EXPECT_NE(e.find("bad.json: not nccl-tests' JSON report"), std::string::npos) << e;
+  e = error_of(R"({"results": [{"size": 1024, "in_place": {"time": 1}}, {"count": 5}]})");
+  EXPECT_NE(e.find("bad.json: results[1]: expected an object with the size in bytes"), std::string::npos)
+      << e;
+  e = error_of(R"({"results": [{"size": 1024, "out_of_place": null, "in_place": null}]})");
+  EXPECT_NE(e.find("bad.json: results[0]: expected an out_of_place or in_place time"), std::string::npos)
+      << e;
+  e = error_of(R"({"config": {"devices": [{"rank": 0}]}, "results": []})");
+  EXPECT_NE(e.find("bad.json: config.devices[0]: expected an object with an integer rank"), std::string::npos)
+      << e;
+  e = error_of(R"({"results": []})");
+  EXPECT_NE(e.find("bad.json: results: expected at least one result"), std::string::npos) << e;
+}
+
 TEST(NcclTestsLog, BadLogsNameTheFileAndLine) {
   const auto error_of = [](const std::string& text) {
     try {
