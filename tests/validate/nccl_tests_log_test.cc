@@ -49,6 +49,16 @@ std::string current_log(const std::string& rows) {
          rows + "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 1.0\n#\n";
 }
 
+// The message parse_nccl_tests_log throws for `text` read as `file`, or "no error".
+std::string parse_error(const std::string& text, const char* file) {
+  try {
+    parse_nccl_tests_log(text, file);
+  } catch (const util::InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
 }  // namespace
 
 TEST(NcclTestsLog, ReadsRanksProgramVersionAndBothTimesOfEveryRow) {
@@ -128,14 +138,7 @@ TEST(NcclTestsLog, ReadsNcclTestsJsonReport) {
   EXPECT_DOUBLE_EQ(log.rows[0].in_place_us, 54.5);
   EXPECT_TRUE(std::isnan(log.rows[1].out_of_place_us));
   EXPECT_DOUBLE_EQ(log.rows[1].in_place_us, 120.0);
-  const auto error_of = [](const std::string& text) {
-    try {
-      parse_nccl_tests_log(text, "bad.json");
-    } catch (const util::InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
+  const auto error_of = [](const std::string& text) { return parse_error(text, "bad.json"); };
   std::string e = error_of("{\"results\": [");
   EXPECT_NE(e.find("bad.json: not nccl-tests' JSON report"), std::string::npos) << e;
   e = error_of(R"({"results": [{"size": 1024, "in_place": {"time": 1}}, {"count": 5}]})");
@@ -152,14 +155,7 @@ TEST(NcclTestsLog, ReadsNcclTestsJsonReport) {
 }
 
 TEST(NcclTestsLog, BadLogsNameTheFileAndLine) {
-  const auto error_of = [](const std::string& text) {
-    try {
-      parse_nccl_tests_log(text, "bad.txt");
-    } catch (const util::InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
+  const auto error_of = [](const std::string& text) { return parse_error(text, "bad.txt"); };
   std::string e =
       error_of(std::string(kHeader) + "     1048576        262144     float     sum      -1    40.10\n");
   EXPECT_NE(e.find("bad.txt:4: expected an nccl-tests row of at least 10 columns"), std::string::npos) << e;
