@@ -53,9 +53,9 @@ void run_nccl_tests(const NcclTestsOptions& o) {
       validate::parse_nccl_tests_log(util::read_file<util::InputError>(o.log, "an nccl-tests log"), o.log);
   const sim::CollectiveOp op = validate::nccl_tests_collective(log, o.op, o.log, "--op");
   std::cerr << fmt::format("simulating {} sizes of {}\n", log.rows.size(), sim::op_name(op));
-  const auto check = experiments::check_nccl_tests(
-      log, o.log, op, [&](std::optional<int> nodes) { return hw::load_system(o.hw, hw::LoadOptions{nodes}); },
-      o.nodes > 0 ? std::optional(o.nodes) : std::nullopt, o.place == "in", o.algo);
+  const hw::Topology topo = hw::load_system(
+      o.hw, {validate::nccl_tests_nodes(log, o.nodes > 0 ? std::optional(o.nodes) : std::nullopt)});
+  const auto check = experiments::check_nccl_tests(log, o.log, op, topo, o.place == "in", o.algo);
   std::cout << "# strata validate nccl-tests: " << check.header << "\n"
             << experiments::nccl_tests_table(check.comparison);
   if (!o.output.empty()) write_results(o, check);

@@ -32,7 +32,6 @@ struct LogEntry {
   std::string label, path;
   validate::NcclTestsLog log;
   sim::CollectiveOp op = sim::CollectiveOp::kAllReduce;
-  std::optional<int> nodes;
   std::optional<hw::Topology> topology;  // set by parse_entry
 };
 
@@ -65,10 +64,9 @@ LogEntry parse_entry(const ExperimentFile& file, const YamlReader& entry) {
   } catch (const util::InputError& error) {
     throw(op_node ? *op_node : entry).error(error.what());
   }
-  if (auto n = entry.maybe("nodes")) e.nodes = static_cast<int>(n->as_positive_int());
-  const auto hosts = validate::nccl_tests_hosts(e.log.ranks);
-  if (!e.nodes && !hosts.empty()) e.nodes = static_cast<int>(hosts.size());
-  e.topology.emplace(file.load_system(entry.at("hw"), e.nodes));
+  std::optional<int> nodes;
+  if (auto n = entry.maybe("nodes")) nodes = static_cast<int>(n->as_positive_int());
+  e.topology.emplace(file.load_system(entry.at("hw"), validate::nccl_tests_nodes(e.log, nodes)));
   try {
     (void)validate::gpus_of_ranks(*e.topology, e.log.ranks);
   } catch (const util::InputError& error) {
@@ -102,9 +100,7 @@ Results run(const Comparison& x) {
   for (const auto& e : x.logs) {
     std::cerr << fmt::format("[{}/{}] {}: {} sizes of {}\n", r.checks.size() + 1, x.logs.size(), e.label,
                              e.log.rows.size(), sim::op_name(e.op));
-    r.checks.push_back(check_nccl_tests(
-        e.log, e.label, e.op, [&](std::optional<int>) { return *e.topology; }, e.nodes, x.in_place,
-        x.algorithm));
+    r.checks.push_back(check_nccl_tests(e.log, e.label, e.op, *e.topology, x.in_place, x.algorithm));
   }
   return r;
 }

@@ -15,12 +15,9 @@ std::string percent(double e) {
 }  // namespace
 
 NcclTestsCheck check_nccl_tests(const validate::NcclTestsLog& log, std::string_view log_name,
-                                sim::CollectiveOp op,
-                                const std::function<hw::Topology(std::optional<int>)>& load,
-                                std::optional<int> nodes, bool in_place, const std::string& algorithm) {
+                                sim::CollectiveOp op, const hw::Topology& topo, bool in_place,
+                                const std::string& algorithm) {
   const auto hosts = validate::nccl_tests_hosts(log.ranks);
-  if (!nodes && !hosts.empty()) nodes = static_cast<int>(hosts.size());
-  const hw::Topology topo = load(nodes);
   const auto group = validate::gpus_of_ranks(topo, log.ranks);
   const char* place = in_place ? "in-place" : "out-of-place";
   NcclTestsCheck check;

@@ -3,8 +3,6 @@
 // rows and the curves of the busbw figure (experiments/plots/collective_sweep.py).
 #pragma once
 
-#include <functional>
-#include <optional>
 #include <string>
 #include <string_view>
 
@@ -18,13 +16,11 @@ struct NcclTestsCheck {
   validate::NcclTestsComparison comparison;
   std::string header;  // "h100x2.txt (all_reduce_perf, NCCL 2.21.5), 16 ranks on 2 host(s), ...; strata ..."
 };
-// Loads the system with `load` (its argument: the node count, nullopt for the file's) on as many nodes as the
-// log has hosts, or `nodes`; simulates the log's ranks (validate::gpus_of_ranks) at every size with
-// `algorithm`. Throws util::InputError when no row has a time to compare.
+// Simulates the log's ranks (validate::gpus_of_ranks) on `topo` (loaded on validate::nccl_tests_nodes nodes)
+// at every size with `algorithm`. Throws util::InputError when no row has a time to compare.
 NcclTestsCheck check_nccl_tests(const validate::NcclTestsLog& log, std::string_view log_name,
-                                sim::CollectiveOp op,
-                                const std::function<hw::Topology(std::optional<int>)>& load,
-                                std::optional<int> nodes, bool in_place, const std::string& algorithm);
+                                sim::CollectiveOp op, const hw::Topology& topo, bool in_place,
+                                const std::string& algorithm);
 
 // One row per size (measured and strata's time and busbw, strata's algorithm and protocol, the error), then
 // the mean |error| per band; comment lines start with '#'.

@@ -85,6 +85,22 @@ double parse_real(std::string_view text, double min, double max, std::string_vie
   return v;
 }
 
+std::vector<TextLine> split_lines(std::string_view text) {
+  std::vector<TextLine> lines;
+  int number = 0;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    std::size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(pos, end - pos);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    lines.push_back({line, ++number});
+    if (end == text.size()) break;
+    pos = end + 1;
+  }
+  return lines;
+}
+
 std::vector<std::string> split_list(std::string_view text, char sep, std::string_view field) {
   std::vector<std::string> items;
   std::size_t pos = 0;

@@ -46,6 +46,15 @@ std::vector<KeyValue> parse_key_values(std::string_view text, std::string_view f
 // each rank at most once, in the order written. Empty text is an error (callers decide what "no set" means).
 std::vector<int> parse_rank_set(std::string_view text, int count, std::string_view field);
 
+// The lines of a text file, each without its terminator ("\n" or "\r\n") and with its 1-based number, for
+// readers that name the line of a mistake (rule files, nccl-tests logs, NCCL's INFO output). A final line
+// without "\n" counts; a text ending in "\n" has an empty last line.
+struct TextLine {
+  std::string_view text;
+  int number;
+};
+std::vector<TextLine> split_lines(std::string_view text);
+
 // Byte sizes. One rule everywhere a size is read: a whole number of bytes, written as a plain integer
 // ("1048576", as nccl-tests' -b/-e take them) or a number with a unit. K, M, G, T (one letter, any case) and
 // KiB, MiB, GiB, TiB are powers of 1024, as nccl-tests reads -b 1K / -e 8G; KB, MB, GB, TB are powers of 1000

@@ -11,6 +11,7 @@
 #include "hw/units.h"
 #include "hw/yaml_patch.h"
 #include "util/error.h"
+#include "util/parse.h"
 
 namespace strata::validate {
 namespace {
@@ -129,12 +130,8 @@ std::optional<int> nccl_channels_from_log(std::string_view log) {
   static const std::regex coll(R"(NCCL INFO (\d+) coll channels)");
   static const std::regex ring(R"(NCCL INFO Channel \d+/(\d+) :(\s+\d+)+\s*$)");
   std::optional<int> from_coll, from_rings;
-  std::size_t begin = 0;
-  while (begin < log.size()) {
-    std::size_t end = log.find('\n', begin);
-    if (end == std::string_view::npos) end = log.size();
-    const std::string line(log.substr(begin, end - begin));
-    begin = end + 1;
+  for (const auto& text_line : util::split_lines(log)) {
+    const std::string line(text_line.text);
     std::smatch m;
     const auto keep = [&](std::optional<int>& into) {
       const int c = std::stoi(m[1].str());

@@ -55,6 +55,12 @@ double parse_time(std::string_view text) {
   return v;
 }
 
+// The program's own name where the log gives its path (mpirun prints what it was asked to run).
+std::string_view program_name(std::string_view program) {
+  const auto slash = program.rfind('/');
+  return slash == std::string_view::npos ? program : program.substr(slash + 1);
+}
+
 std::string nccl_version_of(long code) {  // 22105: major x 10000 + minor x 100 + patch
   return fmt::format("{}.{}.{}", code / 10000, code / 100 % 100, code % 100);
 }
@@ -77,9 +83,7 @@ NcclTestsLog parse_nccl_tests_json(std::string_view text, std::string_view file)
   NcclTestsLog log;
   if (const auto args = root.find("args");
       args != root.end() && args->is_array() && !args->empty() && args->front().is_string()) {
-    std::string program = args->front().get<std::string>();
-    if (const auto slash = program.rfind('/'); slash != std::string::npos) program.erase(0, slash + 1);
-    log.program = program;
+    log.program = program_name(args->front().get<std::string>());
   }
   if (const auto v = root.find("nccl_version"); v != root.end() && v->is_number_integer())
     log.nccl = nccl_version_of(v->get<long>());
@@ -137,15 +141,7 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, std::string_view file) 
   NcclTestsLog log;
   Layout layout;
   int header_line = 0;
-  std::size_t begin = 0;
-  int number = 0;
-  while (begin < text.size()) {
-    std::size_t end = text.find('\n', begin);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(begin, end - begin);
-    begin = end + 1;
-    ++number;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  for (const auto& [line, number] : util::split_lines(text)) {
     const auto where = [&] { return fmt::format("{}:{}", file, number); };
     if (line.starts_with('#')) {
       const std::string s(line);
@@ -153,7 +149,7 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, std::string_view file) 
       if (std::regex_search(s, m, rank_line)) {
         log.ranks.push_back({std::atoi(m[1].str().c_str()), m[2].str(), std::atoi(m[3].str().c_str())});
       } else if (std::regex_search(s, m, program_line)) {
-        log.program = m[1].str();
+        log.program = program_name(m[1].str());
       } else if (std::regex_search(s, m, version_line)) {
         log.nccl = nccl_version_of(std::atol(m[1].str().c_str()));
       } else if (auto l = header_layout(line)) {
@@ -202,10 +198,7 @@ std::optional<sim::CollectiveOp> nccl_tests_op(std::string_view program) {
       {"reduce_perf", sim::CollectiveOp::kReduce},
       {"alltoall_perf", sim::CollectiveOp::kAllToAll},
       {"sendrecv_perf", sim::CollectiveOp::kSendRecv}};
-  // mpirun may print the program with its path.
-  const auto slash = program.rfind('/');
-  if (slash != std::string_view::npos) program.remove_prefix(slash + 1);
-  const auto it = ops.find(program);
+  const auto it = ops.find(program_name(program));
   if (it == ops.end()) return std::nullopt;
   return it->second;
 }
@@ -236,6 +229,13 @@ std::vector<std::string> nccl_tests_hosts(std::span<const NcclTestsRank> ranks) 
   for (const auto& r : ranks)
     if (std::find(hosts.begin(), hosts.end(), r.host) == hosts.end()) hosts.push_back(r.host);
   return hosts;
+}
+
+std::optional<int> nccl_tests_nodes(const NcclTestsLog& log, std::optional<int> given) {
+  if (given) return given;
+  const auto hosts = nccl_tests_hosts(log.ranks);
+  if (hosts.empty()) return std::nullopt;
+  return static_cast<int>(hosts.size());
 }
 
 std::vector<hw::Rank> gpus_of_ranks(const hw::Topology& topo, std::span<const NcclTestsRank> ranks) {

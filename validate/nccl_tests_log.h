@@ -62,6 +62,8 @@ sim::CollectiveOp nccl_tests_collective(const NcclTestsLog& log, std::string_vie
                                         std::string_view log_name, std::string_view option);
 // The hosts of the ranks, in the order they first appear.
 std::vector<std::string> nccl_tests_hosts(std::span<const NcclTestsRank> ranks);
+// The nodes to simulate `log` on: `given`, else as many as its hosts, else nullopt (the system file's).
+std::optional<int> nccl_tests_nodes(const NcclTestsLog& log, std::optional<int> given);
 // The GPUs of `topo` the ranks ran on, in rank order: hosts are nodes in the order they first appear, a
 // rank's device its GPU within the node. Throws util::InputError when a device is not on the node, a GPU
 // appears twice, or there are more hosts than `topo` has nodes. No ranks: every GPU of `topo` (a pasted

@@ -13,6 +13,7 @@
 #include "hw/config_error.h"
 #include "search/subst/rule_check.h"
 #include "util/atomic_file.h"
+#include "util/parse.h"
 
 namespace strata::search::subst {
 
@@ -74,26 +75,11 @@ std::optional<std::optional<Shape>> parse_shape(std::string_view text) {
 
 namespace {
 
-struct Line {
-  std::string_view text;  // without comment and line terminator
-  int number;
-};
-
-std::vector<Line> split_lines(std::string_view text, bool strip_comments) {
-  std::vector<Line> lines;
-  int number = 0;
-  std::size_t pos = 0;
-  while (pos <= text.size()) {
-    std::size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(pos, end - pos);
-    ++number;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (strip_comments) line = line.substr(0, std::min(line.find('#'), line.size()));
-    lines.push_back({line, number});
-    if (end == text.size()) break;
-    pos = end + 1;
-  }
+// The file's lines (util::split_lines), with '#' comments cut off where `strip_comments`.
+std::vector<util::TextLine> split_lines(std::string_view text, bool strip_comments) {
+  auto lines = util::split_lines(text);
+  if (strip_comments)
+    for (auto& line : lines) line.text = line.text.substr(0, std::min(line.text.find('#'), line.text.size()));
   return lines;
 }
 
@@ -251,7 +237,7 @@ std::vector<Rule> parse_rules(std::string_view text, std::string_view file) {
   std::vector<Rule> rules;
   std::map<std::string, int, std::less<>> name_line;
   int header_line = 0;
-  for (const Line& line : split_lines(text, true)) {
+  for (const util::TextLine& line : split_lines(text, true)) {
     if (blank(line.text)) continue;
     if (line.text.front() != ' ' && line.text.front() != '\t') {
       if (!rules.empty()) check_rule_complete(rules.back(), file, header_line);
@@ -336,7 +322,7 @@ std::vector<Rule> parse_taso_equations(std::string_view text, std::string_view f
   std::vector<Rule> rules;
   std::map<long, int> index_line;
   long previous = -1;
-  for (const Line& line : split_lines(text, false)) {
+  for (const util::TextLine& line : split_lines(text, false)) {
     if (blank(line.text)) continue;
     const std::string_view s = line.text;
     long index = 0;
@@ -399,7 +385,7 @@ std::vector<Rule> load_rules(const std::string& path, RuleFileFormat format, Tas
   const std::string text = buffer.str();
   if (format == RuleFileFormat::kAutomatic) {
     format = RuleFileFormat::kStrata;
-    for (const Line& line : split_lines(text, true)) {
+    for (const util::TextLine& line : split_lines(text, true)) {
       if (blank(line.text)) continue;
       std::size_t d = 0;
       while (d < line.text.size() && std::isdigit(static_cast<unsigned char>(line.text[d])) != 0) ++d;

@@ -80,11 +80,12 @@ std::vector<int> nccl_tree_parents(int n, int which);
 TreeShape make_tree(const std::vector<std::vector<hw::Rank>>& nodes, const std::vector<int>& order,
                     std::span<const int> parent_position, const std::vector<std::size_t>& gateway);
 // The whole pipelined tree (reduce up and/or broadcast down) as one flow bundle: `chunks` chunks of `chunk`
-// payload bytes through its D pipeline stages take (K + D - 1) chunk times, then the deepest paths' latency,
-// or `latency` where given (a measured fixed time of the tree's chunk handoffs, tree_chunk_handoffs).
+// payload bytes through its D pipeline stages take (K + D - 1) chunk times, then the deepest paths' latency.
+// With `measured` (one NCCL channel's chunk handoffs, tree_chunk_handoffs) its fixed time is the latency
+// instead, and the bundle moves its bytes no faster than the channel's copy time allows.
 TaskId tree_flow_bundle(BuildContext& ctx, const TreeShape& shape, bool do_up, bool do_down, double chunk,
                         int chunks, TaskId start, std::int32_t label, int lane,
-                        std::optional<double> latency = std::nullopt);
+                        const hw::SizeTimes::Split* measured = nullptr);
 // One NCCL channel's tree at a measured time per chunk handoff between nodes (node.nics.nccl_tree,
 // hw/nccl_measured.h): `bytes` in K chunks of `chunk` (the last one what is left) through `stages` pipeline
 // stages make K + stages - 1 handoffs, the fill's at whole chunks. Every stage, on

@@ -90,15 +90,10 @@ class NvlsTree final : public CollectiveAlgorithm {
                                 measured ? measured->fixed_seconds
                                          : stages * ctx.step_latency(nodes[0][static_cast<std::size_t>(h)],
                                                                      nodes[1][static_cast<std::size_t>(h)]));
-        const TaskId before = static_cast<TaskId>(ctx.graph.size()) - 1;
-        finals.push_back({tree_flow_bundle(
-            ctx, shape, true, true, per_tree / chunks, chunks, start, tree_label, 2 * h + mirror,
-            measured ? std::optional(measured->fixed_seconds) : std::nullopt)});
         // The bundle carries its head's share of the tree no faster than each of NCCL's channels moves its
-        // part of it (they run side by side): the bundle's bytes over one channel's copy time.
-        if (measured && measured->copy_seconds > 0)
-          ctx.graph.cap_transfers_after(
-              before, ctx.wire(per_tree / chunks * (chunks + stages - 1)) / measured->copy_seconds);
+        // part of it (they run side by side).
+        finals.push_back({tree_flow_bundle(ctx, shape, true, true, per_tree / chunks, chunks, start,
+                                           tree_label, 2 * h + mirror, measured ? &*measured : nullptr)});
       }
     }
     // Inside each node: NVLS on every GPU's switch port. Its latency carries the whole pipeline's (NVLS, then

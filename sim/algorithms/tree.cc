@@ -129,6 +129,14 @@ std::vector<std::vector<hw::Rank>> node_chains(const BuildContext& ctx,
   return chains;
 }
 
+// Caps every transfer added after `before` (one tree's) at the rate that moves the tree's (K + D - 1) chunk
+// times of `chunk` bytes in `measured`'s copy time: no faster than NCCL's channel moves its share.
+void cap_at_measured_rate(BuildContext& ctx, TaskId before, double chunk, int chunks, int stages,
+                          const hw::SizeTimes::Split& measured) {
+  if (measured.copy_seconds > 0)
+    ctx.graph.cap_transfers_after(before, ctx.wire(chunk * (chunks + stages - 1)) / measured.copy_seconds);
+}
+
 // The network's tree table (node.nics.nccl_tree) where it applies: a Simple all-reduce over whole nodes,
 // across nodes (what `strata validate net-chunks` measures the handoffs of, and where NCCL's channel count is
 // the table's); nullptr elsewhere.
@@ -239,19 +247,15 @@ class Tree final : public CollectiveAlgorithm {
         measured = tree_chunk_handoffs(
             net->handoffs, nccl_share,
             tree_chunk_bytes(nccl_share, Protocol::kSimple, static_cast<int>(nodes.size()), 0), stages);
+      if (ctx.spec.granularity == Granularity::kFlow) {
+        finals.push_back({tree_flow_bundle(ctx, shape, do_up, do_down, chunk, chunks, start, up_label, t,
+                                           measured ? &*measured : nullptr)});
+        continue;
+      }
       const TaskId before = static_cast<TaskId>(ctx.graph.size()) - 1;
-      if (ctx.spec.granularity == Granularity::kFlow)
-        finals.push_back(
-            {tree_flow_bundle(ctx, shape, do_up, do_down, chunk, chunks, start, up_label, t,
-                              measured ? std::optional(measured->fixed_seconds) : std::nullopt)});
-      else
-        build_steps(ctx, shape, do_up, do_down, chunk, chunks, start, up_label, down_label, t, finals,
-                    measured ? std::optional(measured->fixed_seconds / (chunks + stages - 1)) : std::nullopt);
-      // This tree's transfers carry its bytes no faster than NCCL's channel moves its share: the bytes of its
-      // (K + D - 1) chunk times over the channel's copy time.
-      if (measured && measured->copy_seconds > 0)
-        ctx.graph.cap_transfers_after(before,
-                                      ctx.wire(chunk * (chunks + stages - 1)) / measured->copy_seconds);
+      build_steps(ctx, shape, do_up, do_down, chunk, chunks, start, up_label, down_label, t, finals,
+                  measured ? std::optional(measured->fixed_seconds / (chunks + stages - 1)) : std::nullopt);
+      if (measured) cap_at_measured_rate(ctx, before, chunk, chunks, stages, *measured);
     }
     // NCCL's tree moves half its bus bandwidth as algorithm bandwidth (tuning.cc's bus-to-algorithm ratio
     // 0.5), and the trees' algorithm bandwidth is trees x the per-hop payload rate of each: so its protocol
@@ -353,7 +357,7 @@ class Tree final : public CollectiveAlgorithm {
 // bottleneck rate, plus the path's latencies.
 TaskId tree_flow_bundle(BuildContext& ctx, const TreeShape& s, bool do_up, bool do_down, double chunk,
                         int chunks, TaskId start, std::int32_t label, int lane,
-                        std::optional<double> latency_override) {
+                        const hw::SizeTimes::Split* measured) {
   const std::size_t m = s.members.size();
   std::vector<std::pair<hw::Rank, hw::Rank>> hops;
   std::vector<double> lat_to_root(m, 0.0), lat_from_root(m, 0.0);
@@ -368,11 +372,13 @@ TaskId tree_flow_bundle(BuildContext& ctx, const TreeShape& s, bool do_up, bool 
   }
   const int stages = s.depth * ((do_up ? 1 : 0) + (do_down ? 1 : 0));
   const double latency =
-      latency_override ? *latency_override
-                       : (do_up ? *std::max_element(lat_to_root.begin(), lat_to_root.end()) : 0.0) +
-                             (do_down ? *std::max_element(lat_from_root.begin(), lat_from_root.end()) : 0.0);
+      measured ? measured->fixed_seconds
+               : (do_up ? *std::max_element(lat_to_root.begin(), lat_to_root.end()) : 0.0) +
+                     (do_down ? *std::max_element(lat_from_root.begin(), lat_from_root.end()) : 0.0);
   const std::array<Dep, 1> deps{Dep{start}};
-  return add_bundle(ctx, hops, chunk * (chunks + stages - 1), latency, label, deps, lane);
+  const TaskId bundle = add_bundle(ctx, hops, chunk * (chunks + stages - 1), latency, label, deps, lane);
+  if (measured) cap_at_measured_rate(ctx, bundle - 1, chunk, chunks, stages, *measured);
+  return bundle;
 }
 
 hw::SizeTimes::Split tree_chunk_handoffs(const hw::SizeTimes& table, double bytes, double chunk, int stages) {

@@ -22,6 +22,23 @@ bool contains(const std::string& s, std::string_view part) {
   return s.find(part) != std::string::npos;
 }
 
+// Lines as editors number them: "\r\n" ends a line like "\n"; a final line without "\n" counts, and a text
+// ending in "\n" has an empty last line.
+TEST(SplitLines, NumbersEveryLineFromOneWithoutItsTerminator) {
+  const auto lines = split_lines("a\r\nb b\n\nc");
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[0].text, "a");
+  EXPECT_EQ(lines[1].text, "b b");
+  EXPECT_EQ(lines[2].text, "");
+  EXPECT_EQ(lines[3].text, "c");
+  EXPECT_EQ(lines[3].number, 4);
+  const auto ended = split_lines("x\n");
+  ASSERT_EQ(ended.size(), 2u);
+  EXPECT_EQ(ended[1].text, "");
+  EXPECT_EQ(ended[1].number, 2);
+  EXPECT_EQ(split_lines("").size(), 1u);
+}
+
 TEST(ParseInt, AcceptsWholeDecimalIntegersInRange) {
   EXPECT_EQ(parse_int("8", {1, 64}, "--nodes"), 8);
   EXPECT_EQ(parse_int("-3", {-5, 5}, "x"), -3);
