@@ -141,7 +141,10 @@ NcclTestsLog parse_nccl_tests_log(std::string_view text, std::string_view file) 
   NcclTestsLog log;
   Layout layout;
   int header_line = 0;
-  for (const auto& [line, number] : util::split_lines(text)) {
+  for (const auto& text_line : util::split_lines(text)) {
+    // Named copies, not structured bindings: clang 14 does not let the lambda below capture those.
+    const std::string_view line = text_line.text;
+    const int number = text_line.number;
     const auto where = [&] { return fmt::format("{}:{}", file, number); };
     if (line.starts_with('#')) {
       const std::string s(line);
