@@ -30,7 +30,8 @@ PaperCases read_paper_cases(const ExperimentFile& file, const YamlReader& field)
 
 // One of strata's cases, as the comparison needs it.
 struct SimulatedCase {
-  std::string key;  // case_key(...)
+  std::string key;     // case_key(...)
+  std::string system;  // its system's label ("A100x2")
   std::string algorithm;
   bool cross_node = false;
   double allreduce_s = 0, best_s = 0, speedup = 0;
@@ -42,6 +43,11 @@ struct Comparison {
 };
 // `improved` is the kind's rule for a win (best program at least that much faster than AllReduce); the
 // paper's tables print speedups to two decimals, so a printed speedup above 1 counts as a win there.
+// The comparison also checks the AllReduce times themselves without any absolute calibration: within one
+// system and node span (e.g. A100x2 across nodes) the measured / simulated ratio is the same for every case
+// when the model's relative costs are right, whatever the NICs' true speed. Each case's ratio over its
+// group's median is `allreduce_scale`; cases more than kScaleTolerance from 1 are listed.
+inline constexpr double kScaleTolerance = 0.10;
 Comparison compare(const PaperCases& paper, const std::vector<SimulatedCase>& cases, double improved);
 
 }  // namespace strata::experiments::p2

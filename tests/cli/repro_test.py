@@ -9,6 +9,7 @@ numbers from results.csv by their definitions (speedup = before / after, gain = 
 Run by ctest, one test per class:  repro_test.py --strata build/experiments/strata --source . ClassName
 """
 import csv
+import statistics
 import json
 import io
 import math
@@ -331,6 +332,25 @@ class P2Repro(unittest.TestCase):
         agree = 100 * (counts[("1", "1")] + counts[("0", "0")]) / 200
         self.assertIn(f"| all | 200 | {counts[('1', '1')]} | {counts[('1', '0')]} | {counts[('0', '1')]} | "
                       f"{counts[('0', '0')]} | {agree:.0f}% |", summary)
+        # The scale check, recomputed from the two time columns: within a system and node span, each case's
+        # measured / simulated AllReduce time over the group's median; the cases more than 10% off are listed.
+        groups = {}
+        for row in both:
+            span = "across nodes" if row["cross_node"] == "1" else "inside a node"
+            ratio = float(row["paper_allreduce_s"]) / float(row["strata_allreduce_s"])
+            groups.setdefault(f'{row["case"].split()[0]} {span}', []).append((row, ratio))
+        listed_off = set()
+        for group, members in groups.items():
+            middle = statistics.median(r for _, r in members)
+            off = [row for row, r in members if abs(r / middle - 1) > 0.10]
+            self.assertIn(f"| {group} | {len(members)} | {middle:.2f} | {len(off)} |", summary)
+            for row, r in members:
+                self.assertAlmostEqual(float(row["allreduce_scale"]), r / middle, delta=1e-4 * r / middle + 1e-4)
+            listed_off |= {row["case"] for row in off}
+        scale_table = summary.split("### AllReduce times against the model's relative costs")[1].split("\n## ")[0]
+        shown = {line.split(" | ")[0][2:] for line in scale_table.splitlines()
+                 if line.startswith("| ") and line.count(" | ") == 3 and " s | " in line}
+        self.assertEqual(shown, listed_off)
 
     def test_bad_paper_cases_are_named_by_file_and_line(self):
         exp = src("configs/experiments/repro/p2.yaml")
