@@ -487,9 +487,8 @@ void report(const P2Experiment& x, const P2Results& results, ResultsDir& out, co
       "\n## Files\n\n- `cases.csv`: one row per case (best program, its time, the AllReduce time, speedup)\n"
       "- `programs.csv`: every synthesized program of every case with its predicted time and rank\n"
       "- `spread.csv`: per configuration, AllReduce and best-program time across placements\n"
-      "- `cases_vs_paper.csv` (with `paper_cases:`): each case's measured (paper) and simulated speedup, and "
-      "its "
-      "AllReduce scale (measured / simulated time over its group's median)\n"
+      "- `cases_vs_paper.csv` (with `paper_cases:`): each case's measured (paper) and simulated speedup,\n"
+      "  and its AllReduce scale (measured / simulated time over its group's median)\n"
       "- `spread.png`: placement spread per configuration; `speedup_hist.png`: speedup histogram\n";
   draw_figures(md, options, "p2_reproduction.py", {out.staging().string(), x.name});
   if (x.paper) side_by_side::write_outputs(*x.paper, measured, x.name, out, options, md);

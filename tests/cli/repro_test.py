@@ -9,11 +9,11 @@ numbers from results.csv by their definitions (speedup = before / after, gain = 
 Run by ctest, one test per class:  repro_test.py --strata build/experiments/strata --source . ClassName
 """
 import csv
-import statistics
 import json
 import io
 import math
 import os
+import statistics
 import tempfile
 import unittest
 
