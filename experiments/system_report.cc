@@ -47,6 +47,15 @@ std::string describe_system(const hw::Topology& topo) {
         ring.channels, table(ring.handoffs));
   else
     out += "  nccl ring    not measured (node.fabric.nccl_ring; strata validate ring-slices)\n";
+  // LL128 runs over NVLink only (sim/nccl_model.cc), so its tables are named where the GPUs have it.
+  const bool ll128 = topo.has_nvlink(0);
+  if (const auto& ring = topo.nccl_ring_ll128(); !ring.empty())
+    out += fmt::format(
+        "  nccl ll128   {} channels, measured time per LL128 step by payload "
+        "(node.fabric.nccl_ring_ll128):{}\n",
+        ring.channels, table(ring.handoffs));
+  else if (ll128)
+    out += "  nccl ll128   not measured (node.fabric.nccl_ring_ll128; strata validate ring-ll128)\n";
   if (const auto& net = topo.nccl_net_ring(); !net.empty())
     out += fmt::format(
         "  nccl net     {} ring channels over whole nodes, measured time per slice handoff between nodes "
@@ -54,6 +63,13 @@ std::string describe_system(const hw::Topology& topo) {
         net.channels, table(net.handoffs));
   else if (topo.nics_per_node() > 0)
     out += "  nccl net     not measured (node.nics.nccl_ring; strata validate net-slices)\n";
+  if (const auto& net = topo.nccl_net_ring_ll128(); !net.empty())
+    out += fmt::format(
+        "  nccl net128  {} ring channels over whole nodes, measured time per LL128 step between nodes "
+        "(node.nics.nccl_ring_ll128):{}\n",
+        net.channels, table(net.handoffs));
+  else if (topo.nics_per_node() > 0 && ll128)
+    out += "  nccl net128  not measured (node.nics.nccl_ring_ll128; strata validate net-ll128)\n";
   if (const auto& tree = topo.nccl_net_tree(); !tree.empty())
     out += fmt::format(
         "  nccl tree    {} tree channels over whole nodes, measured time per chunk between nodes "

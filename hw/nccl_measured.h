@@ -6,6 +6,11 @@
 //              slice size (one channel, NCCL_BUFFSIZE varied). A handoff is one slice of one primitive of the
 //              ring kernel: wait for the peer's step counter, copy or reduce the slice, fence, post
 //              (device/prims_simple.h, NCCL v2.21.5-1).
+//   node.fabric.nccl_ring_ll128  `strata validate ring-ll128`: the same ring under NCCL's LL128 protocol, the
+//              time one channel takes per step by the step's payload (one channel, NCCL_LL128_BUFFSIZE
+//              varied). LL128 moves one step per primitive (ProtoLL128, device/prims_ll128.h): the sender
+//              waits for a free step of the peer's buffer and writes 128-byte lines that carry their own
+//              flags, the receiver polls the lines; 120 of each line's 128 bytes are payload.
 //   node.fabric.nccl_nvls  `strata validate nvls-steps`: the time one NVLS channel takes per step, by chunk
 //              size (one channel, NCCL_NVLS_CHUNKSIZE varied). A step is one chunk per head through the
 //              kernel's scatter, reduce-and-multicast and gather warps (device/all_reduce.h, NVLS).
@@ -13,6 +18,8 @@
 //              network (one rank on each of two nodes), which adds the network proxy: one send per slice, at
 //              most NCCL_STEPS steps in flight, the credit back only when the send completes
 //              (transport/net.cc); and the channels NCCL gives rings over whole nodes.
+//   node.nics.nccl_ring_ll128  `strata validate net-ll128`: the LL128 step when every hop crosses the
+//              network (one rank on each of two nodes); the proxy sends one message per step.
 //   node.nics.nccl_tree  `strata validate net-chunks`: NCCL's tree between two nodes (one rank on each, one
 //              channel), the time per chunk by chunk size (NCCL_BUFFSIZE varied): the network proxy as for
 //              the ring, with a tree chunk of one step and 8 steps in flight; and the channels NCCL gives
@@ -71,8 +78,9 @@ class SizeTimes {
   std::vector<SizeTime> points_;
 };
 
-// node.fabric.nccl_ring, node.nics.nccl_ring, node.nics.nccl_tree: NCCL's channels and one channel's time
-// per handoff of a slice (ring) or chunk (tree).
+// node.fabric.nccl_ring, node.nics.nccl_ring, node.nics.nccl_tree, node.fabric.nccl_ring_ll128,
+// node.nics.nccl_ring_ll128: NCCL's channels and one channel's time per handoff of a slice (Simple ring),
+// chunk (tree) or step (LL128 ring: its payload bytes).
 struct NcclHandoffs {
   int channels = 0;    // NCCL's collective channels (NCCL_DEBUG=INFO's "24 coll channels")
   SizeTimes handoffs;  // one channel's time per handoff, by slice or chunk size

@@ -129,7 +129,7 @@ struct NodeSpec {
   int switch_generation = 0;
   int cpus = 1, pcie_switches = 0;
   CpuVendor cpu_vendor = CpuVendor::kOther;
-  NcclHandoffs nccl_ring, nccl_net_ring, nccl_net_tree;
+  NcclHandoffs nccl_ring, nccl_net_ring, nccl_net_tree, nccl_ring_ll128, nccl_net_ring_ll128;
   NcclNvlsMeasured nccl_nvls;
   LinkChoice pcie, cpu_link;
   int nics = 0;
@@ -195,7 +195,8 @@ SizeTimes read_size_times(const YamlReader& list, std::string_view size_key, std
 
 // node.fabric.nccl_ring: {channels: 24, handoffs: [{slice: 32KiB, time: 4.5us}, ...]}, as `strata validate
 // ring-slices` writes it; node.nics.nccl_ring, the same across nodes, as `strata validate net-slices` does;
-// node.nics.nccl_tree with {chunk, time} points, as `strata validate net-chunks` does.
+// node.nics.nccl_tree with {chunk, time} points, as `strata validate net-chunks` does; node.fabric and
+// node.nics.nccl_ring_ll128 with {step, time} points, as `strata validate ring-ll128` and `net-ll128` do.
 NcclHandoffs read_nccl_handoffs(const YamlReader& table, std::string_view size_key) {
   table.expect_map({"channels", "handoffs"});
   NcclHandoffs m;
@@ -212,9 +213,10 @@ NcclNvlsMeasured read_nccl_nvls(const YamlReader& nvls) {
 }
 
 void read_fabric(const YamlReader& fabric, NodeSpec& ns) {
-  fabric.expect_map(
-      {"wiring", "link", "links_per_gpu", "links_per_pair", "switch", "nccl_ring", "nccl_nvls"});
+  fabric.expect_map({"wiring", "link", "links_per_gpu", "links_per_pair", "switch", "nccl_ring",
+                     "nccl_ring_ll128", "nccl_nvls"});
   if (auto ring = fabric.maybe("nccl_ring")) ns.nccl_ring = read_nccl_handoffs(*ring, "slice");
+  if (auto ring = fabric.maybe("nccl_ring_ll128")) ns.nccl_ring_ll128 = read_nccl_handoffs(*ring, "step");
   if (auto nvls = fabric.maybe("nccl_nvls")) ns.nccl_nvls = read_nccl_nvls(*nvls);
   const YamlReader wiring_node = fabric.at("wiring");
   ns.wiring = wiring_node.as_string();
@@ -267,10 +269,12 @@ NodeSpec read_node(const YamlReader& node) {
   if (ns.cpus > 1) ns.cpu_link = read_hop_link(host.at("cpu_link"));
 
   if (auto nics = node.maybe("nics")) {
-    nics->expect_map({"count", "link", "nccl_ring", "nccl_tree"});
+    nics->expect_map({"count", "link", "nccl_ring", "nccl_ring_ll128", "nccl_tree"});
     ns.nics = nics->at("count").as_int32_in(1, limits::kMaxPartsPerNode);
     ns.nic_link = read_hop_link(nics->at("link"));
     if (auto ring = nics->maybe("nccl_ring")) ns.nccl_net_ring = read_nccl_handoffs(*ring, "slice");
+    if (auto ring = nics->maybe("nccl_ring_ll128"))
+      ns.nccl_net_ring_ll128 = read_nccl_handoffs(*ring, "step");
     if (auto tree = nics->maybe("nccl_tree")) ns.nccl_net_tree = read_nccl_handoffs(*tree, "chunk");
   }
   return ns;
@@ -430,6 +434,8 @@ Topology build(const YamlReader& root, const LoadOptions& options) {
   topo.set_nccl_ring(ns.nccl_ring);
   topo.set_nccl_net_ring(ns.nccl_net_ring);
   topo.set_nccl_net_tree(ns.nccl_net_tree);
+  topo.set_nccl_ring_ll128(ns.nccl_ring_ll128);
+  topo.set_nccl_net_ring_ll128(ns.nccl_net_ring_ll128);
   topo.set_nccl_nvls(ns.nccl_nvls);
   std::vector<std::vector<VertexId>> nics_of_node;
   nics_of_node.reserve(static_cast<std::size_t>(nodes));

@@ -119,8 +119,15 @@ class Topology {
   // between two nodes (node.nics.nccl_tree; empty when the file gives none).
   const NcclHandoffs& nccl_net_tree() const { return nccl_net_tree_; }
   void set_nccl_net_tree(NcclHandoffs m) { nccl_net_tree_ = std::move(m); }
+  // The same two ring tables for NCCL's LL128 protocol: channels and time per step by the step's payload
+  // (node.fabric.nccl_ring_ll128, node.nics.nccl_ring_ll128; empty when the file gives none).
+  const NcclHandoffs& nccl_ring_ll128() const { return nccl_ring_ll128_; }
+  void set_nccl_ring_ll128(NcclHandoffs m) { nccl_ring_ll128_ = std::move(m); }
+  const NcclHandoffs& nccl_net_ring_ll128() const { return nccl_net_ring_ll128_; }
+  void set_nccl_net_ring_ll128(NcclHandoffs m) { nccl_net_ring_ll128_ = std::move(m); }
   // The measured NCCL tables this system carries, by their place in the system file
-  // ("node.fabric.nccl_ring", "node.fabric.nccl_nvls", "node.nics.nccl_ring", "node.nics.nccl_tree");
+  // ("node.fabric.nccl_ring", "node.fabric.nccl_ring_ll128", "node.fabric.nccl_nvls", "node.nics.nccl_ring",
+  // "node.nics.nccl_ring_ll128", "node.nics.nccl_tree");
   // empty for every preset.
   std::vector<std::string_view> measured_nccl_tables() const;
   // NCCL's NVLS on a node as measured: time per step by chunk size (node.fabric.nccl_nvls; empty when not
@@ -163,6 +170,7 @@ class Topology {
   NcclHandoffs nccl_ring_;
   NcclHandoffs nccl_net_ring_;
   NcclHandoffs nccl_net_tree_;
+  NcclHandoffs nccl_ring_ll128_, nccl_net_ring_ll128_;
   NcclNvlsMeasured nccl_nvls_;
   bool finalized_ = false;
   int nics_per_node_ = 0;

@@ -117,6 +117,19 @@ std::vector<SliceCount> ring_simple_slices(CollectiveOp op, double bytes_per_cha
   return out;
 }
 
+std::vector<SliceCount> ring_ll128_steps(CollectiveOp op, double bytes_per_channel, int ranks) {
+  constexpr double kChunk = 614400.0 / 128 * 120, kChunkAlign = 480.0 * 20;
+  if (ranks < 2 || !(bytes_per_channel > 0)) return {};
+  const double n = ranks;
+  const double primitives = op == CollectiveOp::kAllReduce ? 2 * n - 1 : n;
+  std::vector<SliceCount> out;
+  const double full_loops = std::floor(bytes_per_channel / (n * kChunk));
+  if (full_loops > 0) out.push_back({kChunk, primitives * full_loops});
+  const double rest = bytes_per_channel - full_loops * n * kChunk;
+  if (rest > 0) out.push_back({std::ceil(std::ceil(rest / n) / kChunkAlign) * kChunkAlign, primitives});
+  return out;
+}
+
 GroupShape group_shape(const hw::Topology& topo, std::span<const hw::Rank> group) {
   GroupShape g;
   g.ranks = static_cast<int>(group.size());

@@ -59,6 +59,13 @@ struct SliceCount {
   double handoffs = 0;
 };
 std::vector<SliceCount> ring_simple_slices(CollectiveOp op, double bytes_per_channel, int ranks);
+// The same for the LL128 protocol (v2.21.5-1), whose primitives move one step each (ProtoLL128): a loop is N
+// chunks of one step's payload per channel, 576,000 B (the default LL128 buffer of 4,915,200 B in 8 steps
+// of 614,400 B, 120 of every 128 bytes payload: include/device.h, enqueue.cc computeCollChunkInfo), 2N - 1
+// primitives per loop for all-reduce and N for reduce-scatter and all-gather (runRing); the last loop's
+// chunk is the rest / N rounded up to 9,600 B (480 B per warp of the 20: computeCollAlignCount). Returns
+// (step payload bytes, handoffs) pairs, full loops first.
+std::vector<SliceCount> ring_ll128_steps(CollectiveOp op, double bytes_per_channel, int ranks);
 
 // What the tuner reads of the group: its size and spread over nodes, and whether the intra-node path is
 // NVLink/NVSwitch (NCCL enables LL128 only there).

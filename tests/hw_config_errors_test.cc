@@ -171,6 +171,31 @@ TEST(ConfigErrors, MeasuredNcclRingIsChannelsAndIncreasingSlices) {
   EXPECT_NE(e.find("node.nics.nccl_tree.handoffs[0].chunk: expected a chunk of at most 1 GiB"),
             std::string::npos)
       << e;
+  // node.fabric.nccl_ring_ll128 and node.nics.nccl_ring_ll128 (`strata validate ring-ll128`, `net-ll128`):
+  // the LL128 ring's tables, by step payload.
+  const auto ll128 = [](const std::string& fabric, const std::string& nics) {
+    auto text =
+        replace(kGood, "links_per_gpu: 18}", "links_per_gpu: 18,\n    nccl_ring_ll128: " + fabric + "}");
+    return nics.empty() ? text
+                        : replace(text, "link: ib-ndr}", "link: ib-ndr,\n    nccl_ring_ll128: " + nics + "}");
+  };
+  const auto l = load_system_from_string(
+      ll128("{channels: 24, handoffs: [{step: 144000, time: 9us}, {step: 576000, time: 21us}]}",
+            "{channels: 16, handoffs: [{step: 576000, time: 60us}]}"),
+      "good.yaml");
+  EXPECT_EQ(l.nccl_ring_ll128().channels, 24);
+  EXPECT_DOUBLE_EQ(l.nccl_ring_ll128().handoffs.points()[0].bytes, 144000);
+  EXPECT_DOUBLE_EQ(l.nccl_net_ring_ll128().handoffs.points()[0].seconds, 60e-6);
+  EXPECT_TRUE(l.nccl_ring().empty());
+  EXPECT_TRUE(l.nccl_net_ring().empty());
+  e = error_of(ll128("{channels: 24, handoffs: [{slice: 144000, time: 9us}]}", ""));
+  EXPECT_NE(e.find("node.fabric.nccl_ring_ll128.handoffs[0]"), std::string::npos) << e;
+  EXPECT_NE(e.find("step"), std::string::npos) << e;
+  e = error_of(ll128("{channels: 24, handoffs: [{step: 144000, time: 9us}]}",
+                     "{channels: 16, handoffs: [{step: 576000, time: 9us}, {step: 144000, time: 5us}]}"));
+  EXPECT_NE(e.find("node.nics.nccl_ring_ll128.handoffs[1].step: expected step sizes that increase"),
+            std::string::npos)
+      << e;
 }
 
 TEST(ConfigErrors, GpusThatCannotReachEachOther) {

@@ -200,6 +200,74 @@ TEST(NcclRing, MeasuredNetworkHandoffsSetTheRingsTimeAcrossWholeNodes) {
 // x 1.7439e-10 s = 114.3 us, less than the ports need: 171.43 + 326.56 = 497.99 us. Table {16 KiB: 100 us,
 // 128 KiB: 800 us} is all per-byte (100 - 16,384 x 700 us / 114,688 B = 0 fixed): 10 x 64 KiB x 6.1035e-9 s =
 // 4,000 us.
+// NCCL v2.21.5-1's LL128 ring: a loop covers ranks x 576,000 B per channel (one step's payload per chunk),
+// every primitive one step; the last loop's chunk is the rest / N rounded up to 9,600 B.
+TEST(NcclRing, Ll128StepsFollowNcclsLoopsAndChunks) {
+  using nccl::ring_ll128_steps;
+  // 64 MiB over 24 channels, 8 ranks: 2,796,202.67 B per channel, under one 4,608,000 B loop; chunk
+  // ceil(ceil(349,525.3) / 9,600) x 9,600 = 37 x 9,600 = 355,200 B, 15 primitives of one step.
+  auto s = ring_ll128_steps(CollectiveOp::kAllReduce, 64 * MiB / 24, 8);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_DOUBLE_EQ(s[0].bytes, 355200);
+  EXPECT_DOUBLE_EQ(s[0].handoffs, 15);
+  // 40 MiB on one channel: 9 full loops (9 x 15 = 135 steps of 576,000 B), then 471,040 B: chunk
+  // ceil(58,880 / 9,600) x 9,600 = 67,200 B.
+  s = ring_ll128_steps(CollectiveOp::kAllReduce, 40 * MiB, 8);
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_DOUBLE_EQ(s[0].bytes, 576000);
+  EXPECT_DOUBLE_EQ(s[0].handoffs, 135);
+  EXPECT_DOUBLE_EQ(s[1].bytes, 67200);
+  EXPECT_DOUBLE_EQ(s[1].handoffs, 15);
+  // Reduce-scatter and all-gather: N primitives per loop; 4 full loops of 4 x 576,000 B on 4 ranks.
+  s = ring_ll128_steps(CollectiveOp::kReduceScatter, 4 * 4 * 576000.0, 4);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_DOUBLE_EQ(s[0].handoffs, 16);
+  EXPECT_DOUBLE_EQ(ring_ll128_steps(CollectiveOp::kAllGather, 8 * 9600.0, 8)[0].handoffs, 8);
+  EXPECT_TRUE(ring_ll128_steps(CollectiveOp::kAllReduce, MiB, 1).empty());
+}
+
+// 64 MiB LL128 all-reduce on 8 GPUs, NCCL's 24 channels (LL128 keeps all 24 from 24 x 640 x 8 B = 120 KiB):
+// each makes 15 steps of 355,200 B (above). Table {144,000 B: 40 us, 576,000 B: 100 us}: per byte 60 us /
+// 432,000 B = 1.38889e-10 s, fixed 40 us - 144,000 x that = 20 us per step: 300 us fixed, 15 x 355,200 x
+// 1.38889e-10 s = 740 us copy. The ports would carry 7/4 x 64 MiB x 128/120 in 521.9 us at 240 GB/s, so the
+// copy binds: T = 14 us (NCCL's LL128 ring base latency) + 300 + 740 = 1,054 us. Table {144,000 B: 10 us,
+// 576,000 B: 25 us}: 5 us fixed and 12.333 us copy per step, 75 us and 185 us in all: the ports bind,
+// T = 14 + 75 + 521.9 = 610.9 us.
+TEST(NcclRing, MeasuredLl128StepsSetTheRingsTimeOnANode) {
+  const auto ll128 = [](const std::string& table) {
+    return switch8(table.empty() ? "" : "nccl_ring_ll128: " + table);
+  };
+  const auto slow =
+      ll128("{channels: 24, handoffs: [{step: 144000, time: 40us}, {step: 576000, time: 100us}]}");
+  EXPECT_NEAR(run(slow, 64 * MiB, Granularity::kFlow, Protocol::kLL128).seconds, 1054e-6, 0.1e-6);
+  EXPECT_NEAR(run(slow, 64 * MiB, Granularity::kStep, Protocol::kLL128).seconds, 1054e-6, 0.1e-6);
+  const auto fast =
+      ll128("{channels: 24, handoffs: [{step: 144000, time: 10us}, {step: 576000, time: 25us}]}");
+  EXPECT_NEAR(run(fast, 64 * MiB, Granularity::kFlow, Protocol::kLL128).seconds, 610.9e-6, 0.1e-6);
+  // The LL128 table leaves Simple (and the Simple table LL128, above) as they were, and a part of the node.
+  EXPECT_DOUBLE_EQ(run(slow, 64 * MiB).seconds, run(switch8(""), 64 * MiB).seconds);
+  const auto half = [](const hw::Topology& t) {
+    return all_reduce_64mib(t, "ring", {0, 1, 2, 3}, Granularity::kFlow, Protocol::kLL128);
+  };
+  EXPECT_DOUBLE_EQ(half(slow), half(switch8("")));
+}
+
+// Two nodes of 8 GPUs (16 ranks), 64 MiB LL128 all-reduce, the network's LL128 table {144,000 B: 30 us,
+// 576,000 B: 100 us} with NCCL's 16 channels: 4 MiB per channel, under one 9,216,000 B loop, so the chunk is
+// ceil(262,144 / 9,600) x 9,600 = 268,800 B, 31 primitives. Per byte 70 us / 432,000 B = 1.62037e-10 s, fixed
+// 30 - 23.333 = 6.667 us: 206.67 us fixed, 31 x 268,800 x 1.62037e-10 s = 1,350.22 us copy, far slower than
+// the NICs and ports: T = 14 + 206.67 + 1,350.22 = 1,570.9 us. Inside one node the network's table does not
+// apply.
+TEST(NcclRing, MeasuredNetworkLl128StepsSetTheRingsTimeAcrossWholeNodes) {
+  const std::string net =
+      "nccl_ring_ll128: {channels: 16, handoffs: [{step: 144000, time: 30us}, {step: 576000, time: 100us}]}";
+  const auto two = test::uniform_switch(2, 8, 240, 25, -1, "nvswitch2", "", net);
+  EXPECT_NEAR(run(two, 64 * MiB, Granularity::kFlow, Protocol::kLL128).seconds, 1570.9e-6, 0.1e-6);
+  const auto one = test::uniform_switch(1, 8, 240, 25, -1, "nvswitch2", "", net);
+  EXPECT_DOUBLE_EQ(run(one, 64 * MiB, Granularity::kFlow, Protocol::kLL128).seconds,
+                   run(switch8(""), 64 * MiB, Granularity::kFlow, Protocol::kLL128).seconds);
+}
+
 TEST(NcclNvls, MeasuredStepsSetNvlsTimeOnANode) {
   const auto nvls8 = [](const std::string& steps) {
     return switch8(steps.empty() ? "" : "nccl_nvls: " + steps, 1, "nvswitch3", 340);

@@ -125,34 +125,41 @@ std::vector<hw::Rank> rotate_by(std::vector<hw::Rank> v, std::size_t k) {
   return v;
 }
 
-// One NCCL channel's slice handoffs (nccl::ring_simple_slices) at their measured time per handoff
-// (hw/nccl_measured.h), split as the table's segments split it: a fixed time per handoff, and the time to
-// copy the slices at the rate one channel moves them when no other channel shares its links. Applies to a
-// Simple all-reduce, reduce-scatter or all-gather over whole nodes (what was measured): on one node the
-// node's table (node.fabric.nccl_ring); across nodes the network's (node.nics.nccl_ring), each slice at the
-// slower of its network and (where measured) NVLink handoff, since a ring channel advances one slice at a
-// time on every hop alike. Divided over NCCL's own ring channels there (those of the call, or --channels);
-// nullopt where no table applies (other protocols, operations and groups).
+// One NCCL channel's handoffs at their measured time per handoff (hw/nccl_measured.h), split as the table's
+// segments split it: a fixed time per handoff, and the time to copy the handoffs' bytes at the rate one
+// channel moves them when no other channel shares its links. The handoffs are the Simple protocol's slices
+// (nccl::ring_simple_slices, tables node.fabric.nccl_ring and node.nics.nccl_ring) or the LL128 protocol's
+// steps (nccl::ring_ll128_steps, tables node.fabric.nccl_ring_ll128 and node.nics.nccl_ring_ll128). Applies
+// to an all-reduce, reduce-scatter or all-gather over whole nodes (what was measured): on one node the
+// node's table; across nodes the network's, each handoff at the slower of its network and (where measured)
+// NVLink time, since a ring channel advances one slice or step at a time on every hop alike. Divided over
+// NCCL's own ring channels there (those of the call, or --channels); nullopt where no table applies (LL,
+// other operations and groups, a protocol without a table).
 std::optional<hw::SizeTimes::Split> measured_handoffs(const BuildContext& ctx) {
   const auto op = ctx.spec.op;
   const int n = ctx.group_size();
-  const auto& node = ctx.topo.nccl_ring();
-  if ((node.empty() && ctx.topo.nccl_net_ring().empty()) || ctx.spec.protocol != Protocol::kSimple || n < 2 ||
+  const bool ll128 = ctx.spec.protocol == Protocol::kLL128;
+  if ((ctx.spec.protocol != Protocol::kSimple && !ll128) || n < 2 ||
       (op != CollectiveOp::kAllReduce && op != CollectiveOp::kReduceScatter &&
        op != CollectiveOp::kAllGather))
     return std::nullopt;
+  const auto& node = ll128 ? ctx.topo.nccl_ring_ll128() : ctx.topo.nccl_ring();
+  const auto& net = ll128 ? ctx.topo.nccl_net_ring_ll128() : ctx.topo.nccl_net_ring();
+  if (node.empty() && net.empty()) return std::nullopt;
   const auto by_node = ctx.members_by_node();
   for (const auto& members : by_node)
     if (static_cast<int>(members.size()) != ctx.topo.gpus_per_node()) return std::nullopt;
   const bool across = by_node.size() > 1;
-  const auto& ring_table = across ? ctx.topo.nccl_net_ring() : node;
+  const auto& ring_table = across ? net : node;
   if (ring_table.empty()) return std::nullopt;
   const int channels = ctx.spec.channels > 0 ? ctx.spec.channels
                                              : nccl::call_channels(ring_table.channels, ctx.spec.bytes,
-                                                                   nccl::Family::kRing, Protocol::kSimple, n,
+                                                                   nccl::Family::kRing, ctx.spec.protocol, n,
                                                                    ctx.topo.has_nvlink(ctx.spec.group[0]));
+  const double per_channel = ctx.spec.bytes / channels;
   hw::SizeTimes::Split total;
-  for (const auto& s : nccl::ring_simple_slices(op, ctx.spec.bytes / channels, n)) {
+  for (const auto& s :
+       ll128 ? nccl::ring_ll128_steps(op, per_channel, n) : nccl::ring_simple_slices(op, per_channel, n)) {
     auto part = ring_table.handoffs.split(s.bytes, s.handoffs);
     if (across && !node.empty()) {
       const auto inside = node.handoffs.split(s.bytes, s.handoffs);
