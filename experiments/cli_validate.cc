@@ -10,9 +10,11 @@
 //   calibrate-cost    the cost model's efficiencies fitted on CPU microbenchmarks (cli_validate_cost.cc)
 //   ring-slices       NCCL's ring handoffs on one node's GPUs, for node.fabric.nccl_ring
 //   net-slices        NCCL's ring handoffs between two nodes, for node.nics.nccl_ring
+//   ring-ll128        NCCL's LL128 ring steps on one node's GPUs, for node.fabric.nccl_ring_ll128
+//   net-ll128         NCCL's LL128 ring steps between two nodes, for node.nics.nccl_ring_ll128
 //   net-chunks        NCCL's tree chunks between two nodes, for node.nics.nccl_tree
 //   nvls-steps        NCCL's NVLS steps on one node's GPUs, for node.fabric.nccl_nvls
-//                     (all four cli_validate_nccl_steps.cc)
+//                     (all six cli_validate_nccl_steps.cc)
 //   nccl-tests        a measured nccl-tests table beside strata's prediction (cli_validate_nccl_tests.cc)
 #include <algorithm>
 #include <cctype>

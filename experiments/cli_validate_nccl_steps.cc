@@ -1,6 +1,7 @@
-// strata validate ring-slices | net-slices | net-chunks | nvls-steps: NCCL on one channel, per size of the
-// unit it moves per step (validate/nccl_steps.h): the time per ring slice handoff on one node's GPUs
-// (node.fabric.nccl_ring) or between two nodes (node.nics.nccl_ring), per tree chunk between two nodes
+// strata validate ring-slices | net-slices | ring-ll128 | net-ll128 | net-chunks | nvls-steps: NCCL on one
+// channel, per size of the unit it moves per step (validate/nccl_steps.h): the time per ring slice handoff on
+// one node's GPUs (node.fabric.nccl_ring) or between two nodes (node.nics.nccl_ring), the same per LL128
+// step (node.fabric.nccl_ring_ll128, node.nics.nccl_ring_ll128), per tree chunk between two nodes
 // (node.nics.nccl_tree), each with NCCL's own channel count, or per NVLS step (node.fabric.nccl_nvls), that
 // the simulator charges where a system file gives them (docs/fidelity.md §6.3, §6.4, §6.6). Each writes a
 // copy of --hw with its table.
@@ -205,6 +206,29 @@ void add_validate_nccl_steps_commands(CLI::App& validate) {
       "the simulator's rings across nodes (docs/fidelity.md §6.6). Needs the GPU build and\n"
       "strata-nccl-worker on both hosts, and mpirun that reaches them",
       slice_sizes_help, "Whole loops per slice size (2 chunks of 2 slices each), increasing");
+  // ring-ll128 and net-ll128: the same ring under LL128 (validate::ring_ll128_run).
+  const std::string step_sizes_help =
+      "LL128 step payloads MIN:MAX[:FACTOR], multiples of 9600 B up to 576000 B (NCCL's step carries 576000 "
+      "B)";
+  add_unit_command(
+      validate,
+      {"ring-ll128", "step", "steps", "loops", "step", "fabric", "nccl_ring_ll128", true, false,
+       "144000:576000:2", "2,4,8,16", validate::ring_ll128_run},
+      "Measure NCCL's ring under the LL128 protocol on this machine's GPUs (one channel,\n"
+      "NCCL_LL128_BUFFSIZE = 8 steps): the time per step (slope of run time over steps) and NCCL's own\n"
+      "channel count, written into a copy of --hw as node.fabric.nccl_ring_ll128 for the simulator's LL128\n"
+      "rings (docs/fidelity.md §6.3). Needs the GPU build, strata-nccl-worker and 2+ GPUs on NVLink",
+      step_sizes_help, "Whole loops per step size (N steps each), increasing");
+  add_unit_command(
+      validate,
+      {"net-ll128", "step", "steps", "loops", "step", "nics", "nccl_ring_ll128", true, true,
+       "144000:576000:2", "2,4,8,16", validate::ring_ll128_run},
+      "Measure NCCL's ring under the LL128 protocol between two hosts (one GPU on each, one channel,\n"
+      "NCCL_LL128_BUFFSIZE = 8 steps, so every step crosses the network and its proxy): the time per step,\n"
+      "and NCCL's own ring channels over both hosts' GPUs, written into a copy of --hw as\n"
+      "node.nics.nccl_ring_ll128 for the simulator's LL128 rings across nodes (docs/fidelity.md §6.6).\n"
+      "Needs the GPU build and strata-nccl-worker on both hosts, and mpirun that reaches them",
+      step_sizes_help, "Whole loops per step size (2 steps each), increasing");
   add_unit_command(
       validate,
       {"net-chunks", "chunk", "chunks", "lengths", "chunk", "nics", "nccl_tree", true, true, "32KiB:512KiB:2",

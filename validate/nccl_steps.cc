@@ -16,13 +16,21 @@
 namespace strata::validate {
 namespace {
 
-void check_unit_run(int ranks, double unit_bytes, double max_bytes, std::span<const int> counts,
-                    int min_count, std::string_view unit, std::string_view count) {
+// `align` bytes: the unit's granularity (4 KiB, or 9,600 B for an LL128 step).
+void check_unit_run(int ranks, double unit_bytes, std::int64_t align, double max_bytes,
+                    std::span<const int> counts, int min_count, std::string_view unit,
+                    std::string_view count) {
   if (ranks < 2) throw std::invalid_argument("an NCCL all-reduce microbenchmark needs at least 2 ranks");
   const auto whole = static_cast<std::int64_t>(unit_bytes);
-  if (whole <= 0 || static_cast<double>(whole) != unit_bytes || whole % 4096 != 0 || unit_bytes > max_bytes)
-    throw std::invalid_argument(fmt::format("{} of {} B: expected a multiple of 4 KiB up to {}", unit,
-                                            unit_bytes, units::format_bytes(max_bytes)));
+  // Sizes in whole KiB as KiB, others in bytes (an LL128 step: 9600 B, 576000 B).
+  const std::string multiple =
+      align % 1024 == 0 ? fmt::format("{} KiB", align / 1024) : fmt::format("{} B", align);
+  const std::string most = std::fmod(max_bytes, 1024) == 0
+                               ? units::format_bytes(max_bytes)
+                               : fmt::format("{} B", static_cast<std::int64_t>(max_bytes));
+  if (whole <= 0 || static_cast<double>(whole) != unit_bytes || whole % align != 0 || unit_bytes > max_bytes)
+    throw std::invalid_argument(
+        fmt::format("{} of {} B: expected a multiple of {} up to {}", unit, unit_bytes, multiple, most));
   if (counts.size() < 2) throw std::invalid_argument(fmt::format("expected at least two {} counts", count));
   for (std::size_t i = 0; i < counts.size(); ++i)
     if (counts[i] < min_count || (i > 0 && counts[i] <= counts[i - 1]))
@@ -70,7 +78,7 @@ std::vector<EnvVar> one_simple_channel(std::string algo, std::int64_t buffsize) 
 
 UnitRun ring_slice_run(int ranks, double slice_bytes, std::span<const int> loops, int warmup,
                        int iterations) {
-  check_unit_run(ranks, slice_bytes, 64.0 * 1024 * 1024, loops, 1, "a slice", "loop");
+  check_unit_run(ranks, slice_bytes, 4096, 64.0 * 1024 * 1024, loops, 1, "a slice", "loop");
   const auto slice = static_cast<std::int64_t>(slice_bytes);
   // A loop is N chunks of two slices on the one channel; every primitive handles a whole chunk.
   return unit_run(
@@ -79,9 +87,24 @@ UnitRun ring_slice_run(int ranks, double slice_bytes, std::span<const int> loops
       [&](int l) { return 2.0 * (2 * ranks - 1) * l; });
 }
 
+UnitRun ring_ll128_run(int ranks, double step_bytes, std::span<const int> loops, int warmup, int iterations) {
+  // A step's payload is 120/128 of its bytes; NCCL's default step carries 576,000 B. Whole 9,600 B (480 B
+  // for each of the kernel's 20 warps) keep every loop's chunk exactly one step (computeCollAlignCount).
+  check_unit_run(ranks, step_bytes, 9600, 576000, loops, 1, "an LL128 step", "loop");
+  const auto step = static_cast<std::int64_t>(step_bytes);
+  const std::vector<EnvVar> env{
+      {"NCCL_ALGO", "Ring"},       {"NCCL_PROTO", "LL128"},
+      {"NCCL_MIN_NCHANNELS", "1"}, {"NCCL_MAX_NCHANNELS", "1"},
+      {"NCCL_NVLS_ENABLE", "0"},   {"NCCL_LL128_BUFFSIZE", std::to_string(step / 120 * 128 * 8)}};
+  // A loop is N chunks of one step; every primitive moves one.
+  return unit_run(
+      ranks, step_bytes, env, loops, "step", "loops", warmup, iterations,
+      [&](std::int64_t l) { return l * ranks * step; }, [&](int l) { return (2.0 * ranks - 1) * l; });
+}
+
 UnitRun tree_chunk_run(int ranks, double chunk_bytes, std::span<const int> chunks, int warmup,
                        int iterations) {
-  check_unit_run(ranks, chunk_bytes, 4.0 * 1024 * 1024, chunks, 8, "a chunk", "chunk");
+  check_unit_run(ranks, chunk_bytes, 4096, 4.0 * 1024 * 1024, chunks, 8, "a chunk", "chunk");
   const auto chunk = static_cast<std::int64_t>(chunk_bytes);
   // The one channel carries the whole message, one chunk per step of its buffer.
   return unit_run(
@@ -90,7 +113,7 @@ UnitRun tree_chunk_run(int ranks, double chunk_bytes, std::span<const int> chunk
 }
 
 UnitRun nvls_step_run(int ranks, double chunk_bytes, std::span<const int> steps, int warmup, int iterations) {
-  check_unit_run(ranks, chunk_bytes, 512.0 * 1024, steps, 64, "a chunk", "step");
+  check_unit_run(ranks, chunk_bytes, 4096, 512.0 * 1024, steps, 64, "a chunk", "step");
   const auto chunk = static_cast<std::int64_t>(chunk_bytes);
   // Every GPU is a head; a step moves one chunk per head.
   return unit_run(

@@ -1,9 +1,9 @@
-// The microbenchmarks behind node.fabric.nccl_ring, node.fabric.nccl_nvls, node.nics.nccl_ring and
-// node.nics.nccl_tree (hw/nccl_measured.h, docs/fidelity.md §6.3, §6.4, §6.6): NCCL's all-reduce forced onto
-// one channel, once per size of the unit NCCL moves per step, at several message sizes that are whole
-// multiples of that unit. The run time grows with the number of units one channel moves; the slope is the
-// time per unit, the intercept what does not grow with it (launch, the common barrier). No collective at
-// NCCL's own settings is fitted.
+// The microbenchmarks behind node.fabric.nccl_ring, node.fabric.nccl_ring_ll128, node.fabric.nccl_nvls,
+// node.nics.nccl_ring, node.nics.nccl_ring_ll128 and node.nics.nccl_tree (hw/nccl_measured.h,
+// docs/fidelity.md §6.3, §6.4, §6.6): NCCL's all-reduce forced onto one channel, once per size of the unit
+// NCCL moves per step, at several message sizes that are whole multiples of that unit. The run time grows
+// with the number of units one channel moves; the slope is the time per unit, the intercept what does not
+// grow with it (launch, the common barrier). No collective at NCCL's own settings is fitted.
 //   ring-slices  NCCL_ALGO=Ring, NCCL_PROTO=Simple, NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS=1 and NCCL_BUFFSIZE
 //                = 4b, which makes the slices of NCCL's full loops b (a 2-step slice of an 8-step buffer).
 //                Sizes of L whole loops (N chunks of 2b) make 2(2N - 1) L handoffs of a slice of b. One more
@@ -16,6 +16,10 @@
 //                node 0 is the root, node 1 its child, so every chunk crosses the network up and back down.
 //                Sizes of k c bytes make k chunks on the channel (the pipeline adds a fixed fill); the
 //                channel count is that of both nodes' whole GPU sets, as for net-slices.
+//   ring-ll128   the ring-slices ring under NCCL_PROTO=LL128 with NCCL_LL128_BUFFSIZE = 8 steps of s x
+//   128/120
+//                bytes, so that a step carries s bytes of payload: sizes of L whole loops (N chunks of one
+//                step) make (2N - 1) L steps. net-ll128: the same with one rank on each of two nodes.
 //   nvls-steps   NCCL_ALGO=NVLS, NCCL_NVLS_NCHANNELS=1 and NCCL_NVLS_CHUNKSIZE = c. With every GPU a head, a
 //                step moves one chunk per head, so sizes of n N c bytes make n steps (v2.21.5-1
 //                computeCollSteps); from 64 steps on NCCL keeps the chunk at c (computeCollChunkInfo).
@@ -48,6 +52,11 @@ struct UnitRun {
 // Ring slices of `slice_bytes` at `loops` whole loops. Throws std::invalid_argument for fewer than 2 ranks, a
 // slice not a multiple of 4 KiB, or fewer than two increasing loop counts.
 UnitRun ring_slice_run(int ranks, double slice_bytes, std::span<const int> loops, int warmup, int iterations);
+// LL128 ring steps carrying `step_bytes` of payload at `loops` whole loops (NCCL_PROTO=LL128,
+// NCCL_LL128_BUFFSIZE = 8 steps of step_bytes x 128/120). Throws std::invalid_argument for fewer than 2
+// ranks, a payload not a multiple of 9,600 B or above NCCL's 576,000 B, or fewer than two increasing loop
+// counts.
+UnitRun ring_ll128_run(int ranks, double step_bytes, std::span<const int> loops, int warmup, int iterations);
 // Tree chunks of `chunk_bytes` at `chunks` chunks on the one channel. Throws std::invalid_argument for fewer
 // than 2 ranks, a chunk not a multiple of 4 KiB or above 4 MiB, or chunk counts below 8 or not increasing.
 UnitRun tree_chunk_run(int ranks, double chunk_bytes, std::span<const int> chunks, int warmup,
@@ -99,12 +108,12 @@ int nccl_default_channels(const MeasureBackend& backend, HostLaunch launch);
 
 // A copy of the system file `system_yaml` (text) with node.<section>.<key> set to `value` (a YAML mapping
 // built by nccl_handoffs_yaml / nccl_nvls_yaml), as YAML text: node.fabric.nccl_ring, node.fabric.nccl_nvls,
-// node.nics.nccl_ring, node.nics.nccl_tree. Throws std::invalid_argument when the file has no node.<section>
-// map.
+// node.nics.nccl_ring, node.nics.nccl_tree, and the _ll128 ring tables. Throws std::invalid_argument when the
+// file has no node.<section> map.
 std::string system_with_node_entry(const std::string& system_yaml, const std::string& section,
                                    const std::string& key, const std::string& value_yaml);
-// {channels: 24, handoffs: [{<size_key>: 32768 B, time: ...}, ...]}: size_key "slice" (rings) or "chunk"
-// (trees).
+// {channels: 24, handoffs: [{<size_key>: 32768 B, time: ...}, ...]}: size_key "slice" (Simple rings),
+// "step" (LL128 rings) or "chunk" (trees).
 std::string nccl_handoffs_yaml(const hw::NcclHandoffs& measured, std::string_view size_key);
 std::string nccl_nvls_yaml(const hw::NcclNvlsMeasured& measured);  // {steps: [...]}
 

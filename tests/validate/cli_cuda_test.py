@@ -11,8 +11,9 @@ unavailable  (no GPU here; otherwise skipped, exit 77): `validate profile --devi
              CUDA, "strata was built without CUDA" when not. Unknown devices and backends are named with the
              choices. `validate calibrate-cost --device cuda` and a `gpu-validation` experiment fail the same
              way; calibrate-cost refuses --device cpu with a GPU system and --device cuda with host-cpu;
-             `validate net-slices` and `net-chunks` refuse malformed --hosts, counts and sizes, and a node
-             without NICs, before they start mpirun.
+             `validate ring-ll128` refuses LL128 steps that are not whole 9600 B; `validate net-slices`,
+             `net-ll128` and `net-chunks` refuse malformed --hosts, counts and sizes, and a node without NICs,
+             before they start mpirun.
 gpu          (a GPU here; otherwise skipped, exit 77): `validate profile --device cuda` writes a profile that
              `model sim --profile` reads back, predicting exactly its sum of node medians with every kernel
              timed from it; `validate collectives --backend nccl` over the node's GPUs (at most 8) reports 0
@@ -91,6 +92,11 @@ def unavailable():
         want = f"validate ring-slices runs NCCL on this machine's GPUs: {reason}"
         if rc != 2 or want not in err or os.path.exists(out_file):
             failures.append(f"ring-slices: expected exit 2 with {want!r}, no file; got {rc}, {err!r}")
+        rc, out, err = run("validate", "ring-ll128", "--np", "8", "--hw", "configs/hw/dgx-a100.yaml", "--output",
+                           out_file)
+        want = f"validate ring-ll128 runs NCCL on this machine's GPUs: {reason}"
+        if rc != 2 or want not in err or os.path.exists(out_file):
+            failures.append(f"ring-ll128: expected exit 2 with {want!r}, no file; got {rc}, {err!r}")
         rc, out, err = run("validate", "nvls-steps", "--np", "8", "--hw", "configs/hw/dgx-h100.yaml", "--output",
                            out_file)
         want = f"validate nvls-steps runs NCCL on this machine's GPUs: {reason}"
@@ -108,6 +114,11 @@ def unavailable():
                            *args)
         if rc != 2 or want not in err:
             failures.append(f"ring-slices {' '.join(args)}: expected exit 2 with {want!r}; got {rc}, {err!r}")
+    rc, out, err = run("validate", "ring-ll128", "--hw", "configs/hw/dgx-a100.yaml", "--output", "/tmp/never.yaml",
+                       "--np", "8", "--steps", "65536")
+    want = "--steps / --loops: an LL128 step of 65536 B: expected a multiple of 9600 B up to 576000 B"
+    if rc != 2 or want not in err:
+        failures.append(f"ring-ll128 --steps 65536: expected exit 2 with {want!r}; got {rc}, {err!r}")
     # net-slices and net-chunks check their hosts, counts, sizes and the node's NICs before they start anything.
     with tempfile.TemporaryDirectory() as tmp:
         no_nics = os.path.join(tmp, "no-nics.yaml")
@@ -116,6 +127,7 @@ def unavailable():
         with open(no_nics, "w") as f:
             f.write(text.replace("  nics: {count: 8, link: ib-ndr}\n", "").replace("network: {wiring: rail-optimized}\n", ""))
         for command, counts, sizes, too_big in (("net-slices", "--loops", "--slices", "128MiB:128MiB"),
+                                                ("net-ll128", "--loops", "--steps", "585600:585600"),
                                                 ("net-chunks", "--lengths", "--chunks", "8MiB:8MiB")):
             for args, want in ((["--hosts", "node1"], "--hosts 'node1': expected two different host names"),
                                (["--hosts", "node1:8,node2:8"],

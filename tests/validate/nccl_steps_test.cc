@@ -38,6 +38,36 @@ TEST(NcclSteps, EachSliceRunsWholeLoopsOnOneChannelWithABufferOfFourSlices) {
   EXPECT_THROW(ring_slice_run(8, 65536, down, 1, 5), std::invalid_argument);
 }
 
+// LL128 steps of 144,000 B of payload on 8 ranks: NCCL_LL128_BUFFSIZE = 8 steps of 144,000 x 128/120 =
+// 153,600 B = 1,228,800 B; a loop of 8 chunks of one step = 1,152,000 B on the one channel, 15 steps per
+// loop.
+TEST(NcclSteps, Ll128StepsRunWholeLoopsOnOneChannelWithABufferOfEightSteps) {
+  const int loops[] = {2, 4, 8};
+  const UnitRun run = ring_ll128_run(8, 144000, loops, 1, 5);
+  EXPECT_EQ(run.env, (std::vector<EnvVar>{{"NCCL_ALGO", "Ring"},
+                                          {"NCCL_PROTO", "LL128"},
+                                          {"NCCL_MIN_NCHANNELS", "1"},
+                                          {"NCCL_MAX_NCHANNELS", "1"},
+                                          {"NCCL_NVLS_ENABLE", "0"},
+                                          {"NCCL_LL128_BUFFSIZE", "1228800"}}));
+  ASSERT_EQ(run.plan.cases.size(), 3u);
+  EXPECT_EQ(run.plan.cases[0].steps[0].calls[0].bytes, 2 * 1152000);
+  EXPECT_EQ(run.plan.cases[2].steps[0].calls[0].bytes, 8 * 1152000);
+  EXPECT_EQ(run.counts, (std::vector<double>{30, 60, 120}));
+  // NCCL's default step (576,000 B: a 4,915,200 B buffer) is the largest; payloads come in 9,600 B.
+  EXPECT_EQ(ring_ll128_run(8, 576000, loops, 1, 5).env.back(), (EnvVar{"NCCL_LL128_BUFFSIZE", "4915200"}));
+  EXPECT_THROW(ring_ll128_run(8, 585600, loops, 1, 5), std::invalid_argument);
+  try {
+    ring_ll128_run(8, 65536, loops, 1, 5);
+    ADD_FAILURE() << "64 KiB is not whole 9,600 B";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "an LL128 step of 65536 B: expected a multiple of 9600 B up to 576000 B");
+  }
+  EXPECT_THROW(ring_ll128_run(1, 144000, loops, 1, 5), std::invalid_argument);
+  // Between two hosts: 2 ranks, 3 steps per loop.
+  EXPECT_EQ(ring_ll128_run(2, 144000, loops, 1, 5).counts, (std::vector<double>{6, 12, 24}));
+}
+
 // 32 KiB chunks on 8 GPUs (every GPU a head): a step is 8 x 32 KiB = 256 KiB, so 64 steps are 16 MiB. At
 // 64 steps and more NCCL keeps the chunk (it would shrink it below 2 x 8 x chunk, 512 KiB, on one channel).
 TEST(NcclSteps, NvlsStepsRunOneChannelAtAFixedChunk) {
@@ -163,6 +193,18 @@ node:
   ASSERT_EQ(t.nccl_net_ring().handoffs.points().size(), 1u);
   EXPECT_NEAR(t.nccl_net_ring().handoffs.points()[0].seconds, 12.5e-6, 1e-12);
   EXPECT_EQ(t.nccl_ring().channels, 24);
+  // The LL128 ring's tables, by step payload, beside the Simple ones.
+  hw::NcclHandoffs ll128;
+  ll128.channels = 24;
+  ll128.handoffs = hw::SizeTimes({{144000, 8.5e-6}, {576000, 21e-6}});
+  written = system_with_node_entry(written, "fabric", "nccl_ring_ll128", nccl_handoffs_yaml(ll128, "step"));
+  written = system_with_node_entry(written, "nics", "nccl_ring_ll128", nccl_handoffs_yaml(net, "step"));
+  t = hw::load_system_from_string(written, "written.yaml");
+  ASSERT_EQ(t.nccl_ring_ll128().handoffs.points().size(), 2u);
+  EXPECT_DOUBLE_EQ(t.nccl_ring_ll128().handoffs.points()[1].bytes, 576000);
+  EXPECT_NEAR(t.nccl_ring_ll128().handoffs.points()[1].seconds, 21e-6, 1e-12);
+  EXPECT_EQ(t.nccl_net_ring_ll128().channels, 16);
+  EXPECT_EQ(t.nccl_ring().handoffs.points().size(), 2u);
   EXPECT_THROW(system_with_node_entry("name: t\n", "fabric", "nccl_ring", nccl_handoffs_yaml(m, "slice")),
                std::invalid_argument);
   EXPECT_THROW(system_with_node_entry(yaml + "network: {wiring: fat-tree}\n", "host2", "nccl_ring",
@@ -188,16 +230,18 @@ network: {wiring: fat-tree}
   return hw::load_system_from_string(system_with_node_entry(pair, "nics", key, value), "pair.yaml");
 }
 
-// The simulated time of each of `run`'s all-reduces over both ranks with `algorithm`, Simple, on one channel.
+// The simulated time of each of `run`'s all-reduces over both ranks with `algorithm` and `protocol` (Simple
+// unless given), on one channel.
 std::vector<double> simulate_on_one_channel(const hw::Topology& topo, const UnitRun& run,
-                                            const std::string& algorithm) {
+                                            const std::string& algorithm,
+                                            sim::Protocol protocol = sim::Protocol::kSimple) {
   std::vector<double> simulated;
   for (const auto& c : run.plan.cases) {
     sim::CollectiveRequest req;
     req.spec.op = sim::CollectiveOp::kAllReduce;
     req.spec.group = {0, 1};
     req.spec.bytes = static_cast<double>(c.steps[0].calls[0].bytes);
-    req.spec.protocol = sim::Protocol::kSimple;
+    req.spec.protocol = protocol;
     req.spec.channels = 1;
     req.algorithm = algorithm;
     simulated.push_back(sim::run_collective(topo, req).seconds);
@@ -256,6 +300,33 @@ TEST(NcclSteps, NetChunksTableGivesBackTheMeasuredTimePerChunk) {
   EXPECT_NEAR(simulated[1] - simulated[0], (run.counts[1] - run.counts[0]) * t, 1e-9);
   EXPECT_NEAR(simulated[2] - simulated[1], (run.counts[2] - run.counts[1]) * t, 1e-9);
   EXPECT_GT(simulated[0], (run.counts[0] + 1) * t);
+}
+
+// The round trip for LL128 between two hosts: net-ll128's runs at NCCL's 576,000 B step timed as a + 3 L t,
+// fitted, written beside the NICs of two one-GPU nodes as node.nics.nccl_ring_ll128, and simulated on one
+// channel with LL128: the simulator's loop rule gives the same 3 L steps, so each further loop adds 3 t.
+TEST(NcclSteps, NetLl128TableGivesBackTheMeasuredTimePerLoop) {
+  const int loops[] = {2, 4, 8};
+  const UnitRun run = ring_ll128_run(2, 576000, loops, 0, 3);
+  const double a = 20e-6, t = 100e-6;
+  std::vector<double> medians;
+  for (double c : run.counts) medians.push_back(a + c * t);
+  const UnitFit fit = fit_units(run.counts, medians);
+  EXPECT_NEAR(fit.per_unit, t, 1e-12);
+  hw::NcclHandoffs net;
+  net.channels = 1;
+  net.handoffs = hw::SizeTimes({{144000, 40e-6}, {576000, fit.per_unit}});
+  const std::string table = nccl_handoffs_yaml(net, "step");
+  EXPECT_NE(table.find("step: 576000 B"), std::string::npos) << table;
+  const hw::Topology topo = one_gpu_pair_with("nccl_ring_ll128", table);
+  EXPECT_EQ(topo.nccl_net_ring_ll128().channels, 1);
+  const auto simulated = simulate_on_one_channel(topo, run, "ring", sim::Protocol::kLL128);
+  // 576,000 B per 100 us is 5.8 GB/s of payload (6.1 on the wire), under the NDR NIC: the steps set the pace.
+  EXPECT_NEAR(simulated[1] - simulated[0], (run.counts[1] - run.counts[0]) * t, 1e-9);
+  EXPECT_NEAR(simulated[2] - simulated[1], (run.counts[2] - run.counts[1]) * t, 1e-9);
+  EXPECT_GT(simulated[0], run.counts[0] * t);
+  // The Simple ring over the same pair keeps the model without a table.
+  EXPECT_TRUE(topo.nccl_net_ring().empty());
 }
 
 TEST(NcclSteps, RanksGetTheirNcclSettingsThroughMpirun) {
