@@ -67,11 +67,13 @@ UnitRun unit_run(int ranks, double unit_bytes, std::vector<EnvVar> env, std::spa
   return run;
 }
 
-// NCCL's `algo` on one channel with the Simple protocol and a buffer of `buffsize` bytes (8 steps), NVLS off.
-std::vector<EnvVar> one_simple_channel(std::string algo, std::int64_t buffsize) {
-  return {{"NCCL_ALGO", std::move(algo)}, {"NCCL_PROTO", "Simple"},
+// NCCL's `algo` on one channel with `protocol` and a buffer of `buffsize` bytes (8 steps), NVLS off. The
+// buffer's variable is the protocol's: NCCL_BUFFSIZE for Simple, NCCL_LL128_BUFFSIZE for LL128.
+std::vector<EnvVar> one_channel(std::string algo, std::string protocol, std::int64_t buffsize) {
+  std::string buffer = protocol == "LL128" ? "NCCL_LL128_BUFFSIZE" : "NCCL_BUFFSIZE";
+  return {{"NCCL_ALGO", std::move(algo)}, {"NCCL_PROTO", std::move(protocol)},
           {"NCCL_MIN_NCHANNELS", "1"},    {"NCCL_MAX_NCHANNELS", "1"},
-          {"NCCL_NVLS_ENABLE", "0"},      {"NCCL_BUFFSIZE", std::to_string(buffsize)}};
+          {"NCCL_NVLS_ENABLE", "0"},      {std::move(buffer), std::to_string(buffsize)}};
 }
 
 }  // namespace
@@ -82,8 +84,8 @@ UnitRun ring_slice_run(int ranks, double slice_bytes, std::span<const int> loops
   const auto slice = static_cast<std::int64_t>(slice_bytes);
   // A loop is N chunks of two slices on the one channel; every primitive handles a whole chunk.
   return unit_run(
-      ranks, slice_bytes, one_simple_channel("Ring", 4 * slice), loops, "slice", "loops", warmup, iterations,
-      [&](std::int64_t l) { return l * ranks * 2 * slice; },
+      ranks, slice_bytes, one_channel("Ring", "Simple", 4 * slice), loops, "slice", "loops", warmup,
+      iterations, [&](std::int64_t l) { return l * ranks * 2 * slice; },
       [&](int l) { return 2.0 * (2 * ranks - 1) * l; });
 }
 
@@ -92,14 +94,11 @@ UnitRun ring_ll128_run(int ranks, double step_bytes, std::span<const int> loops,
   // for each of the kernel's 20 warps) keep every loop's chunk exactly one step (computeCollAlignCount).
   check_unit_run(ranks, step_bytes, 9600, 576000, loops, 1, "an LL128 step", "loop");
   const auto step = static_cast<std::int64_t>(step_bytes);
-  const std::vector<EnvVar> env{
-      {"NCCL_ALGO", "Ring"},       {"NCCL_PROTO", "LL128"},
-      {"NCCL_MIN_NCHANNELS", "1"}, {"NCCL_MAX_NCHANNELS", "1"},
-      {"NCCL_NVLS_ENABLE", "0"},   {"NCCL_LL128_BUFFSIZE", std::to_string(step / 120 * 128 * 8)}};
   // A loop is N chunks of one step; every primitive moves one.
   return unit_run(
-      ranks, step_bytes, env, loops, "step", "loops", warmup, iterations,
-      [&](std::int64_t l) { return l * ranks * step; }, [&](int l) { return (2.0 * ranks - 1) * l; });
+      ranks, step_bytes, one_channel("Ring", "LL128", step / 120 * 128 * 8), loops, "step", "loops", warmup,
+      iterations, [&](std::int64_t l) { return l * ranks * step; },
+      [&](int l) { return (2.0 * ranks - 1) * l; });
 }
 
 UnitRun tree_chunk_run(int ranks, double chunk_bytes, std::span<const int> chunks, int warmup,
@@ -108,7 +107,7 @@ UnitRun tree_chunk_run(int ranks, double chunk_bytes, std::span<const int> chunk
   const auto chunk = static_cast<std::int64_t>(chunk_bytes);
   // The one channel carries the whole message, one chunk per step of its buffer.
   return unit_run(
-      ranks, chunk_bytes, one_simple_channel("Tree", 8 * chunk), chunks, "chunk", "chunks", warmup,
+      ranks, chunk_bytes, one_channel("Tree", "Simple", 8 * chunk), chunks, "chunk", "chunks", warmup,
       iterations, [&](std::int64_t k) { return k * chunk; }, [](int k) { return static_cast<double>(k); });
 }
 
