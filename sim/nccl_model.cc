@@ -118,7 +118,7 @@ std::vector<SliceCount> ring_simple_slices(CollectiveOp op, double bytes_per_cha
 }
 
 std::vector<SliceCount> ring_ll128_steps(CollectiveOp op, double bytes_per_channel, int ranks) {
-  constexpr double kChunk = 614400.0 / 128 * 120, kChunkAlign = 480.0 * 20;
+  constexpr double kChunk = kLl128StepPayload, kChunkAlign = kLl128ChunkAlign;
   if (ranks < 2 || !(bytes_per_channel > 0)) return {};
   const double n = ranks;
   const double primitives = op == CollectiveOp::kAllReduce ? 2 * n - 1 : n;

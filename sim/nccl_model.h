@@ -59,12 +59,15 @@ struct SliceCount {
   double handoffs = 0;
 };
 std::vector<SliceCount> ring_simple_slices(CollectiveOp op, double bytes_per_channel, int ranks);
-// The same for the LL128 protocol (v2.21.5-1), whose primitives move one step each (ProtoLL128): a loop is N
-// chunks of one step's payload per channel, 576,000 B (the default LL128 buffer of 4,915,200 B in 8 steps
-// of 614,400 B, 120 of every 128 bytes payload: include/device.h, enqueue.cc computeCollChunkInfo), 2N - 1
-// primitives per loop for all-reduce and N for reduce-scatter and all-gather (runRing); the last loop's
-// chunk is the rest / N rounded up to 9,600 B (480 B per warp of the 20: computeCollAlignCount). Returns
-// (step payload bytes, handoffs) pairs, full loops first.
+// NCCL's LL128 step (v2.21.5-1): the default 4,915,200 B buffer in 8 steps of 614,400 B, 120 of every 128
+// bytes payload (include/device.h; enqueue.cc computeCollChunkInfo), and LL128 chunks in whole 480 B for each
+// of the kernel's 20 warps (enqueue.h NCCL_LL128_ALIGNMENT_PER_WARP, computeCollAlignCount).
+inline constexpr double kLl128StepBytes = 614400, kLl128StepPayload = kLl128StepBytes / 128 * 120;
+inline constexpr double kLl128ChunkAlign = 480.0 * 20;
+// The same for the LL128 protocol, whose primitives move one step each (ProtoLL128): a loop is N chunks of
+// one step's payload per channel (kLl128StepPayload, 576,000 B), 2N - 1 primitives per loop for all-reduce
+// and N for reduce-scatter and all-gather (runRing); the last loop's chunk is the rest / N rounded up to
+// kLl128ChunkAlign (9,600 B). Returns (step payload bytes, handoffs) pairs, full loops first.
 std::vector<SliceCount> ring_ll128_steps(CollectiveOp op, double bytes_per_channel, int ranks);
 
 // What the tuner reads of the group: its size and spread over nodes, and whether the intra-node path is

@@ -10,6 +10,7 @@
 
 #include "hw/units.h"
 #include "hw/yaml_patch.h"
+#include "sim/nccl_model.h"
 #include "util/error.h"
 #include "util/parse.h"
 
@@ -90,15 +91,17 @@ UnitRun ring_slice_run(int ranks, double slice_bytes, std::span<const int> loops
 }
 
 UnitRun ring_ll128_run(int ranks, double step_bytes, std::span<const int> loops, int warmup, int iterations) {
-  // A step's payload is 120/128 of its bytes; NCCL's default step carries 576,000 B. Whole 9,600 B (480 B
-  // for each of the kernel's 20 warps) keep every loop's chunk exactly one step (computeCollAlignCount).
-  check_unit_run(ranks, step_bytes, 9600, 576000, loops, 1, "an LL128 step", "loop");
+  // Payloads up to NCCL's default step, in whole chunk alignments, keep every loop's chunk exactly one step.
+  check_unit_run(ranks, step_bytes, static_cast<std::int64_t>(sim::nccl::kLl128ChunkAlign),
+                 sim::nccl::kLl128StepPayload, loops, 1, "an LL128 step", "loop");
   const auto step = static_cast<std::int64_t>(step_bytes);
+  // A step of `step` payload bytes is step x 128/120 bytes of the buffer, which holds 8 steps.
+  const auto buffer =
+      std::llround(step_bytes * (sim::nccl::kLl128StepBytes / sim::nccl::kLl128StepPayload)) * 8;
   // A loop is N chunks of one step; every primitive moves one.
   return unit_run(
-      ranks, step_bytes, one_channel("Ring", "LL128", step / 120 * 128 * 8), loops, "step", "loops", warmup,
-      iterations, [&](std::int64_t l) { return l * ranks * step; },
-      [&](int l) { return (2.0 * ranks - 1) * l; });
+      ranks, step_bytes, one_channel("Ring", "LL128", buffer), loops, "step", "loops", warmup, iterations,
+      [&](std::int64_t l) { return l * ranks * step; }, [&](int l) { return (2.0 * ranks - 1) * l; });
 }
 
 UnitRun tree_chunk_run(int ranks, double chunk_bytes, std::span<const int> chunks, int warmup,
