@@ -24,7 +24,7 @@ namespace {
 
 // NCCL's tree chunk (algorithms.h), one FIFO step of the protocol's buffer (NCCL v2.21.5-1, ab2b89c4,
 // src/enqueue.cc, computeCollChunkInfo): Simple 4 MiB / 8 steps = 512 KiB; LL a 64 KiB step, half of it
-// flags: 32 KiB; LL128 a 614,400 B step, 15/16 of it data: 576,000 B, halved while a channel would carry
+// flags: 32 KiB; LL128 a 614,400 B step, 15/16 of it data: 576,000 B (nccl::kLl128StepPayload), halved while a channel would carry
 // fewer than nsteps x 64 / ppn chunks (down to 128 KiB) and nsteps x 16 / ppn (down to 32 KiB), nsteps = 1 +
 // floor(log2 nodes) + 0.1 ppn, ppn = ranks per node. Up to NCCL 2.19 the Simple chunk also shrank for small
 // messages; from 2.20 it is fixed.
@@ -37,7 +37,7 @@ double tree_chunk_bytes(double per_channel, Protocol protocol, int nodes, double
     case Protocol::kLL128:
       break;
   }
-  long long chunk = 614400 / 16 * 15;
+  auto chunk = static_cast<long long>(nccl::kLl128StepPayload);
   const double ppn = std::max(ranks_per_node, 1.0);
   const double nsteps = 1 + std::floor(std::log2(std::max(nodes, 1))) + 0.1 * ppn;
   const auto fewer = [&](double factor) {
