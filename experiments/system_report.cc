@@ -77,6 +77,13 @@ std::string describe_system(const hw::Topology& topo) {
         tree.channels, table(tree.handoffs));
   else if (topo.nics_per_node() > 0)
     out += "  nccl tree    not measured (node.nics.nccl_tree; strata validate net-chunks)\n";
+  if (const auto& tree = topo.nccl_net_tree_ll128(); !tree.empty())
+    out += fmt::format(
+        "  nccl tree128 {} tree channels over whole nodes, measured time per LL128 chunk between nodes "
+        "(node.nics.nccl_tree_ll128):{}\n",
+        tree.channels, table(tree.handoffs));
+  else if (topo.nics_per_node() > 0 && ll128)
+    out += "  nccl tree128 not measured (node.nics.nccl_tree_ll128; strata validate net-chunks-ll128)\n";
   if (const auto& nvls = topo.nccl_nvls(); !nvls.empty())
     out += fmt::format("  nccl nvls    measured time per step by chunk (node.fabric.nccl_nvls):{}\n",
                        table(nvls.steps));

@@ -24,6 +24,8 @@
 //              channel), the time per chunk by chunk size (NCCL_BUFFSIZE varied): the network proxy as for
 //              the ring, with a tree chunk of one step and 8 steps in flight; and the channels NCCL gives
 //              trees over whole nodes (the same count as its rings: one set of collective channels).
+//   node.nics.nccl_tree_ll128  `strata validate net-chunks-ll128`: the same tree under LL128, by the chunk's
+//              payload (one channel, NCCL_LL128_BUFFSIZE varied; a tree chunk is one LL128 step).
 // The fabric tables describe the node's whole GPU set (the commands measure every GPU of the node) and are
 // charged for collectives over a whole node; the NIC table for rings over whole nodes, where every channel
 // then moves at the slower of its NVLink and network handoffs (docs/fidelity.md §6.3, §6.4, §6.6). Without
@@ -79,8 +81,8 @@ class SizeTimes {
 };
 
 // node.fabric.nccl_ring, node.nics.nccl_ring, node.nics.nccl_tree, node.fabric.nccl_ring_ll128,
-// node.nics.nccl_ring_ll128: NCCL's channels and one channel's time per handoff of a slice (Simple ring),
-// chunk (tree) or step (LL128 ring: its payload bytes).
+// node.nics.nccl_ring_ll128, node.nics.nccl_tree_ll128: NCCL's channels and one channel's time per handoff of
+// a slice (Simple ring), chunk (tree) or step (LL128 ring); LL128 sizes are payload bytes.
 struct NcclHandoffs {
   int channels = 0;    // NCCL's collective channels (NCCL_DEBUG=INFO's "24 coll channels")
   SizeTimes handoffs;  // one channel's time per handoff, by slice or chunk size

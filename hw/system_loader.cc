@@ -129,7 +129,8 @@ struct NodeSpec {
   int switch_generation = 0;
   int cpus = 1, pcie_switches = 0;
   CpuVendor cpu_vendor = CpuVendor::kOther;
-  NcclHandoffs nccl_ring, nccl_net_ring, nccl_net_tree, nccl_ring_ll128, nccl_net_ring_ll128;
+  NcclHandoffs nccl_ring, nccl_net_ring, nccl_net_tree, nccl_ring_ll128, nccl_net_ring_ll128,
+      nccl_net_tree_ll128;
   NcclNvlsMeasured nccl_nvls;
   LinkChoice pcie, cpu_link;
   int nics = 0;
@@ -196,7 +197,8 @@ SizeTimes read_size_times(const YamlReader& list, std::string_view size_key, std
 // node.fabric.nccl_ring: {channels: 24, handoffs: [{slice: 32KiB, time: 4.5us}, ...]}, as `strata validate
 // ring-slices` writes it; node.nics.nccl_ring, the same across nodes, as `strata validate net-slices` does;
 // node.nics.nccl_tree with {chunk, time} points, as `strata validate net-chunks` does; node.fabric and
-// node.nics.nccl_ring_ll128 with {step, time} points, as `strata validate ring-ll128` and `net-ll128` do.
+// node.nics.nccl_ring_ll128 with {step, time} points, as `strata validate ring-ll128` and `net-ll128` do;
+// node.nics.nccl_tree_ll128 with {chunk, time} points, as `strata validate net-chunks-ll128` does.
 NcclHandoffs read_nccl_handoffs(const YamlReader& table, std::string_view size_key) {
   table.expect_map({"channels", "handoffs"});
   NcclHandoffs m;
@@ -269,13 +271,15 @@ NodeSpec read_node(const YamlReader& node) {
   if (ns.cpus > 1) ns.cpu_link = read_hop_link(host.at("cpu_link"));
 
   if (auto nics = node.maybe("nics")) {
-    nics->expect_map({"count", "link", "nccl_ring", "nccl_ring_ll128", "nccl_tree"});
+    nics->expect_map({"count", "link", "nccl_ring", "nccl_ring_ll128", "nccl_tree", "nccl_tree_ll128"});
     ns.nics = nics->at("count").as_int32_in(1, limits::kMaxPartsPerNode);
     ns.nic_link = read_hop_link(nics->at("link"));
     if (auto ring = nics->maybe("nccl_ring")) ns.nccl_net_ring = read_nccl_handoffs(*ring, "slice");
     if (auto ring = nics->maybe("nccl_ring_ll128"))
       ns.nccl_net_ring_ll128 = read_nccl_handoffs(*ring, "step");
     if (auto tree = nics->maybe("nccl_tree")) ns.nccl_net_tree = read_nccl_handoffs(*tree, "chunk");
+    if (auto tree = nics->maybe("nccl_tree_ll128"))
+      ns.nccl_net_tree_ll128 = read_nccl_handoffs(*tree, "chunk");
   }
   return ns;
 }
@@ -436,6 +440,7 @@ Topology build(const YamlReader& root, const LoadOptions& options) {
   topo.set_nccl_net_tree(ns.nccl_net_tree);
   topo.set_nccl_ring_ll128(ns.nccl_ring_ll128);
   topo.set_nccl_net_ring_ll128(ns.nccl_net_ring_ll128);
+  topo.set_nccl_net_tree_ll128(ns.nccl_net_tree_ll128);
   topo.set_nccl_nvls(ns.nccl_nvls);
   std::vector<std::vector<VertexId>> nics_of_node;
   nics_of_node.reserve(static_cast<std::size_t>(nodes));

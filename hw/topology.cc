@@ -493,6 +493,7 @@ std::vector<std::string_view> Topology::measured_nccl_tables() const {
   if (!nccl_net_ring_.empty()) names.push_back("node.nics.nccl_ring");
   if (!nccl_net_ring_ll128_.empty()) names.push_back("node.nics.nccl_ring_ll128");
   if (!nccl_net_tree_.empty()) names.push_back("node.nics.nccl_tree");
+  if (!nccl_net_tree_ll128_.empty()) names.push_back("node.nics.nccl_tree_ll128");
   return names;
 }
 

@@ -125,9 +125,12 @@ class Topology {
   void set_nccl_ring_ll128(NcclHandoffs m) { nccl_ring_ll128_ = std::move(m); }
   const NcclHandoffs& nccl_net_ring_ll128() const { return nccl_net_ring_ll128_; }
   void set_nccl_net_ring_ll128(NcclHandoffs m) { nccl_net_ring_ll128_ = std::move(m); }
+  // The tree's table for LL128: time per chunk by the chunk's payload (node.nics.nccl_tree_ll128).
+  const NcclHandoffs& nccl_net_tree_ll128() const { return nccl_net_tree_ll128_; }
+  void set_nccl_net_tree_ll128(NcclHandoffs m) { nccl_net_tree_ll128_ = std::move(m); }
   // The measured NCCL tables this system carries, by their place in the system file
   // ("node.fabric.nccl_ring", "node.fabric.nccl_ring_ll128", "node.fabric.nccl_nvls", "node.nics.nccl_ring",
-  // "node.nics.nccl_ring_ll128", "node.nics.nccl_tree");
+  // "node.nics.nccl_ring_ll128", "node.nics.nccl_tree", "node.nics.nccl_tree_ll128");
   // empty for every preset.
   std::vector<std::string_view> measured_nccl_tables() const;
   // NCCL's NVLS on a node as measured: time per step by chunk size (node.fabric.nccl_nvls; empty when not
@@ -170,7 +173,7 @@ class Topology {
   NcclHandoffs nccl_ring_;
   NcclHandoffs nccl_net_ring_;
   NcclHandoffs nccl_net_tree_;
-  NcclHandoffs nccl_ring_ll128_, nccl_net_ring_ll128_;
+  NcclHandoffs nccl_ring_ll128_, nccl_net_ring_ll128_, nccl_net_tree_ll128_;
   NcclNvlsMeasured nccl_nvls_;
   bool finalized_ = false;
   int nics_per_node_ = 0;

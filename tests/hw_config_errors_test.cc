@@ -196,6 +196,18 @@ TEST(ConfigErrors, MeasuredNcclRingIsChannelsAndIncreasingSlices) {
   EXPECT_NE(e.find("node.nics.nccl_ring_ll128.handoffs[1].step: expected step sizes that increase"),
             std::string::npos)
       << e;
+  // node.nics.nccl_tree_ll128 (`strata validate net-chunks-ll128`): the LL128 tree's, by chunk payload.
+  const auto t128 = load_system_from_string(
+      tree("{channels: 16, handoffs: [{chunk: 64KiB, time: 30us}]},\n    nccl_tree_ll128: {channels: 16, "
+           "handoffs: [{chunk: 144000, time: 40us}]}"),
+      "good.yaml");
+  EXPECT_DOUBLE_EQ(t128.nccl_net_tree_ll128().handoffs.points()[0].bytes, 144000);
+  EXPECT_EQ(t128.nccl_net_tree().handoffs.points().size(), 1u);
+  e = error_of(
+      tree("{channels: 16, handoffs: [{chunk: 64KiB, time: 30us}]},\n    nccl_tree_ll128: {channels: "
+           "16, handoffs: [{step: 144000, time: 40us}]}"));
+  EXPECT_NE(e.find("node.nics.nccl_tree_ll128.handoffs[0]"), std::string::npos) << e;
+  EXPECT_NE(e.find("chunk"), std::string::npos) << e;
 }
 
 TEST(ConfigErrors, GpusThatCannotReachEachOther) {

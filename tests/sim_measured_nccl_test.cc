@@ -322,6 +322,33 @@ TEST(NcclTree, MeasuredNetworkChunksSetTheTreesTimeAcrossWholeNodes) {
   EXPECT_GT(tree(t16, all(t16)), 2 * tree(plain, all(plain)));
 }
 
+// The same two nodes, 64 MiB, LL128 tree with the network's LL128 table {96,000 B: 60 us, 576,000 B: 150 us}
+// (per byte 90 us / 480,000 B = 1.875e-10 s, fixed 60 - 18 = 42 us) and NCCL's 16 channels (LL128 keeps them
+// from 16 x 640 x 8 B): 4 MiB per channel. NCCL's LL128 tree chunk starts at 576,000 B and halves while a
+// channel carries fewer than nsteps x 64 / ppn = 2.8 x 8 = 22.4 of them (nsteps = 1 + log2 2 + 0.1 x 8): 7,
+// 14, then 29 chunks of 144,000 B, which stays. Each tree is charged 29 chunks and 15 more for the fill of
+// its 16 stages at 42 + 27 = 69 us, 1,848 us fixed and 1,188 us copy, and the last 18,304 B (under the
+// table's first point, all fixed) 60 us: 1,908 us fixed, 1,188 us copy. strata's 16 trees of 4 MiB (30 chunks
+// of 139,810 B) then move 45 chunks' bytes x 128/120 in 1,188 us, 5.65 GB/s: 11.3 GB/s per NIC direction
+// (under 25) and 181 GB/s per port direction (under 240), so T = 14 us (NCCL's LL128 tree base latency) +
+// 1,908 + 1,188 = 3,110 us. Simple keeps the model without an LL128 table, and the other way round.
+TEST(NcclTree, MeasuredNetworkLl128ChunksSetTheLl128TreesTimeAcrossWholeNodes) {
+  const std::string ll128 =
+      "nccl_tree_ll128: {channels: 16, handoffs: [{chunk: 96000, time: 60us}, {chunk: 576000, time: 150us}]}";
+  const auto two_nodes = [](const std::string& nics) {
+    return test::uniform_switch(2, 8, 240, 25, -1, "nvswitch2", "", nics);
+  };
+  const auto t = two_nodes(ll128), plain = two_nodes("");
+  const auto tree = [](const hw::Topology& topo, Protocol p) {
+    return all_reduce_64mib(topo, "tree", all(topo), Granularity::kFlow, p);
+  };
+  EXPECT_NEAR(tree(t, Protocol::kLL128), 3110e-6, 0.05e-6);
+  EXPECT_DOUBLE_EQ(tree(t, Protocol::kSimple), tree(plain, Protocol::kSimple));
+  const auto simple_only = two_nodes(
+      "nccl_tree: {channels: 16, handoffs: [{chunk: 64KiB, time: 30us}, {chunk: 512KiB, time: 150us}]}");
+  EXPECT_DOUBLE_EQ(tree(simple_only, Protocol::kLL128), tree(plain, Protocol::kLL128));
+}
+
 // NVLS-Tree on two nodes of 8 H100-like GPUs (nvswitch3, 240 GB/s ports, 8 NICs of 25 GB/s), 64 MiB: the
 // chunk is 128 KiB (2 nodes, not below 16 channels x 8 heads x 128 KiB = 16 MiB), each head's tree carries
 // 64 MiB / 16 = 4 MiB over 8 channels: 512 KiB, 4 chunks per channel, and on 2 nodes a tree has depth 1:

@@ -24,10 +24,10 @@ namespace {
 
 // NCCL's tree chunk (algorithms.h), one FIFO step of the protocol's buffer (NCCL v2.21.5-1, ab2b89c4,
 // src/enqueue.cc, computeCollChunkInfo): Simple 4 MiB / 8 steps = 512 KiB; LL a 64 KiB step, half of it
-// flags: 32 KiB; LL128 a 614,400 B step, 15/16 of it data: 576,000 B (nccl::kLl128StepPayload), halved while a channel would carry
-// fewer than nsteps x 64 / ppn chunks (down to 128 KiB) and nsteps x 16 / ppn (down to 32 KiB), nsteps = 1 +
-// floor(log2 nodes) + 0.1 ppn, ppn = ranks per node. Up to NCCL 2.19 the Simple chunk also shrank for small
-// messages; from 2.20 it is fixed.
+// flags: 32 KiB; LL128 a 614,400 B step, 15/16 of it data: 576,000 B (nccl::kLl128StepPayload), halved while
+// a channel would carry fewer than nsteps x 64 / ppn chunks (down to 128 KiB) and nsteps x 16 / ppn (down to
+// 32 KiB), nsteps = 1 + floor(log2 nodes) + 0.1 ppn, ppn = ranks per node. Up to NCCL 2.19 the Simple chunk
+// also shrank for small messages; from 2.20 it is fixed.
 double tree_chunk_bytes(double per_channel, Protocol protocol, int nodes, double ranks_per_node) {
   switch (protocol) {
     case Protocol::kSimple:
@@ -137,15 +137,19 @@ void cap_at_measured_rate(BuildContext& ctx, TaskId before, double chunk, int ch
     ctx.graph.cap_transfers_after(before, ctx.wire(chunk * (chunks + stages - 1)) / measured.copy_seconds);
 }
 
-// The network's tree table (node.nics.nccl_tree) where it applies: a Simple all-reduce over whole nodes,
-// across nodes (what `strata validate net-chunks` measures the handoffs of, and where NCCL's channel count is
-// the table's); nullptr elsewhere.
+// The network's tree table for the call's protocol (node.nics.nccl_tree for Simple, nccl_tree_ll128 for
+// LL128) where it applies: an all-reduce over whole nodes, across nodes (what `strata validate net-chunks`
+// and `net-chunks-ll128` measure the handoffs of, and where NCCL's channel count is the table's); nullptr
+// elsewhere.
 const hw::NcclHandoffs* measured_net_tree(const BuildContext& ctx,
                                           const std::vector<std::vector<hw::Rank>>& nodes) {
-  const auto& table = ctx.topo.nccl_net_tree();
-  if (table.empty() || ctx.spec.op != CollectiveOp::kAllReduce || ctx.spec.protocol != Protocol::kSimple ||
-      nodes.size() < 2)
+  const auto protocol = ctx.spec.protocol;
+  if ((protocol != Protocol::kSimple && protocol != Protocol::kLL128) ||
+      ctx.spec.op != CollectiveOp::kAllReduce || nodes.size() < 2)
     return nullptr;
+  const auto& table =
+      protocol == Protocol::kLL128 ? ctx.topo.nccl_net_tree_ll128() : ctx.topo.nccl_net_tree();
+  if (table.empty()) return nullptr;
   for (const auto& members : nodes)
     if (static_cast<int>(members.size()) != ctx.topo.gpus_per_node()) return nullptr;
   return &table;
@@ -210,9 +214,10 @@ class Tree final : public CollectiveAlgorithm {
         net ? ctx.spec.bytes / (ctx.spec.channels > 0
                                     ? ctx.spec.channels
                                     : nccl::call_channels(net->channels, ctx.spec.bytes, nccl::Family::kTree,
-                                                          Protocol::kSimple, ctx.group_size(),
+                                                          ctx.spec.protocol, ctx.group_size(),
                                                           ctx.topo.has_nvlink(ctx.spec.group[0])))
             : 0.0;
+    const double ranks_per_node = static_cast<double>(ctx.group_size()) / static_cast<double>(nodes.size());
     std::vector<Dep> finals;
     for (int t = 0; t < trees; ++t) {
       const int channel = t / per_channel;
@@ -235,18 +240,18 @@ class Tree final : public CollectiveAlgorithm {
       const int chunks =
           ctx.spec.pipeline_chunks > 0
               ? ctx.spec.pipeline_chunks
-              : std::max(1, static_cast<int>(std::ceil(
-                                per_tree / tree_chunk_bytes(per_tree, ctx.spec.protocol,
-                                                            static_cast<int>(nodes.size()),
-                                                            static_cast<double>(ctx.group_size()) /
-                                                                static_cast<double>(nodes.size())))));
+              : std::max(
+                    1, static_cast<int>(std::ceil(per_tree / tree_chunk_bytes(per_tree, ctx.spec.protocol,
+                                                                              static_cast<int>(nodes.size()),
+                                                                              ranks_per_node))));
       const double chunk = per_tree / chunks;
       const int stages = 2 * shape.depth;  // all-reduce: up, then down
       std::optional<hw::SizeTimes::Split> measured;
       if (net)
         measured = tree_chunk_handoffs(
             net->handoffs, nccl_share,
-            tree_chunk_bytes(nccl_share, Protocol::kSimple, static_cast<int>(nodes.size()), 0), stages);
+            tree_chunk_bytes(nccl_share, ctx.spec.protocol, static_cast<int>(nodes.size()), ranks_per_node),
+            stages);
       if (ctx.spec.granularity == Granularity::kFlow) {
         finals.push_back({tree_flow_bundle(ctx, shape, do_up, do_down, chunk, chunks, start, up_label, t,
                                            measured ? &*measured : nullptr)});

@@ -215,6 +215,7 @@ class HwCommands(unittest.TestCase):
         self.assertIn("nccl tree    not measured (node.nics.nccl_tree; strata validate net-chunks)", r.out)
         self.assertIn("nccl ll128   not measured (node.fabric.nccl_ring_ll128; strata validate ring-ll128)", r.out)
         self.assertIn("nccl net128  not measured (node.nics.nccl_ring_ll128; strata validate net-ll128)", r.out)
+        self.assertIn("nccl tree128 not measured (node.nics.nccl_tree_ll128; strata validate net-chunks-ll128)", r.out)
         nics = "  nics: {count: 8, link: ib-hdr}"
         self.assertIn(nics, text)
         measured = text.replace(fabric, fabric[:-1] + ",\n    nccl_ring: {channels: 24, handoffs: "
@@ -223,7 +224,8 @@ class HwCommands(unittest.TestCase):
         measured = measured.replace(nics, nics[:-1] + ", nccl_ring: {channels: 16, handoffs: "
                                     "[{slice: 64KiB, time: 30us}]}, nccl_tree: {channels: 16, handoffs: "
                                     "[{chunk: 512KiB, time: 90us}]}, nccl_ring_ll128: {channels: 16, handoffs: "
-                                    "[{step: 144000, time: 40us}]}}")
+                                    "[{step: 144000, time: 40us}]}, nccl_tree_ll128: {channels: 16, handoffs: "
+                                    "[{chunk: 288000, time: 70us}]}}")
         with tempfile.TemporaryDirectory() as tmp:
             with open(os.path.join(tmp, "m.yaml"), "w") as f:
                 f.write(measured)
@@ -233,7 +235,7 @@ class HwCommands(unittest.TestCase):
             self.assertEqual(r4.rc, 0, r4)
             self.assertIn("# measured NCCL tables, charged where they apply (docs/fidelity.md §6.3, §6.4, §6.6): "
                           "node.fabric.nccl_ring, node.fabric.nccl_ring_ll128, node.nics.nccl_ring, "
-                          "node.nics.nccl_ring_ll128, node.nics.nccl_tree\n", r4.out)
+                          "node.nics.nccl_ring_ll128, node.nics.nccl_tree, node.nics.nccl_tree_ll128\n", r4.out)
         r5 = strata("sim", "collective", "--hw", path, "--sizes", "1MiB")
         self.assertEqual(r5.rc, 0, r5)
         self.assertNotIn("measured NCCL tables", r5.out)
@@ -248,6 +250,8 @@ class HwCommands(unittest.TestCase):
                       "(node.fabric.nccl_ring_ll128): 562.50 KiB in 21.00 us", r3.out)
         self.assertIn("nccl net128  16 ring channels over whole nodes, measured time per LL128 step between nodes "
                       "(node.nics.nccl_ring_ll128): 140.62 KiB in 40.00 us", r3.out)
+        self.assertIn("nccl tree128 16 tree channels over whole nodes, measured time per LL128 chunk between nodes "
+                      "(node.nics.nccl_tree_ll128): 281.25 KiB in 70.00 us", r3.out)
 
     def test_hw_show_emulated_cluster_of_two_nodes_of_two_ranks(self):
         # Regression (issue 14): on 2 nodes x 2 GPUs `hw show` printed a sample route to GPU gpus_per_node + 2 = 4,
