@@ -13,8 +13,9 @@
 //   ring-ll128        NCCL's LL128 ring steps on one node's GPUs, for node.fabric.nccl_ring_ll128
 //   net-ll128         NCCL's LL128 ring steps between two nodes, for node.nics.nccl_ring_ll128
 //   net-chunks        NCCL's tree chunks between two nodes, for node.nics.nccl_tree
+//   net-chunks-ll128  NCCL's LL128 tree chunks between two nodes, for node.nics.nccl_tree_ll128
 //   nvls-steps        NCCL's NVLS steps on one node's GPUs, for node.fabric.nccl_nvls
-//                     (all six cli_validate_nccl_steps.cc)
+//                     (all seven cli_validate_nccl_steps.cc)
 //   nccl-tests        a measured nccl-tests table beside strata's prediction (cli_validate_nccl_tests.cc)
 #include <algorithm>
 #include <cctype>

@@ -1,10 +1,10 @@
-// strata validate ring-slices | net-slices | ring-ll128 | net-ll128 | net-chunks | nvls-steps: NCCL on one
-// channel, per size of the unit it moves per step (validate/nccl_steps.h): the time per ring slice handoff on
-// one node's GPUs (node.fabric.nccl_ring) or between two nodes (node.nics.nccl_ring), the same per LL128
-// step (node.fabric.nccl_ring_ll128, node.nics.nccl_ring_ll128), per tree chunk between two nodes
-// (node.nics.nccl_tree), each with NCCL's own channel count, or per NVLS step (node.fabric.nccl_nvls), that
-// the simulator charges where a system file gives them (docs/fidelity.md §6.3, §6.4, §6.6). Each writes a
-// copy of --hw with its table.
+// strata validate ring-slices | net-slices | ring-ll128 | net-ll128 | net-chunks | net-chunks-ll128 |
+// nvls-steps: NCCL on one channel, per size of the unit it moves per step (validate/nccl_steps.h): the time
+// per ring slice handoff on one node's GPUs (node.fabric.nccl_ring) or between two nodes
+// (node.nics.nccl_ring), the same per LL128 step (node.fabric.nccl_ring_ll128, node.nics.nccl_ring_ll128),
+// per tree chunk between two nodes (node.nics.nccl_tree, node.nics.nccl_tree_ll128), each with NCCL's own
+// channel count, or per NVLS step (node.fabric.nccl_nvls), that the simulator charges where a system file
+// gives them (docs/fidelity.md §6.3, §6.4, §6.6). Each writes a copy of --hw with its table.
 #include <iostream>
 #include <regex>
 #include <utility>
@@ -242,6 +242,20 @@ void add_validate_nccl_steps_commands(CLI::App& validate) {
       "NVLS-Tree's 32 to 128 KiB)",
       "Message lengths in chunks, per chunk size (the whole message on the one channel), at least 8, "
       "increasing");
+  add_unit_command(
+      validate,
+      {"net-chunks-ll128", "chunk", "chunks", "lengths", "chunk", "nics", "nccl_tree_ll128", true, true,
+       "144000:576000:2", "135,270,540,1080", validate::tree_ll128_chunk_run},
+      "Measure NCCL's tree under the LL128 protocol between two hosts (one GPU on each, one channel,\n"
+      "NCCL_LL128_BUFFSIZE = 8 chunks): the time per chunk, and NCCL's own channels over both hosts' GPUs,\n"
+      "written into a copy of --hw as node.nics.nccl_tree_ll128 for the simulator's LL128 trees across\n"
+      "nodes (docs/fidelity.md §6.6). Needs the GPU build and strata-nccl-worker on both hosts, and mpirun\n"
+      "that reaches them",
+      "LL128 chunk payloads MIN:MAX[:FACTOR], multiples of 9600 B up to 576000 B (NCCL's chunk carries "
+      "576000 "
+      "B at most)",
+      "Message lengths in chunks, per chunk size, increasing: at least 135 above 128 KiB and 34 above 32 KiB "
+      "(fewer and NCCL halves the chunk), at least 8");
   add_unit_command(
       validate,
       {"nvls-steps", "chunk", "chunks", "steps", "step", "fabric", "nccl_nvls", false, false,

@@ -104,6 +104,26 @@ UnitRun ring_ll128_run(int ranks, double step_bytes, std::span<const int> loops,
       [&](std::int64_t l) { return l * ranks * step; }, [&](int l) { return (2.0 * ranks - 1) * l; });
 }
 
+UnitRun tree_ll128_chunk_run(int ranks, double chunk_bytes, std::span<const int> chunks, int warmup,
+                             int iterations) {
+  // NCCL's LL128 tree chunk is one step, halved while a channel carries fewer than nsteps x 64 / ppn chunks
+  // (above 128 KiB) or nsteps x 16 / ppn (above 32 KiB), nsteps = 1 + log2(nodes) + 0.1 ppn
+  // (computeCollChunkInfo): with one rank per node, at least that many chunks keep it whole.
+  const double nsteps = 1 + std::floor(std::log2(ranks)) + 0.1;
+  const int fewest = chunk_bytes > 131072
+                         ? static_cast<int>(std::ceil(nsteps * 64))
+                         : (chunk_bytes > 32768 ? static_cast<int>(std::ceil(nsteps * 16)) : 8);
+  check_unit_run(ranks, chunk_bytes, static_cast<std::int64_t>(sim::nccl::kLl128ChunkAlign),
+                 sim::nccl::kLl128StepPayload, chunks, std::max(fewest, 8), "an LL128 chunk", "chunk");
+  const auto chunk = static_cast<std::int64_t>(chunk_bytes);
+  const auto buffer =
+      std::llround(chunk_bytes * (sim::nccl::kLl128StepBytes / sim::nccl::kLl128StepPayload)) * 8;
+  // The one channel carries the whole message, one chunk per step of its buffer.
+  return unit_run(
+      ranks, chunk_bytes, one_channel("Tree", "LL128", buffer), chunks, "chunk", "chunks", warmup, iterations,
+      [&](std::int64_t k) { return k * chunk; }, [](int k) { return static_cast<double>(k); });
+}
+
 UnitRun tree_chunk_run(int ranks, double chunk_bytes, std::span<const int> chunks, int warmup,
                        int iterations) {
   check_unit_run(ranks, chunk_bytes, 4096, 4.0 * 1024 * 1024, chunks, 8, "a chunk", "chunk");

@@ -15,7 +15,9 @@
 //                chunk c (one step of the buffer, computeCollChunkInfo), with one rank on each of two nodes:
 //                node 0 is the root, node 1 its child, so every chunk crosses the network up and back down.
 //                Sizes of k c bytes make k chunks on the channel (the pipeline adds a fixed fill); the
-//                channel count is that of both nodes' whole GPU sets, as for net-slices.
+//                channel count is that of both nodes' whole GPU sets, as for net-slices. net-chunks-ll128:
+//                the same tree under NCCL_PROTO=LL128 with NCCL_LL128_BUFFSIZE = 8 steps of c x 128/120, so
+//                that a chunk carries c bytes, with enough chunks that NCCL does not halve it.
 //   ring-ll128   the ring-slices ring under NCCL_PROTO=LL128 with NCCL_LL128_BUFFSIZE = 8 steps of s x
 //   128/120
 //                bytes, so that a step carries s bytes of payload: sizes of L whole loops (N chunks of one
@@ -61,6 +63,13 @@ UnitRun ring_ll128_run(int ranks, double step_bytes, std::span<const int> loops,
 // than 2 ranks, a chunk not a multiple of 4 KiB or above 4 MiB, or chunk counts below 8 or not increasing.
 UnitRun tree_chunk_run(int ranks, double chunk_bytes, std::span<const int> chunks, int warmup,
                        int iterations);
+// LL128 tree chunks carrying `chunk_bytes` of payload at `chunks` chunks on the one channel, one rank per
+// node (NCCL_ALGO=Tree, NCCL_PROTO=LL128, NCCL_LL128_BUFFSIZE = 8 steps of chunk_bytes x 128/120). Throws
+// std::invalid_argument for fewer than 2 ranks, a payload not a multiple of 9,600 B or above 576,000 B, or
+// chunk counts not increasing or below what keeps NCCL from halving the chunk (135 above 128 KiB and 34 above
+// 32 KiB on two nodes, at least 8).
+UnitRun tree_ll128_chunk_run(int ranks, double chunk_bytes, std::span<const int> chunks, int warmup,
+                             int iterations);
 // NVLS chunks of `chunk_bytes` at `steps` steps. Throws std::invalid_argument for fewer than 2 ranks, a chunk
 // not a multiple of 4 KiB or above 512 KiB (a step of NCCL's 4 MiB buffer), or step counts below 64 or not
 // increasing.

@@ -12,8 +12,8 @@ unavailable  (no GPU here; otherwise skipped, exit 77): `validate profile --devi
              choices. `validate calibrate-cost --device cuda` and a `gpu-validation` experiment fail the same
              way; calibrate-cost refuses --device cpu with a GPU system and --device cuda with host-cpu;
              `validate ring-ll128` refuses LL128 steps that are not whole 9600 B; `validate net-slices`,
-             `net-ll128` and `net-chunks` refuse malformed --hosts, counts and sizes, and a node without NICs,
-             before they start mpirun.
+             `net-ll128`, `net-chunks` and `net-chunks-ll128` refuse malformed --hosts, counts and sizes, and a
+             node without NICs, before they start mpirun.
 gpu          (a GPU here; otherwise skipped, exit 77): `validate profile --device cuda` writes a profile that
              `model sim --profile` reads back, predicting exactly its sum of node medians with every kernel
              timed from it; `validate collectives --backend nccl` over the node's GPUs (at most 8) reports 0
@@ -128,7 +128,8 @@ def unavailable():
             f.write(text.replace("  nics: {count: 8, link: ib-ndr}\n", "").replace("network: {wiring: rail-optimized}\n", ""))
         for command, counts, sizes, too_big in (("net-slices", "--loops", "--slices", "128MiB:128MiB"),
                                                 ("net-ll128", "--loops", "--steps", "585600:585600"),
-                                                ("net-chunks", "--lengths", "--chunks", "8MiB:8MiB")):
+                                                ("net-chunks", "--lengths", "--chunks", "8MiB:8MiB"),
+                                                ("net-chunks-ll128", "--lengths", "--chunks", "585600:585600")):
             for args, want in ((["--hosts", "node1"], "--hosts 'node1': expected two different host names"),
                                (["--hosts", "node1:8,node2:8"],
                                 "--hosts 'node1:8,node2:8': expected two different host"),

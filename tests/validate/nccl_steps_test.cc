@@ -157,6 +157,31 @@ TEST(NcclSteps, NetChunksRunATreeOfTwoRanksOnOneChannel) {
   EXPECT_THROW(tree_chunk_run(1, 128 * 1024, chunks, 0, 3), std::invalid_argument);
 }
 
+// The LL128 tree between two hosts: NCCL_LL128_BUFFSIZE = 8 chunks of 288,000 x 128/120 = 307,200 B makes
+// the chunk carry 288,000 B, and NCCL keeps it from 2.1 x 64 = 134.4 chunks on (nsteps = 1 + log2 2 + 0.1 x
+// one rank per node; computeCollChunkInfo), so 135 is the fewest; above 32 KiB and up to 128 KiB, 34.
+TEST(NcclSteps, NetChunksLl128RunAnLl128TreeOfTwoRanksWithWholeChunks) {
+  const int chunks[] = {135, 270, 540};
+  const UnitRun run = tree_ll128_chunk_run(2, 288000, chunks, 0, 3);
+  EXPECT_EQ(run.env, (std::vector<EnvVar>{{"NCCL_ALGO", "Tree"},
+                                          {"NCCL_PROTO", "LL128"},
+                                          {"NCCL_MIN_NCHANNELS", "1"},
+                                          {"NCCL_MAX_NCHANNELS", "1"},
+                                          {"NCCL_NVLS_ENABLE", "0"},
+                                          {"NCCL_LL128_BUFFSIZE", "2457600"}}));
+  ASSERT_EQ(run.plan.cases.size(), 3u);
+  EXPECT_EQ(run.plan.cases[0].steps[0].calls[0].bytes, 135 * 288000);
+  EXPECT_EQ(run.counts, (std::vector<double>{135, 270, 540}));
+  const int short_run[] = {134, 270};
+  EXPECT_THROW(tree_ll128_chunk_run(2, 288000, short_run, 0, 3), std::invalid_argument);
+  const int mid[] = {34, 68};
+  EXPECT_EQ(tree_ll128_chunk_run(2, 96000, mid, 0, 3).counts, (std::vector<double>{34, 68}));
+  const int fewer[] = {33, 68};
+  EXPECT_THROW(tree_ll128_chunk_run(2, 96000, fewer, 0, 3), std::invalid_argument);
+  EXPECT_THROW(tree_ll128_chunk_run(2, 100000, chunks, 0, 3), std::invalid_argument);  // not whole 9,600 B
+  EXPECT_THROW(tree_ll128_chunk_run(1, 288000, chunks, 0, 3), std::invalid_argument);
+}
+
 TEST(NcclSteps, WrittenSystemFileLoadsWithTheTable) {
   const std::string yaml = R"(name: t
 gpu: a100-sxm4-80gb
@@ -327,6 +352,30 @@ TEST(NcclSteps, NetLl128TableGivesBackTheMeasuredTimePerLoop) {
   EXPECT_GT(simulated[0], run.counts[0] * t);
   // The Simple ring over the same pair keeps the model without a table.
   EXPECT_TRUE(topo.nccl_net_ring().empty());
+}
+
+// The LL128 tree's round trip: net-chunks-ll128's runs at NCCL's 576,000 B chunk timed as a + k t, fitted,
+// written as node.nics.nccl_tree_ll128 beside two one-GPU nodes, and simulated on one channel with LL128.
+// From 135 chunks on NCCL keeps the chunk (and so does the simulator's rule: ppn 1, 2 nodes); each further
+// chunk adds exactly t.
+TEST(NcclSteps, NetChunksLl128TableGivesBackTheMeasuredTimePerChunk) {
+  const int chunks[] = {135, 270, 540};
+  const UnitRun run = tree_ll128_chunk_run(2, 576000, chunks, 0, 3);
+  const double a = 30e-6, t = 150e-6;
+  std::vector<double> medians;
+  for (double c : run.counts) medians.push_back(a + c * t);
+  const UnitFit fit = fit_units(run.counts, medians);
+  EXPECT_NEAR(fit.per_unit, t, 1e-12);
+  hw::NcclHandoffs net;
+  net.channels = 1;
+  net.handoffs = hw::SizeTimes({{96000, 40e-6}, {576000, fit.per_unit}});
+  const hw::Topology topo = one_gpu_pair_with("nccl_tree_ll128", nccl_handoffs_yaml(net, "chunk"));
+  EXPECT_EQ(topo.nccl_net_tree_ll128().channels, 1);
+  const auto simulated = simulate_on_one_channel(topo, run, "tree", sim::Protocol::kLL128);
+  // 576,000 B per 150 us is 3.8 GB/s a tree, two per NIC direction: under the NDR NIC.
+  EXPECT_NEAR(simulated[1] - simulated[0], (run.counts[1] - run.counts[0]) * t, 1e-9);
+  EXPECT_NEAR(simulated[2] - simulated[1], (run.counts[2] - run.counts[1]) * t, 1e-9);
+  EXPECT_GT(simulated[0], (run.counts[0] + 1) * t);
 }
 
 TEST(NcclSteps, RanksGetTheirNcclSettingsThroughMpirun) {
