@@ -41,49 +41,35 @@ std::string describe_system(const hw::Topology& topo) {
                           units::format_duration(p.seconds));
     return text;
   };
-  if (const auto& ring = topo.nccl_ring(); !ring.empty())
-    out += fmt::format(
-        "  nccl ring    {} channels, measured time per slice handoff (node.fabric.nccl_ring):{}\n",
-        ring.channels, table(ring.handoffs));
-  else
-    out += "  nccl ring    not measured (node.fabric.nccl_ring; strata validate ring-slices)\n";
-  // LL128 runs over NVLink only (sim/nccl_model.cc), so its tables are named where the GPUs have it.
-  const bool ll128 = topo.has_nvlink(0);
-  if (const auto& ring = topo.nccl_ring_ll128(); !ring.empty())
-    out += fmt::format(
-        "  nccl ll128   {} channels, measured time per LL128 step by payload "
-        "(node.fabric.nccl_ring_ll128):{}\n",
-        ring.channels, table(ring.handoffs));
-  else if (ll128)
-    out += "  nccl ll128   not measured (node.fabric.nccl_ring_ll128; strata validate ring-ll128)\n";
-  if (const auto& net = topo.nccl_net_ring(); !net.empty())
-    out += fmt::format(
-        "  nccl net     {} ring channels over whole nodes, measured time per slice handoff between nodes "
-        "(node.nics.nccl_ring):{}\n",
-        net.channels, table(net.handoffs));
-  else if (topo.nics_per_node() > 0)
-    out += "  nccl net     not measured (node.nics.nccl_ring; strata validate net-slices)\n";
-  if (const auto& net = topo.nccl_net_ring_ll128(); !net.empty())
-    out += fmt::format(
-        "  nccl net128  {} ring channels over whole nodes, measured time per LL128 step between nodes "
-        "(node.nics.nccl_ring_ll128):{}\n",
-        net.channels, table(net.handoffs));
-  else if (topo.nics_per_node() > 0 && ll128)
-    out += "  nccl net128  not measured (node.nics.nccl_ring_ll128; strata validate net-ll128)\n";
-  if (const auto& tree = topo.nccl_net_tree(); !tree.empty())
-    out += fmt::format(
-        "  nccl tree    {} tree channels over whole nodes, measured time per chunk between nodes "
-        "(node.nics.nccl_tree):{}\n",
-        tree.channels, table(tree.handoffs));
-  else if (topo.nics_per_node() > 0)
-    out += "  nccl tree    not measured (node.nics.nccl_tree; strata validate net-chunks)\n";
-  if (const auto& tree = topo.nccl_net_tree_ll128(); !tree.empty())
-    out += fmt::format(
-        "  nccl tree128 {} tree channels over whole nodes, measured time per LL128 chunk between nodes "
-        "(node.nics.nccl_tree_ll128):{}\n",
-        tree.channels, table(tree.handoffs));
-  else if (topo.nics_per_node() > 0 && ll128)
-    out += "  nccl tree128 not measured (node.nics.nccl_tree_ll128; strata validate net-chunks-ll128)\n";
+  // The measured NCCL tables with channels (hw/nccl_measured.h), each as written, or named with the command
+  // that measures it where it would apply: NIC tables on nodes with NICs, LL128 tables where the GPUs have
+  // NVLink (NCCL runs LL128 only there, sim/nccl_model.cc).
+  struct HandoffTable {
+    std::string_view label, what, key, command;
+    const hw::NcclHandoffs& table;
+    bool applies;
+  };
+  const bool nics = topo.nics_per_node() > 0, ll128 = topo.has_nvlink(0);
+  const HandoffTable handoff_tables[] = {
+      {"nccl ring", "channels, measured time per slice handoff", "node.fabric.nccl_ring", "ring-slices",
+       topo.nccl_ring(), true},
+      {"nccl ll128", "channels, measured time per LL128 step by payload", "node.fabric.nccl_ring_ll128",
+       "ring-ll128", topo.nccl_ring_ll128(), ll128},
+      {"nccl net", "ring channels over whole nodes, measured time per slice handoff between nodes",
+       "node.nics.nccl_ring", "net-slices", topo.nccl_net_ring(), nics},
+      {"nccl net128", "ring channels over whole nodes, measured time per LL128 step between nodes",
+       "node.nics.nccl_ring_ll128", "net-ll128", topo.nccl_net_ring_ll128(), nics && ll128},
+      {"nccl tree", "tree channels over whole nodes, measured time per chunk between nodes",
+       "node.nics.nccl_tree", "net-chunks", topo.nccl_net_tree(), nics},
+      {"nccl tree128", "tree channels over whole nodes, measured time per LL128 chunk between nodes",
+       "node.nics.nccl_tree_ll128", "net-chunks-ll128", topo.nccl_net_tree_ll128(), nics && ll128},
+  };
+  for (const auto& t : handoff_tables)
+    if (!t.table.empty())
+      out += fmt::format("  {:<12} {} {} ({}):{}\n", t.label, t.table.channels, t.what, t.key,
+                         table(t.table.handoffs));
+    else if (t.applies)
+      out += fmt::format("  {:<12} not measured ({}; strata validate {})\n", t.label, t.key, t.command);
   if (const auto& nvls = topo.nccl_nvls(); !nvls.empty())
     out += fmt::format("  nccl nvls    measured time per step by chunk (node.fabric.nccl_nvls):{}\n",
                        table(nvls.steps));
