@@ -10,6 +10,7 @@
 
 #include "hw/units.h"
 #include "hw/yaml_patch.h"
+#include "sim/algorithms/algorithms.h"
 #include "sim/nccl_model.h"
 #include "util/error.h"
 #include "util/parse.h"
@@ -77,6 +78,13 @@ std::vector<EnvVar> one_channel(std::string algo, std::string protocol, std::int
           {"NCCL_NVLS_ENABLE", "0"},      {std::move(buffer), std::to_string(buffsize)}};
 }
 
+// `algo` under LL128 on one channel, its buffer 8 steps that carry `payload` bytes each: a step is payload x
+// 128/120 bytes of the buffer (sim::nccl::kLl128StepBytes / kLl128StepPayload).
+std::vector<EnvVar> one_ll128_channel(std::string algo, double payload) {
+  return one_channel(std::move(algo), "LL128",
+                     std::llround(payload * (sim::nccl::kLl128StepBytes / sim::nccl::kLl128StepPayload)) * 8);
+}
+
 }  // namespace
 
 UnitRun ring_slice_run(int ranks, double slice_bytes, std::span<const int> loops, int warmup,
@@ -95,33 +103,28 @@ UnitRun ring_ll128_run(int ranks, double step_bytes, std::span<const int> loops,
   check_unit_run(ranks, step_bytes, static_cast<std::int64_t>(sim::nccl::kLl128ChunkAlign),
                  sim::nccl::kLl128StepPayload, loops, 1, "an LL128 step", "loop");
   const auto step = static_cast<std::int64_t>(step_bytes);
-  // A step of `step` payload bytes is step x 128/120 bytes of the buffer, which holds 8 steps.
-  const auto buffer =
-      std::llround(step_bytes * (sim::nccl::kLl128StepBytes / sim::nccl::kLl128StepPayload)) * 8;
   // A loop is N chunks of one step; every primitive moves one.
   return unit_run(
-      ranks, step_bytes, one_channel("Ring", "LL128", buffer), loops, "step", "loops", warmup, iterations,
+      ranks, step_bytes, one_ll128_channel("Ring", step_bytes), loops, "step", "loops", warmup, iterations,
       [&](std::int64_t l) { return l * ranks * step; }, [&](int l) { return (2.0 * ranks - 1) * l; });
 }
 
 UnitRun tree_ll128_chunk_run(int ranks, double chunk_bytes, std::span<const int> chunks, int warmup,
                              int iterations) {
-  // NCCL's LL128 tree chunk is one step, halved while a channel carries fewer than nsteps x 64 / ppn chunks
-  // (above 128 KiB) or nsteps x 16 / ppn (above 32 KiB), nsteps = 1 + log2(nodes) + 0.1 ppn
-  // (computeCollChunkInfo): with one rank per node, at least that many chunks keep it whole.
-  const double nsteps = 1 + std::floor(std::log2(ranks)) + 0.1;
-  const int fewest = chunk_bytes > 131072
-                         ? static_cast<int>(std::ceil(nsteps * 64))
-                         : (chunk_bytes > 32768 ? static_cast<int>(std::ceil(nsteps * 16)) : 8);
+  // NCCL halves an LL128 tree chunk while the channel carries too few of them (the simulator's rule,
+  // sim::algorithms::ll128_tree_chunk_bytes, with one rank on each of `ranks` nodes): the fewest chunks, from
+  // 8 on, that keep it whole.
+  int fewest = 8;
+  while (fewest < 1 << 20 &&
+         sim::algorithms::ll128_tree_chunk_bytes(fewest * chunk_bytes, ranks, 1, chunk_bytes) != chunk_bytes)
+    ++fewest;
   check_unit_run(ranks, chunk_bytes, static_cast<std::int64_t>(sim::nccl::kLl128ChunkAlign),
-                 sim::nccl::kLl128StepPayload, chunks, std::max(fewest, 8), "an LL128 chunk", "chunk");
+                 sim::nccl::kLl128StepPayload, chunks, fewest, "an LL128 chunk", "chunk");
   const auto chunk = static_cast<std::int64_t>(chunk_bytes);
-  const auto buffer =
-      std::llround(chunk_bytes * (sim::nccl::kLl128StepBytes / sim::nccl::kLl128StepPayload)) * 8;
   // The one channel carries the whole message, one chunk per step of its buffer.
   return unit_run(
-      ranks, chunk_bytes, one_channel("Tree", "LL128", buffer), chunks, "chunk", "chunks", warmup, iterations,
-      [&](std::int64_t k) { return k * chunk; }, [](int k) { return static_cast<double>(k); });
+      ranks, chunk_bytes, one_ll128_channel("Tree", chunk_bytes), chunks, "chunk", "chunks", warmup,
+      iterations, [&](std::int64_t k) { return k * chunk; }, [](int k) { return static_cast<double>(k); });
 }
 
 UnitRun tree_chunk_run(int ranks, double chunk_bytes, std::span<const int> chunks, int warmup,

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "sim/collective.h"
+#include "sim/nccl_model.h"
 
 namespace strata::sim::algorithms {
 
@@ -97,6 +98,10 @@ hw::SizeTimes::Split tree_chunk_handoffs(const hw::SizeTimes& table, double byte
 // Payload bytes of one tree chunk as NCCL 2.21 sizes it (tree.cc): `per_channel` bytes a channel carries,
 // over `nodes` nodes with `ranks_per_node` ranks each.
 double tree_chunk_bytes(double per_channel, Protocol protocol, int nodes, double ranks_per_node);
+// The LL128 part of that rule: from one step's payload `step_payload` (NCCL's 576,000 B, or what
+// NCCL_LL128_BUFFSIZE makes it), halved while a channel would carry too few chunks.
+double ll128_tree_chunk_bytes(double per_channel, int nodes, double ranks_per_node,
+                              double step_payload = nccl::kLl128StepPayload);
 
 // The GPU's links to and from the NVSwitch of its node (nvls.cc); -1 where there is none.
 std::pair<hw::LinkId, hw::LinkId> nvswitch_port(const hw::Topology& topo, hw::Rank gpu);

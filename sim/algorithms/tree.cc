@@ -37,7 +37,11 @@ double tree_chunk_bytes(double per_channel, Protocol protocol, int nodes, double
     case Protocol::kLL128:
       break;
   }
-  auto chunk = static_cast<long long>(nccl::kLl128StepPayload);
+  return ll128_tree_chunk_bytes(per_channel, nodes, ranks_per_node);
+}
+
+double ll128_tree_chunk_bytes(double per_channel, int nodes, double ranks_per_node, double step_payload) {
+  auto chunk = static_cast<long long>(step_payload);
   const double ppn = std::max(ranks_per_node, 1.0);
   const double nsteps = 1 + std::floor(std::log2(std::max(nodes, 1))) + 0.1 * ppn;
   const auto fewer = [&](double factor) {
