@@ -24,13 +24,11 @@
 namespace strata::cli {
 namespace {
 
-// One microbenchmark: its name, what it measures, and how its runs are built and its table written.
+// One microbenchmark: the table it measures (its command, place and keys: hw::nccl_tables()), its options,
+// and how its runs are built.
 struct UnitBenchmark {
-  std::string_view command, unit, sizes, count;  // "ring-slices", "slice", "slices", "loops" (option names)
-  std::string_view per;                          // "handoff": what one fitted time is for
-  std::string_view section, key;                 // where the table goes: node.<section>.<key>
-  bool reads_channels = false;                   // the table also holds NCCL's own channel count
-  bool across_nodes = false;                     // one rank on each of two hosts (--hosts), not --np GPUs
+  hw::NcclTableId table;
+  std::string_view unit, sizes, count;  // "slice", "slices", "loops": the unit and the option names
   std::string_view default_sizes, default_counts;
   validate::UnitRun (*run)(int ranks, double unit_bytes, std::span<const int> counts, int warmup,
                            int iterations);
@@ -72,9 +70,9 @@ struct UnitLaunches {
   std::string where;
 };
 
-UnitLaunches unit_launches(const UnitBenchmark& b, const UnitOptions& o, const hw::Topology& topo) {
+UnitLaunches unit_launches(const hw::NcclTableInfo& table, const UnitOptions& o, const hw::Topology& topo) {
   const int g = topo.gpus_per_node();
-  if (b.across_nodes) {
+  if (table.across_nodes) {
     if (topo.nics_per_node() == 0)
       throw util::InputError(
           fmt::format("--hw {}: the node has no NICs (node.nics); the table goes there", o.hw));
@@ -94,9 +92,10 @@ UnitLaunches unit_launches(const UnitBenchmark& b, const UnitOptions& o, const h
 }
 
 void run_units(const UnitBenchmark& b, const UnitOptions& o) {
+  const auto& table = hw::nccl_table_info(b.table);
   util::check_output_path(o.output);
   const hw::Topology topo = hw::load_system(o.hw);
-  const auto launches = unit_launches(b, o, topo);
+  const auto launches = unit_launches(table, o, topo);
   const int ranks = launches.units.ranks;
   const std::string size_option = fmt::format("--{}", b.sizes), count_option = fmt::format("--{}", b.count);
   const auto counts = parse_counts(o.counts, count_option);
@@ -110,27 +109,27 @@ void run_units(const UnitBenchmark& b, const UnitOptions& o) {
   }
   const auto& backend = validate::find_measure_backend("nccl");
   if (const auto why = validate::unavailable_for(backend, launches.units); !why.empty())
-    throw util::InputError(fmt::format("validate {} runs NCCL on {}: {}", b.command,
-                                       b.across_nodes ? "the hosts' GPUs" : "this machine's GPUs", why));
+    throw util::InputError(fmt::format("validate {} runs NCCL on {}: {}", table.command,
+                                       table.across_nodes ? "the hosts' GPUs" : "this machine's GPUs", why));
   std::cerr << fmt::format(
       "measuring NCCL on {}, one channel: {} {} sizes x {} {}, {} warm-up + {} timed runs each\n",
       launches.where, runs.size(), b.unit, counts.size(), b.count, o.warmup, o.iterations);
   const auto progress = [](const std::string& what) { std::cerr << what << "\n"; };
   const auto m = validate::measure_units(backend, launches.units, runs, progress);
-  std::string value;
-  if (b.reads_channels) {
+  hw::NcclMeasured measured{0, m.table()};
+  if (table.channels) {
     progress(fmt::format("NCCL's own channel count on {} ranks (one all-reduce with NCCL_DEBUG=INFO)",
                          launches.channels.ranks));
-    const hw::NcclHandoffs table{validate::nccl_default_channels(backend, launches.channels), m.table()};
-    value = validate::nccl_handoffs_yaml(table, b.unit);
+    measured.channels = validate::nccl_default_channels(backend, launches.channels);
     std::cout << fmt::format("# validate {}, one channel, {} ({}); NCCL's own channels on {} ranks: {}\n",
-                             b.command, launches.where, m.library, launches.channels.ranks, table.channels);
+                             table.command, launches.where, m.library, launches.channels.ranks,
+                             measured.channels);
   } else {
-    value = validate::nccl_nvls_yaml(hw::NcclNvlsMeasured{m.table()});
-    std::cout << fmt::format("# validate {}, one channel, {} ({})\n", b.command, launches.where, m.library);
+    std::cout << fmt::format("# validate {}, one channel, {} ({})\n", table.command, launches.where,
+                             m.library);
   }
   std::cout << fmt::format("# {:>10} {:>8} {:>12}  {:>12} {:>12} {:>9} {:>8}\n", b.unit, b.count, "median",
-                           fmt::format("per {}", b.per), "intercept", "residual", "spread");
+                           fmt::format("per {}", table.unit), "intercept", "residual", "spread");
   for (const auto& p : m.points)
     for (std::size_t i = 0; i < p.counts.size(); ++i) {
       const bool first = i == 0;
@@ -141,14 +140,12 @@ void run_units(const UnitBenchmark& b, const UnitOptions& o) {
                                first ? units::format_duration(p.fit.intercept) : "",
                                first ? 100 * p.fit.worst_residual : 0.0, first ? 100 * p.worst_spread : 0.0);
     }
-  const std::string yaml =
-      validate::system_with_node_entry(util::read_file<util::InputError>(o.hw, "a system YAML file"),
-                                       std::string(b.section), std::string(b.key), value);
+  const std::string yaml = validate::system_with_nccl_table(
+      util::read_file<util::InputError>(o.hw, "a system YAML file"), b.table, measured);
   util::write_file_atomically(o.output, yaml);
-  // The file must load as any system YAML does; a failure here is a bug in system_with_node_entry.
+  // The file must load as any system YAML does; a failure here is a bug in system_with_nccl_table.
   hw::load_system(o.output);
-  std::cout << fmt::format("written: {} (node.{}.{}: {} {} sizes)\n", o.output, b.section, b.key,
-                           m.points.size(), b.unit);
+  std::cout << fmt::format("written: {} ({}: {} {} sizes)\n", o.output, table.path, m.points.size(), b.unit);
 }
 
 void add_unit_command(CLI::App& validate, const UnitBenchmark& b, const std::string& help,
@@ -156,8 +153,9 @@ void add_unit_command(CLI::App& validate, const UnitBenchmark& b, const std::str
   auto o = std::make_shared<UnitOptions>();
   o->sizes = b.default_sizes;
   o->counts = b.default_counts;
-  auto* cmd = validate.add_subcommand(std::string(b.command), help);
-  if (b.across_nodes) {
+  const auto& table = hw::nccl_table_info(b.table);
+  auto* cmd = validate.add_subcommand(std::string(table.command), help);
+  if (table.across_nodes) {
     cmd->add_option("--hw", o->hw, "System YAML of the hosts' nodes (the copy gets the table)")->required();
     cmd->add_option("--hosts", o->hosts,
                     "Two hosts A,B (mpirun names): one rank on each for the handoffs, every GPU of both "
@@ -173,8 +171,7 @@ void add_unit_command(CLI::App& validate, const UnitBenchmark& b, const std::str
   cmd->add_option(fmt::format("--{}", b.count), o->counts, counts_help)->capture_default_str();
   add_int_option(*cmd, "--warmup", o->warmup, {0, 100}, "Untimed runs per message size");
   add_int_option(*cmd, "--iterations", o->iterations, {1, 1000}, "Timed runs per message size (median)");
-  cmd->add_option("--output", o->output,
-                  fmt::format("System YAML to write: --hw with node.{}.{}", b.section, b.key))
+  cmd->add_option("--output", o->output, fmt::format("System YAML to write: --hw with {}", table.path))
       ->required();
   cmd->callback([o, b] { run_units(b, *o); });
 }
@@ -187,8 +184,8 @@ void add_validate_nccl_steps_commands(CLI::App& validate) {
       "Slice sizes MIN:MAX[:FACTOR], multiples of 4 KiB up to 64 MiB (NCCL's slices are 32 KiB to 1 MiB)";
   add_unit_command(
       validate,
-      {"ring-slices", "slice", "slices", "loops", "handoff", "fabric", "nccl_ring", true, false,
-       "32KiB:2MiB:2", "2,4,8,16", validate::ring_slice_run},
+      {hw::NcclTableId::kRing, "slice", "slices", "loops", "32KiB:2MiB:2", "2,4,8,16",
+       validate::ring_slice_run},
       "Measure NCCL's ring on this machine's GPUs (one channel, Simple, NCCL_BUFFSIZE = 4 x slice): the "
       "time\n"
       "per slice handoff (slope of run time over handoffs) and NCCL's own channel count, written into a "
@@ -198,8 +195,8 @@ void add_validate_nccl_steps_commands(CLI::App& validate) {
       slice_sizes_help, "Whole loops per slice size (N chunks of 2 slices each), increasing");
   add_unit_command(
       validate,
-      {"net-slices", "slice", "slices", "loops", "handoff", "nics", "nccl_ring", true, true, "32KiB:1MiB:2",
-       "2,4,8,16", validate::ring_slice_run},
+      {hw::NcclTableId::kNetRing, "slice", "slices", "loops", "32KiB:1MiB:2", "2,4,8,16",
+       validate::ring_slice_run},
       "Measure NCCL's ring between two hosts (one GPU on each, one channel, Simple, NCCL_BUFFSIZE = 4 x\n"
       "slice, so every handoff crosses the network and its proxy): the time per slice handoff, and NCCL's\n"
       "own ring channels over both hosts' GPUs, written into a copy of --hw as node.nics.nccl_ring for\n"
@@ -212,8 +209,8 @@ void add_validate_nccl_steps_commands(CLI::App& validate) {
       "B)";
   add_unit_command(
       validate,
-      {"ring-ll128", "step", "steps", "loops", "step", "fabric", "nccl_ring_ll128", true, false,
-       "144000:576000:2", "2,4,8,16", validate::ring_ll128_run},
+      {hw::NcclTableId::kRingLl128, "step", "steps", "loops", "144000:576000:2", "2,4,8,16",
+       validate::ring_ll128_run},
       "Measure NCCL's ring under the LL128 protocol on this machine's GPUs (one channel,\n"
       "NCCL_LL128_BUFFSIZE = 8 steps): the time per step (slope of run time over steps) and NCCL's own\n"
       "channel count, written into a copy of --hw as node.fabric.nccl_ring_ll128 for the simulator's LL128\n"
@@ -221,8 +218,8 @@ void add_validate_nccl_steps_commands(CLI::App& validate) {
       step_sizes_help, "Whole loops per step size (N steps each), increasing");
   add_unit_command(
       validate,
-      {"net-ll128", "step", "steps", "loops", "step", "nics", "nccl_ring_ll128", true, true,
-       "144000:576000:2", "2,4,8,16", validate::ring_ll128_run},
+      {hw::NcclTableId::kNetRingLl128, "step", "steps", "loops", "144000:576000:2", "2,4,8,16",
+       validate::ring_ll128_run},
       "Measure NCCL's ring under the LL128 protocol between two hosts (one GPU on each, one channel,\n"
       "NCCL_LL128_BUFFSIZE = 8 steps, so every step crosses the network and its proxy): the time per step,\n"
       "and NCCL's own ring channels over both hosts' GPUs, written into a copy of --hw as\n"
@@ -231,8 +228,8 @@ void add_validate_nccl_steps_commands(CLI::App& validate) {
       step_sizes_help, "Whole loops per step size (2 steps each), increasing");
   add_unit_command(
       validate,
-      {"net-chunks", "chunk", "chunks", "lengths", "chunk", "nics", "nccl_tree", true, true, "32KiB:512KiB:2",
-       "16,32,64,128", validate::tree_chunk_run},
+      {hw::NcclTableId::kNetTree, "chunk", "chunks", "lengths", "32KiB:512KiB:2", "16,32,64,128",
+       validate::tree_chunk_run},
       "Measure NCCL's tree between two hosts (one GPU on each, one channel, Simple, NCCL_BUFFSIZE = 8 x\n"
       "chunk, so every chunk crosses the network up to the root and back down): the time per chunk, and\n"
       "NCCL's own channels over both hosts' GPUs, written into a copy of --hw as node.nics.nccl_tree for\n"
@@ -244,8 +241,8 @@ void add_validate_nccl_steps_commands(CLI::App& validate) {
       "increasing");
   add_unit_command(
       validate,
-      {"net-chunks-ll128", "chunk", "chunks", "lengths", "chunk", "nics", "nccl_tree_ll128", true, true,
-       "144000:576000:2", "135,270,540,1080", validate::tree_ll128_chunk_run},
+      {hw::NcclTableId::kNetTreeLl128, "chunk", "chunks", "lengths", "144000:576000:2", "135,270,540,1080",
+       validate::tree_ll128_chunk_run},
       "Measure NCCL's tree under the LL128 protocol between two hosts (one GPU on each, one channel,\n"
       "NCCL_LL128_BUFFSIZE = 8 chunks): the time per chunk, and NCCL's own channels over both hosts' GPUs,\n"
       "written into a copy of --hw as node.nics.nccl_tree_ll128 for the simulator's LL128 trees across\n"
@@ -258,8 +255,8 @@ void add_validate_nccl_steps_commands(CLI::App& validate) {
       "(fewer and NCCL halves the chunk), at least 8");
   add_unit_command(
       validate,
-      {"nvls-steps", "chunk", "chunks", "steps", "step", "fabric", "nccl_nvls", false, false,
-       "16KiB:128KiB:2", "64,128,256,512", validate::nvls_step_run},
+      {hw::NcclTableId::kNvls, "chunk", "chunks", "steps", "16KiB:128KiB:2", "64,128,256,512",
+       validate::nvls_step_run},
       "Measure NCCL's NVLS all-reduce on this machine's GPUs (one channel, NCCL_NVLS_CHUNKSIZE = chunk): "
       "the\n"
       "time per step (slope of run time over steps), written into a copy of --hw as node.fabric.nccl_nvls "

@@ -106,7 +106,7 @@ std::vector<SweepRow> run_sweep(const hw::Topology& topo, const SweepConfig& con
 std::string table_header(const hw::Topology& topo, const SweepConfig& config) {
   const int n = config.group.empty() ? topo.num_gpus() : static_cast<int>(config.group.size());
   // Say when measured NCCL tables change what is simulated, and where to read how.
-  const auto measured = topo.measured_nccl_tables();
+  const auto measured = topo.nccl_tables().given();
   const std::string tables =
       measured.empty() ? ""
                        : fmt::format(

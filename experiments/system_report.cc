@@ -41,40 +41,20 @@ std::string describe_system(const hw::Topology& topo) {
                           units::format_duration(p.seconds));
     return text;
   };
-  // The measured NCCL tables with channels (hw/nccl_measured.h), each as written, or named with the command
-  // that measures it where it would apply: NIC tables on nodes with NICs, LL128 tables where the GPUs have
-  // NVLink (NCCL runs LL128 only there, sim/nccl_model.cc).
-  struct HandoffTable {
-    std::string_view label, what, key, command;
-    const hw::NcclHandoffs& table;
-    bool applies;
-  };
-  const bool nics = topo.nics_per_node() > 0, ll128 = topo.has_nvlink(0);
-  const HandoffTable handoff_tables[] = {
-      {"nccl ring", "channels, measured time per slice handoff", "node.fabric.nccl_ring", "ring-slices",
-       topo.nccl_ring(), true},
-      {"nccl ll128", "channels, measured time per LL128 step by payload", "node.fabric.nccl_ring_ll128",
-       "ring-ll128", topo.nccl_ring_ll128(), ll128},
-      {"nccl net", "ring channels over whole nodes, measured time per slice handoff between nodes",
-       "node.nics.nccl_ring", "net-slices", topo.nccl_net_ring(), nics},
-      {"nccl net128", "ring channels over whole nodes, measured time per LL128 step between nodes",
-       "node.nics.nccl_ring_ll128", "net-ll128", topo.nccl_net_ring_ll128(), nics && ll128},
-      {"nccl tree", "tree channels over whole nodes, measured time per chunk between nodes",
-       "node.nics.nccl_tree", "net-chunks", topo.nccl_net_tree(), nics},
-      {"nccl tree128", "tree channels over whole nodes, measured time per LL128 chunk between nodes",
-       "node.nics.nccl_tree_ll128", "net-chunks-ll128", topo.nccl_net_tree_ll128(), nics && ll128},
-  };
-  for (const auto& t : handoff_tables)
-    if (!t.table.empty())
-      out += fmt::format("  {:<12} {} {} ({}):{}\n", t.label, t.table.channels, t.what, t.key,
-                         table(t.table.handoffs));
-    else if (t.applies)
-      out += fmt::format("  {:<12} not measured ({}; strata validate {})\n", t.label, t.key, t.command);
-  if (const auto& nvls = topo.nccl_nvls(); !nvls.empty())
-    out += fmt::format("  nccl nvls    measured time per step by chunk (node.fabric.nccl_nvls):{}\n",
-                       table(nvls.steps));
-  else if (topo.nvls_capable())
-    out += "  nccl nvls    not measured (node.fabric.nccl_nvls; strata validate nvls-steps)\n";
+  // The measured NCCL tables (hw/nccl_measured.h), each as written, or named with the command that measures
+  // it where it would apply: NIC tables on nodes with NICs, LL128 tables where the GPUs have NVLink (NCCL
+  // runs LL128 only there, sim/nccl_model.cc), NVLS where the switch reduces.
+  const bool nics = topo.nics_per_node() > 0, nvlink = topo.has_nvlink(0);
+  for (const auto& info : hw::nccl_tables()) {
+    const auto& t = topo.nccl_table(info.id);
+    if (!t.empty())
+      out += fmt::format("  {:<12} {}{} ({}):{}\n", info.label,
+                         info.channels ? fmt::format("{} ", t.channels) : "", info.what, info.path,
+                         table(t.times));
+    else if ((!info.across_nodes || nics) && (!info.ll128 || nvlink) && (!info.nvls || topo.nvls_capable()))
+      out += fmt::format("  {:<12} not measured ({}; strata validate {})\n", info.label, info.path,
+                         info.command);
+  }
   out += "\n  wires of node 0 and the network (effective bandwidth per direction):\n";
   std::set<std::string> seen;
   for (std::size_t i = 0; i < topo.links().size(); i += 2) {

@@ -45,4 +45,53 @@ SizeTimes::Split SizeTimes::split(double bytes, double count) const {
   return {count * l.fixed, count * bytes * l.per_byte};
 }
 
+namespace {
+
+// clang-format off
+constexpr NcclTableInfo kTables[] = {
+    {NcclTableId::kRing, "fabric", "nccl_ring", "node.fabric.nccl_ring", "handoffs", "slice", "handoff",
+     "ring-slices", "nccl ring", "channels, measured time per slice handoff"},
+    {NcclTableId::kRingLl128, "fabric", "nccl_ring_ll128", "node.fabric.nccl_ring_ll128", "handoffs", "step",
+     "step", "ring-ll128", "nccl ll128", "channels, measured time per LL128 step by payload",
+     true, false, true},
+    {NcclTableId::kNetRing, "nics", "nccl_ring", "node.nics.nccl_ring", "handoffs", "slice", "handoff",
+     "net-slices", "nccl net", "ring channels over whole nodes, measured time per slice handoff between nodes",
+     true, true},
+    {NcclTableId::kNetRingLl128, "nics", "nccl_ring_ll128", "node.nics.nccl_ring_ll128", "handoffs", "step",
+     "step", "net-ll128", "nccl net128",
+     "ring channels over whole nodes, measured time per LL128 step between nodes", true, true, true},
+    {NcclTableId::kNetTree, "nics", "nccl_tree", "node.nics.nccl_tree", "handoffs", "chunk", "chunk",
+     "net-chunks", "nccl tree", "tree channels over whole nodes, measured time per chunk between nodes",
+     true, true},
+    {NcclTableId::kNetTreeLl128, "nics", "nccl_tree_ll128", "node.nics.nccl_tree_ll128", "handoffs", "chunk",
+     "chunk", "net-chunks-ll128", "nccl tree128",
+     "tree channels over whole nodes, measured time per LL128 chunk between nodes", true, true, true},
+    {NcclTableId::kNvls, "fabric", "nccl_nvls", "node.fabric.nccl_nvls", "steps", "chunk", "step",
+     "nvls-steps", "nccl nvls", "measured time per step by chunk", false, false, false, true},
+};
+// clang-format on
+constexpr bool in_id_order() {
+  for (std::size_t i = 0; i < std::size(kTables); ++i)
+    if (static_cast<std::size_t>(kTables[i].id) != i) return false;
+  return true;
+}
+static_assert(std::size(kTables) == kNcclTableCount && in_id_order(), "one entry per NcclTableId, in order");
+
+}  // namespace
+
+std::span<const NcclTableInfo> nccl_tables() {
+  return kTables;
+}
+
+const NcclTableInfo& nccl_table_info(NcclTableId id) {
+  return kTables[static_cast<std::size_t>(id)];
+}
+
+std::vector<std::string_view> NcclMeasuredTables::given() const {
+  std::vector<std::string_view> paths;
+  for (const auto& t : kTables)
+    if (!(*this)[t.id].empty()) paths.push_back(t.path);
+  return paths;
+}
+
 }  // namespace strata::hw

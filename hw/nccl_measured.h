@@ -1,9 +1,8 @@
 // What NCCL's kernels and network proxy do, measured by microbenchmarks (validate/nccl_steps.h) and given
 // in a system file:
 //   node.fabric.nccl_ring  `strata validate ring-slices`: the channels NCCL's topology search gives the
-//   node's
-//              rings, and the time one channel takes per slice handoff of its ring (Simple protocol), by
-//              slice size (one channel, NCCL_BUFFSIZE varied). A handoff is one slice of one primitive of the
+//              node's rings, and the time one channel takes per slice handoff of its ring (Simple
+//              protocol), by slice size (one channel, NCCL_BUFFSIZE varied). A handoff is one slice of one primitive of the
 //              ring kernel: wait for the peer's step counter, copy or reduce the slice, fence, post
 //              (device/prims_simple.h, NCCL v2.21.5-1).
 //   node.fabric.nccl_ring_ll128  `strata validate ring-ll128`: the same ring under NCCL's LL128 protocol, the
@@ -33,7 +32,11 @@
 // network part of NVLS-Tree (docs/fidelity.md §6.6).
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <span>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace strata::hw {
@@ -80,19 +83,57 @@ class SizeTimes {
   std::vector<SizeTime> points_;
 };
 
-// node.fabric.nccl_ring, node.nics.nccl_ring, node.nics.nccl_tree, node.fabric.nccl_ring_ll128,
-// node.nics.nccl_ring_ll128, node.nics.nccl_tree_ll128: NCCL's channels and one channel's time per handoff of
-// a slice (Simple ring), chunk (tree) or step (LL128 ring); LL128 sizes are payload bytes.
-struct NcclHandoffs {
-  int channels = 0;    // NCCL's collective channels (NCCL_DEBUG=INFO's "24 coll channels")
-  SizeTimes handoffs;  // one channel's time per handoff, by slice or chunk size
-  bool empty() const { return handoffs.empty(); }
+// One measured table as a system file gives it: one channel's time per unit (slice handoff, step or chunk)
+// by the unit's size (LL128 sizes are payload bytes), and, for the ring and tree tables, NCCL's collective
+// channels (NCCL_DEBUG=INFO's "24 coll channels"; 0 for NVLS, whose channel count is NCCL's fixed 16).
+struct NcclMeasured {
+  int channels = 0;
+  SizeTimes times;
+  bool empty() const { return times.empty(); }
 };
 
-// node.fabric.nccl_nvls.
-struct NcclNvlsMeasured {
-  SizeTimes steps;  // one channel's time per step, by chunk size
-  bool empty() const { return steps.empty(); }
+// The tables a system file can hold, each declared once in nccl_measured.cc (nccl_tables()): the system
+// loader reads them, `strata hw show` prints them, `strata validate <command>` measures and writes them,
+// and sim/algorithms charges them.
+enum class NcclTableId : std::uint8_t {
+  kRing,          // node.fabric.nccl_ring
+  kRingLl128,     // node.fabric.nccl_ring_ll128
+  kNetRing,       // node.nics.nccl_ring
+  kNetRingLl128,  // node.nics.nccl_ring_ll128
+  kNetTree,       // node.nics.nccl_tree
+  kNetTreeLl128,  // node.nics.nccl_tree_ll128
+  kNvls,          // node.fabric.nccl_nvls
+};
+inline constexpr std::size_t kNcclTableCount = 7;
+
+struct NcclTableInfo {
+  NcclTableId id;
+  std::string_view section, key;  // where it sits: node.<section>.<key> ("fabric" or "nics")
+  std::string_view path;          // "node.fabric.nccl_ring"
+  std::string_view list_key;      // the list of points: "handoffs", or "steps" for NVLS
+  std::string_view size_key;      // a point's size: "slice", "step" (LL128 payload) or "chunk"
+  std::string_view unit;          // what one point's time is for: "handoff", "step" or "chunk"
+  std::string_view command;       // strata validate <command> measures it
+  std::string_view label, what;   // strata hw show: its line's label, and what the line lists
+  bool channels = true;           // holds NCCL's channel count
+  bool across_nodes = false;      // measured between two nodes: applies to nodes with NICs
+  bool ll128 = false;             // NCCL's LL128 protocol: applies where the GPUs have NVLink
+  bool nvls = false;              // NVLS: applies where the node's switch reduces
+};
+std::span<const NcclTableInfo> nccl_tables();
+const NcclTableInfo& nccl_table_info(NcclTableId id);
+
+// Every table of a system, indexed by NcclTableId; empty tables where the file gives none.
+class NcclMeasuredTables {
+ public:
+  const NcclMeasured& operator[](NcclTableId id) const { return tables_[static_cast<std::size_t>(id)]; }
+  void set(NcclTableId id, NcclMeasured m) { tables_[static_cast<std::size_t>(id)] = std::move(m); }
+  // The places in the system file of the tables given ("node.fabric.nccl_ring", ...), in nccl_tables()'s
+  // order; empty for every preset.
+  std::vector<std::string_view> given() const;
+
+ private:
+  std::array<NcclMeasured, kNcclTableCount> tables_;
 };
 
 }  // namespace strata::hw

@@ -129,9 +129,7 @@ struct NodeSpec {
   int switch_generation = 0;
   int cpus = 1, pcie_switches = 0;
   CpuVendor cpu_vendor = CpuVendor::kOther;
-  NcclHandoffs nccl_ring, nccl_net_ring, nccl_net_tree, nccl_ring_ll128, nccl_net_ring_ll128,
-      nccl_net_tree_ll128;
-  NcclNvlsMeasured nccl_nvls;
+  NcclMeasuredTables nccl;  // node.fabric.nccl_* and node.nics.nccl_*
   LinkChoice pcie, cpu_link;
   int nics = 0;
   std::optional<LinkChoice> nic_link;
@@ -195,31 +193,37 @@ SizeTimes read_size_times(const YamlReader& list, std::string_view size_key, std
 }
 
 // node.fabric.nccl_ring: {channels: 24, handoffs: [{slice: 32KiB, time: 4.5us}, ...]}, as `strata validate
-// ring-slices` writes it; node.nics.nccl_ring, the same across nodes, as `strata validate net-slices` does;
-// node.nics.nccl_tree with {chunk, time} points, as `strata validate net-chunks` does; node.fabric and
-// node.nics.nccl_ring_ll128 with {step, time} points, as `strata validate ring-ll128` and `net-ll128` do;
-// node.nics.nccl_tree_ll128 with {chunk, time} points, as `strata validate net-chunks-ll128` does.
-NcclHandoffs read_nccl_handoffs(const YamlReader& table, std::string_view size_key) {
-  table.expect_map({"channels", "handoffs"});
-  NcclHandoffs m;
-  m.channels = table.at("channels").as_int32_in(1, 64);
-  m.handoffs = read_size_times(table.at("handoffs"), size_key, "handoff");
+// ring-slices` writes it; the other tables alike, by their keys (hw/nccl_measured.cc); node.fabric.nccl_nvls
+// without channels: {steps: [{chunk: 16KiB, time: 9us}, ...]}.
+NcclMeasured read_nccl_table(const YamlReader& table, const NcclTableInfo& info) {
+  NcclMeasured m;
+  if (info.channels) {
+    const std::string_view keys[] = {"channels", info.list_key};
+    table.expect_map(keys);
+    m.channels = table.at("channels").as_int32_in(1, 64);
+  } else {
+    const std::string_view keys[] = {info.list_key};
+    table.expect_map(keys);
+  }
+  m.times = read_size_times(table.at(info.list_key), info.size_key, info.unit);
   return m;
 }
 
-// node.fabric.nccl_nvls: {steps: [{chunk: 16KiB, time: 9us}, ...]}, as `strata validate nvls-steps` writes
-// it.
-NcclNvlsMeasured read_nccl_nvls(const YamlReader& nvls) {
-  nvls.expect_map({"steps"});
-  return {read_size_times(nvls.at("steps"), "chunk", "step")};
+// The measured tables of node.<section> (`section` is that map), and the keys it may hold besides them.
+void read_nccl_tables(const YamlReader& section, std::string_view name,
+                      std::initializer_list<std::string_view> other_keys, NcclMeasuredTables& out) {
+  std::vector<std::string_view> keys(other_keys);
+  for (const auto& t : nccl_tables())
+    if (t.section == name) keys.push_back(t.key);
+  section.expect_map(keys);
+  for (const auto& t : nccl_tables())
+    if (t.section == name)
+      if (auto table = section.maybe(t.key)) out.set(t.id, read_nccl_table(*table, t));
 }
 
 void read_fabric(const YamlReader& fabric, NodeSpec& ns) {
-  fabric.expect_map({"wiring", "link", "links_per_gpu", "links_per_pair", "switch", "nccl_ring",
-                     "nccl_ring_ll128", "nccl_nvls"});
-  if (auto ring = fabric.maybe("nccl_ring")) ns.nccl_ring = read_nccl_handoffs(*ring, "slice");
-  if (auto ring = fabric.maybe("nccl_ring_ll128")) ns.nccl_ring_ll128 = read_nccl_handoffs(*ring, "step");
-  if (auto nvls = fabric.maybe("nccl_nvls")) ns.nccl_nvls = read_nccl_nvls(*nvls);
+  read_nccl_tables(fabric, "fabric", {"wiring", "link", "links_per_gpu", "links_per_pair", "switch"},
+                   ns.nccl);
   const YamlReader wiring_node = fabric.at("wiring");
   ns.wiring = wiring_node.as_string();
   if (ns.wiring != "none") ns.fabric_link = read_hop_link(fabric.at("link"));
@@ -271,15 +275,9 @@ NodeSpec read_node(const YamlReader& node) {
   if (ns.cpus > 1) ns.cpu_link = read_hop_link(host.at("cpu_link"));
 
   if (auto nics = node.maybe("nics")) {
-    nics->expect_map({"count", "link", "nccl_ring", "nccl_ring_ll128", "nccl_tree", "nccl_tree_ll128"});
+    read_nccl_tables(*nics, "nics", {"count", "link"}, ns.nccl);
     ns.nics = nics->at("count").as_int32_in(1, limits::kMaxPartsPerNode);
     ns.nic_link = read_hop_link(nics->at("link"));
-    if (auto ring = nics->maybe("nccl_ring")) ns.nccl_net_ring = read_nccl_handoffs(*ring, "slice");
-    if (auto ring = nics->maybe("nccl_ring_ll128"))
-      ns.nccl_net_ring_ll128 = read_nccl_handoffs(*ring, "step");
-    if (auto tree = nics->maybe("nccl_tree")) ns.nccl_net_tree = read_nccl_handoffs(*tree, "chunk");
-    if (auto tree = nics->maybe("nccl_tree_ll128"))
-      ns.nccl_net_tree_ll128 = read_nccl_handoffs(*tree, "chunk");
   }
   return ns;
 }
@@ -435,13 +433,7 @@ Topology build(const YamlReader& root, const LoadOptions& options) {
   Topology topo(name, gpu, nodes, ns.gpus, std::move(levels));
   topo.set_node_switched(ns.wiring == "switch");
   topo.set_cpu_vendor(ns.cpu_vendor);
-  topo.set_nccl_ring(ns.nccl_ring);
-  topo.set_nccl_net_ring(ns.nccl_net_ring);
-  topo.set_nccl_net_tree(ns.nccl_net_tree);
-  topo.set_nccl_ring_ll128(ns.nccl_ring_ll128);
-  topo.set_nccl_net_ring_ll128(ns.nccl_net_ring_ll128);
-  topo.set_nccl_net_tree_ll128(ns.nccl_net_tree_ll128);
-  topo.set_nccl_nvls(ns.nccl_nvls);
+  topo.set_nccl_tables(ns.nccl);
   std::vector<std::vector<VertexId>> nics_of_node;
   nics_of_node.reserve(static_cast<std::size_t>(nodes));
   for (int n = 0; n < nodes; ++n) nics_of_node.push_back(add_node(topo, ns, n));

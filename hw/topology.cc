@@ -485,16 +485,4 @@ double Topology::route_bandwidth(Rank a, Rank b) const {
   return bw;
 }
 
-std::vector<std::string_view> Topology::measured_nccl_tables() const {
-  std::vector<std::string_view> names;
-  if (!nccl_ring_.empty()) names.push_back("node.fabric.nccl_ring");
-  if (!nccl_ring_ll128_.empty()) names.push_back("node.fabric.nccl_ring_ll128");
-  if (!nccl_nvls_.empty()) names.push_back("node.fabric.nccl_nvls");
-  if (!nccl_net_ring_.empty()) names.push_back("node.nics.nccl_ring");
-  if (!nccl_net_ring_ll128_.empty()) names.push_back("node.nics.nccl_ring_ll128");
-  if (!nccl_net_tree_.empty()) names.push_back("node.nics.nccl_tree");
-  if (!nccl_net_tree_ll128_.empty()) names.push_back("node.nics.nccl_tree_ll128");
-  return names;
-}
-
 }  // namespace strata::hw

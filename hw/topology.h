@@ -107,36 +107,11 @@ class Topology {
   // The vendor of the nodes' host CPUs (node.host.cpu_vendor; kOther when the file does not say).
   CpuVendor cpu_vendor() const { return cpu_vendor_; }
   void set_cpu_vendor(CpuVendor v) { cpu_vendor_ = v; }
-  // NCCL's ring between GPUs of a node as measured: channels and time per slice handoff
-  // (node.fabric.nccl_ring; empty when the file gives none).
-  const NcclHandoffs& nccl_ring() const { return nccl_ring_; }
-  void set_nccl_ring(NcclHandoffs m) { nccl_ring_ = std::move(m); }
-  // NCCL's ring across nodes as measured: its channels on jobs of whole nodes and the time per slice
-  // handoff between two nodes (node.nics.nccl_ring; empty when the file gives none).
-  const NcclHandoffs& nccl_net_ring() const { return nccl_net_ring_; }
-  void set_nccl_net_ring(NcclHandoffs m) { nccl_net_ring_ = std::move(m); }
-  // NCCL's tree across nodes as measured: its channels on jobs of whole nodes and the time per chunk
-  // between two nodes (node.nics.nccl_tree; empty when the file gives none).
-  const NcclHandoffs& nccl_net_tree() const { return nccl_net_tree_; }
-  void set_nccl_net_tree(NcclHandoffs m) { nccl_net_tree_ = std::move(m); }
-  // The same two ring tables for NCCL's LL128 protocol: channels and time per step by the step's payload
-  // (node.fabric.nccl_ring_ll128, node.nics.nccl_ring_ll128; empty when the file gives none).
-  const NcclHandoffs& nccl_ring_ll128() const { return nccl_ring_ll128_; }
-  void set_nccl_ring_ll128(NcclHandoffs m) { nccl_ring_ll128_ = std::move(m); }
-  const NcclHandoffs& nccl_net_ring_ll128() const { return nccl_net_ring_ll128_; }
-  void set_nccl_net_ring_ll128(NcclHandoffs m) { nccl_net_ring_ll128_ = std::move(m); }
-  // The tree's table for LL128: time per chunk by the chunk's payload (node.nics.nccl_tree_ll128).
-  const NcclHandoffs& nccl_net_tree_ll128() const { return nccl_net_tree_ll128_; }
-  void set_nccl_net_tree_ll128(NcclHandoffs m) { nccl_net_tree_ll128_ = std::move(m); }
-  // The measured NCCL tables this system carries, by their place in the system file
-  // ("node.fabric.nccl_ring", "node.fabric.nccl_ring_ll128", "node.fabric.nccl_nvls", "node.nics.nccl_ring",
-  // "node.nics.nccl_ring_ll128", "node.nics.nccl_tree", "node.nics.nccl_tree_ll128");
-  // empty for every preset.
-  std::vector<std::string_view> measured_nccl_tables() const;
-  // NCCL's NVLS on a node as measured: time per step by chunk size (node.fabric.nccl_nvls; empty when not
-  // given).
-  const NcclNvlsMeasured& nccl_nvls() const { return nccl_nvls_; }
-  void set_nccl_nvls(NcclNvlsMeasured m) { nccl_nvls_ = std::move(m); }
+  // NCCL's kernels and network proxy as measured (hw/nccl_measured.h): one table per NcclTableId, empty where
+  // the system file gives none (every preset).
+  const NcclMeasured& nccl_table(NcclTableId id) const { return nccl_tables_[id]; }
+  const NcclMeasuredTables& nccl_tables() const { return nccl_tables_; }
+  void set_nccl_tables(NcclMeasuredTables t) { nccl_tables_ = std::move(t); }
 
   // The links a transfer from GPU a to GPU b crosses, in order. Intra-node traffic takes the cheapest path
   // that does not pass through another GPU or a NIC; inter-node traffic leaves through a's NIC and enters
@@ -170,11 +145,7 @@ class Topology {
   std::vector<VertexId> nic_of_gpu_;
   bool node_switched_ = false;
   CpuVendor cpu_vendor_ = CpuVendor::kOther;
-  NcclHandoffs nccl_ring_;
-  NcclHandoffs nccl_net_ring_;
-  NcclHandoffs nccl_net_tree_;
-  NcclHandoffs nccl_ring_ll128_, nccl_net_ring_ll128_, nccl_net_tree_ll128_;
-  NcclNvlsMeasured nccl_nvls_;
+  NcclMeasuredTables nccl_tables_;
   bool finalized_ = false;
   int nics_per_node_ = 0;
   bool nvls_capable_ = false;

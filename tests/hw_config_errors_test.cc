@@ -1,4 +1,6 @@
 // Each class of bad configuration gives an error naming the file, the line and the field.
+#include <set>
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -99,10 +101,10 @@ TEST(ConfigErrors, MeasuredNcclRingIsChannelsAndIncreasingSlices) {
   const auto t = load_system_from_string(
       with("{channels: 24, handoffs: [{slice: 32KiB, time: 20us}, {slice: 1MiB, time: 500us}]}"),
       "good.yaml");
-  EXPECT_EQ(t.nccl_ring().channels, 24);
-  ASSERT_EQ(t.nccl_ring().handoffs.points().size(), 2u);
-  EXPECT_DOUBLE_EQ(t.nccl_ring().handoffs.points()[1].seconds, 500e-6);
-  EXPECT_TRUE(load_system_from_string(kGood, "good.yaml").nccl_ring().empty());
+  EXPECT_EQ(t.nccl_table(hw::NcclTableId::kRing).channels, 24);
+  ASSERT_EQ(t.nccl_table(hw::NcclTableId::kRing).times.points().size(), 2u);
+  EXPECT_DOUBLE_EQ(t.nccl_table(hw::NcclTableId::kRing).times.points()[1].seconds, 500e-6);
+  EXPECT_TRUE(load_system_from_string(kGood, "good.yaml").nccl_table(hw::NcclTableId::kRing).empty());
   auto e = error_of(with("{channels: 24, handoffs: [{slice: 1MiB, time: 20us}, {slice: 32KiB, time: 5us}]}"));
   EXPECT_NE(e.find("bad.yaml:6:"), std::string::npos) << e;
   EXPECT_NE(e.find("node.fabric.nccl_ring.handoffs[1].slice: expected slice sizes that increase"),
@@ -123,8 +125,8 @@ TEST(ConfigErrors, MeasuredNcclRingIsChannelsAndIncreasingSlices) {
     return replace(kGood, "links_per_gpu: 18}", "links_per_gpu: 18,\n    nccl_nvls: " + steps + "}");
   };
   EXPECT_EQ(load_system_from_string(nvls("{steps: [{chunk: 16KiB, time: 9us}]}"), "good.yaml")
-                .nccl_nvls()
-                .steps.points()
+                .nccl_table(hw::NcclTableId::kNvls)
+                .times.points()
                 .size(),
             1u);
   e = error_of(nvls("{steps: [{slice: 16KiB, time: 9us}]}"));
@@ -140,9 +142,9 @@ TEST(ConfigErrors, MeasuredNcclRingIsChannelsAndIncreasingSlices) {
   };
   const auto n =
       load_system_from_string(net("{channels: 16, handoffs: [{slice: 64KiB, time: 12us}]}"), "good.yaml");
-  EXPECT_EQ(n.nccl_net_ring().channels, 16);
-  EXPECT_DOUBLE_EQ(n.nccl_net_ring().handoffs.points()[0].seconds, 12e-6);
-  EXPECT_TRUE(n.nccl_ring().empty());
+  EXPECT_EQ(n.nccl_table(hw::NcclTableId::kNetRing).channels, 16);
+  EXPECT_DOUBLE_EQ(n.nccl_table(hw::NcclTableId::kNetRing).times.points()[0].seconds, 12e-6);
+  EXPECT_TRUE(n.nccl_table(hw::NcclTableId::kRing).empty());
   e = error_of(net("{channels: 16, handoffs: [{slice: 64KiB, time: 2s}]}"));
   EXPECT_NE(e.find("bad.yaml:8:"), std::string::npos) << e;
   EXPECT_NE(
@@ -158,9 +160,9 @@ TEST(ConfigErrors, MeasuredNcclRingIsChannelsAndIncreasingSlices) {
   const auto tr = load_system_from_string(
       tree("{channels: 16, handoffs: [{chunk: 128KiB, time: 30us}, {chunk: 512KiB, time: 90us}]}"),
       "good.yaml");
-  EXPECT_EQ(tr.nccl_net_tree().channels, 16);
-  EXPECT_DOUBLE_EQ(tr.nccl_net_tree().handoffs.points()[1].seconds, 90e-6);
-  EXPECT_TRUE(tr.nccl_net_ring().empty());
+  EXPECT_EQ(tr.nccl_table(hw::NcclTableId::kNetTree).channels, 16);
+  EXPECT_DOUBLE_EQ(tr.nccl_table(hw::NcclTableId::kNetTree).times.points()[1].seconds, 90e-6);
+  EXPECT_TRUE(tr.nccl_table(hw::NcclTableId::kNetRing).empty());
   e = error_of(tree("{channels: 16, handoffs: [{slice: 64KiB, time: 12us}]}"));
   EXPECT_NE(e.find("bad.yaml:8:"), std::string::npos) << e;
   EXPECT_NE(e.find("node.nics.nccl_tree.handoffs[0]"), std::string::npos) << e;
@@ -183,11 +185,11 @@ TEST(ConfigErrors, MeasuredNcclRingIsChannelsAndIncreasingSlices) {
       ll128("{channels: 24, handoffs: [{step: 144000, time: 9us}, {step: 576000, time: 21us}]}",
             "{channels: 16, handoffs: [{step: 576000, time: 60us}]}"),
       "good.yaml");
-  EXPECT_EQ(l.nccl_ring_ll128().channels, 24);
-  EXPECT_DOUBLE_EQ(l.nccl_ring_ll128().handoffs.points()[0].bytes, 144000);
-  EXPECT_DOUBLE_EQ(l.nccl_net_ring_ll128().handoffs.points()[0].seconds, 60e-6);
-  EXPECT_TRUE(l.nccl_ring().empty());
-  EXPECT_TRUE(l.nccl_net_ring().empty());
+  EXPECT_EQ(l.nccl_table(hw::NcclTableId::kRingLl128).channels, 24);
+  EXPECT_DOUBLE_EQ(l.nccl_table(hw::NcclTableId::kRingLl128).times.points()[0].bytes, 144000);
+  EXPECT_DOUBLE_EQ(l.nccl_table(hw::NcclTableId::kNetRingLl128).times.points()[0].seconds, 60e-6);
+  EXPECT_TRUE(l.nccl_table(hw::NcclTableId::kRing).empty());
+  EXPECT_TRUE(l.nccl_table(hw::NcclTableId::kNetRing).empty());
   e = error_of(ll128("{channels: 24, handoffs: [{slice: 144000, time: 9us}]}", ""));
   EXPECT_NE(e.find("node.fabric.nccl_ring_ll128.handoffs[0]"), std::string::npos) << e;
   EXPECT_NE(e.find("step"), std::string::npos) << e;
@@ -201,13 +203,46 @@ TEST(ConfigErrors, MeasuredNcclRingIsChannelsAndIncreasingSlices) {
       tree("{channels: 16, handoffs: [{chunk: 64KiB, time: 30us}]},\n    nccl_tree_ll128: {channels: 16, "
            "handoffs: [{chunk: 144000, time: 40us}]}"),
       "good.yaml");
-  EXPECT_DOUBLE_EQ(t128.nccl_net_tree_ll128().handoffs.points()[0].bytes, 144000);
-  EXPECT_EQ(t128.nccl_net_tree().handoffs.points().size(), 1u);
+  EXPECT_DOUBLE_EQ(t128.nccl_table(hw::NcclTableId::kNetTreeLl128).times.points()[0].bytes, 144000);
+  EXPECT_EQ(t128.nccl_table(hw::NcclTableId::kNetTree).times.points().size(), 1u);
   e = error_of(
       tree("{channels: 16, handoffs: [{chunk: 64KiB, time: 30us}]},\n    nccl_tree_ll128: {channels: "
            "16, handoffs: [{step: 144000, time: 40us}]}"));
   EXPECT_NE(e.find("node.nics.nccl_tree_ll128.handoffs[0]"), std::string::npos) << e;
   EXPECT_NE(e.find("chunk"), std::string::npos) << e;
+}
+
+// Each measured table is declared once (hw/nccl_measured.cc): its place in the file is node.<section>.<key>,
+// no two share a place or a command, and a file that gives every one of them loads each into its own slot.
+TEST(ConfigErrors, EveryMeasuredNcclTableHasOnePlaceAndOneCommand) {
+  std::set<std::string> paths, commands;
+  for (const auto& t : nccl_tables()) {
+    EXPECT_EQ(t.path, fmt::format("node.{}.{}", t.section, t.key));
+    EXPECT_TRUE(t.section == "fabric" || t.section == "nics") << t.path;
+    EXPECT_EQ(t.across_nodes, t.section == "nics") << t.path;
+    EXPECT_TRUE(paths.insert(std::string(t.path)).second) << t.path;
+    EXPECT_TRUE(commands.insert(std::string(t.command)).second) << t.command;
+    EXPECT_EQ(&nccl_table_info(t.id), &t);
+  }
+  EXPECT_EQ(paths.size(), kNcclTableCount);
+  // Every table in one file, each with a time of its own (its index in microseconds).
+  std::string fabric, nics;
+  for (const auto& t : nccl_tables()) {
+    const std::string table =
+        fmt::format("{}: {{{}{}: [{{{}: 64KiB, time: {}us}}]}}", t.key, t.channels ? "channels: 8, " : "",
+                    t.list_key, t.size_key, static_cast<int>(t.id) + 1);
+    (t.section == "fabric" ? fabric : nics) += ", " + table;
+  }
+  std::string yaml = replace(kGood, "links_per_gpu: 18}", "links_per_gpu: 18" + fabric + "}");
+  yaml = replace(yaml, "link: ib-ndr}", "link: ib-ndr" + nics + "}");
+  const auto topo = load_system_from_string(yaml, "all.yaml");
+  EXPECT_EQ(topo.nccl_tables().given().size(), kNcclTableCount);
+  for (const auto& t : nccl_tables()) {
+    const auto& m = topo.nccl_table(t.id);
+    ASSERT_EQ(m.times.points().size(), 1u) << t.path;
+    EXPECT_DOUBLE_EQ(m.times.points()[0].seconds, (static_cast<int>(t.id) + 1) * 1e-6) << t.path;
+    EXPECT_EQ(m.channels, t.channels ? 8 : 0) << t.path;
+  }
 }
 
 TEST(ConfigErrors, GpusThatCannotReachEachOther) {

@@ -257,22 +257,22 @@ std::string size_times_yaml(const hw::SizeTimes& t, std::string_view size_key) {
 
 }  // namespace
 
-std::string nccl_handoffs_yaml(const hw::NcclHandoffs& measured, std::string_view size_key) {
-  return fmt::format("{{channels: {}, handoffs: {}}}", measured.channels,
-                     size_times_yaml(measured.handoffs, size_key));
+std::string nccl_table_yaml(hw::NcclTableId id, const hw::NcclMeasured& measured) {
+  const auto& info = hw::nccl_table_info(id);
+  const std::string points = size_times_yaml(measured.times, info.size_key);
+  return info.channels ? fmt::format("{{channels: {}, {}: {}}}", measured.channels, info.list_key, points)
+                       : fmt::format("{{{}: {}}}", info.list_key, points);
 }
 
-std::string nccl_nvls_yaml(const hw::NcclNvlsMeasured& measured) {
-  return fmt::format("{{steps: {}}}", size_times_yaml(measured.steps, "chunk"));
-}
-
-std::string system_with_node_entry(const std::string& system_yaml, const std::string& section,
-                                   const std::string& key, const std::string& value_yaml) {
+std::string system_with_nccl_table(const std::string& system_yaml, hw::NcclTableId id,
+                                   const hw::NcclMeasured& measured) {
+  const auto& info = hw::nccl_table_info(id);
+  const std::string section(info.section);
   YAML::Node root = YAML::Load(system_yaml);
   if (!root.IsMap() || !root["node"] || !root["node"][section] || !root["node"][section].IsMap())
     throw std::invalid_argument(fmt::format("the system file has no node.{} map", section));
-  const std::vector<std::string> path{"node", section, key};
-  if (const auto why = hw::set_at_path(root, path, YAML::Load(value_yaml)); !why.empty())
+  const std::vector<std::string> path{"node", section, std::string(info.key)};
+  if (const auto why = hw::set_at_path(root, path, YAML::Load(nccl_table_yaml(id, measured))); !why.empty())
     throw std::invalid_argument(why);
   YAML::Emitter out;
   out << root;

@@ -115,15 +115,12 @@ UnitMeasurement measure_units(const MeasureBackend& backend, const HostLaunch& l
 // names none.
 int nccl_default_channels(const MeasureBackend& backend, HostLaunch launch);
 
-// A copy of the system file `system_yaml` (text) with node.<section>.<key> set to `value` (a YAML mapping
-// built by nccl_handoffs_yaml / nccl_nvls_yaml), as YAML text: node.fabric.nccl_ring, node.fabric.nccl_nvls,
-// node.nics.nccl_ring, node.nics.nccl_tree, and the _ll128 ring tables. Throws std::invalid_argument when the
-// file has no node.<section> map.
-std::string system_with_node_entry(const std::string& system_yaml, const std::string& section,
-                                   const std::string& key, const std::string& value_yaml);
-// {channels: 24, handoffs: [{<size_key>: 32768 B, time: ...}, ...]}: size_key "slice" (Simple rings),
-// "step" (LL128 rings) or "chunk" (trees).
-std::string nccl_handoffs_yaml(const hw::NcclHandoffs& measured, std::string_view size_key);
-std::string nccl_nvls_yaml(const hw::NcclNvlsMeasured& measured);  // {steps: [...]}
+// Table `id` as the system file holds it (hw/nccl_measured.h, with the table's keys), as YAML text:
+// {channels: 24, handoffs: [{slice: 32768 B, time: 7.250 us}, ...]}, or {steps: [...]} for NVLS.
+std::string nccl_table_yaml(hw::NcclTableId id, const hw::NcclMeasured& measured);
+// A copy of the system file `system_yaml` (text) with table `id` set to `measured` at its place
+// (node.<section>.<key>), as YAML text. Throws std::invalid_argument when the file has no node.<section> map.
+std::string system_with_nccl_table(const std::string& system_yaml, hw::NcclTableId id,
+                                   const hw::NcclMeasured& measured);
 
 }  // namespace strata::validate

@@ -51,12 +51,12 @@ class Nvls final : public CollectiveAlgorithm {
     const double wire = payload * (n + 1.0) / n / nccl::kNvlsEfficiency;
     double lat = nccl::hop_latency(hw::Transport::kNvlink, nccl::Family::kNvls, Protocol::kSimple);
     double copy = 0;  // seconds a channel needs to move its chunks alone (0: not measured)
-    if (const auto& measured = ctx.topo.nccl_nvls(); !measured.empty()) {
+    if (const auto& measured = ctx.topo.nccl_table(hw::NcclTableId::kNvls); !measured.empty()) {
       // A channel's n steps take n + 2 step times (fill and drain of its three warp groups); each splits
       // into the measured fixed part, charged as latency instead of NCCL's NVLS hop latency, and its chunk
       // at the rate one channel alone moves it, which caps the ports' flows (docs/fidelity.md §6.4).
       const double stages = std::ceil(ctx.spec.bytes / kNvlsChannels / (n * chunk)) + 2;
-      const auto split = measured.steps.split(chunk, stages);
+      const auto split = measured.times.split(chunk, stages);
       lat = split.fixed_seconds;
       copy = split.copy_seconds;
     }

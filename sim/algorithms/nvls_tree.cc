@@ -70,7 +70,7 @@ class NvlsTree final : public CollectiveAlgorithm {
     // time per chunk (tree_chunk_handoffs). The network part of NVLS-Tree is the tree's transport (a send
     // per chunk, 8 steps in flight); its GPU side (the NVLS warps feeding the tree) is not the classic tree
     // kernel's, which the measurement cannot separate (docs/fidelity.md §6.6).
-    const auto& net = ctx.topo.nccl_net_tree();
+    const auto& net = ctx.topo.nccl_table(hw::NcclTableId::kNetTree);
     std::vector<Dep> finals;
     double tree_latency = 0;
     const std::array<std::vector<int>, 2> parents{nccl_tree_parents(num_nodes, 0),
@@ -84,7 +84,7 @@ class NvlsTree final : public CollectiveAlgorithm {
         const int stages = 2 * shape.depth;
         std::optional<hw::SizeTimes::Split> measured;
         if (!net.empty())
-          measured = tree_chunk_handoffs(net.handoffs, per_channel,
+          measured = tree_chunk_handoffs(net.times, per_channel,
                                          nvls_tree_chunk_bytes(bytes, num_nodes, heads), stages);
         tree_latency = std::max(tree_latency,
                                 measured ? measured->fixed_seconds

@@ -143,8 +143,8 @@ std::optional<hw::SizeTimes::Split> measured_handoffs(const BuildContext& ctx) {
       (op != CollectiveOp::kAllReduce && op != CollectiveOp::kReduceScatter &&
        op != CollectiveOp::kAllGather))
     return std::nullopt;
-  const auto& node = ll128 ? ctx.topo.nccl_ring_ll128() : ctx.topo.nccl_ring();
-  const auto& net = ll128 ? ctx.topo.nccl_net_ring_ll128() : ctx.topo.nccl_net_ring();
+  const auto& node = ctx.topo.nccl_table(ll128 ? hw::NcclTableId::kRingLl128 : hw::NcclTableId::kRing);
+  const auto& net = ctx.topo.nccl_table(ll128 ? hw::NcclTableId::kNetRingLl128 : hw::NcclTableId::kNetRing);
   if (node.empty() && net.empty()) return std::nullopt;
   const auto by_node = ctx.members_by_node();
   for (const auto& members : by_node)
@@ -160,9 +160,9 @@ std::optional<hw::SizeTimes::Split> measured_handoffs(const BuildContext& ctx) {
   hw::SizeTimes::Split total;
   for (const auto& s :
        ll128 ? nccl::ring_ll128_steps(op, per_channel, n) : nccl::ring_simple_slices(op, per_channel, n)) {
-    auto part = ring_table.handoffs.split(s.bytes, s.handoffs);
+    auto part = ring_table.times.split(s.bytes, s.handoffs);
     if (across && !node.empty()) {
-      const auto inside = node.handoffs.split(s.bytes, s.handoffs);
+      const auto inside = node.times.split(s.bytes, s.handoffs);
       if (inside.fixed_seconds + inside.copy_seconds > part.fixed_seconds + part.copy_seconds) part = inside;
     }
     total.fixed_seconds += part.fixed_seconds;

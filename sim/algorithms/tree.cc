@@ -145,14 +145,14 @@ void cap_at_measured_rate(BuildContext& ctx, TaskId before, double chunk, int ch
 // LL128) where it applies: an all-reduce over whole nodes, across nodes (what `strata validate net-chunks`
 // and `net-chunks-ll128` measure the handoffs of, and where NCCL's channel count is the table's); nullptr
 // elsewhere.
-const hw::NcclHandoffs* measured_net_tree(const BuildContext& ctx,
+const hw::NcclMeasured* measured_net_tree(const BuildContext& ctx,
                                           const std::vector<std::vector<hw::Rank>>& nodes) {
   const auto protocol = ctx.spec.protocol;
   if ((protocol != Protocol::kSimple && protocol != Protocol::kLL128) ||
       ctx.spec.op != CollectiveOp::kAllReduce || nodes.size() < 2)
     return nullptr;
-  const auto& table =
-      protocol == Protocol::kLL128 ? ctx.topo.nccl_net_tree_ll128() : ctx.topo.nccl_net_tree();
+  const auto& table = ctx.topo.nccl_table(protocol == Protocol::kLL128 ? hw::NcclTableId::kNetTreeLl128
+                                                                       : hw::NcclTableId::kNetTree);
   if (table.empty()) return nullptr;
   for (const auto& members : nodes)
     if (static_cast<int>(members.size()) != ctx.topo.gpus_per_node()) return nullptr;
@@ -213,7 +213,7 @@ class Tree final : public CollectiveAlgorithm {
     // Where the network's chunk handoffs were measured, each tree is charged as one of NCCL's channels
     // (their count for the call, or --channels) moves its share: every chunk through every stage at the
     // measured time per chunk (tree_chunk_handoffs).
-    const hw::NcclHandoffs* net = measured_net_tree(ctx, nodes);
+    const hw::NcclMeasured* net = measured_net_tree(ctx, nodes);
     const double nccl_share =
         net ? ctx.spec.bytes / (ctx.spec.channels > 0
                                     ? ctx.spec.channels
@@ -253,7 +253,7 @@ class Tree final : public CollectiveAlgorithm {
       std::optional<hw::SizeTimes::Split> measured;
       if (net)
         measured = tree_chunk_handoffs(
-            net->handoffs, nccl_share,
+            net->times, nccl_share,
             tree_chunk_bytes(nccl_share, ctx.spec.protocol, static_cast<int>(nodes.size()), ranks_per_node),
             stages);
       if (ctx.spec.granularity == Granularity::kFlow) {

@@ -191,57 +191,56 @@ node:
   host: {cpus: 1, pcie: pcie4}
   nics: {count: 8, link: ib-hdr}
 )";
-  hw::NcclHandoffs m;
+  hw::NcclMeasured m;
   m.channels = 24;
-  m.handoffs = hw::SizeTimes({{32768, 7.25e-6}, {1048576, 61.5e-6}});
-  std::string written = system_with_node_entry(yaml, "fabric", "nccl_ring", nccl_handoffs_yaml(m, "slice"));
+  m.times = hw::SizeTimes({{32768, 7.25e-6}, {1048576, 61.5e-6}});
+  std::string written = system_with_nccl_table(yaml, hw::NcclTableId::kRing, m);
   hw::Topology t = hw::load_system_from_string(written, "written.yaml");
-  EXPECT_EQ(t.nccl_ring().channels, 24);
-  ASSERT_EQ(t.nccl_ring().handoffs.points().size(), 2u);
-  EXPECT_DOUBLE_EQ(t.nccl_ring().handoffs.points()[0].bytes, 32768);
-  EXPECT_NEAR(t.nccl_ring().handoffs.points()[1].seconds, 61.5e-6, 1e-12);
+  EXPECT_EQ(t.nccl_table(hw::NcclTableId::kRing).channels, 24);
+  ASSERT_EQ(t.nccl_table(hw::NcclTableId::kRing).times.points().size(), 2u);
+  EXPECT_DOUBLE_EQ(t.nccl_table(hw::NcclTableId::kRing).times.points()[0].bytes, 32768);
+  EXPECT_NEAR(t.nccl_table(hw::NcclTableId::kRing).times.points()[1].seconds, 61.5e-6, 1e-12);
   EXPECT_EQ(t.num_gpus(), 8);
   // The NVLS table beside it, in the file just written.
-  written = system_with_node_entry(written, "fabric", "nccl_nvls",
-                                   nccl_nvls_yaml(hw::NcclNvlsMeasured{hw::SizeTimes({{16384, 9.5e-6}})}));
+  written = system_with_nccl_table(written, hw::NcclTableId::kNvls,
+                                   hw::NcclMeasured{0, hw::SizeTimes({{16384, 9.5e-6}})});
   t = hw::load_system_from_string(written, "written.yaml");
-  EXPECT_EQ(t.nccl_ring().channels, 24);
-  ASSERT_EQ(t.nccl_nvls().steps.points().size(), 1u);
-  EXPECT_NEAR(t.nccl_nvls().steps.points()[0].seconds, 9.5e-6, 1e-12);
+  EXPECT_EQ(t.nccl_table(hw::NcclTableId::kRing).channels, 24);
+  ASSERT_EQ(t.nccl_table(hw::NcclTableId::kNvls).times.points().size(), 1u);
+  EXPECT_NEAR(t.nccl_table(hw::NcclTableId::kNvls).times.points()[0].seconds, 9.5e-6, 1e-12);
   // The network's table goes beside the NICs and leaves the node's alone.
-  hw::NcclHandoffs net;
+  hw::NcclMeasured net;
   net.channels = 16;
-  net.handoffs = hw::SizeTimes({{32768, 12.5e-6}});
-  written = system_with_node_entry(written, "nics", "nccl_ring", nccl_handoffs_yaml(net, "slice"));
+  net.times = hw::SizeTimes({{32768, 12.5e-6}});
+  written = system_with_nccl_table(written, hw::NcclTableId::kNetRing, net);
   t = hw::load_system_from_string(written, "written.yaml");
-  EXPECT_EQ(t.nccl_net_ring().channels, 16);
-  ASSERT_EQ(t.nccl_net_ring().handoffs.points().size(), 1u);
-  EXPECT_NEAR(t.nccl_net_ring().handoffs.points()[0].seconds, 12.5e-6, 1e-12);
-  EXPECT_EQ(t.nccl_ring().channels, 24);
+  EXPECT_EQ(t.nccl_table(hw::NcclTableId::kNetRing).channels, 16);
+  ASSERT_EQ(t.nccl_table(hw::NcclTableId::kNetRing).times.points().size(), 1u);
+  EXPECT_NEAR(t.nccl_table(hw::NcclTableId::kNetRing).times.points()[0].seconds, 12.5e-6, 1e-12);
+  EXPECT_EQ(t.nccl_table(hw::NcclTableId::kRing).channels, 24);
   // The LL128 ring's tables, by step payload, beside the Simple ones.
-  hw::NcclHandoffs ll128;
+  hw::NcclMeasured ll128;
   ll128.channels = 24;
-  ll128.handoffs = hw::SizeTimes({{144000, 8.5e-6}, {576000, 21e-6}});
-  written = system_with_node_entry(written, "fabric", "nccl_ring_ll128", nccl_handoffs_yaml(ll128, "step"));
-  written = system_with_node_entry(written, "nics", "nccl_ring_ll128", nccl_handoffs_yaml(net, "step"));
+  ll128.times = hw::SizeTimes({{144000, 8.5e-6}, {576000, 21e-6}});
+  written = system_with_nccl_table(written, hw::NcclTableId::kRingLl128, ll128);
+  written = system_with_nccl_table(written, hw::NcclTableId::kNetRingLl128, net);
   t = hw::load_system_from_string(written, "written.yaml");
-  ASSERT_EQ(t.nccl_ring_ll128().handoffs.points().size(), 2u);
-  EXPECT_DOUBLE_EQ(t.nccl_ring_ll128().handoffs.points()[1].bytes, 576000);
-  EXPECT_NEAR(t.nccl_ring_ll128().handoffs.points()[1].seconds, 21e-6, 1e-12);
-  EXPECT_EQ(t.nccl_net_ring_ll128().channels, 16);
-  EXPECT_EQ(t.nccl_ring().handoffs.points().size(), 2u);
-  EXPECT_THROW(system_with_node_entry("name: t\n", "fabric", "nccl_ring", nccl_handoffs_yaml(m, "slice")),
-               std::invalid_argument);
-  EXPECT_THROW(system_with_node_entry(yaml + "network: {wiring: fat-tree}\n", "host2", "nccl_ring",
-                                      nccl_handoffs_yaml(m, "slice")),
-               std::invalid_argument);
+  ASSERT_EQ(t.nccl_table(hw::NcclTableId::kRingLl128).times.points().size(), 2u);
+  EXPECT_DOUBLE_EQ(t.nccl_table(hw::NcclTableId::kRingLl128).times.points()[1].bytes, 576000);
+  EXPECT_NEAR(t.nccl_table(hw::NcclTableId::kRingLl128).times.points()[1].seconds, 21e-6, 1e-12);
+  EXPECT_EQ(t.nccl_table(hw::NcclTableId::kNetRingLl128).channels, 16);
+  EXPECT_EQ(t.nccl_table(hw::NcclTableId::kRing).times.points().size(), 2u);
+  EXPECT_THROW(system_with_nccl_table("name: t\n", hw::NcclTableId::kRing, m), std::invalid_argument);
+  // A network table needs the node's NICs to go beside.
+  const std::string no_nics = yaml.substr(0, yaml.find("  nics:"));
+  EXPECT_THROW(system_with_nccl_table(no_nics, hw::NcclTableId::kNetTree, net), std::invalid_argument);
 }
 
 namespace {
 
-// Two nodes of one H100 each, one NDR NIC: what net-slices and net-chunks measure on, with `value` (a table
-// as the commands write it) at node.nics.<key>.
-hw::Topology one_gpu_pair_with(const std::string& key, const std::string& value) {
+// Two nodes of one H100 each, one NDR NIC: what net-slices and net-chunks measure on, with `measured` as
+// table `id` (one of node.nics), written as the commands write it.
+hw::Topology one_gpu_pair_with(hw::NcclTableId id, const hw::NcclMeasured& measured) {
   const std::string pair = R"(name: pair
 gpu: h100-sxm
 nodes: 2
@@ -252,7 +251,7 @@ node:
   nics: {count: 1, link: ib-ndr}
 network: {wiring: fat-tree}
 )";
-  return hw::load_system_from_string(system_with_node_entry(pair, "nics", key, value), "pair.yaml");
+  return hw::load_system_from_string(system_with_nccl_table(pair, id, measured), "pair.yaml");
 }
 
 // The simulated time of each of `run`'s all-reduces over both ranks with `algorithm` and `protocol` (Simple
@@ -289,11 +288,11 @@ TEST(NcclSteps, NetSlicesTableGivesBackTheMeasuredTimePerLoop) {
   const UnitFit fit = fit_units(run.counts, medians);
   EXPECT_NEAR(fit.per_unit, t, 1e-12);
   EXPECT_NEAR(fit.intercept, a, 1e-12);
-  hw::NcclHandoffs net;
+  hw::NcclMeasured net;
   net.channels = 1;
-  net.handoffs = hw::SizeTimes({{65536, 30e-6}, {1 << 20, fit.per_unit}});
+  net.times = hw::SizeTimes({{65536, 30e-6}, {1 << 20, fit.per_unit}});
   const auto simulated =
-      simulate_on_one_channel(one_gpu_pair_with("nccl_ring", nccl_handoffs_yaml(net, "slice")), run, "ring");
+      simulate_on_one_channel(one_gpu_pair_with(hw::NcclTableId::kNetRing, net), run, "ring");
   // 1 MiB at 100 us per handoff is 10.5 GB/s, below the NDR NIC: the handoffs, not the link, set the pace.
   EXPECT_NEAR(simulated[1] - simulated[0], (run.counts[1] - run.counts[0]) * t, 1e-9);
   EXPECT_NEAR(simulated[2] - simulated[1], (run.counts[2] - run.counts[1]) * t, 1e-9);
@@ -312,13 +311,13 @@ TEST(NcclSteps, NetChunksTableGivesBackTheMeasuredTimePerChunk) {
   for (double c : run.counts) medians.push_back(a + c * t);
   const UnitFit fit = fit_units(run.counts, medians);
   EXPECT_NEAR(fit.per_unit, t, 1e-12);
-  hw::NcclHandoffs net;
+  hw::NcclMeasured net;
   net.channels = 1;
-  net.handoffs = hw::SizeTimes({{65536, 30e-6}, {512 * 1024, fit.per_unit}});
-  const std::string table = nccl_handoffs_yaml(net, "chunk");
+  net.times = hw::SizeTimes({{65536, 30e-6}, {512 * 1024, fit.per_unit}});
+  const std::string table = nccl_table_yaml(hw::NcclTableId::kNetTree, net);
   EXPECT_NE(table.find("chunk: 524288 B"), std::string::npos) << table;
-  const hw::Topology topo = one_gpu_pair_with("nccl_tree", table);
-  EXPECT_EQ(topo.nccl_net_tree().channels, 1);
+  const hw::Topology topo = one_gpu_pair_with(hw::NcclTableId::kNetTree, net);
+  EXPECT_EQ(topo.nccl_table(hw::NcclTableId::kNetTree).channels, 1);
   const auto simulated = simulate_on_one_channel(topo, run, "tree");
   // 512 KiB per 120 us is 4.4 GB/s a tree, two per NIC direction: under the NDR NIC, so the chunks set the
   // pace.
@@ -338,20 +337,20 @@ TEST(NcclSteps, NetLl128TableGivesBackTheMeasuredTimePerLoop) {
   for (double c : run.counts) medians.push_back(a + c * t);
   const UnitFit fit = fit_units(run.counts, medians);
   EXPECT_NEAR(fit.per_unit, t, 1e-12);
-  hw::NcclHandoffs net;
+  hw::NcclMeasured net;
   net.channels = 1;
-  net.handoffs = hw::SizeTimes({{144000, 40e-6}, {576000, fit.per_unit}});
-  const std::string table = nccl_handoffs_yaml(net, "step");
+  net.times = hw::SizeTimes({{144000, 40e-6}, {576000, fit.per_unit}});
+  const std::string table = nccl_table_yaml(hw::NcclTableId::kNetRingLl128, net);
   EXPECT_NE(table.find("step: 576000 B"), std::string::npos) << table;
-  const hw::Topology topo = one_gpu_pair_with("nccl_ring_ll128", table);
-  EXPECT_EQ(topo.nccl_net_ring_ll128().channels, 1);
+  const hw::Topology topo = one_gpu_pair_with(hw::NcclTableId::kNetRingLl128, net);
+  EXPECT_EQ(topo.nccl_table(hw::NcclTableId::kNetRingLl128).channels, 1);
   const auto simulated = simulate_on_one_channel(topo, run, "ring", sim::Protocol::kLL128);
   // 576,000 B per 100 us is 5.8 GB/s of payload (6.1 on the wire), under the NDR NIC: the steps set the pace.
   EXPECT_NEAR(simulated[1] - simulated[0], (run.counts[1] - run.counts[0]) * t, 1e-9);
   EXPECT_NEAR(simulated[2] - simulated[1], (run.counts[2] - run.counts[1]) * t, 1e-9);
   EXPECT_GT(simulated[0], run.counts[0] * t);
   // The Simple ring over the same pair keeps the model without a table.
-  EXPECT_TRUE(topo.nccl_net_ring().empty());
+  EXPECT_TRUE(topo.nccl_table(hw::NcclTableId::kNetRing).empty());
 }
 
 // The LL128 tree's round trip: net-chunks-ll128's runs at NCCL's 576,000 B chunk timed as a + k t, fitted,
@@ -366,11 +365,11 @@ TEST(NcclSteps, NetChunksLl128TableGivesBackTheMeasuredTimePerChunk) {
   for (double c : run.counts) medians.push_back(a + c * t);
   const UnitFit fit = fit_units(run.counts, medians);
   EXPECT_NEAR(fit.per_unit, t, 1e-12);
-  hw::NcclHandoffs net;
+  hw::NcclMeasured net;
   net.channels = 1;
-  net.handoffs = hw::SizeTimes({{96000, 40e-6}, {576000, fit.per_unit}});
-  const hw::Topology topo = one_gpu_pair_with("nccl_tree_ll128", nccl_handoffs_yaml(net, "chunk"));
-  EXPECT_EQ(topo.nccl_net_tree_ll128().channels, 1);
+  net.times = hw::SizeTimes({{96000, 40e-6}, {576000, fit.per_unit}});
+  const hw::Topology topo = one_gpu_pair_with(hw::NcclTableId::kNetTreeLl128, net);
+  EXPECT_EQ(topo.nccl_table(hw::NcclTableId::kNetTreeLl128).channels, 1);
   const auto simulated = simulate_on_one_channel(topo, run, "tree", sim::Protocol::kLL128);
   // 576,000 B per 150 us is 3.8 GB/s a tree, two per NIC direction: under the NDR NIC.
   EXPECT_NEAR(simulated[1] - simulated[0], (run.counts[1] - run.counts[0]) * t, 1e-9);
