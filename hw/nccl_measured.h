@@ -2,9 +2,9 @@
 // in a system file:
 //   node.fabric.nccl_ring  `strata validate ring-slices`: the channels NCCL's topology search gives the
 //              node's rings, and the time one channel takes per slice handoff of its ring (Simple
-//              protocol), by slice size (one channel, NCCL_BUFFSIZE varied). A handoff is one slice of one primitive of the
-//              ring kernel: wait for the peer's step counter, copy or reduce the slice, fence, post
-//              (device/prims_simple.h, NCCL v2.21.5-1).
+//              protocol), by slice size (one channel, NCCL_BUFFSIZE varied). A handoff is one slice of one
+//              primitive of the ring kernel: wait for the peer's step counter, copy or reduce the slice,
+//              fence, post (device/prims_simple.h, NCCL v2.21.5-1).
 //   node.fabric.nccl_ring_ll128  `strata validate ring-ll128`: the same ring under NCCL's LL128 protocol, the
 //              time one channel takes per step by the step's payload (one channel, NCCL_LL128_BUFFSIZE
 //              varied). LL128 moves one step per primitive (ProtoLL128, device/prims_ll128.h): the sender
