@@ -156,6 +156,34 @@ TEST(Algorithms, Dgx1TreeChainsFollowNvlink) {
   EXPECT_LT(tree.busbw, 120e9 * 1.01);
 }
 
+TEST(Algorithms, TreeChainOverPartOfAnNvlinkRingSkipsTheRingsPcieHop) {
+  // 8 GPUs on an NVLink ring (20 GB/s per direction), 4 on each of two PCIe switches (4 GB/s). GPUs 0-3 are
+  // an NVLink path whose ring closes 3 -> 0 over PCIe. NCCL's ring must take that hop; its tree chain need
+  // not (the tree graph's chain does not close), so it runs 0-1-2-3 on NVLink in both trees of a pair.
+  const hw::Topology t = hw::load_system_from_string(R"(name: nvlink-ring8
+gpu: v100-sxm2
+node:
+  gpus: 8
+  fabric: {wiring: ring, link: {kind: nvlink2, bandwidth: 20 GB/s, efficiency: 1.0}}
+  host: {cpus: 1, pcie_switches: 2, pcie: {kind: pcie3, bandwidth: 4 GB/s, efficiency: 1.0}}
+)",
+                                                     "nvlink-ring8.yaml");
+  const double S = 1 << 30;
+  // Tree: every chain link carries S up one way and S down the other, so the time is S / 20 GB/s plus the
+  // pipeline fill; algbw approaches 20 GB/s (8 GB/s before, when the mirror trees' chains 0-3-2-1 took the
+  // PCIe hop with half of S).
+  const auto tree = run(t, CollectiveOp::kAllReduce, range(0, 4), S, "tree");
+  EXPECT_GT(tree.algbw, 0.95 * 20e9);
+  EXPECT_LT(tree.algbw, 20e9);
+  // Ring: the PCIe hop carries 2(n-1)/n S, so busbw is at most 4 GB/s.
+  const auto ring = run(t, CollectiveOp::kAllReduce, range(0, 4), S, "ring");
+  EXPECT_LT(ring.busbw, 4e9 * 1.001);
+  EXPECT_GT(ring.busbw, 0.95 * 4e9);
+  // Over the whole node the ring closes on NVLink, every hop alike: the chains are unchanged.
+  const auto whole = run(t, CollectiveOp::kAllReduce, range(0, 8), S, "tree");
+  EXPECT_GT(whole.algbw, 0.95 * 20e9);
+}
+
 TEST(Algorithms, RingsUseEveryLinkOfFourGpusWithOneLinkPerPair) {
   // 4 H100, one NVLink4 link (25 GB/s x 20.6/25 = 20.6 GB/s per direction) per pair. A GPU has 3 links, but
   // 3 rings cannot load them evenly: each of K4's 3 undirected Hamiltonian cycles uses 4 of its 6 links. All

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstddef>
+#include <limits>
 #include <optional>
 #include <unordered_map>
 
@@ -133,6 +135,31 @@ std::vector<std::vector<hw::Rank>> node_chains(const BuildContext& ctx,
   return chains;
 }
 
+// NCCL chains a node's GPUs by the tree graph's own search, whose path need not close as a ring's must
+// (NVIDIA/nccl v2.21.5-1 src/graph/search.cc, ncclTopoSearchParams: only the ring pattern goes back to its
+// first GPU; src/graph/connect.cc, ncclTopoPreset: the chain is the tree graph's intra-node order). So where
+// the channel's ring through a node has a hop slower than its others, e.g. a group on part of an NVLink ring
+// that the ring closes over PCIe, the chain starts just after that hop and never takes it. Returns true when
+// it cut the ring so: the chain is then a path, which the mirror tree must keep (turning its tail would take
+// the cut hop).
+bool start_after_slowest_hop(const hw::Topology& topo, std::vector<hw::Rank>& chain) {
+  const std::size_t n = chain.size();
+  if (n < 3) return false;  // one hop, or none
+  std::size_t slowest = 0;
+  double lowest = std::numeric_limits<double>::infinity(), highest = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double bw = topo.route_bandwidth(chain[i], chain[(i + 1) % n]);
+    if (bw < lowest) {
+      lowest = bw;
+      slowest = i;
+    }
+    highest = std::max(highest, bw);
+  }
+  if (!(lowest < highest)) return false;  // every hop alike: any start will do
+  std::rotate(chain.begin(), chain.begin() + static_cast<std::ptrdiff_t>((slowest + 1) % n), chain.end());
+  return true;
+}
+
 // Caps every transfer added after `before` (one tree's) at the rate that moves the tree's (K + D - 1) chunk
 // times of `chunk` bytes in `measured`'s copy time: no faster than NCCL's channel moves its share.
 void cap_at_measured_rate(BuildContext& ctx, TaskId before, double chunk, int chunks, int stages,
@@ -238,6 +265,7 @@ class Tree final : public CollectiveAlgorithm {
           gateway[i] = static_cast<std::size_t>(std::find(m.begin(), m.end(), entry) - m.begin());
           continue;
         }
+        if (start_after_slowest_hop(ctx.topo, m)) continue;  // the same path in both trees, as NCCL's
         if (mirror && m.size() > 1) std::reverse(m.begin() + 1, m.end());  // the chain runs the other way
       }
       const TreeShape shape = make_tree(chains, order, parents[mirror ? 1 : 0], gateway);
