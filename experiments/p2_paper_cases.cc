@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -95,7 +96,8 @@ Comparison compare(const PaperCases& paper, const std::vector<SimulatedCase>& ca
   Comparison out;
   out.csv =
       "case,cross_node,paper_allreduce_s,paper_optimal_s,paper_speedup,"
-      "strata_allreduce_s,strata_best_s,strata_speedup,paper_improved,strata_improved,allreduce_scale\n";
+      "strata_allreduce_s,strata_best_s,strata_speedup,paper_improved,strata_improved,allreduce_scale,"
+      "group_shape\n";
   Outcomes all;
   std::map<std::string, Outcomes> by_kind;
   struct Gap {
@@ -104,6 +106,11 @@ Comparison compare(const PaperCases& paper, const std::vector<SimulatedCase>& ca
   };
   std::vector<Gap> gaps, off_scale;
   std::map<std::string, int> off_by_group;
+  struct ShapeScales {
+    int cases = 0, off = 0;
+    double lowest = 0, highest = 0;
+  };
+  std::map<std::pair<std::string, std::string>, ShapeScales> by_shape;  // (group, shape)
   for (const Row& row : rows) {
     const SimulatedCase& c = *row.simulated;
     const PaperCase& p = *row.measured;
@@ -112,9 +119,15 @@ Comparison compare(const PaperCases& paper, const std::vector<SimulatedCase>& ca
     all.add(paper_win, strata_win);
     by_kind[fmt::format("{}, {}", c.algorithm, c.cross_node ? "across nodes" : "inside a node")].add(
         paper_win, strata_win);
-    out.csv += fmt::format("{},{},{},{},{},{:.6e},{:.6e},{:.4f},{},{},{:.4f}\n", csv_field(c.key),
-                           c.cross_node ? 1 : 0, p.allreduce_s, p.optimal_s, p.speedup, c.allreduce_s,
-                           c.best_s, c.speedup, paper_win ? 1 : 0, strata_win ? 1 : 0, scale);
+    out.csv +=
+        fmt::format("{},{},{},{},{},{:.6e},{:.6e},{:.4f},{},{},{:.4f},{}\n", csv_field(c.key),
+                    c.cross_node ? 1 : 0, p.allreduce_s, p.optimal_s, p.speedup, c.allreduce_s, c.best_s,
+                    c.speedup, paper_win ? 1 : 0, strata_win ? 1 : 0, scale, csv_field(c.group_shape));
+    auto& shape = by_shape[{row.group, c.group_shape}];
+    shape.lowest = shape.cases ? std::min(shape.lowest, scale) : scale;
+    shape.highest = shape.cases ? std::max(shape.highest, scale) : scale;
+    ++shape.cases;
+    shape.off += std::abs(scale - 1) > kScaleTolerance ? 1 : 0;
     gaps.push_back({std::abs(std::log(c.speedup / p.speedup)),
                     fmt::format("| {} | {:.2f}x | {:.2f}x |\n", c.key, p.speedup, c.speedup)});
     if (std::abs(scale - 1) > kScaleTolerance) {
@@ -153,6 +166,19 @@ Comparison compare(const PaperCases& paper, const std::vector<SimulatedCase>& ca
   for (const auto& [group, ratios] : ratios_by_group)
     md += fmt::format("| {} | {} | {:.2f} | {} |\n", group, ratios.size(), median_ratio.at(group),
                       off_by_group[group]);
+  md += fmt::format(
+      "\nBy the shape of the reduction groups (`group_shape`): one GPU of each node; whole nodes; part of "
+      "each "
+      "node, its GPUs joined by NVLink among themselves; or part of a node whose GPUs are not all joined by "
+      "NVLink, so that some of the group's traffic inside a node crosses PCIe and the CPUs.\n\n"
+      "Cases of one shape that scale alike (a small highest / lowest) are charged consistently among "
+      "themselves, whatever the group's median.\n\n"
+      "| group | shape | cases | allreduce_scale | highest / lowest | off by more than {:.0f}% |\n"
+      "|---|---|---|---|---|---|\n",
+      kScaleTolerance * 100);
+  for (const auto& [key, s] : by_shape)
+    md += fmt::format("| {} | {} | {} | {:.2f}-{:.2f} | {:.2f} | {} |\n", key.first, key.second, s.cases,
+                      s.lowest, s.highest, s.highest / s.lowest, s.off);
   std::stable_sort(off_scale.begin(), off_scale.end(), by_size);
   if (off_scale.empty()) return out;
   md += "\n| case | paper AllReduce | strata AllReduce | scale |\n|---|---|---|---|\n";

@@ -35,6 +35,7 @@ struct SimulatedCase {
   std::string algorithm;
   bool cross_node = false;
   double allreduce_s = 0, best_s = 0, speedup = 0;
+  std::string group_shape;  // how its reduction groups sit on the nodes (group_shape in p2_reproduction.cc)
 };
 
 struct Comparison {
@@ -46,7 +47,8 @@ struct Comparison {
 // The comparison also checks the AllReduce times themselves without any absolute calibration: within one
 // system and node span (e.g. A100x2 across nodes) the measured / simulated ratio is the same for every case
 // when the model's relative costs are right, whatever the NICs' true speed. Each case's ratio over its
-// group's median is `allreduce_scale`; cases more than kScaleTolerance from 1 are listed.
+// group's median is `allreduce_scale`; cases more than kScaleTolerance from 1 are listed, and the scales
+// are broken down by the shape of the cases' reduction groups (SimulatedCase::group_shape).
 inline constexpr double kScaleTolerance = 0.10;
 Comparison compare(const PaperCases& paper, const std::vector<SimulatedCase>& cases, double improved);
 

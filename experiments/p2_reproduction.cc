@@ -7,6 +7,7 @@
 #include <iostream>
 #include <map>
 #include <set>
+#include <span>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -17,6 +18,7 @@
 #include "experiments/sweep_report.h"
 #include "hw/units.h"
 #include "search/reduce/evaluate.h"
+#include "search/reduce/placement.h"
 
 namespace strata::experiments {
 namespace {
@@ -86,6 +88,37 @@ std::vector<std::string> read_algorithms(const YamlReader& node) {
   }
   if (out.empty()) throw node.error("expected at least one algorithm");
   return out;
+}
+
+// How a reduction group sits on the nodes, by which the scale check sorts its cases (docs/reduce.md, "Scale
+// check"): one GPU of each node; every GPU of each node; part of each node, its GPUs there joined by NVLink
+// routes among themselves (directly or through an NVSwitch); or part of a node whose GPUs are not, so that
+// some of the group's traffic inside the node crosses PCIe and the CPUs.
+std::string group_shape(const hw::Topology& topo, std::span<const int> group) {
+  std::map<int, std::vector<hw::Rank>> by_node;
+  for (int d : group) by_node[topo.node_of(d)].push_back(d);
+  bool one = true, whole = true, joined = true;
+  for (const auto& [node, members] : by_node) {
+    one = one && members.size() == 1;
+    whole = whole && static_cast<int>(members.size()) == topo.gpus_per_node();
+    // The members reachable from the first over NVLink routes between members.
+    std::vector<bool> reached(members.size(), false);
+    std::vector<std::size_t> frontier{0};
+    reached[0] = true;
+    while (!frontier.empty()) {
+      const std::size_t i = frontier.back();
+      frontier.pop_back();
+      for (std::size_t j = 0; j < members.size(); ++j)
+        if (!reached[j] && topo.route_transport(members[i], members[j]) == hw::Transport::kNvlink) {
+          reached[j] = true;
+          frontier.push_back(j);
+        }
+    }
+    joined = joined && std::find(reached.begin(), reached.end(), false) == reached.end();
+  }
+  if (one) return "one GPU per node";
+  if (whole) return "whole nodes";
+  return joined ? "NVLink-joined part of each node" : "part of a node, not NVLink-joined";
 }
 
 std::string axes_text(const std::vector<int>& v) {
@@ -432,8 +465,11 @@ void report(const P2Experiment& x, const P2Results& results, ResultsDir& out, co
       const auto& e = row.eval;
       const std::string system = x.systems[cfg.system].label, axes = axes_text(cfg.axes),
                         reduce = axes_text(cfg.reduce), matrix = rd::format_matrix(e.matrix);
+      const auto& topo = x.systems[cfg.system].topology;
+      const rd::Placement placement(rd::placement_hierarchy(topo, false).levels, cfg.axes, e.matrix);
       simulated.push_back({p2::case_key(system, axes, reduce, matrix, e.algorithm), system, e.algorithm,
-                           e.cross_node, e.baseline_seconds, e.best.seconds, e.speedup()});
+                           e.cross_node, e.baseline_seconds, e.best.seconds, e.speedup(),
+                           group_shape(topo, placement.groups(cfg.reduce).front())});
     }
     const auto comparison = p2::compare(x.paper_cases, simulated, kImprovedThreshold);
     out.write("cases_vs_paper.csv", comparison.csv);

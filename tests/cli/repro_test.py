@@ -11,6 +11,7 @@ Run by ctest, one test per class:  repro_test.py --strata build/experiments/stra
 import csv
 import json
 import io
+import itertools
 import math
 import os
 import statistics
@@ -351,6 +352,20 @@ class P2Repro(unittest.TestCase):
         shown = {line.split(" | ")[0][2:] for line in scale_table.splitlines()
                  if line.startswith("| ") and line.count(" | ") == 3 and " s | " in line}
         self.assertEqual(shown, listed_off)
+        # The shape of each case's reduction groups, derived here from the case's matrix and the two presets'
+        # wiring (A100: one NVSwitch, every pair on NVLink; V100: an NVLink ring, neighbours g and g +- 1 mod 8),
+        # and the breakdown of the scales by shape.
+        shapes = {}
+        for row in both:
+            key = f'{row["case"].split()[0]} {"across nodes" if row["cross_node"] == "1" else "inside a node"}'
+            shape = p2_group_shape(row["case"])
+            self.assertEqual(row["group_shape"], shape, row["case"])
+            shapes.setdefault((key, shape), []).append(float(row["allreduce_scale"]))
+        for (key, shape), scales in shapes.items():
+            lo, hi = min(scales), max(scales)
+            off = sum(1 for x in scales if abs(x - 1) > 0.10)
+            self.assertIn(f"| {key} | {shape} | {len(scales)} | {lo:.2f}-{hi:.2f} | {hi / lo:.2f} | {off} |",
+                          summary)
 
     def test_bad_paper_cases_are_named_by_file_and_line(self):
         exp = src("configs/experiments/repro/p2.yaml")
@@ -374,6 +389,45 @@ class P2Repro(unittest.TestCase):
                 r = strata("run", "--check", path, cwd=d)
                 self.assertEqual(r.rc, 2, r)
                 self.assertRegex(r.err, message)
+
+
+def p2_group_shape(case):
+    """The shape of GPU 0's reduction group in a P2 case "V100x2 [2 8] r[0] [[1,2],[2,4]] ring": a device is
+    node * G + gpu, and each level's index is the axes' digits at that level, axis 0 the most significant."""
+    system, rest = case.split(" ", 1)
+    reduce = [int(x) for x in rest.split(" r[")[1].split("]")[0].split()]
+    matrix = json.loads(rest[rest.index("[["):].rsplit(" ", 1)[0])
+    gpus = 16 if system.startswith("A100") else 8
+    def index(digits, level):
+        i = 0
+        for axis, row in enumerate(matrix):
+            i = i * row[level] + digits[axis][level]
+        return i
+    group = set()
+    ranges = [[range(row[0]), range(row[1])] if a in reduce else [range(1), range(1)]
+              for a, row in enumerate(matrix)]
+    for choice in itertools.product(*[itertools.product(*r) for r in ranges]):
+        group.add(index(choice, 0) * gpus + index(choice, 1))
+    nodes = {}
+    for d in group:
+        nodes.setdefault(d // gpus, []).append(d % gpus)
+    if all(len(m) == 1 for m in nodes.values()):
+        return "one GPU per node"
+    if all(len(m) == gpus for m in nodes.values()):
+        return "whole nodes"
+    def nvlink(a, b):
+        return gpus == 16 or (a - b) % 8 in (1, 7)
+    for members in nodes.values():
+        reached, frontier = {members[0]}, [members[0]]
+        while frontier:
+            a = frontier.pop()
+            for b in members:
+                if b not in reached and nvlink(a, b):
+                    reached.add(b)
+                    frontier.append(b)
+        if len(reached) != len(members):
+            return "part of a node, not NVLink-joined"
+    return "NVLink-joined part of each node"
 
 
 class GeneratorRepro(unittest.TestCase):
