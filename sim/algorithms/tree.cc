@@ -144,7 +144,9 @@ std::vector<std::vector<hw::Rank>> node_chains(const BuildContext& ctx,
 // the cut hop).
 bool start_after_slowest_hop(const hw::Topology& topo, std::vector<hw::Rank>& chain) {
   const std::size_t n = chain.size();
-  if (n < 3) return false;  // one hop, or none
+  // One hop or none; on a switched node every pair is alike (Topology::node_is_switched), so there is no
+  // slower hop to look for.
+  if (n < 3 || topo.node_is_switched()) return false;
   std::size_t slowest = 0;
   double lowest = std::numeric_limits<double>::infinity(), highest = 0;
   for (std::size_t i = 0; i < n; ++i) {
