@@ -147,6 +147,12 @@ std::vector<std::vector<hw::Rank>> BuildContext::members_by_node() const {
   return out;
 }
 
+bool BuildContext::whole_nodes(const std::vector<std::vector<hw::Rank>>& by_node) const {
+  return std::all_of(by_node.begin(), by_node.end(), [&](const auto& members) {
+    return static_cast<int>(members.size()) == topo.gpus_per_node();
+  });
+}
+
 int BuildContext::channels() const {
   if (spec.channels > 0) return spec.channels;
   const auto nodes = members_by_node();

@@ -101,6 +101,9 @@ class BuildContext {
   int channels() const;
   // Group members per node, in group order; nodes in ascending order.
   std::vector<std::vector<hw::Rank>> members_by_node() const;
+  // True when every node in `by_node` (members_by_node()) takes part with all of its GPUs: the groups NCCL's
+  // measured tables describe (hw/nccl_measured.h).
+  bool whole_nodes(const std::vector<std::vector<hw::Rank>>& by_node) const;
 
  private:
   double payload_cost_ = 1;

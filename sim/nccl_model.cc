@@ -99,34 +99,45 @@ int call_channels(int channels, double bytes, Family f, Protocol p, int ranks, b
   return nc;
 }
 
+namespace {
+
+// One channel's ring loops (v2.21.5-1 device/all_reduce.h, runRing; enqueue.cc): 2N - 1 primitives a loop for
+// all-reduce and N for reduce-scatter and all-gather, a loop moving N chunks of `chunk`; the last loop's
+// chunk is the rest / N rounded up to `align` (0 when the loops are all full).
+struct RingLoops {
+  double primitives = 0, full_loops = 0, last_chunk = 0;
+};
+RingLoops ring_loops(CollectiveOp op, double bytes_per_channel, double n, double chunk, double align) {
+  RingLoops l;
+  l.primitives = op == CollectiveOp::kAllReduce ? 2 * n - 1 : n;
+  l.full_loops = std::floor(bytes_per_channel / (n * chunk));
+  const double rest = bytes_per_channel - l.full_loops * n * chunk;
+  if (rest > 0) l.last_chunk = std::ceil(std::ceil(rest / n) / align) * align;
+  return l;
+}
+
+}  // namespace
+
 std::vector<SliceCount> ring_simple_slices(CollectiveOp op, double bytes_per_channel, int ranks) {
   constexpr double kChunk = 2.0 * 1024 * 1024, kMinSlice = 32 * 1024.0, kChunkAlign = 4096;
   if (ranks < 2 || !(bytes_per_channel > 0)) return {};
-  const double n = ranks;
-  const double primitives = op == CollectiveOp::kAllReduce ? 2 * n - 1 : n;
+  const auto l = ring_loops(op, bytes_per_channel, ranks, kChunk, kChunkAlign);
   std::vector<SliceCount> out;
-  const double full_loops = std::floor(bytes_per_channel / (n * kChunk));
-  if (full_loops > 0) out.push_back({kChunk / 2, 2 * primitives * full_loops});
-  const double rest = bytes_per_channel - full_loops * n * kChunk;
-  if (rest > 0) {
-    const double chunk = std::ceil(std::ceil(rest / n) / kChunkAlign) * kChunkAlign;
-    const double first = std::min(chunk, std::max(chunk / 2, kMinSlice));
-    out.push_back({first, primitives});
-    out.push_back({chunk - first, primitives});
+  if (l.full_loops > 0) out.push_back({kChunk / 2, 2 * l.primitives * l.full_loops});
+  if (l.last_chunk > 0) {
+    const double first = std::min(l.last_chunk, std::max(l.last_chunk / 2, kMinSlice));
+    out.push_back({first, l.primitives});
+    out.push_back({l.last_chunk - first, l.primitives});
   }
   return out;
 }
 
 std::vector<SliceCount> ring_ll128_steps(CollectiveOp op, double bytes_per_channel, int ranks) {
-  constexpr double kChunk = kLl128StepPayload, kChunkAlign = kLl128ChunkAlign;
   if (ranks < 2 || !(bytes_per_channel > 0)) return {};
-  const double n = ranks;
-  const double primitives = op == CollectiveOp::kAllReduce ? 2 * n - 1 : n;
+  const auto l = ring_loops(op, bytes_per_channel, ranks, kLl128StepPayload, kLl128ChunkAlign);
   std::vector<SliceCount> out;
-  const double full_loops = std::floor(bytes_per_channel / (n * kChunk));
-  if (full_loops > 0) out.push_back({kChunk, primitives * full_loops});
-  const double rest = bytes_per_channel - full_loops * n * kChunk;
-  if (rest > 0) out.push_back({std::ceil(std::ceil(rest / n) / kChunkAlign) * kChunkAlign, primitives});
+  if (l.full_loops > 0) out.push_back({kLl128StepPayload, l.primitives * l.full_loops});
+  if (l.last_chunk > 0) out.push_back({l.last_chunk, l.primitives});
   return out;
 }
 

@@ -147,8 +147,7 @@ std::optional<hw::SizeTimes::Split> measured_handoffs(const BuildContext& ctx) {
   const auto& net = ctx.topo.nccl_table(ll128 ? hw::NcclTableId::kNetRingLl128 : hw::NcclTableId::kNetRing);
   if (node.empty() && net.empty()) return std::nullopt;
   const auto by_node = ctx.members_by_node();
-  for (const auto& members : by_node)
-    if (static_cast<int>(members.size()) != ctx.topo.gpus_per_node()) return std::nullopt;
+  if (!ctx.whole_nodes(by_node)) return std::nullopt;
   const bool across = by_node.size() > 1;
   const auto& ring_table = across ? net : node;
   if (ring_table.empty()) return std::nullopt;

@@ -182,10 +182,7 @@ const hw::NcclMeasured* measured_net_tree(const BuildContext& ctx,
     return nullptr;
   const auto& table = ctx.topo.nccl_table(protocol == Protocol::kLL128 ? hw::NcclTableId::kNetTreeLl128
                                                                        : hw::NcclTableId::kNetTree);
-  if (table.empty()) return nullptr;
-  for (const auto& members : nodes)
-    if (static_cast<int>(members.size()) != ctx.topo.gpus_per_node()) return nullptr;
-  return &table;
+  return table.empty() || !ctx.whole_nodes(nodes) ? nullptr : &table;
 }
 
 class Tree final : public CollectiveAlgorithm {
@@ -251,6 +248,17 @@ class Tree final : public CollectiveAlgorithm {
                                                           ctx.topo.has_nvlink(ctx.spec.group[0])))
             : 0.0;
     const double ranks_per_node = static_cast<double>(ctx.group_size()) / static_cast<double>(nodes.size());
+    const int num_nodes = static_cast<int>(nodes.size());
+    // Every tree carries the same share in the same chunks; NCCL's channel chunks its own share.
+    const int chunks =
+        ctx.spec.pipeline_chunks > 0
+            ? ctx.spec.pipeline_chunks
+            : std::max(1,
+                       static_cast<int>(std::ceil(per_tree / tree_chunk_bytes(per_tree, ctx.spec.protocol,
+                                                                              num_nodes, ranks_per_node))));
+    const double chunk = per_tree / chunks;
+    const double nccl_chunk =
+        net ? tree_chunk_bytes(nccl_share, ctx.spec.protocol, num_nodes, ranks_per_node) : 0.0;
     std::vector<Dep> finals;
     for (int t = 0; t < trees; ++t) {
       const int channel = t / per_channel;
@@ -271,21 +279,9 @@ class Tree final : public CollectiveAlgorithm {
         if (mirror && m.size() > 1) std::reverse(m.begin() + 1, m.end());  // the chain runs the other way
       }
       const TreeShape shape = make_tree(chains, order, parents[mirror ? 1 : 0], gateway);
-      const int chunks =
-          ctx.spec.pipeline_chunks > 0
-              ? ctx.spec.pipeline_chunks
-              : std::max(
-                    1, static_cast<int>(std::ceil(per_tree / tree_chunk_bytes(per_tree, ctx.spec.protocol,
-                                                                              static_cast<int>(nodes.size()),
-                                                                              ranks_per_node))));
-      const double chunk = per_tree / chunks;
       const int stages = 2 * shape.depth;  // all-reduce: up, then down
       std::optional<hw::SizeTimes::Split> measured;
-      if (net)
-        measured = tree_chunk_handoffs(
-            net->times, nccl_share,
-            tree_chunk_bytes(nccl_share, ctx.spec.protocol, static_cast<int>(nodes.size()), ranks_per_node),
-            stages);
+      if (net) measured = tree_chunk_handoffs(net->times, nccl_share, nccl_chunk, stages);
       if (ctx.spec.granularity == Granularity::kFlow) {
         finals.push_back({tree_flow_bundle(ctx, shape, do_up, do_down, chunk, chunks, start, up_label, t,
                                            measured ? &*measured : nullptr)});

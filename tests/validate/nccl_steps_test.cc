@@ -273,6 +273,24 @@ std::vector<double> simulate_on_one_channel(const hw::Topology& topo, const Unit
   return simulated;
 }
 
+// The measuring end of a round trip: `run`'s cases timed as a + count x t, fitted as the commands fit them,
+// into a table of one channel with a small point and the fitted time per unit at `unit`.
+hw::NcclMeasured fitted_table(const UnitRun& run, double a, double t, double small_unit, double small_time,
+                              double unit) {
+  std::vector<double> medians;
+  for (double c : run.counts) medians.push_back(a + c * t);
+  const UnitFit fit = fit_units(run.counts, medians);
+  EXPECT_NEAR(fit.per_unit, t, 1e-12);
+  EXPECT_NEAR(fit.intercept, a, 1e-12);
+  return {1, hw::SizeTimes({{small_unit, small_time}, {unit, fit.per_unit}})};
+}
+// Each further unit adds exactly t to the simulated time, whatever the simulator's own start-up cost.
+void expect_each_unit_adds(const std::vector<double>& simulated, const UnitRun& run, double t) {
+  ASSERT_EQ(simulated.size(), run.counts.size());
+  for (std::size_t i = 1; i < simulated.size(); ++i)
+    EXPECT_NEAR(simulated[i] - simulated[i - 1], (run.counts[i] - run.counts[i - 1]) * t, 1e-9) << i;
+}
+
 }  // namespace
 
 // From measurement to model and back: net-slices' runs at 1 MiB slices (NCCL's full-loop slice at its
@@ -283,19 +301,11 @@ TEST(NcclSteps, NetSlicesTableGivesBackTheMeasuredTimePerLoop) {
   const int loops[] = {2, 4, 8};
   const UnitRun run = ring_slice_run(2, 1 << 20, loops, 0, 3);
   const double a = 25e-6, t = 100e-6;
-  std::vector<double> medians;
-  for (double c : run.counts) medians.push_back(a + c * t);
-  const UnitFit fit = fit_units(run.counts, medians);
-  EXPECT_NEAR(fit.per_unit, t, 1e-12);
-  EXPECT_NEAR(fit.intercept, a, 1e-12);
-  hw::NcclMeasured net;
-  net.channels = 1;
-  net.times = hw::SizeTimes({{65536, 30e-6}, {1 << 20, fit.per_unit}});
+  const hw::NcclMeasured net = fitted_table(run, a, t, 65536, 30e-6, 1 << 20);
   const auto simulated =
       simulate_on_one_channel(one_gpu_pair_with(hw::NcclTableId::kNetRing, net), run, "ring");
   // 1 MiB at 100 us per handoff is 10.5 GB/s, below the NDR NIC: the handoffs, not the link, set the pace.
-  EXPECT_NEAR(simulated[1] - simulated[0], (run.counts[1] - run.counts[0]) * t, 1e-9);
-  EXPECT_NEAR(simulated[2] - simulated[1], (run.counts[2] - run.counts[1]) * t, 1e-9);
+  expect_each_unit_adds(simulated, run, t);
   EXPECT_GT(simulated[0], run.counts[0] * t);
 }
 
@@ -307,13 +317,7 @@ TEST(NcclSteps, NetChunksTableGivesBackTheMeasuredTimePerChunk) {
   const int chunks[] = {16, 32, 64};
   const UnitRun run = tree_chunk_run(2, 512 * 1024, chunks, 0, 3);
   const double a = 40e-6, t = 120e-6;
-  std::vector<double> medians;
-  for (double c : run.counts) medians.push_back(a + c * t);
-  const UnitFit fit = fit_units(run.counts, medians);
-  EXPECT_NEAR(fit.per_unit, t, 1e-12);
-  hw::NcclMeasured net;
-  net.channels = 1;
-  net.times = hw::SizeTimes({{65536, 30e-6}, {512 * 1024, fit.per_unit}});
+  const hw::NcclMeasured net = fitted_table(run, a, t, 65536, 30e-6, 512 * 1024);
   const std::string table = nccl_table_yaml(hw::NcclTableId::kNetTree, net);
   EXPECT_NE(table.find("chunk: 524288 B"), std::string::npos) << table;
   const hw::Topology topo = one_gpu_pair_with(hw::NcclTableId::kNetTree, net);
@@ -321,8 +325,7 @@ TEST(NcclSteps, NetChunksTableGivesBackTheMeasuredTimePerChunk) {
   const auto simulated = simulate_on_one_channel(topo, run, "tree");
   // 512 KiB per 120 us is 4.4 GB/s a tree, two per NIC direction: under the NDR NIC, so the chunks set the
   // pace.
-  EXPECT_NEAR(simulated[1] - simulated[0], (run.counts[1] - run.counts[0]) * t, 1e-9);
-  EXPECT_NEAR(simulated[2] - simulated[1], (run.counts[2] - run.counts[1]) * t, 1e-9);
+  expect_each_unit_adds(simulated, run, t);
   EXPECT_GT(simulated[0], (run.counts[0] + 1) * t);
 }
 
@@ -333,21 +336,14 @@ TEST(NcclSteps, NetLl128TableGivesBackTheMeasuredTimePerLoop) {
   const int loops[] = {2, 4, 8};
   const UnitRun run = ring_ll128_run(2, 576000, loops, 0, 3);
   const double a = 20e-6, t = 100e-6;
-  std::vector<double> medians;
-  for (double c : run.counts) medians.push_back(a + c * t);
-  const UnitFit fit = fit_units(run.counts, medians);
-  EXPECT_NEAR(fit.per_unit, t, 1e-12);
-  hw::NcclMeasured net;
-  net.channels = 1;
-  net.times = hw::SizeTimes({{144000, 40e-6}, {576000, fit.per_unit}});
+  const hw::NcclMeasured net = fitted_table(run, a, t, 144000, 40e-6, 576000);
   const std::string table = nccl_table_yaml(hw::NcclTableId::kNetRingLl128, net);
   EXPECT_NE(table.find("step: 576000 B"), std::string::npos) << table;
   const hw::Topology topo = one_gpu_pair_with(hw::NcclTableId::kNetRingLl128, net);
   EXPECT_EQ(topo.nccl_table(hw::NcclTableId::kNetRingLl128).channels, 1);
   const auto simulated = simulate_on_one_channel(topo, run, "ring", sim::Protocol::kLL128);
   // 576,000 B per 100 us is 5.8 GB/s of payload (6.1 on the wire), under the NDR NIC: the steps set the pace.
-  EXPECT_NEAR(simulated[1] - simulated[0], (run.counts[1] - run.counts[0]) * t, 1e-9);
-  EXPECT_NEAR(simulated[2] - simulated[1], (run.counts[2] - run.counts[1]) * t, 1e-9);
+  expect_each_unit_adds(simulated, run, t);
   EXPECT_GT(simulated[0], run.counts[0] * t);
   // The Simple ring over the same pair keeps the model without a table.
   EXPECT_TRUE(topo.nccl_table(hw::NcclTableId::kNetRing).empty());
@@ -361,19 +357,12 @@ TEST(NcclSteps, NetChunksLl128TableGivesBackTheMeasuredTimePerChunk) {
   const int chunks[] = {135, 270, 540};
   const UnitRun run = tree_ll128_chunk_run(2, 576000, chunks, 0, 3);
   const double a = 30e-6, t = 150e-6;
-  std::vector<double> medians;
-  for (double c : run.counts) medians.push_back(a + c * t);
-  const UnitFit fit = fit_units(run.counts, medians);
-  EXPECT_NEAR(fit.per_unit, t, 1e-12);
-  hw::NcclMeasured net;
-  net.channels = 1;
-  net.times = hw::SizeTimes({{96000, 40e-6}, {576000, fit.per_unit}});
+  const hw::NcclMeasured net = fitted_table(run, a, t, 96000, 40e-6, 576000);
   const hw::Topology topo = one_gpu_pair_with(hw::NcclTableId::kNetTreeLl128, net);
   EXPECT_EQ(topo.nccl_table(hw::NcclTableId::kNetTreeLl128).channels, 1);
   const auto simulated = simulate_on_one_channel(topo, run, "tree", sim::Protocol::kLL128);
   // 576,000 B per 150 us is 3.8 GB/s a tree, two per NIC direction: under the NDR NIC.
-  EXPECT_NEAR(simulated[1] - simulated[0], (run.counts[1] - run.counts[0]) * t, 1e-9);
-  EXPECT_NEAR(simulated[2] - simulated[1], (run.counts[2] - run.counts[1]) * t, 1e-9);
+  expect_each_unit_adds(simulated, run, t);
   EXPECT_GT(simulated[0], (run.counts[0] + 1) * t);
 }
 
