@@ -1,10 +1,11 @@
-// strata validate ring-slices | net-slices | ring-ll128 | net-ll128 | net-chunks | net-chunks-ll128 |
-// nvls-steps: NCCL on one channel, per size of the unit it moves per step (validate/nccl_steps.h): the time
-// per ring slice handoff on one node's GPUs (node.fabric.nccl_ring) or between two nodes
-// (node.nics.nccl_ring), the same per LL128 step (node.fabric.nccl_ring_ll128, node.nics.nccl_ring_ll128),
-// per tree chunk between two nodes (node.nics.nccl_tree, node.nics.nccl_tree_ll128), each with NCCL's own
-// channel count, or per NVLS step (node.fabric.nccl_nvls), that the simulator charges where a system file
-// gives them (docs/fidelity.md §6.3, §6.4, §6.6). Each writes a copy of --hw with its table.
+// strata validate ring-slices | net-slices | ring-ll128 | net-ll128 | tree-chunks | net-chunks |
+// net-chunks-ll128 | nvls-steps: NCCL on one channel, per size of the unit it moves per step
+// (validate/nccl_steps.h): the time per ring slice handoff on one node's GPUs (node.fabric.nccl_ring) or
+// between two nodes (node.nics.nccl_ring), the same per LL128 step (node.fabric.nccl_ring_ll128,
+// node.nics.nccl_ring_ll128), per tree chunk through one node's chain (node.fabric.nccl_tree) or between
+// two nodes (node.nics.nccl_tree, node.nics.nccl_tree_ll128), each with NCCL's own channel count, or per NVLS
+// step (node.fabric.nccl_nvls), that the simulator charges where a system file gives them
+// (docs/fidelity.md §6.3, §6.4, §6.6). Each writes a copy of --hw with its table.
 #include <iostream>
 #include <regex>
 #include <utility>
@@ -237,6 +238,18 @@ void add_validate_nccl_steps_commands(CLI::App& validate) {
       "strata-nccl-worker on both hosts, and mpirun that reaches them",
       "Chunk sizes MIN:MAX[:FACTOR], multiples of 4 KiB up to 4 MiB (NCCL's tree chunk is 512 KiB, "
       "NVLS-Tree's 32 to 128 KiB)",
+      "Message lengths in chunks, per chunk size (the whole message on the one channel), at least 8, "
+      "increasing");
+  add_unit_command(
+      validate,
+      {hw::NcclTableId::kTree, "chunk", "chunks", "lengths", "32KiB:512KiB:2", "16,32,64,128",
+       validate::tree_chunk_run},
+      "Measure NCCL's tree on this machine's GPUs (one channel, Simple, NCCL_BUFFSIZE = 8 x chunk: one\n"
+      "chain through every GPU of the node, up and back down): the time per chunk (slope of run time over\n"
+      "chunks) and NCCL's own channel count, written into a copy of --hw as node.fabric.nccl_tree for the\n"
+      "simulator's trees on one node (docs/fidelity.md §4.1, §6.6). Needs the GPU build, strata-nccl-worker\n"
+      "and 2+ GPUs",
+      "Chunk sizes MIN:MAX[:FACTOR], multiples of 4 KiB up to 4 MiB (NCCL's tree chunk is 512 KiB)",
       "Message lengths in chunks, per chunk size (the whole message on the one channel), at least 8, "
       "increasing");
   add_unit_command(

@@ -68,6 +68,8 @@ constexpr NcclTableInfo kTables[] = {
      "tree channels over whole nodes, measured time per LL128 chunk between nodes", true, true, true},
     {NcclTableId::kNvls, "fabric", "nccl_nvls", "node.fabric.nccl_nvls", "steps", "chunk", "step",
      "nvls-steps", "nccl nvls", "measured time per step by chunk", false, false, false, true},
+    {NcclTableId::kTree, "fabric", "nccl_tree", "node.fabric.nccl_tree", "handoffs", "chunk", "chunk",
+     "tree-chunks", "nccl chain", "tree channels on one node, measured time per chunk through its chain"},
 };
 // clang-format on
 constexpr bool in_id_order() {

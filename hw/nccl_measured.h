@@ -103,8 +103,9 @@ enum class NcclTableId : std::uint8_t {
   kNetTree,       // node.nics.nccl_tree
   kNetTreeLl128,  // node.nics.nccl_tree_ll128
   kNvls,          // node.fabric.nccl_nvls
+  kTree,          // node.fabric.nccl_tree
 };
-inline constexpr std::size_t kNcclTableCount = 7;
+inline constexpr std::size_t kNcclTableCount = 8;
 
 struct NcclTableInfo {
   NcclTableId id;

@@ -322,6 +322,30 @@ TEST(NcclTree, MeasuredNetworkChunksSetTheTreesTimeAcrossWholeNodes) {
   EXPECT_GT(tree(t16, all(t16)), 2 * tree(plain, all(plain)));
 }
 
+// One node of 8 GPUs (240 GB/s ports), 64 MiB, Simple tree with the node's table {64 KiB: 30 us, 512 KiB:
+// 150 us} (per byte 120 us / 448 KiB, fixed 30 - 17.143 = 12.857 us) and NCCL's 24 channels (kept from
+// 24 x 512 x 64 B): 2,796,202.7 B per channel, 5 chunks of 512 KiB and 174,762.7 B. A chain through 8 GPUs
+// has 7 stages up and 7 down; each tree is charged its 5 chunks and 13 more for the fill at 12.857 + 137.143
+// us, and the rest at 12.857 + 45.714 us: 244.29 us fixed, 2,514.29 us copy, far below what the ports allow,
+// so T = 8.4 us (NCCL's tree Simple base latency) + 244.29 + 2,514.29 = 2,766.97 us. LL128 and part of the
+// node keep the model without the table; across nodes the network's table applies, not this one.
+TEST(NcclTree, MeasuredChainChunksSetTheTreesTimeOnANode) {
+  const std::string table =
+      "nccl_tree: {channels: 24, handoffs: [{chunk: 64KiB, time: 30us}, {chunk: 512KiB, time: 150us}]}";
+  const auto tree = [](const hw::Topology& t, std::vector<hw::Rank> group, Protocol p = Protocol::kSimple) {
+    return all_reduce_64mib(t, "tree", std::move(group), Granularity::kFlow, p);
+  };
+  const auto measured = switch8(table), plain = switch8("");
+  EXPECT_NEAR(tree(measured, all(measured)), 2766.97e-6, 0.05e-6);
+  EXPECT_GT(tree(measured, all(measured)), 2 * tree(plain, all(plain)));
+  EXPECT_DOUBLE_EQ(tree(measured, all(measured), Protocol::kLL128),
+                   tree(plain, all(plain), Protocol::kLL128));
+  const std::vector<hw::Rank> half{0, 1, 2, 3};
+  EXPECT_DOUBLE_EQ(tree(measured, half), tree(plain, half));
+  const auto two = switch8(table, 2), two_plain = switch8("", 2);
+  EXPECT_DOUBLE_EQ(tree(two, all(two)), tree(two_plain, all(two_plain)));
+}
+
 // The same two nodes, 64 MiB, LL128 tree with the network's LL128 table {96,000 B: 60 us, 576,000 B: 150 us}
 // (per byte 90 us / 480,000 B = 1.875e-10 s, fixed 60 - 18 = 42 us) and NCCL's 16 channels (LL128 keeps them
 // from 16 x 640 x 8 B): 4 MiB per channel. NCCL's LL128 tree chunk starts at 576,000 B and halves while a

@@ -170,19 +170,26 @@ void cap_at_measured_rate(BuildContext& ctx, TaskId before, double chunk, int ch
     ctx.graph.cap_transfers_after(before, ctx.wire(chunk * (chunks + stages - 1)) / measured.copy_seconds);
 }
 
-// The network's tree table for the call's protocol (node.nics.nccl_tree for Simple, nccl_tree_ll128 for
-// LL128) where it applies: an all-reduce over whole nodes, across nodes (what `strata validate net-chunks`
-// and `net-chunks-ll128` measure the handoffs of, and where NCCL's channel count is the table's); nullptr
+// The measured tree table for the call where it applies, an all-reduce over whole nodes (where NCCL's
+// channel count is the table's): across nodes the network's for the call's protocol (node.nics.nccl_tree for
+// Simple, nccl_tree_ll128 for LL128: what `strata validate net-chunks` and `net-chunks-ll128` measure), on
+// one node its chains' under Simple (node.fabric.nccl_tree: `strata validate tree-chunks`); nullptr
 // elsewhere.
-const hw::NcclMeasured* measured_net_tree(const BuildContext& ctx,
-                                          const std::vector<std::vector<hw::Rank>>& nodes) {
+const hw::NcclMeasured* measured_tree(const BuildContext& ctx,
+                                      const std::vector<std::vector<hw::Rank>>& nodes) {
   const auto protocol = ctx.spec.protocol;
-  if ((protocol != Protocol::kSimple && protocol != Protocol::kLL128) ||
-      ctx.spec.op != CollectiveOp::kAllReduce || nodes.size() < 2)
-    return nullptr;
-  const auto& table = ctx.topo.nccl_table(protocol == Protocol::kLL128 ? hw::NcclTableId::kNetTreeLl128
-                                                                       : hw::NcclTableId::kNetTree);
-  return table.empty() || !ctx.whole_nodes(nodes) ? nullptr : &table;
+  if (ctx.spec.op != CollectiveOp::kAllReduce || !ctx.whole_nodes(nodes)) return nullptr;
+  std::optional<hw::NcclTableId> id;
+  if (nodes.size() == 1) {
+    if (protocol == Protocol::kSimple) id = hw::NcclTableId::kTree;
+  } else if (protocol == Protocol::kSimple) {
+    id = hw::NcclTableId::kNetTree;
+  } else if (protocol == Protocol::kLL128) {
+    id = hw::NcclTableId::kNetTreeLl128;
+  }
+  if (!id) return nullptr;
+  const auto& table = ctx.topo.nccl_table(*id);
+  return table.empty() ? nullptr : &table;
 }
 
 class Tree final : public CollectiveAlgorithm {
@@ -236,17 +243,18 @@ class Tree final : public CollectiveAlgorithm {
     // or shift (odd), in which the first tree's interior nodes are leaves. The same for every channel.
     const std::array<std::vector<int>, 2> parents{nccl_tree_parents(static_cast<int>(order.size()), 0),
                                                   nccl_tree_parents(static_cast<int>(order.size()), 1)};
-    // Where the network's chunk handoffs were measured, each tree is charged as one of NCCL's channels
-    // (their count for the call, or --channels) moves its share: every chunk through every stage at the
-    // measured time per chunk (tree_chunk_handoffs).
-    const hw::NcclMeasured* net = measured_net_tree(ctx, nodes);
+    // Where the tree's chunk handoffs were measured (between nodes, or through one node's chain), each tree
+    // is charged as one of NCCL's channels (their count for the call, or --channels) moves its share: every
+    // chunk through every stage at the measured time per chunk (tree_chunk_handoffs).
+    const hw::NcclMeasured* table = measured_tree(ctx, nodes);
     const double nccl_share =
-        net ? ctx.spec.bytes / (ctx.spec.channels > 0
-                                    ? ctx.spec.channels
-                                    : nccl::call_channels(net->channels, ctx.spec.bytes, nccl::Family::kTree,
-                                                          ctx.spec.protocol, ctx.group_size(),
-                                                          ctx.topo.has_nvlink(ctx.spec.group[0])))
-            : 0.0;
+        table ? ctx.spec.bytes /
+                    (ctx.spec.channels > 0
+                         ? ctx.spec.channels
+                         : nccl::call_channels(table->channels, ctx.spec.bytes, nccl::Family::kTree,
+                                               ctx.spec.protocol, ctx.group_size(),
+                                               ctx.topo.has_nvlink(ctx.spec.group[0])))
+              : 0.0;
     const double ranks_per_node = static_cast<double>(ctx.group_size()) / static_cast<double>(nodes.size());
     const int num_nodes = static_cast<int>(nodes.size());
     // Every tree carries the same share in the same chunks; NCCL's channel chunks its own share.
@@ -258,7 +266,7 @@ class Tree final : public CollectiveAlgorithm {
                                                                               num_nodes, ranks_per_node))));
     const double chunk = per_tree / chunks;
     const double nccl_chunk =
-        net ? tree_chunk_bytes(nccl_share, ctx.spec.protocol, num_nodes, ranks_per_node) : 0.0;
+        table ? tree_chunk_bytes(nccl_share, ctx.spec.protocol, num_nodes, ranks_per_node) : 0.0;
     std::vector<Dep> finals;
     for (int t = 0; t < trees; ++t) {
       const int channel = t / per_channel;
@@ -281,7 +289,7 @@ class Tree final : public CollectiveAlgorithm {
       const TreeShape shape = make_tree(chains, order, parents[mirror ? 1 : 0], gateway);
       const int stages = 2 * shape.depth;  // all-reduce: up, then down
       std::optional<hw::SizeTimes::Split> measured;
-      if (net) measured = tree_chunk_handoffs(net->times, nccl_share, nccl_chunk, stages);
+      if (table) measured = tree_chunk_handoffs(table->times, nccl_share, nccl_chunk, stages);
       if (ctx.spec.granularity == Granularity::kFlow) {
         finals.push_back({tree_flow_bundle(ctx, shape, do_up, do_down, chunk, chunks, start, up_label, t,
                                            measured ? &*measured : nullptr)});

@@ -216,11 +216,13 @@ class HwCommands(unittest.TestCase):
         self.assertIn("nccl ll128   not measured (node.fabric.nccl_ring_ll128; strata validate ring-ll128)", r.out)
         self.assertIn("nccl net128  not measured (node.nics.nccl_ring_ll128; strata validate net-ll128)", r.out)
         self.assertIn("nccl tree128 not measured (node.nics.nccl_tree_ll128; strata validate net-chunks-ll128)", r.out)
+        self.assertIn("nccl chain   not measured (node.fabric.nccl_tree; strata validate tree-chunks)", r.out)
         nics = "  nics: {count: 8, link: ib-hdr}"
         self.assertIn(nics, text)
         measured = text.replace(fabric, fabric[:-1] + ",\n    nccl_ring: {channels: 24, handoffs: "
                                 "[{slice: 32KiB, time: 20us}, {slice: 1MiB, time: 500us}]},\n"
-                                "    nccl_ring_ll128: {channels: 24, handoffs: [{step: 576000, time: 21us}]}}")
+                                "    nccl_ring_ll128: {channels: 24, handoffs: [{step: 576000, time: 21us}]},\n"
+                                "    nccl_tree: {channels: 24, handoffs: [{chunk: 512KiB, time: 60us}]}}")
         measured = measured.replace(nics, nics[:-1] + ", nccl_ring: {channels: 16, handoffs: "
                                     "[{slice: 64KiB, time: 30us}]}, nccl_tree: {channels: 16, handoffs: "
                                     "[{chunk: 512KiB, time: 90us}]}, nccl_ring_ll128: {channels: 16, handoffs: "
@@ -235,7 +237,8 @@ class HwCommands(unittest.TestCase):
             self.assertEqual(r4.rc, 0, r4)
             self.assertIn("# measured NCCL tables, charged where they apply (docs/fidelity.md §6.3, §6.4, §6.6): "
                           "node.fabric.nccl_ring, node.fabric.nccl_ring_ll128, node.nics.nccl_ring, "
-                          "node.nics.nccl_ring_ll128, node.nics.nccl_tree, node.nics.nccl_tree_ll128\n", r4.out)
+                          "node.nics.nccl_ring_ll128, node.nics.nccl_tree, node.nics.nccl_tree_ll128, "
+                          "node.fabric.nccl_tree\n", r4.out)
         r5 = strata("sim", "collective", "--hw", path, "--sizes", "1MiB")
         self.assertEqual(r5.rc, 0, r5)
         self.assertNotIn("measured NCCL tables", r5.out)
@@ -252,6 +255,8 @@ class HwCommands(unittest.TestCase):
                       "(node.nics.nccl_ring_ll128): 140.62 KiB in 40.00 us", r3.out)
         self.assertIn("nccl tree128 16 tree channels over whole nodes, measured time per LL128 chunk between nodes "
                       "(node.nics.nccl_tree_ll128): 281.25 KiB in 70.00 us", r3.out)
+        self.assertIn("nccl chain   24 tree channels on one node, measured time per chunk through its chain "
+                      "(node.fabric.nccl_tree): 512.00 KiB in 60.00 us", r3.out)
 
     def test_hw_show_emulated_cluster_of_two_nodes_of_two_ranks(self):
         # Regression (issue 14): on 2 nodes x 2 GPUs `hw show` printed a sample route to GPU gpus_per_node + 2 = 4,

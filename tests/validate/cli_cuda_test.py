@@ -11,7 +11,9 @@ unavailable  (no GPU here; otherwise skipped, exit 77): `validate profile --devi
              CUDA, "strata was built without CUDA" when not. Unknown devices and backends are named with the
              choices. `validate calibrate-cost --device cuda` and a `gpu-validation` experiment fail the same
              way; calibrate-cost refuses --device cpu with a GPU system and --device cuda with host-cpu;
-             `validate ring-ll128` refuses LL128 steps that are not whole 9600 B; `validate net-slices`,
+             `validate ring-ll128` refuses LL128 steps that are not whole 9600 B, `validate tree-chunks` fewer
+             than 8 chunks and `validate ring-slices`, `ring-ll128`, `nvls-steps` and `tree-chunks` report
+             the missing GPU without writing a file; `validate net-slices`,
              `net-ll128`, `net-chunks` and `net-chunks-ll128` refuse malformed --hosts, counts and sizes, and a
              node without NICs, before they start mpirun.
 gpu          (a GPU here; otherwise skipped, exit 77): `validate profile --device cuda` writes a profile that
@@ -102,6 +104,15 @@ def unavailable():
         want = f"validate nvls-steps runs NCCL on this machine's GPUs: {reason}"
         if rc != 2 or want not in err or os.path.exists(out_file):
             failures.append(f"nvls-steps: expected exit 2 with {want!r}, no file; got {rc}, {err!r}")
+        rc, out, err = run("validate", "tree-chunks", "--np", "8", "--hw", "configs/hw/dgx-a100.yaml", "--output",
+                           out_file)
+        want = f"validate tree-chunks runs NCCL on this machine's GPUs: {reason}"
+        if rc != 2 or want not in err or os.path.exists(out_file):
+            failures.append(f"tree-chunks: expected exit 2 with {want!r}, no file; got {rc}, {err!r}")
+    rc, out, err = run("validate", "tree-chunks", "--np", "8", "--hw", "configs/hw/dgx-a100.yaml", "--lengths", "4,8",
+                       "--output", "/tmp/never.yaml")
+    if rc != 2 or "--chunks / --lengths: chunk counts must be at least 8 and increasing" not in err:
+        failures.append(f"tree-chunks --lengths 4,8: expected exit 2 asking for 8 chunks or more; got {rc}, {err!r}")
     rc, out, err = run("validate", "nvls-steps", "--np", "8", "--hw", "configs/hw/dgx-h100.yaml", "--steps", "8,16",
                        "--output", "/tmp/never.yaml")
     if rc != 2 or "--chunks / --steps: step counts must be at least 64 and increasing" not in err:
