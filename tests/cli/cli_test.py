@@ -954,6 +954,28 @@ class RunExperiment(unittest.TestCase):
             f.write(text)
         return path
 
+    def test_fidelity_curves_cover_every_preset(self):
+        # docs/fidelity.md §3.8 and issue 13 promise curves from 1 MiB to 16 GiB for every preset: every file of
+        # configs/hw/ is a system of configs/experiments/fidelity_curves.yaml, and its run has a row per system
+        # and size (8 sizes: 1 MiB x 4^k up to 16 GiB), each with nccl-tests' bus bandwidth relation.
+        presets = sorted(f[:-5] for f in os.listdir(src("configs/hw")) if f.endswith(".yaml"))
+        text = read_text(src("configs/experiments/fidelity_curves.yaml"))
+        named = sorted(set(re.findall(r"hw: \.\./hw/([a-z0-9-]+)\.yaml", text)))
+        self.assertEqual(named, presets)
+        with tempfile.TemporaryDirectory() as d:
+            r = strata("run", src("configs/experiments/fidelity_curves.yaml"), "--output", d, "--no-plots")
+            self.assertEqual(r.rc, 0, r)
+            rows = list(csv.DictReader(io.StringIO(read_text(os.path.join(d, "fidelity_curves", "collectives.csv")))))
+        systems = len(re.findall(r"^  - hw:", text, re.M))
+        sizes = sizes_of(2**20, 16 * 2**30, 4)
+        self.assertEqual(len(sizes), 8)
+        self.assertEqual(len(rows), systems * len(sizes))
+        self.assertEqual(sorted({r["system"].split(" x")[0] for r in rows}), presets)
+        for row in rows:
+            n = int(row["gpus"])
+            self.assertAlmostEqual(float(row["busbw_GBps"]), float(row["algbw_GBps"]) * 2 * (n - 1) / n,
+                                   delta=2e-3 + 1e-3 * float(row["busbw_GBps"]))
+
     def test_small_sweep_results(self):
         with tempfile.TemporaryDirectory() as d:
             os.makedirs(os.path.join(d, "hw"))
