@@ -28,6 +28,13 @@ if(NOT STRATA_CUDA MATCHES "^(AUTO|ON|OFF)$")
   message(FATAL_ERROR "STRATA_CUDA='${STRATA_CUDA}': expected AUTO, ON or OFF")
 endif()
 if(NOT STRATA_CUDA STREQUAL "OFF")
+  # Debian bookworm's CMake 3.25.1 marks CUDA::nvToolsExt deprecated without checking that the target exists,
+  # and CUDA 13 ships no libnvToolsExt (NVTX is header-only nvtx3 since CUDA 10), so find_package stops the
+  # configure step with "set_property could not find TARGET CUDA::nvToolsExt" (fixed in CMake 3.25.2's
+  # FindCUDAToolkit). strata uses no NVTX: an empty stand-in target lets the module finish.
+  if(CMAKE_VERSION VERSION_LESS 3.25.2 AND NOT TARGET CUDA::nvToolsExt)
+    add_library(CUDA::nvToolsExt INTERFACE IMPORTED)
+  endif()
   find_package(CUDAToolkit QUIET)
   set(strata_cuda_missing "")
   if(CUDAToolkit_FOUND)
