@@ -227,31 +227,33 @@ void add_validate_nccl_steps_commands(CLI::App& validate) {
       "node.nics.nccl_ring_ll128 for the simulator's LL128 rings across nodes (docs/fidelity.md §6.6).\n"
       "Needs the GPU build and strata-nccl-worker on both hosts, and mpirun that reaches them",
       step_sizes_help, "Whole loops per step size (2 steps each), increasing");
+  // tree-chunks and net-chunks run the same one-channel tree (validate::tree_chunk_run), on one node or
+  // between two.
+  const std::string chunk_sizes_help =
+      "Chunk sizes MIN:MAX[:FACTOR], multiples of 4 KiB up to 4 MiB (NCCL's tree chunk is 512 KiB";
+  const std::string lengths_help =
+      "Message lengths in chunks, per chunk size (the whole message on the one channel), at least 8, "
+      "increasing";
+  const auto tree_chunks = [](hw::NcclTableId table) {
+    return UnitBenchmark{
+        table, "chunk", "chunks", "lengths", "32KiB:512KiB:2", "16,32,64,128", validate::tree_chunk_run};
+  };
   add_unit_command(
-      validate,
-      {hw::NcclTableId::kNetTree, "chunk", "chunks", "lengths", "32KiB:512KiB:2", "16,32,64,128",
-       validate::tree_chunk_run},
+      validate, tree_chunks(hw::NcclTableId::kNetTree),
       "Measure NCCL's tree between two hosts (one GPU on each, one channel, Simple, NCCL_BUFFSIZE = 8 x\n"
       "chunk, so every chunk crosses the network up to the root and back down): the time per chunk, and\n"
       "NCCL's own channels over both hosts' GPUs, written into a copy of --hw as node.nics.nccl_tree for\n"
       "the simulator's trees and NVLS-Tree across nodes (docs/fidelity.md §6.6). Needs the GPU build and\n"
       "strata-nccl-worker on both hosts, and mpirun that reaches them",
-      "Chunk sizes MIN:MAX[:FACTOR], multiples of 4 KiB up to 4 MiB (NCCL's tree chunk is 512 KiB, "
-      "NVLS-Tree's 32 to 128 KiB)",
-      "Message lengths in chunks, per chunk size (the whole message on the one channel), at least 8, "
-      "increasing");
+      chunk_sizes_help + ", NVLS-Tree's 32 to 128 KiB)", lengths_help);
   add_unit_command(
-      validate,
-      {hw::NcclTableId::kTree, "chunk", "chunks", "lengths", "32KiB:512KiB:2", "16,32,64,128",
-       validate::tree_chunk_run},
+      validate, tree_chunks(hw::NcclTableId::kTree),
       "Measure NCCL's tree on this machine's GPUs (one channel, Simple, NCCL_BUFFSIZE = 8 x chunk: one\n"
       "chain through every GPU of the node, up and back down): the time per chunk (slope of run time over\n"
       "chunks) and NCCL's own channel count, written into a copy of --hw as node.fabric.nccl_tree for the\n"
       "simulator's trees on one node (docs/fidelity.md §4.1, §6.6). Needs the GPU build, strata-nccl-worker\n"
       "and 2+ GPUs",
-      "Chunk sizes MIN:MAX[:FACTOR], multiples of 4 KiB up to 4 MiB (NCCL's tree chunk is 512 KiB)",
-      "Message lengths in chunks, per chunk size (the whole message on the one channel), at least 8, "
-      "increasing");
+      chunk_sizes_help + ")", lengths_help);
   add_unit_command(
       validate,
       {hw::NcclTableId::kNetTreeLl128, "chunk", "chunks", "lengths", "144000:576000:2", "135,270,540,1080",
