@@ -12,8 +12,8 @@ import re
 import tempfile
 import unittest
 
-import cli_test
-from cli_test import strata, src
+import cli_common
+from cli_common import strata, src
 
 
 def count_str(n):
@@ -99,4 +99,4 @@ class ModelReferences(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    cli_test.main()  # --strata/--source, then unittest on this module
+    cli_common.main()  # --strata/--source, then unittest on this module

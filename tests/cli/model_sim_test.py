@@ -4,24 +4,18 @@
 against invariants of a single-stream simulation (the step is the sum of its kernels); a what-if sweep of the
 GPU's FLOP/s; bad fields reported with file, line and field.
 
-Run by ctest, one test per class:  model_sim_test.py --strata build/experiments/strata --source . ClassName
+Run by ctest, one test per class (helpers and entry point: cli_common.py):  model_sim_test.py --strata build/experiments/strata --source . ClassName
 """
-import argparse
 import csv
 import os
 import re
-import subprocess
-import sys
 import tempfile
 import unittest
 
-STRATA = ""
-SOURCE = ""
+import cli_common
+from cli_common import src, strata
+
 H100_FP16_DENSE = 989.4e12  # FLOP/s, NVIDIA H100 SXM5 datasheet (dense, no sparsity)
-
-
-def strata(*args, cwd=None):
-    return subprocess.run([STRATA, *args], cwd=cwd or SOURCE, capture_output=True, text=True, timeout=600)
 
 
 def rows(path):
@@ -33,16 +27,16 @@ def write_experiment(folder, body):
     path = os.path.join(folder, "e.yaml")
     with open(path, "w") as f:
         f.write("experiment: m\ndescription: model-sim test\nkind: model-sim\n"
-                f"hw: {SOURCE}/configs/hw/dgx-h100.yaml\n" + body)
+                f"hw: {src('configs/hw/dgx-h100.yaml')}\n" + body)
     return path
 
 
 def cli_step_seconds(*args):
     """The step time `strata model sim` prints, in seconds."""
     p = strata("model", "sim", *args, "--hw", "configs/hw/dgx-h100.yaml")
-    assert p.returncode == 0, p.stderr
-    m = re.search(r"step time: ([0-9.]+) (us|ms|s)\b", p.stdout)
-    assert m, p.stdout
+    assert p.rc == 0, p.err
+    m = re.search(r"step time: ([0-9.]+) (us|ms|s)\b", p.out)
+    assert m, p.out
     return float(m.group(1)) * {"us": 1e-6, "ms": 1e-3, "s": 1.0}[m.group(2)]
 
 
@@ -52,7 +46,7 @@ class ModelSimKind(unittest.TestCase):
             exp = write_experiment(d, "dtype: f16\nmodels:\n  - {model: squeezenet, batch: 8}\n"
                                       "  - {model: bert-base, batch: 4, seq: 64, label: bert}\n")
             p = strata("run", "--no-plots", "--output", d, exp)
-            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(p.rc, 0, p.err)
             models = rows(os.path.join(d, "m", "models.csv"))
             ops = rows(os.path.join(d, "m", "ops.csv"))
             self.assertEqual([m["model"] for m in models], ["squeezenet batch 8", "bert"])
@@ -81,7 +75,7 @@ class ModelSimKind(unittest.TestCase):
             for mode in ["inference", "training"]:
                 exp = write_experiment(d, f"mode: {mode}\nmodels:\n  - {{model: squeezenet, batch: 16}}\n")
                 p = strata("run", "--no-plots", "--output", os.path.join(d, mode), exp)
-                self.assertEqual(p.returncode, 0, p.stderr)
+                self.assertEqual(p.rc, 0, p.err)
                 steps[mode] = float(rows(os.path.join(d, mode, "m", "models.csv"))[0]["step_s"])
             # Backward is about twice the forward pass (two contractions per forward one), plus the update.
             self.assertGreater(steps["training"] / steps["inference"], 2.0)
@@ -93,7 +87,7 @@ class ModelSimKind(unittest.TestCase):
             exp = write_experiment(d, "dtype: f16\nmodels:\n  - {model: bert-base, batch: 32, seq: 128}\n"
                                       "sweep:\n  scale: {gpu_flops: [1, 2]}\n")
             p = strata("run", "--no-plots", "--output", d, exp)
-            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(p.rc, 0, p.err)
             one, two = (float(rows(os.path.join(d, "m", "points", str(i), "models.csv"))[0]["step_s"])
                         for i in (0, 1))
             self.assertGreater(one / two, 1.05)
@@ -116,20 +110,10 @@ class ModelSimKind(unittest.TestCase):
             ]
             for body, expected in cases:
                 p = strata("run", "--check", write_experiment(d, body))
-                self.assertEqual(p.returncode, 2, (body, p.stderr))
-                self.assertIn("e.yaml:" + expected, p.stderr, body)
-                self.assertNotIn("internal error", p.stderr)
-
-
-def main():
-    global STRATA, SOURCE
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--strata", required=True)
-    parser.add_argument("--source", required=True)
-    args, rest = parser.parse_known_args()
-    STRATA, SOURCE = os.path.abspath(args.strata), os.path.abspath(args.source)
-    unittest.main(argv=[sys.argv[0], "-v", *rest])
+                self.assertEqual(p.rc, 2, (body, p.err))
+                self.assertIn("e.yaml:" + expected, p.err, body)
+                self.assertNotIn("internal error", p.err)
 
 
 if __name__ == "__main__":
-    main()
+    cli_common.main()  # --strata/--source, then unittest on this module

@@ -12,8 +12,8 @@ import json
 import os
 import unittest
 
-import cli_test
-from cli_test import strata
+import cli_common
+from cli_common import strata
 
 H100_BF16 = 989.4e12
 GPT = "transformer:layers=4,hidden=1024,heads=16,vocab=32000,seq=1024"
@@ -149,4 +149,4 @@ class Parallelize(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    cli_test.main()  # --strata/--source, then unittest on this module
+    cli_common.main()  # --strata/--source, then unittest on this module

@@ -20,8 +20,8 @@ import unittest
 
 import yaml
 
-import cli_test
-from cli_test import read_text, src, strata
+import cli_common
+from cli_common import read_text, src, strata
 
 
 def load_yaml(path):
@@ -561,4 +561,4 @@ class FlexFlowRepro(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    cli_test.main()  # --strata/--source, then unittest on this module
+    cli_common.main()  # --strata/--source, then unittest on this module

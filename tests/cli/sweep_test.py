@@ -6,38 +6,21 @@ specs reported with file, line and field.
 
 Run by ctest, one test per class:  sweep_test.py --strata build/experiments/strata --source . ClassName
 """
-import argparse
 import csv
 import json
 import os
 import re
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 import unittest
 
-STRATA = ""
-SOURCE = ""
+import cli_common
+from cli_common import read_text, src, strata, write_text
+
 # InfiniBand NDR: 400 Gb/s per port = 50e9 bytes/s per direction (the ib-ndr link of configs/hw/dgx-h100.yaml).
 NDR_BYTES_PER_S = 400e9 / 8
-
-
-def strata(*args, cwd=None):
-    p = subprocess.run([STRATA, *args], cwd=cwd or SOURCE, capture_output=True, text=True, timeout=600)
-    return p
-
-
-def read(path):
-    with open(path) as f:
-        return f.read()
-
-
-def write(path, text):
-    with open(path, "w") as f:
-        f.write(text)
-    return path
 
 
 def tidy_rows(folder):
@@ -57,38 +40,38 @@ class WhatIfNic(unittest.TestCase):
         self.tmp.cleanup()
 
     def run_example(self, out=None):
-        r = strata("run", os.path.join(SOURCE, EXAMPLE), "--output", out or self.out, "--no-plots")
-        self.assertEqual(r.returncode, 0, r.stderr)
+        r = strata("run", src(EXAMPLE), "--output", out or self.out, "--no-plots")
+        self.assertEqual(r.rc, 0, r.err)
         return r
 
     def test_dry_run_then_run_then_resume(self):
-        r = strata("run", "--dry-run", os.path.join(SOURCE, EXAMPLE), "--output", self.out)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("mode grid, 3 points: 0 in the store, 3 to compute", r.stdout)
-        lines = [l.split() for l in r.stdout.splitlines()[2:]]
+        r = strata("run", "--dry-run", src(EXAMPLE), "--output", self.out)
+        self.assertEqual(r.rc, 0, r.err)
+        self.assertIn("mode grid, 3 points: 0 in the store, 3 to compute", r.out)
+        lines = [l.split() for l in r.out.splitlines()[2:]]
         self.assertEqual([(l[0], l[1], l[3]) for l in lines], [("0", "missing", "1"), ("1", "missing", "2"),
                                                                   ("2", "missing", "4")])
         self.assertTrue(all(re.fullmatch(r"[0-9a-f]{32}", l[2]) for l in lines), lines)
         self.assertFalse(os.path.exists(self.out), "a dry run writes nothing")
 
         first = self.run_example()
-        self.assertEqual(first.stderr.count("computed in"), 3, first.stderr)
-        r = strata("run", "--dry-run", os.path.join(SOURCE, EXAMPLE), "--output", self.out)
-        self.assertIn("3 points: 3 in the store, 0 to compute", r.stdout)
-        self.assertEqual(r.stdout.count(" stored "), 3, r.stdout)
+        self.assertEqual(first.err.count("computed in"), 3, first.err)
+        r = strata("run", "--dry-run", src(EXAMPLE), "--output", self.out)
+        self.assertIn("3 points: 3 in the store, 0 to compute", r.out)
+        self.assertEqual(r.out.count(" stored "), 3, r.out)
         second = self.run_example()
-        self.assertEqual(second.stderr.count("from the store"), 3, second.stderr)
-        self.assertNotIn("computed in", second.stderr)
+        self.assertEqual(second.err.count("from the store"), 3, second.err)
+        self.assertNotIn("computed in", second.err)
 
     def test_nic_bandwidth_is_scaled_and_helps(self):
         self.run_example()
         res = os.path.join(self.out, "whatif_nic")
         for i, factor in enumerate([1, 2, 4]):
-            hw = read(os.path.join(res, "points", str(i), "effective", "hw0-dgx-h100.yaml"))
+            hw = read_text(os.path.join(res, "points", str(i), "effective", "hw0-dgx-h100.yaml"))
             m = re.search(r"nics:\s*\n\s*count: 8\s*\n\s*link:\s*\n\s*kind: ib-ndr\s*\n\s*bandwidth: (\S+) B/s", hw)
             self.assertTrue(m, hw)
             self.assertEqual(float(m.group(1)), NDR_BYTES_PER_S * factor)
-            exp = read(os.path.join(res, "points", str(i), "effective", "experiment.yaml"))
+            exp = read_text(os.path.join(res, "points", str(i), "effective", "experiment.yaml"))
             self.assertNotIn("sweep:", exp)
             self.assertIn("sizes: 64MiB:1GiB:4", exp)
         rows = tidy_rows(res)
@@ -108,7 +91,7 @@ class WhatIfNic(unittest.TestCase):
             self.assertLess(busbw[1.0][k], busbw[2.0][k])
             self.assertLessEqual(busbw[2.0][k], busbw[4.0][k])
         meta = json.load(open(os.path.join(res, "sweep.json")))
-        version = strata("--version").stdout.strip()
+        version = strata("--version").out.strip()
         self.assertEqual(meta["strata_version"], version)
         self.assertEqual([p["values"]["scale.nic_bandwidth"] for p in meta["points"]], ["1", "2", "4"])
         self.assertEqual(meta["plot"]["metric"], "busbw_GBps")
@@ -118,7 +101,7 @@ class WhatIfNic(unittest.TestCase):
         self.assertEqual([s["label"] for s in series], [f"bytes={b}" for b in (64 << 20, 256 << 20, 1 << 30)])
         for k, s in enumerate(series):
             self.assertEqual(s["values"], [busbw[f][k] for f in (1.0, 2.0, 4.0)])
-        summary = read(os.path.join(res, "summary.md"))
+        summary = read_text(os.path.join(res, "summary.md"))
         self.assertIn("busbw_GBps of collectives.csv (every row):", summary)
         self.assertIn("| point | scale.nic_bandwidth | bytes=67108864 | bytes=268435456 | bytes=1073741824 |",
                       summary)
@@ -127,14 +110,14 @@ class WhatIfNic(unittest.TestCase):
         self.run_example()
         other = os.path.join(self.tmp.name, "other")
         self.run_example(other)
-        self.assertEqual(read(os.path.join(self.out, "whatif_nic", "sweep.csv")),
-                         read(os.path.join(other, "whatif_nic", "sweep.csv")))
+        self.assertEqual(read_text(os.path.join(self.out, "whatif_nic", "sweep.csv")),
+                         read_text(os.path.join(other, "whatif_nic", "sweep.csv")))
 
     def test_figure(self):
         if subprocess.run(["/usr/bin/python3", "-c", "import matplotlib"], capture_output=True).returncode != 0:
             self.skipTest("matplotlib is not installed")
-        r = strata("run", os.path.join(SOURCE, EXAMPLE), "--output", self.out)
-        self.assertEqual(r.returncode, 0, r.stderr)
+        r = strata("run", src(EXAMPLE), "--output", self.out)
+        self.assertEqual(r.rc, 0, r.err)
         png = os.path.join(self.out, "whatif_nic", "sweep.png")
         self.assertTrue(os.path.getsize(png) > 1000)
 
@@ -158,10 +141,10 @@ class SweepInterrupted(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "long.yaml")
             with open(path, "w") as f:
-                f.write(LONG.format(hw=os.path.join(SOURCE, "configs/hw/dgx-h100.yaml")))
+                f.write(LONG.format(hw=src("configs/hw/dgx-h100.yaml")))
             out = os.path.join(d, "out")
-            proc = subprocess.Popen([STRATA, "run", path, "--output", out, "--no-plots"], stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True,
+            proc = subprocess.Popen([cli_common.STRATA, "run", path, "--output", out, "--no-plots"],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                     preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
             deadline = time.monotonic() + 300
             for line in proc.stderr:
@@ -181,7 +164,7 @@ class SweepInterrupted(unittest.TestCase):
                 self.assertTrue(os.path.isfile(os.path.join(store, k, "collectives.csv")))
             self.assertFalse(os.path.exists(os.path.join(out, "long")), "no results set from an interrupted sweep")
             r = strata("run", "--dry-run", path, "--output", out)
-            self.assertIn(f"8 points: {len(kept)} in the store, {8 - len(kept)} to compute", r.stdout)
+            self.assertIn(f"8 points: {len(kept)} in the store, {8 - len(kept)} to compute", r.out)
 
 
 class SweepModelKeys(unittest.TestCase):
@@ -189,10 +172,10 @@ class SweepModelKeys(unittest.TestCase):
 
     def test_layers_axis(self):
         with tempfile.TemporaryDirectory() as d:
-            path = write(os.path.join(d, "m.yaml"), f"""experiment: m
+            path = write_text(os.path.join(d, "m.yaml"), f"""experiment: m
 kind: parallel-sweep
 model: {{layers: 24, hidden: 2048, heads: 16, vocab: 32000, seq: 1024}}
-hw: {os.path.join(SOURCE, "configs/hw/dgx-h100.yaml")}
+hw: {src("configs/hw/dgx-h100.yaml")}
 nodes: [1]
 global_batch: 16
 families: [megatron]
@@ -201,7 +184,7 @@ sweep:
   plot: {{metric: step_s}}
 """)
             r = strata("run", path, "--output", d, "--no-plots")
-            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.rc, 0, r.err)
             steps = {}
             for row in tidy_rows(os.path.join(d, "m")):
                 if row["metric"] == "step_s":
@@ -213,11 +196,11 @@ sweep:
                 self.assertGreater(steps[many] / steps[few], 1.8)
                 self.assertLess(steps[many] / steps[few], 2.0)
             # The summary names the model by its keys, with the point's layer count.
-            self.assertIn("layers=48", read(os.path.join(d, "m", "points", "2", "summary.md")))
-            bad = write(os.path.join(d, "b.yaml"), read(path).replace("layers: 24", "layerz: 24").split("sweep:")[0])
+            self.assertIn("layers=48", read_text(os.path.join(d, "m", "points", "2", "summary.md")))
+            bad = write_text(os.path.join(d, "b.yaml"), read_text(path).replace("layers: 24", "layerz: 24").split("sweep:")[0])
             r = strata("run", "--check", bad)
-            self.assertEqual(r.returncode, 2)
-            self.assertIn("b.yaml:3:8: model: transformer spec: unknown key 'layerz'", r.stderr)
+            self.assertEqual(r.rc, 2)
+            self.assertIn("b.yaml:3:8: model: transformer spec: unknown key 'layerz'", r.err)
 
 
 class SweepErrors(unittest.TestCase):
@@ -226,14 +209,14 @@ class SweepErrors(unittest.TestCase):
         written. `expected` may name the hardware file as {hw}."""
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "bad.yaml")
-            hw = hw(d) if hw else os.path.join(SOURCE, "configs/hw/dgx-h100.yaml")
+            hw = hw(d) if hw else src("configs/hw/dgx-h100.yaml")
             with open(path, "w") as f:
                 f.write(LONG.format(hw=hw).split("sweep:")[0] + sweep)
             before = sorted(os.listdir(d))
             for args in (["run", path, "--output", d], ["run", "--check", path], ["run", "--dry-run", path]):
                 r = strata(*args)
-                self.assertEqual(r.returncode, 2, r)
-                self.assertEqual(r.stderr, f"strata: error: {path}:{expected.format(hw=hw)}\n")
+                self.assertEqual(r.rc, 2, r)
+                self.assertEqual(r.err, f"strata: error: {path}:{expected.format(hw=hw)}\n")
             self.assertEqual(sorted(os.listdir(d)), before)
 
     def test_zip_lengths(self):
@@ -244,7 +227,7 @@ class SweepErrors(unittest.TestCase):
     def test_unknown_path(self):
         self.check("sweep:\n  axes:\n    hw.node.nics.speed.x: [1]\n",
                    "11:27: sweep.axes.hw.node.nics.speed.x: in the hardware description "
-                   f"{os.path.join(SOURCE, 'configs/hw/dgx-h100.yaml')}: 'node.nics.speed' does not exist "
+                   f"{src('configs/hw/dgx-h100.yaml')}: 'node.nics.speed' does not exist "
                    "(fields there: count, link) (sweep point 0: hw.node.nics.speed.x=1)")
 
     def test_factor_not_a_number(self):
@@ -253,24 +236,14 @@ class SweepErrors(unittest.TestCase):
 
     def test_scale_without_such_figure(self):
         def one_node_without_nics(d):
-            text = read(os.path.join(SOURCE, "configs/hw/dgx-h100.yaml"))
+            text = read_text(src("configs/hw/dgx-h100.yaml"))
             text = re.sub(r"\n  nics:.*", "", text).replace("network: {wiring: rail-optimized}", "")
-            return write(os.path.join(d, "no-nics.yaml"), text)
+            return write_text(os.path.join(d, "no-nics.yaml"), text)
         self.check("sweep:\n  axes: {systems.0.nodes: [1]}\n  scale: {nic_bandwidth: [2]}\n",
                    "11:26: sweep.scale.nic_bandwidth: {hw}: node.nics: the system has no NICs, so scale "
                    "nic_bandwidth has nothing to scale (sweep point 0: systems.0.nodes=1, scale.nic_bandwidth=2)",
                    hw=one_node_without_nics)
 
 
-def main():
-    global STRATA, SOURCE
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--strata", required=True)
-    parser.add_argument("--source", required=True)
-    args, rest = parser.parse_known_args()
-    STRATA, SOURCE = os.path.abspath(args.strata), os.path.abspath(args.source)
-    unittest.main(argv=[sys.argv[0], "-v", *rest])
-
-
 if __name__ == "__main__":
-    main()
+    cli_common.main()  # --strata/--source, then unittest on this module
