@@ -17,10 +17,10 @@ void add_hw_commands(CLI::App& app);   // strata hw show|list
 void add_sim_commands(CLI::App& app);  // strata sim collective|algorithms
 // strata sim step, strata parallelize (search/parallel); after add_sim_commands
 void add_parallel_commands(CLI::App& app);
-void add_run_command(CLI::App& app);   // strata run <experiment.yaml>
-void add_model_commands(CLI::App& app);  // strata model list|show|sim|export (models/)
-void add_synth_command(CLI::App& app);  // strata synth (placements + reduction programs, search/reduce)
-void add_subst_commands(CLI::App& app);  // strata subst verify|coverage|show|axioms (search/subst)
+void add_run_command(CLI::App& app);        // strata run <experiment.yaml>
+void add_model_commands(CLI::App& app);     // strata model list|show|sim|export (models/)
+void add_synth_command(CLI::App& app);      // strata synth (placements + reduction programs, search/reduce)
+void add_subst_commands(CLI::App& app);     // strata subst verify|coverage|show|axioms (search/subst)
 void add_optimize_commands(CLI::App& app);  // strata subst generate (after add_subst_commands)
 void add_validate_commands(CLI::App& app);  // strata validate cluster|calibrate|collectives|synth (validate/)
 

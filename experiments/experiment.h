@@ -84,8 +84,9 @@ class ExperimentFile {
   // A path written in the file (the scalar at `field`), resolved relative to the experiment file's directory
   // (absolute paths stay as they are). Throws ConfigError naming file, line and field when it does not exist.
   std::string resolve_path(const YamlReader& field) const;
-  // A model reference written in the file (models/zoo/model_ref.h): a zoo name or `transformer:...` as written,
-  // a model YAML or ONNX file resolved as above, or a mapping of transformer keys ({layers: 24, hidden: 2048,
+  // A model reference written in the file (models/zoo/model_ref.h): a zoo name or `transformer:...` as
+  // written, a model YAML or ONNX file resolved as above, or a mapping of transformer keys ({layers: 24,
+  // hidden: 2048,
   // ...}: `transformer:` with those keys in order), so that a sweep can vary one key (`model.layers`).
   std::string model_reference(const YamlReader& field) const;
   // Loads the hardware description at `field` (a path, resolved as above); errors in that file are reported

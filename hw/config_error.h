@@ -1,4 +1,5 @@
-// Errors in user-supplied configuration (YAML, CLI values) that name where the problem is and what was expected.
+// Errors in user-supplied configuration (YAML, CLI values) that name where the problem is and what was
+// expected.
 #pragma once
 
 #include <stdexcept>

@@ -8,10 +8,14 @@ namespace strata::hw {
 
 std::string_view transport_name(Transport t) {
   switch (t) {
-    case Transport::kNvlink: return "nvlink";
-    case Transport::kPcie: return "pcie";
-    case Transport::kNet: return "net";
-    case Transport::kHost: return "host";
+    case Transport::kNvlink:
+      return "nvlink";
+    case Transport::kPcie:
+      return "pcie";
+    case Transport::kNet:
+      return "net";
+    case Transport::kHost:
+      return "host";
   }
   return "?";
 }
@@ -58,12 +62,14 @@ const std::array<LinkKind, 19> kLinks{{
     // 1500-byte MTU. tc counts every segment's Ethernet frame (1514 B without FCS) while TCP with timestamps
     // carries 1448 B of it (RFC 7323), so the payload rate is 1448/1514 of the shaped rate. The line rate is
     // whatever `validate cluster up` shapes; 1 Gb/s here, ~10 us one way through the kernel's stack.
-    {"tcp-veth", "Emulated Ethernet: veth pair shaped by tc, TCP/IPv4, MTU 1500", Transport::kNet, 0.125 * kGB,
-     1448.0 / 1514.0, 10.0 * kUs},
+    {"tcp-veth", "Emulated Ethernet: veth pair shaped by tc, TCP/IPv4, MTU 1500", Transport::kNet,
+     0.125 * kGB, 1448.0 / 1514.0, 10.0 * kUs},
 }};
 }  // namespace
 
-std::span<const LinkKind> link_catalog() { return kLinks; }
+std::span<const LinkKind> link_catalog() {
+  return kLinks;
+}
 
 const LinkKind* find_link_kind(std::string_view name) {
   for (const auto& l : kLinks)

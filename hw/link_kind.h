@@ -17,7 +17,7 @@ struct LinkKind {
   Transport transport;
   double bandwidth;   // line rate per direction, bytes/s (for NVLink: one link; multiply by links used)
   double efficiency;  // fraction of line rate a well-tuned collective library sustains (protocol overhead)
-  double latency;     // one-hop physical latency, seconds (wire + switch/PHY; software overheads are elsewhere)
+  double latency;  // one-hop physical latency, seconds (wire + switch/PHY; software overheads are elsewhere)
 
   [[nodiscard]] double effective_bandwidth() const { return bandwidth * efficiency; }
 };

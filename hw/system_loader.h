@@ -16,6 +16,7 @@ struct LoadOptions {
 };
 
 Topology load_system(const std::string& path, const LoadOptions& options = {});
-Topology load_system_from_string(std::string_view yaml, const std::string& name, const LoadOptions& options = {});
+Topology load_system_from_string(std::string_view yaml, const std::string& name,
+                                 const LoadOptions& options = {});
 
 }  // namespace strata::hw

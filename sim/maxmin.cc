@@ -5,8 +5,8 @@
 namespace strata::sim {
 
 void MaxMinSolver::solve(std::span<const double> capacities,
-                         std::span<const std::vector<std::int32_t>> var_constraints, std::vector<double>& rates,
-                         double unbounded_rate) {
+                         std::span<const std::vector<std::int32_t>> var_constraints,
+                         std::vector<double>& rates, double unbounded_rate) {
   flat_offsets_.assign(1, 0);
   flat_constraints_.clear();
   for (const auto& cs : var_constraints) {

@@ -19,8 +19,9 @@ std::string chrome_trace_json(const hw::Topology& topo, const TaskGraph& graph, 
     out += ev;
   };
   for (hw::Rank r = 0; r < topo.num_gpus(); ++r)
-    emit(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"args":{{"name":{}}}}})", r,
-                     nlohmann::json(topo.vertices()[static_cast<std::size_t>(topo.gpu_vertex(r))].name).dump()));
+    emit(fmt::format(
+        R"({{"ph":"M","name":"process_name","pid":{},"args":{{"name":{}}}}})", r,
+        nlohmann::json(topo.vertices()[static_cast<std::size_t>(topo.gpu_vertex(r))].name).dump()));
   const auto us = [](SimTime t) { return static_cast<double>(t) / 1e6; };  // ps -> us
   for (std::size_t i = 0; i < graph.size(); ++i) {
     const Task& t = graph.tasks()[i];
@@ -33,8 +34,8 @@ std::string chrome_trace_json(const hw::Topology& topo, const TaskGraph& graph, 
     } else {
       emit(fmt::format(
           R"({{"ph":"X","cat":"comm","name":{},"pid":{},"tid":{},"ts":{:.6f},"dur":{:.6f},"args":{{"to":{},"bytes":{:.0f},"delivered_us":{:.6f}}}}})",
-          nlohmann::json(name).dump(), t.rank, 1000 + t.lane, us(tm.start), us(tm.sent - tm.start), t.peer, t.bytes,
-          us(tm.done)));
+          nlohmann::json(name).dump(), t.rank, 1000 + t.lane, us(tm.start), us(tm.sent - tm.start), t.peer,
+          t.bytes, us(tm.done)));
     }
   }
   out += "\n]}\n";

@@ -8,8 +8,8 @@ TEST(Units, BandwidthUnitsAreExplicit) {
   EXPECT_DOUBLE_EQ(*parse_bandwidth("450 GB/s"), 450e9);
   EXPECT_DOUBLE_EQ(*parse_bandwidth("400 Gb/s"), 50e9);  // bits: 400 Gb/s = 50 GB/s
   EXPECT_DOUBLE_EQ(*parse_bandwidth("1 GiB/s"), 1073741824.0);
-  EXPECT_FALSE(parse_bandwidth("450"));        // unit-less is rejected
-  EXPECT_FALSE(parse_bandwidth("0 GB/s"));     // must be positive
+  EXPECT_FALSE(parse_bandwidth("450"));     // unit-less is rejected
+  EXPECT_FALSE(parse_bandwidth("0 GB/s"));  // must be positive
   EXPECT_FALSE(parse_bandwidth("-5 GB/s"));
   EXPECT_FALSE(parse_bandwidth("5 parsecs"));
 }

@@ -64,7 +64,8 @@ TEST(MaxMin, MatchesBruteForceOnRandomSystems) {
     std::vector<double> load(static_cast<std::size_t>(nc), 0);
     for (std::size_t v = 0; v < vars.size(); ++v)
       for (auto c : vars[v]) load[static_cast<std::size_t>(c)] += rates[v];
-    for (int c = 0; c < nc; ++c) EXPECT_LE(load[static_cast<std::size_t>(c)], caps[static_cast<std::size_t>(c)] * (1 + 1e-9));
+    for (int c = 0; c < nc; ++c)
+      EXPECT_LE(load[static_cast<std::size_t>(c)], caps[static_cast<std::size_t>(c)] * (1 + 1e-9));
     for (std::size_t v = 0; v < vars.size(); ++v) {
       bool has_bottleneck = false;
       for (auto c : vars[v]) {

@@ -60,10 +60,10 @@ TEST(Simulator, ComputeStreamsSerializeAndOverlapWithTransfers) {
   TaskGraph g;
   const auto label = g.intern("k");
   const auto c1 = g.add_compute_fixed(0, 0, 1e-3, label);
-  const auto c2 = g.add_compute_fixed(0, 0, 1e-3, label);        // same stream: after c1
-  const auto c3 = g.add_compute_fixed(0, 1, 1e-3, label);        // other stream: concurrent
+  const auto c2 = g.add_compute_fixed(0, 0, 1e-3, label);  // same stream: after c1
+  const auto c3 = g.add_compute_fixed(0, 1, 1e-3, label);  // other stream: concurrent
   const std::array deps{Dep{c1}};
-  const auto t = g.add_transfer(0, 1, 1e8, 0, label, deps);       // 1 ms after c1, overlaps c2
+  const auto t = g.add_transfer(0, 1, 1e8, 0, label, deps);  // 1 ms after c1, overlaps c2
   const auto r = simulate(topo, g, SimOptions{nullptr, true});
   EXPECT_EQ(r.timeline[c2].start, r.timeline[c1].done);
   EXPECT_EQ(r.timeline[c3].start, 0);

@@ -134,8 +134,8 @@ struct OptimizeResult {
   // Set when the best graph found (predicted this many seconds) saved less than OptimizerOptions::min_gain:
   // `graph` is then the input, `applied` and `path_graphs` are empty and cost_after == cost_before.
   std::optional<double> declined_cost;
-  int explored = 0;                          // distinct graphs taken from the queue and expanded
-  int generated = 0;                         // candidates enqueued (materialized only when popped)
+  int explored = 0;   // distinct graphs taken from the queue and expanded
+  int generated = 0;  // candidates enqueued (materialized only when popped)
   double seconds = 0;
 };
 

@@ -59,7 +59,8 @@ void BM_RingAllReduce(benchmark::State& state) {
     state.counters["tasks"] = static_cast<double>(r.graph.size());
     state.counters["busbw_GBps"] = r.busbw / 1e9;
   }
-  state.counters["events_per_s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
+  state.counters["events_per_s"] =
+      benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_RingAllReduce)
     ->ArgNames({"nodes", "step"})
@@ -90,7 +91,8 @@ void BM_AllToAll64(benchmark::State& state) {
     events += r.sim.events;
     state.counters["rate_solves"] = static_cast<double>(r.sim.rate_solves);
   }
-  state.counters["events_per_s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
+  state.counters["events_per_s"] =
+      benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_AllToAll64)->Unit(benchmark::kMillisecond);
 
