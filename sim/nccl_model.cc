@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 
+#include "sim/nccl_tuner.h"
+
 namespace strata::sim::nccl {
 namespace {
 constexpr double kUs = 1e-6;
@@ -217,6 +219,11 @@ std::vector<Estimate> estimate_all(const hw::Topology& topo, const CollectiveSpe
                                    std::string_view only, Candidates candidates) {
   const GroupShape g = group_shape(topo, spec.group);
   const hw::Transport intra_t = g.nvlink ? hw::Transport::kNvlink : hw::Transport::kPcie;
+  // NCCL's own choice (auto, or an explicit NCCL algorithm's protocol) ranks by NCCL's tuner where strata
+  // reproduces NCCL's topology graphs; `best` compares every schedule by the same expansion estimate.
+  const auto model = (candidates == Candidates::kNccl || !only.empty()) && g.ranks > 1
+                         ? tuner_model(topo, spec.group)
+                         : std::nullopt;
   std::vector<Estimate> out;
   for (const CollectiveAlgorithm* algo : AlgorithmRegistry::instance().all()) {
     if (!only.empty() && algo->name() != only) continue;
@@ -240,10 +247,16 @@ std::vector<Estimate> estimate_all(const hw::Topology& topo, const CollectiveSpe
                               hop_latency(hw::Transport::kNet, f, p),
                               payload_cost(f, p, g.nodes)};
       // One rank: every algorithm is the same local copy (add_collective), so they tie at its cost.
-      const double seconds = g.ranks == 1
-                                 ? in.base_latency + 2 * spec.bytes / std::max(topo.gpu().hbm_bandwidth, 1.0)
-                                 : algo->estimate(in);
-      out.push_back({std::string(algo->name()), p, seconds});
+      if (g.ranks == 1) {
+        out.push_back({std::string(algo->name()), p,
+                       in.base_latency + 2 * spec.bytes / std::max(topo.gpu().hbm_bandwidth, 1.0)});
+        continue;
+      }
+      std::optional<double> nccl_seconds;
+      if (model && algo->nccl_unsupported_reason(trial, topo).empty())
+        nccl_seconds = tuner_time(*model, f, p, spec.op, spec.bytes);
+      if (nccl_seconds && std::isinf(*nccl_seconds)) continue;  // NCCL does not run this pair
+      out.push_back({std::string(algo->name()), p, nccl_seconds ? *nccl_seconds : algo->estimate(in)});
     }
   }
   std::stable_sort(out.begin(), out.end(),

@@ -1,0 +1,324 @@
+#include "sim/nccl_tuner.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <vector>
+
+namespace strata::sim::nccl {
+namespace {
+
+constexpr double kGB = 1e9;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// --- NCCL's topology search (v2.21.5-1 src/graph/search.cc)
+// -------------------------------------------------
+
+// The per-channel speeds the search tries, GB/s: inside a node and with a network, before and from Hopper.
+constexpr std::array kSpeedIntra{40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0};
+constexpr std::array kSpeedInter{48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0,
+                                 7.0,  6.0,  5.0,  4.0,  3.0,  2.4,  1.2,  0.24, 0.12};
+constexpr std::array kSm90SpeedIntra{60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0};
+constexpr std::array kSm90SpeedInter{48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5,
+                                     15.0, 12.0, 6.0,  3.0,  2.4,  1.2,  0.24, 0.12};
+constexpr int kMaxRingChannels = 16;  // MAXCHANNELS / 2 (init.cc: ringGraph.maxChannels)
+
+std::span<const double> speed_ladder(int cc, bool network) {
+  if (cc >= 90)
+    return network ? std::span<const double>(kSm90SpeedInter) : std::span<const double>(kSm90SpeedIntra);
+  return network ? std::span<const double>(kSpeedInter) : std::span<const double>(kSpeedIntra);
+}
+
+// ncclTopoCompute's pass 1: from the fastest speed no path is slower than and `min_channels` of which fit the
+// GPUs' total bandwidth, the most channels at each speed (channels_at), keeping a graph only when it carries
+// more (channels x speed) than the best so far; done once the best reaches `total_bw`, and no slower speed
+// is tried once it would be below 0.49 of the best's.
+template <typename ChannelsAt>
+TopoGraph search(std::span<const double> ladder, double max_bw, double total_bw, double start_total_bw,
+                 int min_channels, ChannelsAt channels_at) {
+  std::size_t i = 0;
+  while (i + 1 < ladder.size() && (ladder[i] > max_bw || ladder[i] * min_channels > start_total_bw)) ++i;
+  TopoGraph best;
+  for (;; ++i) {
+    const int c = channels_at(ladder[i]);
+    if (c >= min_channels && c * ladder[i] > best.channels * best.bw_intra) best = {c, ladder[i], ladder[i]};
+    if (best.channels > 0 && best.channels * best.bw_intra >= total_bw) break;
+    if (i + 1 >= ladder.size()) break;
+    if (best.channels > 0 && ladder[i + 1] / best.bw_inter <= 0.49) break;
+  }
+  return best;
+}
+
+// ncclTopoDupChannels: a fast graph's channels are doubled at half the speed, except on Hopper and later
+// below 50 GB/s with more than 4 channels, and never beyond the graph's maximum.
+TopoGraph dup_channels(TopoGraph g, int cc, int max_channels) {
+  if (g.channels == 0 || g.bw_intra < 25.0) return g;
+  if (cc > 80 && g.bw_intra < 50.0 && g.channels > 4) return g;
+  const int dup = std::min(g.channels * 2, max_channels);
+  const int factor = (dup + g.channels - 1) / g.channels;
+  return {dup, g.bw_intra / factor, g.bw_inter / factor};
+}
+
+// A link's NCCL rating (GB/s), scaled like the link when a system file overrides its bandwidth.
+double nccl_gbps(const hw::Link& l) {
+  const hw::LinkKind* k = hw::find_link_kind(l.kind);
+  if (!k || !(k->effective_bandwidth() > 0)) return l.bandwidth / kGB;
+  return k->nccl_rating * (l.bandwidth / k->effective_bandwidth()) / kGB;
+}
+
+int compute_capability(hw::GpuArch a) {
+  switch (a) {
+    case hw::GpuArch::kVolta:
+      return 70;
+    case hw::GpuArch::kAmpere:
+      return 80;
+    case hw::GpuArch::kHopper:
+      return 90;
+    case hw::GpuArch::kBlackwell:
+      return 100;
+    default:
+      return 60;  // Pascal and older: NCCL's Volta rows, no LL128
+  }
+}
+
+// --- NCCL's tuner (v2.21.5-1 src/graph/tuning.cc)
+// -------------------------------------------------------------
+
+enum Algo { kTreeA, kRingA, kNvlsA, kNvlsTreeA };
+constexpr int proto_index(Protocol p) {
+  return p == Protocol::kLL ? 0 : (p == Protocol::kLL128 ? 1 : 2);
+}
+// baseLat and hwLat [NVLink, PCI, NET], microseconds, [algorithm][LL, LL128, Simple].
+constexpr double kBaseLat[4][3] = {{6.8, 14.0, 0}, {6.6, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}};
+constexpr double kHwLat[3][4][3] = {
+    {{.6, 1.25, 28}, {.6, 1.9, 3.4}, {0, 0, 25}, {0, 0, 25}},
+    {{1.0, 1.9, 28}, {1.0, 2.5, 5.7}, {0, 0, 0}, {0, 0, 0}},
+    {{5.0, 8.5, 28}, {2.7, 4.0, 14.0}, {0, 0, 18}, {0, 0, 14}},
+};
+// [Volta, Ampere, Hopper][1 node, 2 nodes, more], GB/s.
+constexpr double kLlMaxBw[3][3] = {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}};
+constexpr double kPerChMaxRingLl128Bw[3][3] = {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}};
+constexpr double kPerChMaxTreeLl128Bw[3][3] = {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}};
+constexpr double kPerChMaxTreeBw[3][3] = {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}};
+// Applied to the tree's bandwidth by message size (log2 of bytes / 64), [LL, LL128, Simple].
+constexpr double kTreeCorrection[3][23] = {
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9}};
+
+int log2i(long long n) {
+  int l = 0;
+  while (n >>= 1) ++l;
+  return l;
+}
+
+std::optional<Algo> algo_of(Family f) {
+  switch (f) {
+    case Family::kTree:
+      return kTreeA;
+    case Family::kRing:
+      return kRingA;
+    case Family::kNvls:
+      return kNvlsA;
+    case Family::kNvlsTree:
+      return kNvlsTreeA;
+    case Family::kHostMpi:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// Bandwidth (GB/s, as algorithm bandwidth) and latency (us) of one pair, ncclTopoTuneModel; bandwidth 0 where
+// NCCL disables the pair.
+std::pair<double, double> rating(const TunerModel& m, Algo a, int p, CollectiveOp op) {
+  const bool allreduce = op == CollectiveOp::kAllReduce;
+  const bool scatter_gather = op == CollectiveOp::kReduceScatter || op == CollectiveOp::kAllGather;
+  if ((op == CollectiveOp::kBroadcast || op == CollectiveOp::kReduce) && a != kRingA) return {0, 0};
+  if (scatter_gather && a != kRingA && a != kNvlsA) return {0, 0};
+  if ((a == kNvlsA || a == kNvlsTreeA) && p != 2) return {0, 0};
+  if (a == kNvlsTreeA && m.nodes == 1) return {0, 0};
+  if (a == kNvlsA && m.nodes > 1) return {0, 0};  // NVLS across nodes needs CollNet, off by default
+  if ((a == kNvlsA || a == kNvlsTreeA) && m.nvls.channels == 0) return {0, 0};
+  // LL128 only with NVLink inside the node and on Volta, Ampere and Hopper (switch (minCompCap)).
+  if (p == 1 &&
+      (!m.nvlink || (m.compute_capability != 70 && m.compute_capability != 80 && m.compute_capability != 90)))
+    return {0, 0};
+
+  const int cc_index = m.compute_capability >= 90 ? 2 : (m.compute_capability >= 80 ? 1 : 0);
+  const int node_index = m.nodes <= 2 ? m.nodes - 1 : 2;
+  const int ll_row = m.nodes == 1 ? cc_index : (m.amd_host ? 1 : 0);
+  const double ll_max = kLlMaxBw[ll_row][node_index];
+  const TopoGraph& g = a == kRingA ? m.ring : (a == kTreeA ? m.tree : m.nvls);
+  const double ppn = static_cast<double>(m.ranks) / m.nodes;
+  const int nsteps = allreduce ? 2 * (m.ranks - 1) : (scatter_gather ? m.ranks - 1 : m.ranks);
+  const int inter_steps =
+      allreduce ? (m.nodes > 1 ? 2 * m.nodes : 0) : (scatter_gather ? m.nodes - 1 : m.nodes);
+
+  double bw = m.nodes <= 2 ? g.bw_intra : g.bw_inter;
+  if (a == kNvlsA) bw = std::min(g.bw_intra, g.bw_inter);
+  if (a == kNvlsTreeA) bw = std::min(g.bw_intra, m.nodes <= 2 ? g.bw_inter : g.bw_inter / 2);
+  double bus = g.channels * bw;
+  if (a == kRingA && p == 0) bus = std::min(ll_max, bus * .5);
+  if (a == kRingA && p == 1)
+    bus = std::min(bus * (ppn < 2 ? 0.7 : 0.92), g.channels * kPerChMaxRingLl128Bw[cc_index][node_index]);
+  if (a == kTreeA) bus = std::min(bus * .92, g.channels * kPerChMaxTreeBw[cc_index][node_index]);
+  if (a == kTreeA && p == 0) bus = std::min(bus / 3.8, ll_max);
+  if (a == kTreeA && p == 1)
+    bus = std::min(bus * (m.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0),
+                   g.channels * kPerChMaxTreeLl128Bw[cc_index][node_index]);
+  const double ratio =
+      a == kRingA ? static_cast<double>(m.ranks) / nsteps : (a == kNvlsA || a == kNvlsTreeA ? 5.0 / 6.0 : .5);
+  const double algbw = bus * ratio;
+
+  // NVLink latencies where the graphs' hops inside a node are NVLink; PCI with one GPU per node (no hops).
+  const int intra_hw = m.nvlink && m.gpus_per_node > 1 ? 0 : 1;
+  double latency = kBaseLat[a][p];
+  double intra_lat = kHwLat[intra_hw][a][p];
+  const double inter_lat = kHwLat[2][a][p];  // graph latencyInter: 0 (no CollNet)
+  const int ranks_per_node = m.ranks / m.nodes;
+  switch (a) {
+    case kRingA:
+      if (op == CollectiveOp::kBroadcast || op == CollectiveOp::kReduce) {
+        // One hop's latency where every channel follows the same ring (sameChannels, one switched node);
+        // across nodes the channels' rings differ, and NCCL charges every step (Simple at the tree's rate).
+        const int hw = m.nodes == 1 ? intra_hw : 2;
+        latency += m.nodes == 1 ? kHwLat[hw][kRingA][p] : nsteps * kHwLat[hw][p == 2 ? kTreeA : kRingA][p];
+      } else {
+        if (m.nodes > 1) intra_lat = std::max(intra_lat, (m.amd_host ? 2.0 : 1.0) * (p == 2 ? 3 : 1));
+        latency += (nsteps - inter_steps) * intra_lat + inter_steps * inter_lat;
+      }
+      break;
+    case kTreeA:
+      latency += 2 * ((ranks_per_node - 1) * intra_lat + log2i(m.nodes) * inter_lat);
+      break;
+    case kNvlsA:
+      latency = intra_lat + (m.nodes > 1 ? inter_lat : 0);
+      break;
+    case kNvlsTreeA:
+      latency += intra_lat + 2 * log2i(m.nodes) * inter_lat;
+      break;
+  }
+  return {algbw, latency};
+}
+
+}  // namespace
+
+std::optional<TunerModel> tuner_model(const hw::Topology& topo, std::span<const hw::Rank> group,
+                                      std::string* why) {
+  const auto fail = [&](std::string reason) -> std::optional<TunerModel> {
+    if (why) *why = std::move(reason);
+    return std::nullopt;
+  };
+  if (group.size() < 2) return fail("one rank");
+  std::map<int, std::vector<hw::Rank>> by_node;
+  for (hw::Rank r : group) by_node[topo.node_of(r)].push_back(r);
+  const int n = static_cast<int>(by_node.begin()->second.size());
+  for (const auto& [node, members] : by_node)
+    if (static_cast<int>(members.size()) != n) return fail("the group has different GPU counts on its nodes");
+  for (const auto& [node, members] : by_node)
+    for (std::size_t i = 0; i < members.size(); ++i)
+      for (std::size_t j = i + 1; j < members.size(); ++j)
+        if (auto l = topo.direct_link(members[i], members[j]);
+            l && topo.link(*l).transport == hw::Transport::kNvlink)
+          return fail("GPUs wired to each other by NVLink (NCCL's rings follow the links; not reproduced)");
+
+  TunerModel m;
+  m.ranks = static_cast<int>(group.size());
+  m.nodes = static_cast<int>(by_node.size());
+  m.compute_capability = compute_capability(topo.gpu().arch);
+  m.amd_host = topo.cpu_vendor() == hw::CpuVendor::kAmd;
+  // A GPU's bandwidth into its node (NCCL's totalBw): its NVLink links, or else its PCIe link.
+  const hw::VertexId gpu = topo.gpu_vertex(group[0]);
+  double nvlink = 0, pcie = 0;
+  for (const hw::Link& l : topo.links()) {
+    if (l.src != gpu) continue;
+    if (l.transport == hw::Transport::kNvlink) nvlink += nccl_gbps(l);
+    if (l.transport == hw::Transport::kPcie) pcie = std::max(pcie, nccl_gbps(l));
+  }
+  m.nvlink = nvlink > 0;
+  m.gpus_per_node = n;
+  const double total = m.nvlink ? nvlink : pcie;
+  if (!(total > 0)) return fail("no NVLink or PCIe link from the GPUs");
+  const int cc = m.compute_capability;
+
+  // Across nodes a channel leaves each node through a NIC: NCCL's rating of the NIC's links (port and PCIe).
+  std::set<hw::VertexId> nics;
+  double net = kInf;
+  if (m.nodes > 1) {
+    for (hw::Rank r : by_node.begin()->second)
+      if (auto nic = topo.nic_of(r)) nics.insert(*nic);
+    if (nics.empty()) return fail("no NIC");
+    for (const hw::Link& l : topo.links())
+      if (l.src == *nics.begin()) net = std::min(net, nccl_gbps(l));
+  }
+  if (m.nodes == 1) {
+    // One node: the ring search inside it, then the tree with the ring's channels.
+    const auto ring_at = [&](double s) {
+      return std::min(kMaxRingChannels, static_cast<int>(std::floor(total / s + 1e-9)));
+    };
+    m.ring =
+        dup_channels(search(speed_ladder(cc, false), total, total, total, 1, ring_at), cc, kMaxRingChannels);
+    const int tree_channels = m.ring.channels;
+    m.tree = search(speed_ladder(cc, false), total, total, total * n / (n - 1.0), tree_channels,
+                    [&](double s) { return tree_channels * s <= total + 1e-9 ? tree_channels : 0; });
+  } else {
+    // Each GPU sends over NVLink for every channel but the one it hands to its NIC (no NVLink hop at all
+    // with one GPU per node).
+    const int nic_count = static_cast<int>(nics.size());
+    const auto net_at = [&](double s) {
+      const int by_net = nic_count * static_cast<int>(std::floor(net / s + 1e-9));
+      if (n == 1) return std::min(kMaxRingChannels, by_net);
+      const double intra_room = total * n / (n - 1.0);
+      return std::min({kMaxRingChannels, by_net, static_cast<int>(std::floor(intra_room / s + 1e-9))});
+    };
+    m.ring = dup_channels(search(speed_ladder(cc, true), net, total, total, 1, net_at), cc, kMaxRingChannels);
+    // The tree is searched with exactly the ring's channels at the same network speed; its second pass then
+    // raises the speed inside the node alone, a step at a time, while below twice the network speed and the
+    // GPUs' links carry it (search.cc: "increase bwIntra for trees"; the tuner reads it on 2 nodes).
+    m.tree = m.ring;
+    const auto ladder = speed_ladder(cc, true);
+    std::size_t i = 0;
+    while (i < ladder.size() && ladder[i] > m.tree.bw_intra + 1e-9) ++i;
+    while (i > 0 && m.tree.bw_intra < 2 * m.tree.bw_inter &&
+           (n == 1 || m.tree.channels * ladder[i - 1] <= total + 1e-9))
+      m.tree.bw_intra = ladder[--i];
+  }
+  if (m.ring.channels == 0 || m.tree.channels == 0)
+    return fail("no speed of NCCL's search fits the links (NCCL then falls back to one slow channel)");
+  // NVLS (Hopper and later, an NVLink SHARP switch, 3 GPUs or more): one head per GPU, each GPU's link
+  // charged the speed once per other head and twice for its own, (n + 1) x speed.
+  if (cc >= 90 && topo.nvls_capable() && m.nvlink && n > 2) {
+    const auto ladder = speed_ladder(cc, m.nodes > 1);
+    std::size_t i = 0;
+    while (i < ladder.size() && (n + 1) * ladder[i] > total + 1e-9) ++i;
+    if (i < ladder.size()) {
+      m.nvls = {n, ladder[i], ladder[i]};
+      // Pass 2 across nodes raises the network speed alone, a step at a time, while it is below twice the
+      // NVLink speed and the NIC allows the next.
+      while (m.nodes > 1 && i > 0 && m.nvls.bw_inter < 2 * m.nvls.bw_intra && ladder[i - 1] <= net + 1e-9)
+        m.nvls.bw_inter = ladder[--i];
+    }
+  }
+  // ncclTopoPostset doubles the ring's channels for the communicator (at most MAXCHANNELS, 32).
+  m.comm_channels = std::min(32, 2 * m.ring.channels);
+  return m;
+}
+
+std::optional<double> tuner_time(const TunerModel& m, Family f, Protocol p, CollectiveOp op, double bytes) {
+  const auto a = algo_of(f);
+  if (!a || op == CollectiveOp::kSendRecv || op == CollectiveOp::kAllToAll) return std::nullopt;
+  const int pi = proto_index(p);
+  auto [bw, latency] = rating(m, *a, pi, op);
+  if (!(bw > 0)) return kInf;
+  const int log_size = log2i(static_cast<long long>(bytes) >> 6);
+  if (*a == kTreeA && log_size < 23) bw *= kTreeCorrection[pi][log_size];
+  if (*a == kRingA && p == Protocol::kSimple && m.nodes > 1 && op == CollectiveOp::kAllReduce &&
+      bytes / (static_cast<double>(m.comm_channels) * m.ranks) >= 64)
+    latency *= m.compute_capability < 80 ? 1.9 : 1.4;  // NCCL's "plateau effect of ring"
+  return (latency + bytes / (1000 * bw)) * 1e-6;
+}
+
+}  // namespace strata::sim::nccl

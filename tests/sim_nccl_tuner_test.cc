@@ -1,0 +1,159 @@
+// NCCL's own choice (sim/nccl_tuner.h): the graphs NCCL's search builds on the presets against NCCL's logs
+// and our reading of its search, its tuner's times against times NCCL printed, and `--algo auto`'s picks
+// against the choices NCCL logged and against its cost model worked by hand (NVIDIA/nccl v2.21.5-1
+// src/graph/tuning.cc).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "hw/system_loader.h"
+#include "sim/nccl_model.h"
+#include "sim/nccl_tuner.h"
+#include "test_systems.h"
+
+namespace strata::sim::nccl {
+namespace {
+
+std::vector<hw::Rank> all_ranks(const hw::Topology& t) {
+  std::vector<hw::Rank> g(static_cast<std::size_t>(t.num_gpus()));
+  for (int r = 0; r < t.num_gpus(); ++r) g[static_cast<std::size_t>(r)] = r;
+  return g;
+}
+
+TunerModel model_of(const std::string& preset, int nodes = 1) {
+  const hw::Topology t = hw::load_system(test::preset(preset), hw::LoadOptions{nodes});
+  std::string why;
+  const auto m = tuner_model(t, all_ranks(t), &why);
+  EXPECT_TRUE(m.has_value()) << why;
+  return m.value_or(TunerModel{});
+}
+
+void expect_graph(const TopoGraph& g, int channels, double bw_intra, double bw_inter, const char* what) {
+  EXPECT_EQ(g.channels, channels) << what;
+  EXPECT_DOUBLE_EQ(g.bw_intra, bw_intra) << what;
+  EXPECT_DOUBLE_EQ(g.bw_inter, bw_inter) << what;
+}
+
+std::string front(const hw::Topology& t, double bytes) {
+  CollectiveSpec spec;
+  spec.op = CollectiveOp::kAllReduce;
+  spec.group = all_ranks(t);
+  spec.bytes = bytes;
+  const auto e = estimate_all(t, spec);
+  return e.empty() ? "none" : e.front().algorithm + "/" + std::string(protocol_name(e.front().protocol));
+}
+
+}  // namespace
+
+// NCCL printed its tuner's times on 3 nodes of 8 H100 (github.com/NVIDIA/nccl/issues/1453, NCCL_DEBUG=INFO:
+// "16777216 Bytes -> Algo 5 proto 2 time 262.715210", "33554432 Bytes -> Algo 5 proto 2 time 472.430389";
+// algorithm 5 is NVLS-Tree, protocol 2 Simple). Two sizes fix the bandwidth, 16 MiB / 209.715 us = 80 GB/s
+// (channels x min(bwIntra, bwInter / 2) x 5/6 from 3 nodes, e.g. 8 x 12 x 5/6), and leave the latency to
+// check: 25 us on NVLink plus 2 x log2(3 nodes) x 14 us on the network = 53 us, to NCCL's printed digits.
+TEST(NcclTuner, ReproducesTheTimesNcclPrintedForNvlsTree) {
+  TunerModel m;
+  m.ranks = 24;
+  m.nodes = 3;
+  m.gpus_per_node = 8;
+  m.compute_capability = 90;
+  m.nvlink = true;
+  m.ring = m.tree = {8, 24, 24};
+  m.comm_channels = 16;
+  m.nvls = {8, 40, 24};
+  EXPECT_NEAR(*tuner_time(m, Family::kNvlsTree, Protocol::kSimple, CollectiveOp::kAllReduce, 16777216) * 1e6,
+              262.715210, 1e-4);
+  EXPECT_NEAR(*tuner_time(m, Family::kNvlsTree, Protocol::kSimple, CollectiveOp::kAllReduce, 33554432) * 1e6,
+              472.430389, 1e-4);
+  // NCCL runs NVLS and NVLS-Tree only with Simple, and NVLS not across nodes (without CollNet).
+  EXPECT_TRUE(std::isinf(*tuner_time(m, Family::kNvlsTree, Protocol::kLL128, CollectiveOp::kAllReduce, 1e6)));
+  EXPECT_TRUE(std::isinf(*tuner_time(m, Family::kNvls, Protocol::kSimple, CollectiveOp::kAllReduce, 1e6)));
+  // Point-to-point operations are not the tuner's.
+  EXPECT_FALSE(tuner_time(m, Family::kRing, Protocol::kSimple, CollectiveOp::kAllToAll, 1e6).has_value());
+}
+
+// The graphs NCCL's search leaves on the presets (speeds from its ladders, channels until they carry a GPU's
+// bandwidth, then ncclTopoDupChannels), and the communicator's channels (twice the ring's), where NCCL's logs
+// show them.
+TEST(NcclTuner, GraphsOfThePresets) {
+  // DGX A100: 12 NVLink3 x 20 GB/s = 240: 6 channels of 40 reach it; doubled to 12 of 20; 24 channels (an
+  // HGX A100's log prints "Channel 23/24", github.com/NVIDIA/nccl-tests/issues/100). The tree takes the
+  // ring's 12 channels at the fastest speed they fit, 20.
+  TunerModel a100 = model_of("dgx-a100.yaml");
+  expect_graph(a100.ring, 12, 20, 20, "A100 ring");
+  expect_graph(a100.tree, 12, 20, 20, "A100 tree");
+  EXPECT_EQ(a100.nvls.channels, 0);
+  EXPECT_EQ(a100.comm_channels, 24);
+  // DGX H100: 18 x 20.6 = 370.8: 6 x 60 = 360 is the most (7 x 50, 9 x 40, 12 x 30 are no more), doubled to
+  // 12 x 30 (60 >= 50); NVLS: 8 heads at the fastest s with 9 s <= 370.8, 40.
+  TunerModel h100 = model_of("dgx-h100.yaml");
+  expect_graph(h100.ring, 12, 30, 30, "H100 ring");
+  expect_graph(h100.tree, 12, 30, 30, "H100 tree");
+  expect_graph(h100.nvls, 8, 40, 40, "H100 NVLS");
+  // H800: 8 NVLink4 links, 164.8 GB/s: 4 x 40 = 160, doubled (4 channels, not more than 4) to 8 x 20: "16
+  // coll channels" in an H800's log (github.com/NVIDIA/nccl/issues/892).
+  std::ifstream in(test::preset("dgx-h100.yaml"));
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string yaml = text.str();
+  yaml.replace(yaml.find("links_per_gpu: 18"), 17, "links_per_gpu: 8");
+  const hw::Topology h800 = hw::load_system_from_string(yaml, "h800");
+  const auto m800 = tuner_model(h800, all_ranks(h800));
+  ASSERT_TRUE(m800.has_value());
+  expect_graph(m800->ring, 8, 20, 20, "H800 ring");
+  EXPECT_EQ(m800->comm_channels, 16);
+  // Two DGX H100: a channel per NIC at the GPU-NIC path's 48 GB/s (NDR port 50, PCIe Gen5 x16 48; an H100
+  // log prints "maxBw 48.0", github.com/NVIDIA/nccl/issues/1189); 8 x 48 = 384 reaches the GPU's 370.8, no
+  // doubling below 50 GB/s; NVLS keeps 40 inside the node and raises the network to 48.
+  TunerModel h100x2 = model_of("dgx-h100.yaml", 2);
+  expect_graph(h100x2.ring, 8, 48, 48, "2 x H100 ring");
+  expect_graph(h100x2.tree, 8, 48, 48, "2 x H100 tree");
+  expect_graph(h100x2.nvls, 8, 40, 48, "2 x H100 NVLS");
+  EXPECT_EQ(h100x2.comm_channels, 16);
+  // Two DGX A100: HDR 25 and PCIe Gen4 24: 8 x 24; the tree's second pass raises its NVLink speed to 30
+  // (8 x 30 = 240 fits, 8 x 48 does not).
+  TunerModel a100x2 = model_of("dgx-a100.yaml", 2);
+  expect_graph(a100x2.ring, 8, 24, 24, "2 x A100 ring");
+  expect_graph(a100x2.tree, 8, 30, 24, "2 x A100 tree");
+  // DGX-1: GPUs wired to each other; NCCL's rings follow the links, which strata does not reproduce.
+  const hw::Topology dgx1 = hw::load_system(test::preset("dgx1-v100.yaml"));
+  std::string why;
+  EXPECT_FALSE(tuner_model(dgx1, all_ranks(dgx1), &why).has_value());
+  EXPECT_NE(why.find("NVLink"), std::string::npos) << why;
+}
+
+// One DGX H100: NCCL logged ring/LL from 8 B to 1 MB and NVLS/Simple from 2 MB to 16 GB (NCCL_DEBUG_SUBSYS=
+// TUNING on 8 H100, github.com/NVIDIA/nccl-tests/issues/309). By its model at 1 MiB: ring LL 15 us + 1 MiB at
+// min(141, 360 x 0.5) x 8/14 = 80.6 GB/s, 28.0 us, against NVLS 25 us + 1 MiB at 266.7 GB/s, 28.9 us; at 2
+// MiB 41.0 against 32.9.
+TEST(NcclTuner, PicksWhatNcclLoggedOnOneDgxH100) {
+  const hw::Topology t = hw::load_system(test::preset("dgx-h100.yaml"));
+  for (double bytes : {8.0, 65536.0, 1048576.0}) EXPECT_EQ(front(t, bytes), "ring/ll") << bytes;
+  for (double bytes : {2097152.0, 16777216.0, 1073741824.0, 17179869184.0})
+    EXPECT_EQ(front(t, bytes), "nvls/simple") << bytes;
+}
+
+// Eight DGX H100 (64 GPUs), worked by hand from the graphs above. NVLS-Tree from 3 nodes: 8 x min(40, 48 / 2)
+// x 5/6 = 160 GB/s after 25 + 2 x 3 x 14 = 109 us. Tree LL128: 8 x 48 x 0.92 = 353.3, capped at 8 x 36.0 =
+// 288, x 120/128 = 270 capped at 8 x 29.0 = 232, x 0.5 = 116 GB/s, x 0.9 at 16 MiB (its size correction),
+// after 14 + 2 (7 x 1.25 + 3 x 8.5) = 82.5 us. Ring Simple: 8 x 48 x 64/126 = 195.05 GB/s after (8.4 + 110 x
+// 3.4 + 16 x 14) x 1.4 = 848.96 us. So NCCL runs NVLS-Tree from 8 MiB to 512 MiB and the ring from 1 GiB,
+// where strata's estimate had picked the LL128 tree and ring at 16-128 MiB (docs/fidelity.md §6.8).
+TEST(NcclTuner, EightDgxH100RunNvlsTreeUpToHalfAGigabyte) {
+  const TunerModel m = model_of("dgx-h100.yaml", 8);
+  const auto us = [&](Family f, Protocol p, double bytes) {
+    return *tuner_time(m, f, p, CollectiveOp::kAllReduce, bytes) * 1e6;
+  };
+  EXPECT_NEAR(us(Family::kNvlsTree, Protocol::kSimple, 16777216), 109 + 16777216 / 160e3, 1e-6);
+  EXPECT_NEAR(us(Family::kTree, Protocol::kLL128, 16777216), 82.5 + 16777216 / (116e3 * 0.9), 1e-6);
+  const double ring_bw = 8 * 48 * 64.0 / 126;
+  EXPECT_NEAR(us(Family::kRing, Protocol::kSimple, 1073741824),
+              (8.4 + 110 * 3.4 + 16 * 14) * 1.4 + 1073741824 / (ring_bw * 1e3), 1e-6);
+  const hw::Topology t = hw::load_system(test::preset("dgx-h100.yaml"), hw::LoadOptions{8});
+  EXPECT_EQ(front(t, 4 << 20), "tree/ll128");
+  for (double bytes : {8388608.0, 16777216.0, 67108864.0, 536870912.0})
+    EXPECT_EQ(front(t, bytes), "nvls-tree/simple") << bytes;
+  for (double bytes : {1073741824.0, 8589934592.0}) EXPECT_EQ(front(t, bytes), "ring/simple") << bytes;
+}
+
+}  // namespace strata::sim::nccl
