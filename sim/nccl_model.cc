@@ -85,6 +85,18 @@ double protocol_busbw_ceiling(Family f, Protocol p, hw::GpuArch arch, int nodes,
   return kLlMax[row][column] * 1e9;
 }
 
+double step_payload(Protocol p) {
+  switch (p) {
+    case Protocol::kSimple:
+      return 512 * 1024.0;
+    case Protocol::kLL:
+      return 32 * 1024.0;
+    case Protocol::kLL128:
+      break;
+  }
+  return kLl128StepPayload;
+}
+
 int call_channels(int channels, double bytes, Family f, Protocol p, int ranks, bool nvlink) {
   if (f != Family::kRing && f != Family::kTree) return channels;
   double threads = 512, threshold = 64;

@@ -59,6 +59,11 @@ struct SliceCount {
   double handoffs = 0;
 };
 std::vector<SliceCount> ring_simple_slices(CollectiveOp op, double bytes_per_channel, int ranks);
+// The payload of one FIFO step of a connection's buffer, NCCL's chunk wherever a chunk is one step (tree,
+// ring broadcast and reduce: BROADCAST_CHUNKSTEPS = REDUCE_CHUNKSTEPS = 1, include/collectives.h; v2.21.5-1):
+// Simple 4 MiB / 8 steps = 512 KiB; LL a 64 KiB step, half of it flags: 32 KiB; LL128 kLl128StepPayload.
+double step_payload(Protocol p);
+
 // NCCL's LL128 step (v2.21.5-1): the default 4,915,200 B buffer in 8 steps of 614,400 B, 120 of every 128
 // bytes payload (include/device.h; enqueue.cc computeCollChunkInfo), and LL128 chunks in whole 480 B for each
 // of the kernel's 20 warps (enqueue.h NCCL_LL128_ALIGNMENT_PER_WARP, computeCollAlignCount).

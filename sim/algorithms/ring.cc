@@ -203,9 +203,14 @@ class Ring final : public CollectiveAlgorithm {
         const auto root_at = std::find(chain.begin(), chain.end(), ctx.spec.group[0]);
         std::rotate(chain.begin(), root_at, chain.end());
         if (op == CollectiveOp::kReduce) std::reverse(chain.begin() + 1, chain.end());
-        const int chunks = ctx.spec.pipeline_chunks > 0
-                               ? ctx.spec.pipeline_chunks
-                               : std::clamp(static_cast<int>(per_channel / (512 * 1024.0)), 1, 64);
+        // NCCL's chunk here is one step of the protocol's buffer (nccl::step_payload). At most 1,024 chunks
+        // are modelled (the step form has a transfer per chunk and hop); beyond, the pipeline's fill is under
+        // (hops - 1) / 1,024 of its time.
+        const int chunks =
+            ctx.spec.pipeline_chunks > 0
+                ? ctx.spec.pipeline_chunks
+                : static_cast<int>(std::clamp(std::ceil(per_channel / nccl::step_payload(ctx.spec.protocol)),
+                                              1.0, 1024.0));
         const double chunk = per_channel / chunks;
         const auto label = ctx.label(op == CollectiveOp::kBroadcast ? "chain" : "chain-reduce");
         finals.push_back({chain_pipeline(ctx, chain_hops(chain, op), chunk, chunks, start, label, c,

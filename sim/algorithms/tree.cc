@@ -31,14 +31,7 @@ namespace {
 // 32 KiB), nsteps = 1 + floor(log2 nodes) + 0.1 ppn, ppn = ranks per node. Up to NCCL 2.19 the Simple chunk
 // also shrank for small messages; from 2.20 it is fixed.
 double tree_chunk_bytes(double per_channel, Protocol protocol, int nodes, double ranks_per_node) {
-  switch (protocol) {
-    case Protocol::kSimple:
-      return 512 * 1024.0;
-    case Protocol::kLL:
-      return 32 * 1024.0;
-    case Protocol::kLL128:
-      break;
-  }
+  if (protocol != Protocol::kLL128) return nccl::step_payload(protocol);
   return ll128_tree_chunk_bytes(per_channel, nodes, ranks_per_node);
 }
 
