@@ -37,12 +37,12 @@ void add_hw_commands(CLI::App& app) {
       std::cout << fmt::format("  {:<16} {:<40} fp16/bf16 {:>7.1f} TFLOPS  HBM {:>8} {:>12}\n", g.name,
                                g.description, g.peak_flops(hw::DType::kBf16) / 1e12,
                                units::format_bytes(g.hbm_capacity), units::format_bandwidth(g.hbm_bandwidth));
-    std::cout << "\nlink kinds (per direction):\n";
+    std::cout << "\nlink kinds (per direction; NCCL: NCCL's own rating of the link, which its tuner reads):\n";
     for (const auto& l : hw::link_catalog())
-      std::cout << fmt::format("  {:<10} {:<55} line {:>10}  effective {:>10}  latency {}\n", l.name,
-                               l.description, units::format_bandwidth(l.bandwidth),
+      std::cout << fmt::format("  {:<10} {:<55} line {:>10}  effective {:>10}  latency {:>9}  NCCL {:>10}\n",
+                               l.name, l.description, units::format_bandwidth(l.bandwidth),
                                units::format_bandwidth(l.effective_bandwidth()),
-                               units::format_duration(l.latency));
+                               units::format_duration(l.latency), units::format_bandwidth(l.nccl_rating));
   });
 }
 

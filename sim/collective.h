@@ -128,8 +128,9 @@ class CollectiveAlgorithm {
   virtual std::string nccl_unsupported_reason(const CollectiveSpec& spec, const hw::Topology& topo) const {
     return unsupported_reason(spec, topo);
   }
-  // NCCL-style analytic time (seconds) of `in.spec` at `in.spec.protocol`; called only when eligible and
-  // for groups of two or more. The default reads the algorithm's own flow-form expansion without simulating
+  // NCCL-style analytic time (seconds) of `in.spec` at `in.spec.protocol`, which `--algo best` ranks by (and
+  // `auto` where NCCL's own tuner, sim/nccl_tuner.h, does not apply); called only when eligible and for groups
+  // of two or more. The default reads the algorithm's own flow-form expansion without simulating
   // it (nccl::expansion_estimate); an algorithm whose expansion is too large to build per estimate (direct:
   // n^2 transfers) overrides it.
   virtual double estimate(const nccl::EstimateInputs& in) const;

@@ -19,8 +19,8 @@ CollectiveResult run_collective(const hw::Topology& topo, const CollectiveReques
   CollectiveSpec spec = request.spec;
   std::string algorithm = request.algorithm;
   if (is_tuner_choice(algorithm)) {
-    // Like NCCL's tuner: every algorithm that can run the spec (auto: NCCL's; best: strata's own schedules
-    // too), at every protocol it can use, ranked by its own estimate.
+    // Every algorithm that can run the spec (auto: NCCL's; best: strata's own schedules too), at every
+    // protocol it can use, ranked by NCCL's own tuner (auto, sim/nccl_tuner.h) or strata's estimate (best).
     auto estimates = nccl::estimate_all(
         topo, spec, {}, algorithm == "auto" ? nccl::Candidates::kNccl : nccl::Candidates::kAll);
     if (!request.auto_protocol)

@@ -11,9 +11,10 @@
 
 namespace strata::sim {
 
-// The tuner's choices an --algo may name besides a registered algorithm: "auto", NCCL's choice among the
-// algorithms NCCL has (nccl::Candidates::kNccl), and "best", the fastest of every registered algorithm,
-// strata's own schedules included (kAll).
+// The tuner's choices an --algo may name besides a registered algorithm: "auto", what NCCL would run (its own
+// tuner on its topology graphs, sim/nccl_tuner.h, among the algorithms NCCL has: nccl::Candidates::kNccl), and
+// "best", the fastest of every registered algorithm by strata's estimate, strata's own schedules included
+// (kAll).
 inline bool is_tuner_choice(std::string_view algorithm) {
   return algorithm == "auto" || algorithm == "best";
 }
@@ -22,8 +23,9 @@ inline bool is_tuner_choice(std::string_view algorithm) {
 // field in front of.
 std::string unknown_algorithm_reason(std::string_view algorithm);
 inline constexpr std::string_view kTunerChoicesHelp =
-    "auto (NCCL's choice among the algorithms NCCL has), best (fastest of all, strata's own schedules "
-    "included)";
+    "auto (what NCCL 2.21's own tuner picks among the algorithms NCCL has; strata's estimate where it does "
+    "not rebuild NCCL's topology graphs, on GPUs wired to each other by NVLink), best (fastest of all by "
+    "strata's estimate, strata's own schedules included)";
 
 struct CollectiveRequest {
   CollectiveSpec spec;

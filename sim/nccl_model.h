@@ -114,8 +114,10 @@ struct Estimate {
 // schedules included (`--algo best`: what-if studies).
 enum class Candidates { kNccl, kAll };
 
-// NCCL-style predictions for every (registered algorithm, protocol) pair that can run the spec, fastest
-// first (ties keep registration order). An algorithm takes part when its unsupported_reason (with kNccl also
+// Predictions for every (registered algorithm, protocol) pair that can run the spec, fastest first (ties
+// keep registration order): NCCL 2.21's own tuner (sim/nccl_tuner.h) for NCCL's algorithms with kNccl or an
+// explicit `only`, where strata rebuilds NCCL's graphs (pairs NCCL disables are left out); otherwise each
+// algorithm's estimate. An algorithm takes part when its unsupported_reason (with kNccl also
 // its nccl_unsupported_reason) is empty for the spec at that protocol; NCCL's global protocol rule applies on
 // top: LL128 only over NVLink. Host-MPI schedules (Family::kHostMpi) take part only when named by `only`.
 // `only`: estimate just that algorithm's protocols (an explicit --algo without

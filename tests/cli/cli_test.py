@@ -66,9 +66,11 @@ class HwCommands(unittest.TestCase):
         self.assertEqual(gpus["a100-sxm4-80gb"][1], 312.0)
         self.assertAlmostEqual(gpus["h100-sxm"][1], 989.4, delta=0.05)
         links = {}
-        for m in re.finditer(r"^  (\S+)\s+(.*?)\s+line\s+([0-9.]+) GB/s\s+effective\s+([0-9.]+) GB/s\s+latency ([0-9.]+) (ns|us)",
-                             r.out, re.M):
+        nccl = {}
+        for m in re.finditer(r"^  (\S+)\s+(.*?)\s+line\s+([0-9.]+) GB/s\s+effective\s+([0-9.]+) GB/s\s+latency\s+"
+                             r"([0-9.]+) (ns|us)\s+NCCL\s+([0-9.]+) GB/s$", r.out, re.M):
             links[m.group(1)] = (float(m.group(3)), float(m.group(4)))
+            nccl[m.group(1)] = float(m.group(7))
         for kind in ["nvlink3", "nvlink4", "pcie4", "pcie5", "ib-hdr", "ib-ndr"]:
             self.assertIn(kind, links)
         for kind, (line, eff) in links.items():
@@ -78,6 +80,13 @@ class HwCommands(unittest.TestCase):
         self.assertEqual(links["nvlink3"][0], 25.0)
         self.assertEqual(links["ib-hdr"][0], 25.0)
         self.assertEqual(links["ib-ndr"][0], 50.0)
+        # NCCL's own ratings (NVIDIA/nccl v2.21.5-1 src/graph/topo.h: SM80_NVLINK_BW 20.0, SM90_NVLINK_BW 20.6;
+        # topo.cc: PCIe width x per-lane speed / 80, 16 x 240 / 80 = 48 for Gen5 x16; a NIC at its port speed).
+        self.assertEqual(nccl["nvlink3"], 20.0)
+        self.assertEqual(nccl["nvlink4"], 20.6)
+        self.assertEqual(nccl["pcie4"], 24.0)
+        self.assertEqual(nccl["pcie5"], 48.0)
+        self.assertEqual(nccl["ib-ndr"], 50.0)
 
     def test_hw_show_counts_follow_the_yaml(self):
         path = src("configs/hw/dgx-a100.yaml")
