@@ -142,9 +142,10 @@ std::pair<double, double> rating(const TunerModel& m, Algo a, int p, CollectiveO
   if (a == kNvlsTreeA && m.nodes == 1) return {0, 0};
   if (a == kNvlsA && m.nodes > 1) return {0, 0};  // NVLS across nodes needs CollNet, off by default
   if ((a == kNvlsA || a == kNvlsTreeA) && m.nvls.channels == 0) return {0, 0};
-  // LL128 only with NVLink inside the node and on Volta, Ampere and Hopper (switch (minCompCap)).
+  // LL128 only with NVLink inside the node and on Volta, Ampere and Hopper (switch (minCompCap)); 2.21
+  // predates Blackwell, which later releases enable too, and strata gives Blackwell Hopper's rules throughout.
   if (p == 1 &&
-      (!m.nvlink || (m.compute_capability != 70 && m.compute_capability != 80 && m.compute_capability != 90)))
+      (!m.nvlink || (m.compute_capability != 70 && m.compute_capability != 80 && m.compute_capability < 90)))
     return {0, 0};
 
   const int cc_index = m.compute_capability >= 90 ? 2 : (m.compute_capability >= 80 ? 1 : 0);
