@@ -12,9 +12,6 @@ namespace strata::sim::nccl {
 namespace {
 constexpr double kUs = 1e-6;
 constexpr double kUnlimited = std::numeric_limits<double>::infinity();
-constexpr int idx(Protocol p) {
-  return p == Protocol::kLL ? 0 : (p == Protocol::kLL128 ? 1 : 2);
-}
 // [family Tree, Ring, NVLS, NVLSTree, HostMpi][LL, LL128, Simple], microseconds. HostMpi (not NCCL's) has no
 // table: zeros, so its steps cost the route's physical latency alone (BuildContext::step_latency).
 constexpr double kBase[5][3] = {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
@@ -24,7 +21,12 @@ constexpr double kHop[3][5][3] = {
     {{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}},
     {{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 18}, {0, 0, 20.9}, {0, 0, 0}},
 };
-int fam(Family f) {
+int trans(hw::Transport t) {
+  return t == hw::Transport::kNvlink ? 0 : (t == hw::Transport::kNet ? 2 : 1);
+}
+}  // namespace
+
+int table_index(Family f) {
   switch (f) {
     case Family::kTree:
       return 0;
@@ -39,16 +41,15 @@ int fam(Family f) {
   }
   return 1;
 }
-int trans(hw::Transport t) {
-  return t == hw::Transport::kNvlink ? 0 : (t == hw::Transport::kNet ? 2 : 1);
+int table_index(Protocol p) {
+  return p == Protocol::kLL ? 0 : (p == Protocol::kLL128 ? 1 : 2);
 }
-}  // namespace
 
 double base_latency(Family f, Protocol p) {
-  return kBase[fam(f)][idx(p)] * kUs;
+  return kBase[table_index(f)][table_index(p)] * kUs;
 }
 double hop_latency(hw::Transport t, Family f, Protocol p) {
-  return kHop[trans(t)][fam(f)][idx(p)] * kUs;
+  return kHop[trans(t)][table_index(f)][table_index(p)] * kUs;
 }
 
 double payload_cost(Family f, Protocol p, int nodes) {

@@ -16,6 +16,11 @@ namespace strata::sim::nccl {
 // NCCL's nvlsEfficiency for Hopper: the share of NVLink bandwidth the in-switch reduction path sustains.
 inline constexpr double kNvlsEfficiency = 0.85;
 
+// Row of a family and column of a protocol in NCCL's tables (src/graph/tuning.cc order: Tree, Ring, NVLS,
+// NVLS-Tree; LL, LL128, Simple); strata's host-MPI family takes row 4.
+int table_index(Family f);
+int table_index(Protocol p);
+
 // Base latency per launch, seconds.
 double base_latency(Family f, Protocol p);
 // Per-hop latency, seconds, for a transport class (NVLink, PCI, NET); host shared memory counts as PCI.

@@ -8,6 +8,8 @@
 #include <set>
 #include <vector>
 
+#include "sim/nccl_model.h"
+
 namespace strata::sim::nccl {
 namespace {
 
@@ -87,10 +89,6 @@ int compute_capability(hw::GpuArch a) {
 // --- NCCL's tuner (v2.21.5-1 src/graph/tuning.cc)
 // -------------------------------------------------------------
 
-enum Algo { kTreeA, kRingA, kNvlsA, kNvlsTreeA };
-constexpr int proto_index(Protocol p) {
-  return p == Protocol::kLL ? 0 : (p == Protocol::kLL128 ? 1 : 2);
-}
 // baseLat and hwLat [NVLink, PCI, NET], microseconds, [algorithm][LL, LL128, Simple].
 constexpr double kBaseLat[4][3] = {{6.8, 14.0, 0}, {6.6, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}};
 constexpr double kHwLat[3][4][3] = {
@@ -115,36 +113,21 @@ int log2i(long long n) {
   return l;
 }
 
-std::optional<Algo> algo_of(Family f) {
-  switch (f) {
-    case Family::kTree:
-      return kTreeA;
-    case Family::kRing:
-      return kRingA;
-    case Family::kNvls:
-      return kNvlsA;
-    case Family::kNvlsTree:
-      return kNvlsTreeA;
-    case Family::kHostMpi:
-      return std::nullopt;
-  }
-  return std::nullopt;
-}
-
 // Bandwidth (GB/s, as algorithm bandwidth) and latency (us) of one pair, ncclTopoTuneModel; bandwidth 0 where
 // NCCL disables the pair.
-std::pair<double, double> rating(const TunerModel& m, Algo a, int p, CollectiveOp op) {
+std::pair<double, double> rating(const TunerModel& m, Family a, Protocol p, CollectiveOp op) {
   const bool allreduce = op == CollectiveOp::kAllReduce;
   const bool scatter_gather = op == CollectiveOp::kReduceScatter || op == CollectiveOp::kAllGather;
-  if ((op == CollectiveOp::kBroadcast || op == CollectiveOp::kReduce) && a != kRingA) return {0, 0};
-  if (scatter_gather && a != kRingA && a != kNvlsA) return {0, 0};
-  if ((a == kNvlsA || a == kNvlsTreeA) && p != 2) return {0, 0};
-  if (a == kNvlsTreeA && m.nodes == 1) return {0, 0};
-  if (a == kNvlsA && m.nodes > 1) return {0, 0};  // NVLS across nodes needs CollNet, off by default
-  if ((a == kNvlsA || a == kNvlsTreeA) && m.nvls.channels == 0) return {0, 0};
+  if ((op == CollectiveOp::kBroadcast || op == CollectiveOp::kReduce) && a != Family::kRing) return {0, 0};
+  if (scatter_gather && a != Family::kRing && a != Family::kNvls) return {0, 0};
+  if ((a == Family::kNvls || a == Family::kNvlsTree) && p != Protocol::kSimple) return {0, 0};
+  if (a == Family::kNvlsTree && m.nodes == 1) return {0, 0};
+  if (a == Family::kNvls && m.nodes > 1) return {0, 0};  // NVLS across nodes needs CollNet, off by default
+  if ((a == Family::kNvls || a == Family::kNvlsTree) && m.nvls.channels == 0) return {0, 0};
   // LL128 only with NVLink inside the node and on Volta, Ampere and Hopper (switch (minCompCap)); 2.21
-  // predates Blackwell, which later releases enable too, and strata gives Blackwell Hopper's rules throughout.
-  if (p == 1 &&
+  // predates Blackwell, which later releases enable too, and strata gives Blackwell Hopper's rules
+  // throughout.
+  if (p == Protocol::kLL128 &&
       (!m.nvlink || (m.compute_capability != 70 && m.compute_capability != 80 && m.compute_capability < 90)))
     return {0, 0};
 
@@ -152,54 +135,59 @@ std::pair<double, double> rating(const TunerModel& m, Algo a, int p, CollectiveO
   const int node_index = m.nodes <= 2 ? m.nodes - 1 : 2;
   const int ll_row = m.nodes == 1 ? cc_index : (m.amd_host ? 1 : 0);
   const double ll_max = kLlMaxBw[ll_row][node_index];
-  const TopoGraph& g = a == kRingA ? m.ring : (a == kTreeA ? m.tree : m.nvls);
+  const TopoGraph& g = a == Family::kRing ? m.ring : (a == Family::kTree ? m.tree : m.nvls);
   const double ppn = static_cast<double>(m.ranks) / m.nodes;
   const int nsteps = allreduce ? 2 * (m.ranks - 1) : (scatter_gather ? m.ranks - 1 : m.ranks);
   const int inter_steps =
       allreduce ? (m.nodes > 1 ? 2 * m.nodes : 0) : (scatter_gather ? m.nodes - 1 : m.nodes);
 
   double bw = m.nodes <= 2 ? g.bw_intra : g.bw_inter;
-  if (a == kNvlsA) bw = std::min(g.bw_intra, g.bw_inter);
-  if (a == kNvlsTreeA) bw = std::min(g.bw_intra, m.nodes <= 2 ? g.bw_inter : g.bw_inter / 2);
+  if (a == Family::kNvls) bw = std::min(g.bw_intra, g.bw_inter);
+  if (a == Family::kNvlsTree) bw = std::min(g.bw_intra, m.nodes <= 2 ? g.bw_inter : g.bw_inter / 2);
   double bus = g.channels * bw;
-  if (a == kRingA && p == 0) bus = std::min(ll_max, bus * .5);
-  if (a == kRingA && p == 1)
+  if (a == Family::kRing && p == Protocol::kLL) bus = std::min(ll_max, bus * .5);
+  if (a == Family::kRing && p == Protocol::kLL128)
     bus = std::min(bus * (ppn < 2 ? 0.7 : 0.92), g.channels * kPerChMaxRingLl128Bw[cc_index][node_index]);
-  if (a == kTreeA) bus = std::min(bus * .92, g.channels * kPerChMaxTreeBw[cc_index][node_index]);
-  if (a == kTreeA && p == 0) bus = std::min(bus / 3.8, ll_max);
-  if (a == kTreeA && p == 1)
+  if (a == Family::kTree) bus = std::min(bus * .92, g.channels * kPerChMaxTreeBw[cc_index][node_index]);
+  if (a == Family::kTree && p == Protocol::kLL) bus = std::min(bus / 3.8, ll_max);
+  if (a == Family::kTree && p == Protocol::kLL128)
     bus = std::min(bus * (m.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0),
                    g.channels * kPerChMaxTreeLl128Bw[cc_index][node_index]);
-  const double ratio =
-      a == kRingA ? static_cast<double>(m.ranks) / nsteps : (a == kNvlsA || a == kNvlsTreeA ? 5.0 / 6.0 : .5);
+  const double ratio = a == Family::kRing ? static_cast<double>(m.ranks) / nsteps
+                                          : (a == Family::kNvls || a == Family::kNvlsTree ? 5.0 / 6.0 : .5);
   const double algbw = bus * ratio;
 
   // NVLink latencies where the graphs' hops inside a node are NVLink; PCI with one GPU per node (no hops).
   const int intra_hw = m.nvlink && m.gpus_per_node > 1 ? 0 : 1;
-  double latency = kBaseLat[a][p];
-  double intra_lat = kHwLat[intra_hw][a][p];
-  const double inter_lat = kHwLat[2][a][p];  // graph latencyInter: 0 (no CollNet)
+  const int fi = table_index(a), pi = table_index(p);
+  double latency = kBaseLat[fi][pi];
+  double intra_lat = kHwLat[intra_hw][fi][pi];
+  const double inter_lat = kHwLat[2][fi][pi];  // graph latencyInter: 0 (no CollNet)
   const int ranks_per_node = m.ranks / m.nodes;
   switch (a) {
-    case kRingA:
+    case Family::kRing:
       if (op == CollectiveOp::kBroadcast || op == CollectiveOp::kReduce) {
         // One hop's latency where every channel follows the same ring (sameChannels, one switched node);
         // across nodes the channels' rings differ, and NCCL charges every step (Simple at the tree's rate).
         const int hw = m.nodes == 1 ? intra_hw : 2;
-        latency += m.nodes == 1 ? kHwLat[hw][kRingA][p] : nsteps * kHwLat[hw][p == 2 ? kTreeA : kRingA][p];
+        const int chunk_family = table_index(p == Protocol::kSimple ? Family::kTree : Family::kRing);
+        latency += m.nodes == 1 ? kHwLat[hw][fi][pi] : nsteps * kHwLat[hw][chunk_family][pi];
       } else {
-        if (m.nodes > 1) intra_lat = std::max(intra_lat, (m.amd_host ? 2.0 : 1.0) * (p == 2 ? 3 : 1));
+        if (m.nodes > 1)
+          intra_lat = std::max(intra_lat, (m.amd_host ? 2.0 : 1.0) * (p == Protocol::kSimple ? 3 : 1));
         latency += (nsteps - inter_steps) * intra_lat + inter_steps * inter_lat;
       }
       break;
-    case kTreeA:
+    case Family::kTree:
       latency += 2 * ((ranks_per_node - 1) * intra_lat + log2i(m.nodes) * inter_lat);
       break;
-    case kNvlsA:
+    case Family::kNvls:
       latency = intra_lat + (m.nodes > 1 ? inter_lat : 0);
       break;
-    case kNvlsTreeA:
+    case Family::kNvlsTree:
       latency += intra_lat + 2 * log2i(m.nodes) * inter_lat;
+      break;
+    case Family::kHostMpi:  // not NCCL's (tuner_time does not ask)
       break;
   }
   return {algbw, latency};
@@ -309,14 +297,13 @@ std::optional<TunerModel> tuner_model(const hw::Topology& topo, std::span<const 
 }
 
 std::optional<double> tuner_time(const TunerModel& m, Family f, Protocol p, CollectiveOp op, double bytes) {
-  const auto a = algo_of(f);
-  if (!a || op == CollectiveOp::kSendRecv || op == CollectiveOp::kAllToAll) return std::nullopt;
-  const int pi = proto_index(p);
-  auto [bw, latency] = rating(m, *a, pi, op);
+  if (f == Family::kHostMpi || op == CollectiveOp::kSendRecv || op == CollectiveOp::kAllToAll)
+    return std::nullopt;
+  auto [bw, latency] = rating(m, f, p, op);
   if (!(bw > 0)) return kInf;
   const int log_size = log2i(static_cast<long long>(bytes) >> 6);
-  if (*a == kTreeA && log_size < 23) bw *= kTreeCorrection[pi][log_size];
-  if (*a == kRingA && p == Protocol::kSimple && m.nodes > 1 && op == CollectiveOp::kAllReduce &&
+  if (f == Family::kTree && log_size < 23) bw *= kTreeCorrection[table_index(p)][log_size];
+  if (f == Family::kRing && p == Protocol::kSimple && m.nodes > 1 && op == CollectiveOp::kAllReduce &&
       bytes / (static_cast<double>(m.comm_channels) * m.ranks) >= 64)
     latency *= m.compute_capability < 80 ? 1.9 : 1.4;  // NCCL's "plateau effect of ring"
   return (latency + bytes / (1000 * bw)) * 1e-6;
