@@ -16,8 +16,7 @@ namespace {
 constexpr double kGB = 1e9;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// --- NCCL's topology search (v2.21.5-1 src/graph/search.cc)
-// -------------------------------------------------
+// --- NCCL's topology search (v2.21.5-1 src/graph/search.cc) ---
 
 // The per-channel speeds the search tries, GB/s: inside a node and with a network, before and from Hopper.
 constexpr std::array kSpeedIntra{40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0};
@@ -86,8 +85,7 @@ int compute_capability(hw::GpuArch a) {
   }
 }
 
-// --- NCCL's tuner (v2.21.5-1 src/graph/tuning.cc)
-// -------------------------------------------------------------
+// --- NCCL's tuner (v2.21.5-1 src/graph/tuning.cc) ---
 
 // baseLat and hwLat [NVLink, PCI, NET], microseconds, [algorithm][LL, LL128, Simple].
 constexpr double kBaseLat[4][3] = {{6.8, 14.0, 0}, {6.6, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}};
