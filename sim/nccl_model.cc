@@ -249,9 +249,8 @@ std::vector<Estimate> estimate_all(const hw::Topology& topo, const CollectiveSpe
       CollectiveSpec trial = spec;
       trial.protocol = p;
       if (!algo->unsupported_reason(trial, topo).empty()) continue;
-      if (only.empty() && candidates == Candidates::kNccl &&
-          !algo->nccl_unsupported_reason(trial, topo).empty())
-        continue;
+      const bool nccls = algo->nccl_unsupported_reason(trial, topo).empty();
+      if (only.empty() && candidates == Candidates::kNccl && !nccls) continue;
       const EstimateInputs in{topo,
                               trial,
                               g,
@@ -266,8 +265,7 @@ std::vector<Estimate> estimate_all(const hw::Topology& topo, const CollectiveSpe
         continue;
       }
       std::optional<double> nccl_seconds;
-      if (model && algo->nccl_unsupported_reason(trial, topo).empty())
-        nccl_seconds = tuner_time(*model, f, p, spec.op, spec.bytes);
+      if (model && nccls) nccl_seconds = tuner_time(*model, f, p, spec.op, spec.bytes);
       if (nccl_seconds && std::isinf(*nccl_seconds)) continue;  // NCCL does not run this pair
       out.push_back({std::string(algo->name()), p, nccl_seconds ? *nccl_seconds : algo->estimate(in)});
     }

@@ -191,6 +191,21 @@ std::pair<double, double> rating(const TunerModel& m, Family a, Protocol p, Coll
   return {algbw, latency};
 }
 
+// The NVLS graph (Hopper and later, an NVLink SHARP switch, 3 GPUs or more): one head per GPU, each GPU's
+// link charged the speed once per other head and twice for its own, (n + 1) x speed within `total`; across
+// nodes pass 2 raises the network speed alone, a step at a time, while it is below twice the NVLink speed and
+// the NIC (`net`) allows the next. No channels where no speed fits.
+TopoGraph nvls_graph(int cc, int n, int nodes, double total, double net) {
+  const auto ladder = speed_ladder(cc, nodes > 1);
+  std::size_t i = 0;
+  while (i < ladder.size() && (n + 1) * ladder[i] > total + 1e-9) ++i;
+  if (i == ladder.size()) return {};
+  TopoGraph g{n, ladder[i], ladder[i]};
+  while (nodes > 1 && i > 0 && g.bw_inter < 2 * g.bw_intra && ladder[i - 1] <= net + 1e-9)
+    g.bw_inter = ladder[--i];
+  return g;
+}
+
 }  // namespace
 
 std::optional<TunerModel> tuner_model(const hw::Topology& topo, std::span<const hw::Rank> group,
@@ -275,20 +290,7 @@ std::optional<TunerModel> tuner_model(const hw::Topology& topo, std::span<const 
   }
   if (m.ring.channels == 0 || m.tree.channels == 0)
     return fail("no speed of NCCL's search fits the links (NCCL then falls back to one slow channel)");
-  // NVLS (Hopper and later, an NVLink SHARP switch, 3 GPUs or more): one head per GPU, each GPU's link
-  // charged the speed once per other head and twice for its own, (n + 1) x speed.
-  if (cc >= 90 && topo.nvls_capable() && m.nvlink && n > 2) {
-    const auto ladder = speed_ladder(cc, m.nodes > 1);
-    std::size_t i = 0;
-    while (i < ladder.size() && (n + 1) * ladder[i] > total + 1e-9) ++i;
-    if (i < ladder.size()) {
-      m.nvls = {n, ladder[i], ladder[i]};
-      // Pass 2 across nodes raises the network speed alone, a step at a time, while it is below twice the
-      // NVLink speed and the NIC allows the next.
-      while (m.nodes > 1 && i > 0 && m.nvls.bw_inter < 2 * m.nvls.bw_intra && ladder[i - 1] <= net + 1e-9)
-        m.nvls.bw_inter = ladder[--i];
-    }
-  }
+  if (cc >= 90 && topo.nvls_capable() && m.nvlink && n > 2) m.nvls = nvls_graph(cc, n, m.nodes, total, net);
   // ncclTopoPostset doubles the ring's channels for the communicator (at most MAXCHANNELS, 32).
   m.comm_channels = std::min(32, 2 * m.ring.channels);
   return m;

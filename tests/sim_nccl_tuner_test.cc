@@ -4,6 +4,7 @@
 // src/graph/tuning.cc).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -144,11 +145,25 @@ TEST(NcclTuner, EightDgxH100RunNvlsTreeUpToHalfAGigabyte) {
   const auto us = [&](Family f, Protocol p, double bytes) {
     return *tuner_time(m, f, p, CollectiveOp::kAllReduce, bytes) * 1e6;
   };
-  EXPECT_NEAR(us(Family::kNvlsTree, Protocol::kSimple, 16777216), 109 + 16777216 / 160e3, 1e-6);
-  EXPECT_NEAR(us(Family::kTree, Protocol::kLL128, 16777216), 82.5 + 16777216 / (116e3 * 0.9), 1e-6);
-  const double ring_bw = 8 * 48 * 64.0 / 126;
-  EXPECT_NEAR(us(Family::kRing, Protocol::kSimple, 1073741824),
-              (8.4 + 110 * 3.4 + 16 * 14) * 1.4 + 1073741824 / (ring_bw * 1e3), 1e-6);
+  // NCCL's figures (2.21 tuning.cc): 8 graph channels of 48 GB/s (NVLS 40 inside the node), 8 GPUs a node,
+  // log2(8 nodes) = 3 network levels, Hopper's per-channel caps from 3 nodes: tree 36.0, tree LL128 29.0.
+  const double channels = 8, net = 48, nvlink = 40, levels = 3, ranks = 64;
+  const double nvls_tree_bw = channels * std::min(nvlink, net / 2) * 5 / 6;  // 160 GB/s
+  const double nvls_tree_lat = 25 + 2 * levels * 14;                         // 109 us
+  const double tree_ll128_bw =
+      std::min(std::min(channels * net * 0.92, channels * 36.0) * 120 / 128, channels * 29.0) * 0.5;  // 116
+  const double tree_ll128_lat = 14 + 2 * (7 * 1.25 + levels * 8.5);                    // 82.5 us
+  const double ring_bw = channels * net * ranks / (2 * (ranks - 1));                   // 195.05 GB/s
+  const double ring_lat = (8.4 + (2 * (ranks - 1) - 2 * 8) * 3.4 + 2 * 8 * 14) * 1.4;  // 848.96 us
+  EXPECT_DOUBLE_EQ(nvls_tree_bw, 160);
+  EXPECT_DOUBLE_EQ(tree_ll128_bw, 116);
+  EXPECT_NEAR(us(Family::kNvlsTree, Protocol::kSimple, 16777216),
+              nvls_tree_lat + 16777216 / (nvls_tree_bw * 1e3), 1e-6);
+  // The tree's size correction at 16 MiB (log2(16 MiB / 64) = 18) is 0.9 for LL128.
+  EXPECT_NEAR(us(Family::kTree, Protocol::kLL128, 16777216),
+              tree_ll128_lat + 16777216 / (tree_ll128_bw * 0.9 * 1e3), 1e-6);
+  EXPECT_NEAR(us(Family::kRing, Protocol::kSimple, 1073741824), ring_lat + 1073741824 / (ring_bw * 1e3),
+              1e-6);
   const hw::Topology t = hw::load_system(test::preset("dgx-h100.yaml"), hw::LoadOptions{8});
   EXPECT_EQ(front(t, 4 << 20), "tree/ll128");
   for (double bytes : {8388608.0, 16777216.0, 67108864.0, 536870912.0})

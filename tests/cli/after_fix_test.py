@@ -8,8 +8,8 @@ import tempfile
 import unittest
 
 import cli_common
-from cli_common import parse_collective_table, sizes_of, src, strata, write_text
-from search_cli_test import PUBLISHED_PARAMS, TRUE_AND_FALSE_RULES
+from cli_common import (PUBLISHED_PARAMS, TRUE_AND_FALSE_RULES, parse_collective_table, sizes_of, src, strata,
+                        write_text)
 
 
 # --- after the fixes of other issue-10 changes -------------------------------------------------------------------

@@ -22,6 +22,16 @@ import unittest
 STRATA = ""
 SOURCE = ""
 
+# Published parameter counts: torchvision resnet50 (25,557,032) and BERT-base-uncased incl. pooler (109,482,240).
+PUBLISHED_PARAMS = {"resnet50": 25_557_032, "bert-base": 109_482_240}
+
+# One rule that holds and one that does not, for `strata subst verify` (exit status 1 on the false one).
+TRUE_AND_FALSE_RULES = """rule comm (x: 2x4, y: 2x4)
+  ewadd(x,y) == ewadd(y,x)
+rule wrong (x: 2x4, y: 2x4)
+  ewadd(x,y) == ewmul(x,y)
+"""
+
 
 class Run:
     def __init__(self, args, cwd=None, timeout=600):

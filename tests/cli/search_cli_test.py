@@ -12,7 +12,8 @@ import unittest
 from functools import lru_cache
 
 import cli_common
-from cli_common import gb_per_s, read_text, src, strata, write_text, yaml_scalar
+from cli_common import (PUBLISHED_PARAMS, TRUE_AND_FALSE_RULES, gb_per_s, read_text, src, strata, write_text,
+                        yaml_scalar)
 
 
 # --- synth -------------------------------------------------------------------------------------------------------
@@ -197,8 +198,6 @@ class Synth(unittest.TestCase):
 
 # --- models ------------------------------------------------------------------------------------------------------
 
-# Published parameter counts: torchvision resnet50 (25,557,032) and BERT-base-uncased incl. pooler (109,482,240).
-PUBLISHED_PARAMS = {"resnet50": 25_557_032, "bert-base": 109_482_240}
 
 
 class Models(unittest.TestCase):
@@ -257,11 +256,6 @@ class Models(unittest.TestCase):
 
 # --- subst / optimize --------------------------------------------------------------------------------------------
 
-TRUE_AND_FALSE_RULES = """rule comm (x: 2x4, y: 2x4)
-  ewadd(x,y) == ewadd(y,x)
-rule wrong (x: 2x4, y: 2x4)
-  ewadd(x,y) == ewmul(x,y)
-"""
 
 
 class Subst(unittest.TestCase):
