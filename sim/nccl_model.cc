@@ -98,6 +98,18 @@ double step_payload(Protocol p) {
   return kLl128StepPayload;
 }
 
+double forward_unit(Protocol p) {
+  switch (p) {
+    case Protocol::kLL:
+      return 512 * 8.0;  // NCCL_LL_MAX_NTHREADS lines of one 8 B datum each
+    case Protocol::kLL128:
+      return 640 / 32 * (32 * 8 * 8.0) * 120 / 128;  // NCCL_LL128_MAX_NTHREADS / WARP_SIZE warp slices
+    case Protocol::kSimple:
+      break;
+  }
+  return std::numeric_limits<double>::infinity();
+}
+
 int call_channels(int channels, double bytes, Family f, Protocol p, int ranks, bool nvlink) {
   if (f != Family::kRing && f != Family::kTree) return channels;
   double threads = 512, threshold = 64;

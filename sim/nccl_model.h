@@ -68,6 +68,14 @@ std::vector<SliceCount> ring_simple_slices(CollectiveOp op, double bytes_per_cha
 // ring broadcast and reduce: BROADCAST_CHUNKSTEPS = REDUCE_CHUNKSTEPS = 1, include/collectives.h; v2.21.5-1):
 // Simple 4 MiB / 8 steps = 512 KiB; LL a 64 KiB step, half of it flags: 32 KiB; LL128 kLl128StepPayload.
 double step_payload(Protocol p);
+// The payload a channel's threads pass on together, which the next hop of a tree or chain can work on before
+// the rest of its chunk has arrived: the pipeline's fill moves in these units. LL and LL128 forward line by
+// line, each thread polling the flags of the lines it reads and storing them straight to the next peer
+// (v2.21.5-1 device/prims_ll.h LLGenericOp, prims_ll128.h GenericOp): one pass of LL's 512 threads is 512
+// lines of 8 payload bytes, 4 KiB; one pass of LL128's 20 warps is 20 warp slices of 32 x 8 words, 15/16 of
+// them payload, 38,400 B. Simple posts a step only once it is whole (the receiver waits on the step's
+// tail), so its unit is the chunk itself: +infinity here. Callers take min(chunk, unit).
+double forward_unit(Protocol p);
 
 // NCCL's LL128 step (v2.21.5-1): the default 4,915,200 B buffer in 8 steps of 614,400 B, 120 of every 128
 // bytes payload (include/device.h; enqueue.cc computeCollChunkInfo), and LL128 chunks in whole 480 B for each

@@ -47,12 +47,28 @@ std::vector<TaskId> ring_phase(BuildContext& ctx, std::span<const hw::Rank> ring
 
 // The hops of a chain (root first): broadcast flows root -> end, reduce end -> root (ring.cc).
 std::vector<std::pair<hw::Rank, hw::Rank>> chain_hops(std::span<const hw::Rank> chain, CollectiveOp op);
-// `chunks` chunks of `chunk` payload bytes pipelined along `hops` (each hop forwards a chunk once it has
-// arrived and its previous chunk has left): per-chunk transfers at step granularity, one bundle of
-// (chunks + hops - 1) chunk times at the slowest hop's pace plus the chain's latency at flow granularity
-// (which overstates the fill where hops differ in speed). Returns the last delivery.
+// `chunks` chunks of `chunk` payload bytes pipelined along `hops` (each hop forwards what has arrived once
+// its previous transfer has left): at flow granularity one bundle of K chunk times plus the fill
+// (pipeline_stage_fill of every hop after the first: `fill_unit` inside a node, a chunk at and after a
+// network hop) at the slowest hop's pace, plus the chain's latency (which overstates the fill where hops
+// differ in speed); at step granularity a transfer per chunk and hop, or per unit inside a node where
+// fill_unit < chunk (step_form_chunks). Returns the last delivery.
 TaskId chain_pipeline(BuildContext& ctx, std::span<const std::pair<hw::Rank, hw::Rank>> hops, double chunk,
-                      int chunks, TaskId start, std::int32_t label, int lane, Granularity granularity);
+                      int chunks, double fill_unit, TaskId start, std::int32_t label, int lane,
+                      Granularity granularity);
+// What a stage of a tree or chain pipeline after the first adds to its fill: a whole chunk where its hop or
+// the one before it crosses the network, else `fill_unit` (at most the chunk; nccl::forward_unit). NCCL's
+// network proxy sends a step only once all of it is in its buffer, every LL line or LL128 flag in place (or
+// the GPU posted the step, Simple and GPU Direct LL128; v2.21.5-1 transport/net.cc sendProxyProgress), and
+// the receiving GPU is handed the step whole.
+inline double pipeline_stage_fill(bool hop_crosses_network, bool previous_crosses_network, double chunk,
+                                  double fill_unit) {
+  return hop_crosses_network || previous_crosses_network ? chunk : fill_unit;
+}
+// Chunks of a tree's or chain's step form: `chunks` of `chunk` bytes, or where the pipeline fills in a
+// smaller unit (`fill_unit` < chunk, nccl::forward_unit), the same bytes in units, at most 1,024 of them
+// (never fewer than `chunks`): beyond, the fill is under stages / 1,024 of the time.
+int step_form_chunks(double chunk, int chunks, double fill_unit);
 
 // A pipelined flow bundle: every hop carries `payload_per_hop` bytes (before protocol overhead) at one common
 // rate, then the whole bundle is done after `latency` seconds.
@@ -81,11 +97,13 @@ std::vector<int> nccl_tree_parents(int n, int which);
 TreeShape make_tree(const std::vector<std::vector<hw::Rank>>& nodes, const std::vector<int>& order,
                     std::span<const int> parent_position, const std::vector<std::size_t>& gateway);
 // The whole pipelined tree (reduce up and/or broadcast down) as one flow bundle: `chunks` chunks of `chunk`
-// payload bytes through its D pipeline stages take (K + D - 1) chunk times, then the deepest paths' latency.
-// With `measured` (one NCCL channel's chunk handoffs, tree_chunk_handoffs) its fixed time is the latency
-// instead, and the bundle moves its bytes no faster than the channel's copy time allows.
+// payload bytes through its D pipeline stages take K chunk times and D - 1 times `fill_unit` (what a stage
+// passes on before the next can start: the chunk itself, or less, nccl::forward_unit), then the deepest
+// paths' latency. With `measured` (one NCCL channel's chunk handoffs, tree_chunk_handoffs; fill_unit must be
+// the chunk) its fixed time is the latency instead, and the bundle moves its bytes no faster than the
+// channel's copy time allows.
 TaskId tree_flow_bundle(BuildContext& ctx, const TreeShape& shape, bool do_up, bool do_down, double chunk,
-                        int chunks, TaskId start, std::int32_t label, int lane,
+                        int chunks, double fill_unit, TaskId start, std::int32_t label, int lane,
                         const hw::SizeTimes::Split* measured = nullptr);
 // One NCCL channel's tree at a measured time per chunk handoff between nodes (node.nics.nccl_tree,
 // hw/nccl_measured.h): `bytes` in K chunks of `chunk` (the last one what is left) through `stages` pipeline

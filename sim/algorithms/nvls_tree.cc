@@ -92,8 +92,9 @@ class NvlsTree final : public CollectiveAlgorithm {
                                                                      nodes[1][static_cast<std::size_t>(h)]));
         // The bundle carries its head's share of the tree no faster than each of NCCL's channels moves its
         // part of it (they run side by side).
-        finals.push_back({tree_flow_bundle(ctx, shape, true, true, per_tree / chunks, chunks, start,
-                                           tree_label, 2 * h + mirror, measured ? &*measured : nullptr)});
+        finals.push_back(
+            {tree_flow_bundle(ctx, shape, true, true, per_tree / chunks, chunks, per_tree / chunks, start,
+                              tree_label, 2 * h + mirror, measured ? &*measured : nullptr)});
       }
     }
     // Inside each node: NVLS on every GPU's switch port. Its latency carries the whole pipeline's (NVLS, then

@@ -66,8 +66,8 @@ class OpenMpi final : public CollectiveAlgorithm {
         // Per segment (step granularity) whatever the spec asks: validate's groups are small, and a chain
         // through fast shared-memory hops and one slow network hop fills in one network segment time, not
         // (hops - 1) of them as the flow form's common pace would charge.
-        const TaskId done = chain_pipeline(ctx, chain_hops(group, ctx.spec.op), S / segments, segments, start,
-                                           label, 0, Granularity::kStep);
+        const TaskId done = chain_pipeline(ctx, chain_hops(group, ctx.spec.op), S / segments, segments,
+                                           S / segments, start, label, 0, Granularity::kStep);
         return join(ctx, std::array<Dep, 1>{Dep{done}});
       }
       case CollectiveOp::kAllToAll:

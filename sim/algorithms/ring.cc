@@ -213,8 +213,9 @@ class Ring final : public CollectiveAlgorithm {
                                               1.0, 1024.0));
         const double chunk = per_channel / chunks;
         const auto label = ctx.label(op == CollectiveOp::kBroadcast ? "chain" : "chain-reduce");
-        finals.push_back({chain_pipeline(ctx, chain_hops(chain, op), chunk, chunks, start, label, c,
-                                         ctx.spec.granularity)});
+        finals.push_back({chain_pipeline(ctx, chain_hops(chain, op), chunk, chunks,
+                                         std::min(chunk, nccl::forward_unit(ctx.spec.protocol)), start, label,
+                                         c, ctx.spec.granularity)});
         continue;
       }
       const double slice = per_channel / n;
@@ -248,32 +249,58 @@ std::vector<std::pair<hw::Rank, hw::Rank>> chain_hops(std::span<const hw::Rank> 
   return hops;
 }
 
+int step_form_chunks(double chunk, int chunks, double fill_unit) {
+  if (!(fill_unit > 0) || !(fill_unit < chunk)) return chunks;
+  return std::max(chunks, static_cast<int>(std::min(std::ceil(chunk * chunks / fill_unit), 1024.0)));
+}
+
 TaskId chain_pipeline(BuildContext& ctx, std::span<const std::pair<hw::Rank, hw::Rank>> hops, double chunk,
-                      int chunks, TaskId start, std::int32_t label, int lane, Granularity granularity) {
+                      int chunks, double fill_unit, TaskId start, std::int32_t label, int lane,
+                      Granularity granularity) {
   std::vector<double> lat;
   for (const auto& [a, b] : hops) lat.push_back(ctx.step_latency(a, b));
-  const int stages = static_cast<int>(hops.size());
+  const auto crosses_network = [&](std::size_t i) {
+    return ctx.topo.node_of(hops[i].first) != ctx.topo.node_of(hops[i].second);
+  };
   if (granularity == Granularity::kFlow) {
-    // K chunks through the stages: (K + stages - 1) chunk times at the pipeline's pace, plus the chain's
-    // latency.
-    double chain_latency = 0;
-    for (double l : lat) chain_latency += l;
-    const std::array<Dep, 1> deps{Dep{start}};
-    return add_bundle(ctx, hops, chunk * (chunks + stages - 1), chain_latency, label, deps, lane);
-  }
-  std::vector<TaskId> prev_chunk(hops.size(), -1);
-  TaskId upstream = -1;
-  for (int k = 0; k < chunks; ++k) {
-    upstream = -1;
+    // K chunks through the stages: K chunk times and the fill (pipeline_stage_fill of every stage after the
+    // first) at the pipeline's pace, plus the chain's latency.
+    double chain_latency = 0, fill = 0;
     for (std::size_t i = 0; i < hops.size(); ++i) {
-      std::vector<Dep> deps{upstream < 0 ? Dep{start} : Dep{upstream, DepKind::kDone}};
-      if (prev_chunk[i] >= 0) deps.push_back({prev_chunk[i], DepKind::kSent});
-      upstream =
-          ctx.graph.add_transfer(hops[i].first, hops[i].second, ctx.wire(chunk), lat[i], label, deps, lane);
-      prev_chunk[i] = upstream;
+      chain_latency += lat[i];
+      if (i > 0) fill += pipeline_stage_fill(crosses_network(i), crosses_network(i - 1), chunk, fill_unit);
+    }
+    const std::array<Dep, 1> deps{Dep{start}};
+    return add_bundle(ctx, hops, chunk * chunks + fill, chain_latency, label, deps, lane);
+  }
+  // Step form: a transfer per chunk and hop, or per unit inside a node (pipeline_stage_fill): the next hop
+  // forwards unit by unit, except after a hop across the network, which moves whole chunks.
+  const int units = std::max(1, step_form_chunks(chunk, chunks, fill_unit) / chunks);
+  std::vector<TaskId> last(hops.size(), -1);
+  std::vector<TaskId> upstream, here;
+  for (int k = 0; k < chunks; ++k) {
+    upstream.clear();
+    for (std::size_t i = 0; i < hops.size(); ++i) {
+      const bool whole = crosses_network(i);
+      const int pieces = whole ? 1 : units;
+      here.clear();
+      for (int j = 0; j < pieces; ++j) {
+        std::vector<Dep> deps;
+        if (upstream.empty()) {
+          deps.push_back({start});
+        } else {
+          const std::size_t idx = whole ? upstream.size() - 1 : std::min<std::size_t>(j, upstream.size() - 1);
+          deps.push_back({upstream[idx], DepKind::kDone});
+        }
+        if (last[i] >= 0) deps.push_back({last[i], DepKind::kSent});
+        last[i] = ctx.graph.add_transfer(hops[i].first, hops[i].second, ctx.wire(chunk / pieces), lat[i],
+                                         label, deps, lane);
+        here.push_back(last[i]);
+      }
+      std::swap(upstream, here);
     }
   }
-  return upstream;
+  return last.empty() ? start : last.back();
 }
 
 std::vector<std::vector<hw::Rank>> call_rings(const BuildContext& ctx) {

@@ -258,6 +258,10 @@ class Tree final : public CollectiveAlgorithm {
                        static_cast<int>(std::ceil(per_tree / tree_chunk_bytes(per_tree, ctx.spec.protocol,
                                                                               num_nodes, ranks_per_node))));
     const double chunk = per_tree / chunks;
+    // The pipeline fills in the protocol's forwarding unit (nccl::forward_unit: whole chunks under Simple,
+    // passes of lines under LL and LL128). A measured table timed whole-chunk handoffs, fill included.
+    const double fill_unit = table ? chunk : std::min(chunk, nccl::forward_unit(ctx.spec.protocol));
+    const int step_chunks = step_form_chunks(chunk, chunks, fill_unit);
     const double nccl_chunk =
         table ? tree_chunk_bytes(nccl_share, ctx.spec.protocol, num_nodes, ranks_per_node) : 0.0;
     std::vector<Dep> finals;
@@ -284,12 +288,13 @@ class Tree final : public CollectiveAlgorithm {
       std::optional<hw::SizeTimes::Split> measured;
       if (table) measured = tree_chunk_handoffs(table->times, nccl_share, nccl_chunk, stages);
       if (ctx.spec.granularity == Granularity::kFlow) {
-        finals.push_back({tree_flow_bundle(ctx, shape, do_up, do_down, chunk, chunks, start, up_label, t,
-                                           measured ? &*measured : nullptr)});
+        finals.push_back({tree_flow_bundle(ctx, shape, do_up, do_down, chunk, chunks, fill_unit, start,
+                                           up_label, t, measured ? &*measured : nullptr)});
         continue;
       }
       const TaskId before = static_cast<TaskId>(ctx.graph.size()) - 1;
-      build_steps(ctx, shape, do_up, do_down, chunk, chunks, start, up_label, down_label, t, finals,
+      build_steps(ctx, shape, do_up, do_down, chunk, chunks, std::max(1, step_chunks / chunks), start,
+                  up_label, down_label, t, finals,
                   measured ? std::optional(measured->fixed_seconds / (chunks + stages - 1)) : std::nullopt);
       if (measured) cap_at_measured_rate(ctx, before, chunk, chunks, stages, *measured);
     }
@@ -302,21 +307,23 @@ class Tree final : public CollectiveAlgorithm {
   }
 
  private:
-  // Step granularity: every chunk on every edge is a transfer. A node forwards chunk k up once all its
-  // children's chunk k arrived and its link is free of chunk k-1; the root turns chunks around.
+  // Step granularity: every chunk on every edge is a transfer, or `units` transfers of a unit each inside a
+  // node (LL, LL128: pipeline_stage_fill), which the next hop forwards one by one; a hop across the network
+  // moves whole chunks, and the hop after it waits for the whole chunk. A node forwards up once its
+  // children's data arrived and its link is free of the previous transfer; the root turns chunks around.
   // `hop_latency`, where given, replaces every hop's latency (a measured fixed time per chunk handoff).
   static void build_steps(BuildContext& ctx, const TreeShape& s, bool do_up, bool do_down, double chunk,
-                          int chunks, TaskId start, std::int32_t up_label, std::int32_t down_label, int lane,
-                          std::vector<Dep>& finals, std::optional<double> hop_latency) {
+                          int chunks, int units, TaskId start, std::int32_t up_label, std::int32_t down_label,
+                          int lane, std::vector<Dep>& finals, std::optional<double> hop_latency) {
     const std::size_t m = s.members.size();
-    const auto root = static_cast<std::size_t>(s.root);
     const auto latency = [&](hw::Rank a, hw::Rank b) {
       return hop_latency ? *hop_latency : ctx.step_latency(a, b);
     };
-    std::vector<double> up_lat(m, 0);
+    std::vector<char> net(m, 0);
     for (std::size_t i = 0; i < m; ++i)
       if (s.parent[i] >= 0)
-        up_lat[i] = latency(s.members[i], s.members[static_cast<std::size_t>(s.parent[i])]);
+        net[i] = ctx.topo.node_of(s.members[i]) !=
+                 ctx.topo.node_of(s.members[static_cast<std::size_t>(s.parent[i])]);
     // Post-order (children before parents) for the reduction.
     std::vector<int> post;
     std::vector<std::pair<int, std::size_t>> stack{{s.root, 0}};
@@ -330,89 +337,109 @@ class Tree final : public CollectiveAlgorithm {
         stack.pop_back();
       }
     }
-    std::vector<TaskId> up_prev(m, -1), up_cur(m, -1);
-    std::vector<std::vector<TaskId>> down_prev(m), down_cur(m);
+    // This chunk's transfers on member v's edge to its parent (up) and from its parent (down), and the last
+    // transfer of each edge so far (the link is free once it has been sent).
+    std::vector<std::vector<TaskId>> up(m), down(m);
+    std::vector<TaskId> up_last(m, -1), down_last(m, -1);
+    // One edge's transfers for this chunk: piece j after piece j of each upstream edge, or after its last
+    // piece where this edge crosses the network (it sends whole chunks) or the upstream edge moved one.
+    const auto edge = [&](std::size_t v, hw::Rank from, hw::Rank to, std::int32_t label,
+                          const std::vector<const std::vector<TaskId>*>& upstream, TaskId& last) {
+      const int pieces = net[v] ? 1 : units;
+      std::vector<TaskId> out;
+      for (int j = 0; j < pieces; ++j) {
+        std::vector<Dep> deps;
+        for (const auto* u : upstream) {
+          const std::size_t idx = net[v] ? u->size() - 1 : std::min<std::size_t>(j, u->size() - 1);
+          deps.push_back({(*u)[idx], DepKind::kDone});
+        }
+        if (upstream.empty()) deps.push_back({start});
+        if (last >= 0) deps.push_back({last, DepKind::kSent});
+        last =
+            ctx.graph.add_transfer(from, to, ctx.wire(chunk / pieces), latency(from, to), label, deps, lane);
+        out.push_back(last);
+      }
+      return out;
+    };
     for (int k = 0; k < chunks; ++k) {
       if (do_up) {
         for (int v : post) {
           const auto vi = static_cast<std::size_t>(v);
           if (s.parent[vi] < 0) continue;
-          std::vector<Dep> deps;
-          for (int c : s.children[vi]) deps.push_back({up_cur[static_cast<std::size_t>(c)], DepKind::kDone});
-          if (s.children[vi].empty()) deps.push_back({start});
-          if (up_prev[vi] >= 0) deps.push_back({up_prev[vi], DepKind::kSent});
-          up_cur[vi] =
-              ctx.graph.add_transfer(s.members[vi], s.members[static_cast<std::size_t>(s.parent[vi])],
-                                     ctx.wire(chunk), up_lat[vi], up_label, deps, lane);
+          std::vector<const std::vector<TaskId>*> upstream;
+          for (int c : s.children[vi]) upstream.push_back(&up[static_cast<std::size_t>(c)]);
+          up[vi] = edge(vi, s.members[vi], s.members[static_cast<std::size_t>(s.parent[vi])], up_label,
+                        upstream, up_last[vi]);
         }
       }
       if (do_down) {
         for (int v : s.preorder) {
           const auto vi = static_cast<std::size_t>(v);
-          down_cur[vi].assign(s.children[vi].size(), -1);
-          for (std::size_t ci = 0; ci < s.children[vi].size(); ++ci) {
-            const auto c = static_cast<std::size_t>(s.children[vi][ci]);
-            std::vector<Dep> deps;
-            if (s.parent[vi] < 0) {
-              // The root forwards chunk k once every child's reduced chunk k has arrived.
-              if (do_up)
-                for (int cc : s.children[vi])
-                  deps.push_back({up_cur[static_cast<std::size_t>(cc)], DepKind::kDone});
-              if (deps.empty()) deps.push_back({start});
-            } else {
-              const auto p = static_cast<std::size_t>(s.parent[vi]);
-              const auto idx = static_cast<std::size_t>(
-                  std::find(s.children[p].begin(), s.children[p].end(), v) - s.children[p].begin());
-              deps.push_back({down_cur[p][idx], DepKind::kDone});
-            }
-            if (!down_prev[vi].empty()) deps.push_back({down_prev[vi][ci], DepKind::kSent});
-            down_cur[vi][ci] =
-                ctx.graph.add_transfer(s.members[vi], s.members[c], ctx.wire(chunk),
-                                       latency(s.members[vi], s.members[c]), down_label, deps, lane);
+          std::vector<const std::vector<TaskId>*> upstream;
+          if (s.parent[vi] >= 0) {
+            upstream.push_back(&down[vi]);
+          } else if (do_up) {
+            // The root forwards once its children's reduced data has arrived.
+            for (int c : s.children[vi]) upstream.push_back(&up[static_cast<std::size_t>(c)]);
+          }
+          for (int c : s.children[vi]) {
+            const auto ci = static_cast<std::size_t>(c);
+            down[ci] = edge(ci, s.members[vi], s.members[ci], down_label, upstream, down_last[ci]);
           }
         }
       }
-      if (k == chunks - 1) {
-        if (do_down) {
-          for (std::size_t v = 0; v < m; ++v)
-            for (TaskId d : down_cur[v]) finals.push_back({d});
-        } else {
-          for (int c : s.children[root]) finals.push_back({up_cur[static_cast<std::size_t>(c)]});
-        }
-      }
-      std::swap(up_prev, up_cur);
-      std::swap(down_prev, down_cur);
+    }
+    if (do_down) {
+      for (std::size_t v = 0; v < m; ++v)
+        if (s.parent[v] >= 0) finals.push_back({down_last[v]});
+    } else {
+      for (int c : s.children[static_cast<std::size_t>(s.root)])
+        finals.push_back({up_last[static_cast<std::size_t>(c)]});
     }
   }
 };
 
 }  // namespace
 
-// Flow granularity: the whole pipelined tree is one bundle. With D pipeline stages along the deepest
-// path (up, then down) and K chunks, the last chunk finishes after (K + D - 1) chunk times at the
-// bottleneck rate, plus the path's latencies.
+// Flow granularity: the whole pipelined tree is one bundle. K chunks through the stages of its deepest path
+// (up, then down) finish after K chunk times and the fill at the bottleneck rate (each stage after the first
+// adds pipeline_stage_fill: a unit inside a node, a chunk at the network), plus the path's latencies.
 TaskId tree_flow_bundle(BuildContext& ctx, const TreeShape& s, bool do_up, bool do_down, double chunk,
-                        int chunks, TaskId start, std::int32_t label, int lane,
+                        int chunks, double fill_unit, TaskId start, std::int32_t label, int lane,
                         const hw::SizeTimes::Split* measured) {
   const std::size_t m = s.members.size();
   std::vector<std::pair<hw::Rank, hw::Rank>> hops;
   std::vector<double> lat_to_root(m, 0.0), lat_from_root(m, 0.0);
+  // fill_to_root[v]: the fill of the path from the root's child down to v (its first hop adds nothing);
+  // net[v]: whether v's hop to its parent crosses the network.
+  std::vector<double> fill_to_root(m, 0.0);
+  std::vector<char> net(m, 0);
+  double fill = 0;
+  const int directions = (do_up ? 1 : 0) + (do_down ? 1 : 0);
   for (int v : s.preorder) {
     const auto vi = static_cast<std::size_t>(v);
     if (s.parent[vi] < 0) continue;
     const auto p = static_cast<std::size_t>(s.parent[vi]);
     lat_to_root[vi] = lat_to_root[p] + ctx.step_latency(s.members[vi], s.members[p]);
     lat_from_root[vi] = lat_from_root[p] + ctx.step_latency(s.members[p], s.members[vi]);
+    net[vi] = ctx.topo.node_of(s.members[vi]) != ctx.topo.node_of(s.members[p]);
+    if (s.parent[p] >= 0)
+      fill_to_root[vi] = fill_to_root[p] + pipeline_stage_fill(net[vi], net[p], chunk, fill_unit);
+    // Up to the root and back down the same path: the turn at the root is a stage after the hop into it.
+    const double path_fill =
+        directions == 2 ? 2 * fill_to_root[vi] + pipeline_stage_fill(net[vi], net[vi], chunk, fill_unit)
+                        : fill_to_root[vi];
+    fill = std::max(fill, path_fill);
     if (do_up) hops.push_back({s.members[vi], s.members[p]});
     if (do_down) hops.push_back({s.members[p], s.members[vi]});
   }
-  const int stages = s.depth * ((do_up ? 1 : 0) + (do_down ? 1 : 0));
+  const int stages = s.depth * directions;
   const double latency =
       measured ? measured->fixed_seconds
                : (do_up ? *std::max_element(lat_to_root.begin(), lat_to_root.end()) : 0.0) +
                      (do_down ? *std::max_element(lat_from_root.begin(), lat_from_root.end()) : 0.0);
   const std::array<Dep, 1> deps{Dep{start}};
-  const TaskId bundle = add_bundle(ctx, hops, chunk * (chunks + stages - 1), latency, label, deps, lane);
+  const TaskId bundle = add_bundle(ctx, hops, chunk * chunks + fill, latency, label, deps, lane);
   if (measured) cap_at_measured_rate(ctx, bundle - 1, chunk, chunks, stages, *measured);
   return bundle;
 }

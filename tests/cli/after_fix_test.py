@@ -37,7 +37,13 @@ class SizesAfterFix(unittest.TestCase):
 class TunerAfterFix(unittest.TestCase):
     """Issue 10 defect 4: the tuner's simulated time is within 10% of the best algorithm's it chooses from:
     auto among NCCL's algorithms (ring, tree, nvls, nvls-tree), best among all, strata's own direct and
-    hierarchical schedules included."""
+    hierarchical schedules included. Since auto is NCCL's own choice (docs/fidelity.md §6.8) it may be slower
+    where NCCL's rating and the simulation disagree: NCCL_RULE lists those cases with what NCCL runs."""
+
+    # 2 x DGX A100, 256 MiB: NCCL 2.21 rates the ring (Simple) at 2,930 us and the tree's best protocol,
+    # LL128, at 3,404 us: its tree graph's 8 channels x 20 GB/s per-channel LL128 ceiling (tuning.cc
+    # perChMaxTreeLL128Bws, Ampere) bound the tree, and the simulator does not charge that ceiling (§5).
+    NCCL_RULE = {("configs/hw/dgx-a100.yaml", 2, "256MiB", None): "ring"}
 
     NCCL = ["ring", "tree", "nvls", "nvls-tree"]
     ALL = NCCL + ["direct", "hierarchical"]
@@ -64,7 +70,11 @@ class TunerAfterFix(unittest.TestCase):
             case = (hw, nodes, size, group)
             best_nccl = min(t[a][0] for a in self.NCCL if a in t)
             best_all = min(t[a][0] for a in self.ALL if a in t)
-            self.assertLessEqual(t["auto"][0], 1.10 * best_nccl, case)
+            if case in self.NCCL_RULE:
+                self.assertRegex(t["auto"][1], r"\b%s\b" % self.NCCL_RULE[case], case)
+                self.assertEqual(t["auto"][0], t[self.NCCL_RULE[case]][0], case)
+            else:
+                self.assertLessEqual(t["auto"][0], 1.10 * best_nccl, case)
             self.assertLessEqual(t["best"][0], 1.10 * best_all, case)
             # auto never names one of strata's own schedules for these all-reduces.
             self.assertNotRegex(t["auto"][1], r"\b(direct|hierarchical)\b", case)

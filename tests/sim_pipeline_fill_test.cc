@@ -1,0 +1,88 @@
+// The fill of tree and chain pipelines: LL and LL128 forward line by line inside a node, one pass of the
+// channel's threads at a time (nccl::forward_unit), while a hop across the network and the hop after it move
+// whole chunks (the network proxy sends a step only once it is whole). Expected values come from NCCL's
+// thread and line constants and from the number of pipeline stages, derived by hand below.
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "sim/collective_runner.h"
+#include "sim/nccl_model.h"
+#include "test_systems.h"
+
+namespace strata::sim {
+namespace {
+
+// One channel (one ring or one pair of trees) over all GPUs of `t`, with K chunks per ring or tree.
+double micros(const hw::Topology& t, CollectiveOp op, Protocol p, int chunks, double bytes,
+              Granularity g = Granularity::kFlow) {
+  CollectiveRequest req;
+  req.spec.op = op;
+  for (int i = 0; i < t.num_gpus(); ++i) req.spec.group.push_back(i);
+  req.spec.bytes = bytes;
+  req.spec.protocol = p;
+  req.spec.channels = 1;
+  req.spec.pipeline_chunks = chunks;
+  req.spec.granularity = g;
+  req.algorithm = op == CollectiveOp::kBroadcast ? "ring" : "tree";
+  req.auto_protocol = false;
+  return run_collective(t, req).seconds * 1e6;
+}
+
+// NCCL v2.21.5-1 include/device.h: LL runs NCCL_LL_MAX_NTHREADS = 512 threads, each forwarding a 16 B line
+// of 8 data bytes; LL128 runs NCCL_LL128_MAX_NTHREADS = 640 threads, 20 warps, each forwarding a slice of
+// 32 threads x NCCL_LL128_SHMEM_ELEMS_PER_THREAD = 8 words of 8 B, 120 of every 128 B data.
+TEST(PipelineFill, ForwardUnitIsOnePassOfNcclsThreads) {
+  EXPECT_DOUBLE_EQ(nccl::forward_unit(Protocol::kLL), 512 * 8.0);
+  EXPECT_DOUBLE_EQ(nccl::forward_unit(Protocol::kLL128), 20 * 32 * 8 * 8.0 * 120 / 128);
+  EXPECT_EQ(nccl::forward_unit(Protocol::kSimple), std::numeric_limits<double>::infinity());
+}
+
+// One DGX H100, one channel: the broadcast chain has 7 hops, the all-reduce tree 7 hops up and 7 down.
+// Simple forwards whole chunks: K chunks of P/K take (K + 6) (chain) or (K + 13) (tree) chunk times, so
+// going from 1 to 2 to 4 chunks saves 3P and then 1.5P (chain), 6.5P and 3.25P (tree): a 2:1 ratio. LL and
+// LL128 forward passes of lines (4 KiB, 38,400 B, both under a quarter of P here): the fill is 6 or 13
+// units whatever K, so the time does not depend on the chunk count, in the flow and the step form alike.
+TEST(PipelineFill, InsideANodeLowLatencyProtocolsFillInLinesNotChunks) {
+  const hw::Topology t = hw::load_system(test::preset("dgx-h100.yaml"));
+  for (const auto op : {CollectiveOp::kBroadcast, CollectiveOp::kAllReduce}) {
+    const double bytes = op == CollectiveOp::kBroadcast ? 1 << 20 : 2 << 20;  // P = 1 MiB per ring or tree
+    const double s1 = micros(t, op, Protocol::kSimple, 1, bytes),
+                 s2 = micros(t, op, Protocol::kSimple, 2, bytes),
+                 s4 = micros(t, op, Protocol::kSimple, 4, bytes);
+    EXPECT_NEAR((s1 - s2) / (s2 - s4), 2.0, 1e-6) << op_name(op);
+    for (const auto p : {Protocol::kLL, Protocol::kLL128}) {
+      for (const auto g : {Granularity::kFlow, Granularity::kStep}) {
+        const double one = micros(t, op, p, 1, bytes, g);
+        EXPECT_NEAR(micros(t, op, p, 2, bytes, g), one, 1e-6 * one) << op_name(op) << protocol_name(p);
+        EXPECT_NEAR(micros(t, op, p, 4, bytes, g), one, 1e-6 * one) << op_name(op) << protocol_name(p);
+      }
+    }
+  }
+}
+
+// Two DGX H100, one channel (flow form). Broadcast: the chain 0..7 -> 8..15 has 15 hops, the 8th across the
+// network; stages 2..15 fill with a whole chunk at the network hop and the one after it, a unit elsewhere:
+// P + 2P/K + 12u under LL and LL128, against P + 14P/K under Simple. From K = 1 to K = 2 the time drops by
+// P/r_LL against 7P/r_Simple; the bundle's bottleneck link is the same, so the rates differ by the wire
+// bytes per payload byte (LL 2, LL128 128/120, Simple 1): LL's drop is 2/7 of Simple's, LL128's 1.0667/7.
+// All-reduce tree: each tree of the pair runs from the root GPU's chain (7 hops) across the network to the
+// other node's chain (8 hops deep), up and back down: 16 stages, of which the network hops and the hops
+// after them fill with whole chunks: 2P/K + 13u against Simple's 15P/K; the tree's LL moves 3.8 wire bytes
+// per payload byte (NCCL's rating, tuning.cc), its LL128 across nodes 128/120.
+TEST(PipelineFill, AcrossNodesTheNetworkHopAndTheNextMoveWholeChunks) {
+  const hw::Topology t = hw::load_system(test::preset("dgx-h100.yaml"), hw::LoadOptions{2});
+  const auto drop = [&](CollectiveOp op, Protocol p) {
+    const double bytes = op == CollectiveOp::kBroadcast ? 1 << 20 : 2 << 20;
+    return micros(t, op, p, 1, bytes) - micros(t, op, p, 2, bytes);
+  };
+  const double chain = drop(CollectiveOp::kBroadcast, Protocol::kSimple);
+  EXPECT_NEAR(drop(CollectiveOp::kBroadcast, Protocol::kLL) / chain, 2.0 * 1 / 7, 1e-4);
+  EXPECT_NEAR(drop(CollectiveOp::kBroadcast, Protocol::kLL128) / chain, 128.0 / 120 * 1 / 7, 1e-4);
+  const double tree = drop(CollectiveOp::kAllReduce, Protocol::kSimple);
+  EXPECT_NEAR(drop(CollectiveOp::kAllReduce, Protocol::kLL) / tree, 3.8 * 1 / 7.5, 1e-4);
+  EXPECT_NEAR(drop(CollectiveOp::kAllReduce, Protocol::kLL128) / tree, 128.0 / 120 * 1 / 7.5, 1e-4);
+}
+
+}  // namespace
+}  // namespace strata::sim
