@@ -24,8 +24,9 @@ inline bool is_tuner_choice(std::string_view algorithm) {
 std::string unknown_algorithm_reason(std::string_view algorithm);
 inline constexpr std::string_view kTunerChoicesHelp =
     "auto (what NCCL 2.21's own tuner picks among the algorithms NCCL has; strata's estimate where it does "
-    "not rebuild NCCL's topology graphs, on GPUs wired to each other by NVLink), best (fastest of all by "
-    "strata's estimate, strata's own schedules included)";
+    "not rebuild NCCL's topology graphs: several nodes of GPUs wired to each other by NVLink, groups with "
+    "different GPU counts per node), best (fastest of all by strata's estimate, strata's own schedules "
+    "included)";
 
 struct CollectiveRequest {
   CollectiveSpec spec;

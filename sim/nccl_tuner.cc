@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <set>
 #include <vector>
 
+#include "sim/algorithms/algorithms.h"
 #include "sim/nccl_model.h"
 
 namespace strata::sim::nccl {
@@ -206,6 +209,91 @@ TopoGraph nvls_graph(int cc, int n, int nodes, double total, double net) {
   return g;
 }
 
+// --- Rings over direct NVLinks: one node whose GPUs are wired to each other (DGX-1's hybrid cube-mesh) ---
+
+// NCCL's search first looks for rings over direct NVLinks only (search.cc ncclTopoCompute: typeIntra starts
+// at PATH_NVL), and each channel takes its speed off every directed link it crosses (followPath): the
+// channels at a speed are the most directed Hamiltonian cycles, repeats allowed, that the links' ratings
+// hold. Up to 2.21 the search is depth-first with a time limit; this one is exhaustive within a budget of
+// partial choices (it finds the most there is on 8 GPUs or fewer).
+class DirectRings {
+ public:
+  DirectRings(const hw::Topology& topo, std::span<const hw::Rank> members)
+      : n_(members.size()), rating_(n_ * n_, 0.0) {
+    for (std::size_t a = 0; a < n_; ++a)
+      for (std::size_t b = 0; b < n_; ++b)
+        if (auto l = a == b ? std::nullopt : topo.direct_link(members[a], members[b]);
+            l && topo.link(*l).transport == hw::Transport::kNvlink)
+          rating_[a * n_ + b] = nccl_gbps(topo.link(*l));
+    std::vector<std::vector<hw::Rank>> cycles;
+    if (n_ == 2 && rating_[1] > 0 && rating_[2] > 0) cycles.push_back({members[0], members[1]});
+    if (n_ >= 3) cycles = algorithms::hamiltonian_cycles(topo, members, 5040);
+    for (const auto& c : cycles) {
+      std::vector<std::size_t> arcs;
+      for (std::size_t i = 0; i < c.size(); ++i) {
+        const auto at = [&](hw::Rank r) {
+          return static_cast<std::size_t>(std::find(members.begin(), members.end(), r) - members.begin());
+        };
+        const std::size_t arc = at(c[i]) * n_ + at(c[(i + 1) % c.size()]);
+        if (!(rating_[arc] > 0)) break;  // a direct link that is not NVLink
+        arcs.push_back(arc);
+      }
+      if (arcs.size() == c.size()) cycles_.push_back(std::move(arcs));
+    }
+  }
+  bool empty() const { return cycles_.empty(); }
+  // NCCL's maxBw: the fastest path between two members (a path through another GPU is no faster than its
+  // links).
+  double max_bw() const { return *std::max_element(rating_.begin(), rating_.end()); }
+  // NCCL's totalBw: the most NVLink rating one member has to the others (ncclTopoTrimSystem drops the links
+  // to GPUs outside the communicator).
+  double total_bw() const {
+    double most = 0;
+    for (std::size_t a = 0; a < n_; ++a)
+      most =
+          std::max(most, std::accumulate(rating_.begin() + static_cast<std::ptrdiff_t>(a * n_),
+                                         rating_.begin() + static_cast<std::ptrdiff_t>((a + 1) * n_), 0.0));
+    return most;
+  }
+  // The most cycles, up to `limit`, that fit at `speed` GB/s each.
+  int most(double speed, int limit) const {
+    std::vector<int> room(rating_.size());
+    for (std::size_t i = 0; i < room.size(); ++i)
+      room[i] = static_cast<int>(std::floor(rating_[i] / speed + 1e-9));
+    int best = 0;
+    long budget = 1 << 20;
+    // Every cycle leaves every member once: the fewest free arcs out of a member bound what more fits.
+    const auto bound = [&] {
+      int fewest = std::numeric_limits<int>::max();
+      for (std::size_t a = 0; a < n_; ++a)
+        fewest =
+            std::min(fewest, std::accumulate(room.begin() + static_cast<std::ptrdiff_t>(a * n_),
+                                             room.begin() + static_cast<std::ptrdiff_t>((a + 1) * n_), 0));
+      return fewest;
+    };
+    const auto fits = [&](const std::vector<std::size_t>& arcs) {
+      return std::all_of(arcs.begin(), arcs.end(), [&](std::size_t a) { return room[a] > 0; });
+    };
+    std::function<void(std::size_t, int)> pack = [&](std::size_t first, int count) {
+      best = std::max(best, count);
+      if (best >= limit || --budget < 0 || count + bound() <= best) return;
+      for (std::size_t c = first; c < cycles_.size() && best < limit; ++c) {
+        if (!fits(cycles_[c])) continue;
+        for (std::size_t a : cycles_[c]) --room[a];
+        pack(c, count + 1);
+        for (std::size_t a : cycles_[c]) ++room[a];
+      }
+    };
+    pack(0, 0);
+    return std::min(best, limit);
+  }
+
+ private:
+  std::size_t n_;
+  std::vector<double> rating_;                    // n x n, NCCL's rating of the direct NVLink a -> b, GB/s
+  std::vector<std::vector<std::size_t>> cycles_;  // as indices into rating_
+};
+
 }  // namespace
 
 std::optional<TunerModel> tuner_model(const hw::Topology& topo, std::span<const hw::Rank> group,
@@ -220,12 +308,17 @@ std::optional<TunerModel> tuner_model(const hw::Topology& topo, std::span<const 
   const int n = static_cast<int>(by_node.begin()->second.size());
   for (const auto& [node, members] : by_node)
     if (static_cast<int>(members.size()) != n) return fail("the group has different GPU counts on its nodes");
+  bool wired_to_each_other = false;  // by NVLink, not through a switch
   for (const auto& [node, members] : by_node)
     for (std::size_t i = 0; i < members.size(); ++i)
       for (std::size_t j = i + 1; j < members.size(); ++j)
         if (auto l = topo.direct_link(members[i], members[j]);
             l && topo.link(*l).transport == hw::Transport::kNvlink)
-          return fail("GPUs wired to each other by NVLink (NCCL's rings follow the links; not reproduced)");
+          wired_to_each_other = true;
+  if (wired_to_each_other && by_node.size() > 1)
+    return fail(
+        "several nodes of GPUs wired to each other by NVLink (NCCL's rings through their NICs are not "
+        "reproduced)");
 
   TunerModel m;
   m.ranks = static_cast<int>(group.size());
@@ -256,7 +349,24 @@ std::optional<TunerModel> tuner_model(const hw::Topology& topo, std::span<const 
     for (const hw::Link& l : topo.links())
       if (l.src == *nics.begin()) net = std::min(net, nccl_gbps(l));
   }
-  if (m.nodes == 1) {
+  if (wired_to_each_other) {
+    // One node of GPUs wired to each other: rings over the direct NVLinks, then the tree with the ring's
+    // channels (its chains taken as rings less a hop: at a speed where the cycles fit, the chains do).
+    const DirectRings rings(topo, group);
+    if (rings.empty())
+      return fail(
+          "no ring over the group's direct NVLinks (NCCL then tries paths through other GPUs or PCIe; "
+          "not reproduced)");
+    const double max_bw = rings.max_bw(), total_bw = rings.total_bw();
+    const auto ladder = speed_ladder(cc, false);
+    m.ring = dup_channels(search(ladder, max_bw, total_bw, total_bw, 1,
+                                 [&](double s) { return rings.most(s, kMaxRingChannels); }),
+                          cc, kMaxRingChannels);
+    const int tree_channels = m.ring.channels;
+    m.tree = search(ladder, max_bw, total_bw, total_bw * n / (n - 1.0), tree_channels, [&](double s) {
+      return rings.most(s, tree_channels) >= tree_channels ? tree_channels : 0;
+    });
+  } else if (m.nodes == 1) {
     // One node: the ring search inside it, then the tree with the ring's channels.
     const auto ring_at = [&](double s) {
       return std::min(kMaxRingChannels, static_cast<int>(std::floor(total / s + 1e-9)));

@@ -31,10 +31,11 @@ struct TunerModel {
   bool amd_host = false;       // NCCL's per-message network overhead and LL ceiling depend on the CPU
 };
 
-// NCCL's graphs for a group, or std::nullopt (with `why`) where strata does not reproduce NCCL's search: GPUs
-// wired to each other directly by NVLink (NCCL's rings follow the links there), or a group with different
-// GPU counts on different nodes. Supported: nodes whose GPUs meet in one switch (NVSwitch or PCIe), one or
-// several of them joined by NICs.
+// NCCL's graphs for a group, or std::nullopt (with `why`) where strata does not reproduce NCCL's search:
+// several nodes of GPUs wired to each other directly by NVLink (NCCL's rings through the NICs), a group on
+// one such node that no ring over direct NVLinks visits, or a group with different GPU counts on different
+// nodes. Supported: nodes whose GPUs meet in one switch (NVSwitch or PCIe), one or several of them joined by
+// NICs; one node of GPUs wired to each other (DGX-1's hybrid cube-mesh), rings over its direct NVLinks.
 std::optional<TunerModel> tuner_model(const hw::Topology& topo, std::span<const hw::Rank> group,
                                       std::string* why = nullptr);
 

@@ -45,6 +45,10 @@ std::vector<TaskId> ring_phase(BuildContext& ctx, std::span<const hw::Rank> ring
                                TaskId start, std::int32_t label, int lane,
                                std::optional<double> latency = std::nullopt);
 
+// Directed Hamiltonian cycles over direct GPU-GPU links among `members` (3 or more; none for fewer), each
+// starting at members[0], at most `limit` of them, in depth-first order over members (ring.cc).
+std::vector<std::vector<hw::Rank>> hamiltonian_cycles(const hw::Topology& topo,
+                                                      std::span<const hw::Rank> members, std::size_t limit);
 // The hops of a chain (root first): broadcast flows root -> end, reduce end -> root (ring.cc).
 std::vector<std::pair<hw::Rank, hw::Rank>> chain_hops(std::span<const hw::Rank> chain, CollectiveOp op);
 // `chunks` chunks of `chunk` payload bytes pipelined along `hops` (each hop forwards what has arrived once

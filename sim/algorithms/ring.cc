@@ -14,9 +14,7 @@
 #include "sim/nccl_model.h"
 
 namespace strata::sim::algorithms {
-namespace {
 
-// Directed Hamiltonian cycles over direct GPU-GPU links among `members`, starting at members[0].
 std::vector<std::vector<hw::Rank>> hamiltonian_cycles(const hw::Topology& topo,
                                                       std::span<const hw::Rank> members, std::size_t limit) {
   std::vector<std::vector<hw::Rank>> cycles;
@@ -42,6 +40,8 @@ std::vector<std::vector<hw::Rank>> hamiltonian_cycles(const hw::Topology& topo,
   if (n >= 3) dfs();
   return cycles;
 }
+
+namespace {
 
 // `channels` rings (channels even) that load every direct link exactly up to `scale` times its multiplicity:
 // channels/2 undirected Hamiltonian cycles, each run in both directions, whose edge counts never exceed scale
