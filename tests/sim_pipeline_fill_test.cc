@@ -61,27 +61,32 @@ TEST(PipelineFill, InsideANodeLowLatencyProtocolsFillInLinesNotChunks) {
   }
 }
 
-// Two DGX H100, one channel (flow form). Broadcast: the chain 0..7 -> 8..15 has 15 hops, the 8th across the
-// network; stages 2..15 fill with a whole chunk at the network hop and the one after it, a unit elsewhere:
-// P + 2P/K + 12u under LL and LL128, against P + 14P/K under Simple. From K = 1 to K = 2 the time drops by
-// P/r_LL against 7P/r_Simple; the bundle's bottleneck link is the same, so the rates differ by the wire
-// bytes per payload byte (LL 2, LL128 128/120, Simple 1): LL's drop is 2/7 of Simple's, LL128's 1.0667/7.
-// All-reduce tree: each tree of the pair runs from the root GPU's chain (7 hops) across the network to the
-// other node's chain (8 hops deep), up and back down: 16 stages, of which the network hops and the hops
-// after them fill with whole chunks: 2P/K + 13u against Simple's 15P/K; the tree's LL moves 3.8 wire bytes
-// per payload byte (NCCL's rating, tuning.cc), its LL128 across nodes 128/120.
+// Two DGX H100, one channel (flow form). A stage adds what the previous hop must hand over before the next
+// can start, at the previous hop's rate: a whole chunk where either hop crosses the network, a unit u
+// otherwise; a hop inside a node runs at the share s of the pipeline's pace (1, except under LL, whose
+// ceiling across 2 nodes, 39 GB/s, is below its one-node Hopper ceiling, 141: s = 39/141; NCCL's llMaxBws).
+// Broadcast: the chain 0..7 -> 8..15 has 15 hops, the 8th across the network: stage 8 waits for a whole
+// chunk from an NVLink hop (s P/K), stage 9 for the network hop's (P/K), twelve others for a unit (s u):
+// P + (1 + s) P/K + 12 s u, against Simple's P + 14 P/K. From K = 1 to K = 2 the time drops by
+// (1 + s) P/2 / r against 7 P / r_Simple, on the same bottleneck link, so the rates differ by the wire
+// bytes per payload byte (LL 2, LL128 128/120): LL's drop is (1 + s)/7 of Simple's, LL128's (2 x 128/120)/14.
+// All-reduce tree: each tree runs up one node's chain of 8 (7 hops), across the network to the other node's
+// head, and back down (16 hops, the 8th and 9th across the network): (1 + 1 + s) P/K + 12 s u against
+// Simple's 15 P/K; the tree's LL moves 3.8 wire bytes per payload byte (NCCL's rating, tuning.cc), its
+// LL128 across nodes 128/120.
 TEST(PipelineFill, AcrossNodesTheNetworkHopAndTheNextMoveWholeChunks) {
   const hw::Topology t = hw::load_system(test::preset("dgx-h100.yaml"), hw::LoadOptions{2});
   const auto drop = [&](CollectiveOp op, Protocol p) {
     const double bytes = op == CollectiveOp::kBroadcast ? 1 << 20 : 2 << 20;
     return micros(t, op, p, 1, bytes) - micros(t, op, p, 2, bytes);
   };
+  const double s = 39.0 / 141.0;
   const double chain = drop(CollectiveOp::kBroadcast, Protocol::kSimple);
-  EXPECT_NEAR(drop(CollectiveOp::kBroadcast, Protocol::kLL) / chain, 2.0 * 1 / 7, 1e-4);
-  EXPECT_NEAR(drop(CollectiveOp::kBroadcast, Protocol::kLL128) / chain, 128.0 / 120 * 1 / 7, 1e-4);
+  EXPECT_NEAR(drop(CollectiveOp::kBroadcast, Protocol::kLL) / chain, (1 + s) / 7, 1e-4);
+  EXPECT_NEAR(drop(CollectiveOp::kBroadcast, Protocol::kLL128) / chain, 2 * 128.0 / 120 / 14, 1e-4);
   const double tree = drop(CollectiveOp::kAllReduce, Protocol::kSimple);
-  EXPECT_NEAR(drop(CollectiveOp::kAllReduce, Protocol::kLL) / tree, 3.8 * 1 / 7.5, 1e-4);
-  EXPECT_NEAR(drop(CollectiveOp::kAllReduce, Protocol::kLL128) / tree, 128.0 / 120 * 1 / 7.5, 1e-4);
+  EXPECT_NEAR(drop(CollectiveOp::kAllReduce, Protocol::kLL) / tree, 3.8 * (1 + s / 2) / 7.5, 1e-4);
+  EXPECT_NEAR(drop(CollectiveOp::kAllReduce, Protocol::kLL128) / tree, 128.0 / 120 * 1.5 / 7.5, 1e-4);
 }
 
 }  // namespace

@@ -60,14 +60,17 @@ std::vector<std::pair<hw::Rank, hw::Rank>> chain_hops(std::span<const hw::Rank> 
 TaskId chain_pipeline(BuildContext& ctx, std::span<const std::pair<hw::Rank, hw::Rank>> hops, double chunk,
                       int chunks, double fill_unit, TaskId start, std::int32_t label, int lane,
                       Granularity granularity);
-// What a stage of a tree or chain pipeline after the first adds to its fill: a whole chunk where its hop or
-// the one before it crosses the network, else `fill_unit` (at most the chunk; nccl::forward_unit). NCCL's
-// network proxy sends a step only once all of it is in its buffer, every LL line or LL128 flag in place (or
-// the GPU posted the step, Simple and GPU Direct LL128; v2.21.5-1 transport/net.cc sendProxyProgress), and
-// the receiving GPU is handed the step whole.
+// What a stage of a tree or chain pipeline after the first adds to its fill, in bytes at the pipeline's pace:
+// what the previous hop must hand over before this one can start (a whole chunk where either hop crosses
+// the network, else `fill_unit`, at most the chunk; nccl::forward_unit), at the previous hop's rate (inside a
+// node a share `inside_share` of the pace, BuildContext::inside_fill_share). NCCL's network proxy sends a
+// step only once all of it is in its buffer, every LL line or LL128 flag in place (or the GPU posted the
+// step, Simple and GPU Direct LL128; v2.21.5-1 transport/net.cc sendProxyProgress), and the receiving GPU is
+// handed the step whole.
 inline double pipeline_stage_fill(bool hop_crosses_network, bool previous_crosses_network, double chunk,
-                                  double fill_unit) {
-  return hop_crosses_network || previous_crosses_network ? chunk : fill_unit;
+                                  double fill_unit, double inside_share = 1) {
+  const double bytes = hop_crosses_network || previous_crosses_network ? chunk : fill_unit;
+  return previous_crosses_network ? bytes : bytes * inside_share;
 }
 // Chunks of a tree's or chain's step form: `chunks` of `chunk` bytes, or where the pipeline fills in a
 // smaller unit (`fill_unit` < chunk, nccl::forward_unit), the same bytes in units, at most 1,024 of them

@@ -268,7 +268,9 @@ TaskId chain_pipeline(BuildContext& ctx, std::span<const std::pair<hw::Rank, hw:
     double chain_latency = 0, fill = 0;
     for (std::size_t i = 0; i < hops.size(); ++i) {
       chain_latency += lat[i];
-      if (i > 0) fill += pipeline_stage_fill(crosses_network(i), crosses_network(i - 1), chunk, fill_unit);
+      if (i > 0)
+        fill += pipeline_stage_fill(crosses_network(i), crosses_network(i - 1), chunk, fill_unit,
+                                    ctx.inside_fill_share());
     }
     const std::array<Dep, 1> deps{Dep{start}};
     return add_bundle(ctx, hops, chunk * chunks + fill, chain_latency, label, deps, lane);

@@ -410,12 +410,17 @@ TaskId tree_flow_bundle(BuildContext& ctx, const TreeShape& s, bool do_up, bool 
   const std::size_t m = s.members.size();
   std::vector<std::pair<hw::Rank, hw::Rank>> hops;
   std::vector<double> lat_to_root(m, 0.0), lat_from_root(m, 0.0);
-  // fill_to_root[v]: the fill of the path from the root's child down to v (its first hop adds nothing);
-  // net[v]: whether v's hop to its parent crosses the network.
-  std::vector<double> fill_to_root(m, 0.0);
+  // The fill of the path from v up to the root's child (fill_up) and from the root's child down to v
+  // (fill_down), the first hop of each adding nothing; net[v]: whether v's hop to its parent crosses the
+  // network; top[v]: the root's child on v's path.
+  const double share = ctx.inside_fill_share();
+  const auto stage = [&](bool hop_net, bool previous_net) {
+    return pipeline_stage_fill(hop_net, previous_net, chunk, fill_unit, share);
+  };
+  std::vector<double> fill_up(m, 0.0), fill_down(m, 0.0);
   std::vector<char> net(m, 0);
+  std::vector<std::size_t> top(m, 0);
   double fill = 0;
-  const int directions = (do_up ? 1 : 0) + (do_down ? 1 : 0);
   for (int v : s.preorder) {
     const auto vi = static_cast<std::size_t>(v);
     if (s.parent[vi] < 0) continue;
@@ -423,17 +428,20 @@ TaskId tree_flow_bundle(BuildContext& ctx, const TreeShape& s, bool do_up, bool 
     lat_to_root[vi] = lat_to_root[p] + ctx.step_latency(s.members[vi], s.members[p]);
     lat_from_root[vi] = lat_from_root[p] + ctx.step_latency(s.members[p], s.members[vi]);
     net[vi] = ctx.topo.node_of(s.members[vi]) != ctx.topo.node_of(s.members[p]);
-    if (s.parent[p] >= 0)
-      fill_to_root[vi] = fill_to_root[p] + pipeline_stage_fill(net[vi], net[p], chunk, fill_unit);
+    top[vi] = s.parent[p] < 0 ? vi : top[p];
+    if (s.parent[p] >= 0) {
+      fill_up[vi] = fill_up[p] + stage(net[p], net[vi]);
+      fill_down[vi] = fill_down[p] + stage(net[vi], net[p]);
+    }
     // Up to the root and back down the same path: the turn at the root is a stage after the hop into it.
-    const double path_fill =
-        directions == 2 ? 2 * fill_to_root[vi] + pipeline_stage_fill(net[vi], net[vi], chunk, fill_unit)
-                        : fill_to_root[vi];
+    const double path_fill = do_up && do_down
+                                 ? fill_up[vi] + stage(net[top[vi]], net[top[vi]]) + fill_down[vi]
+                                 : (do_up ? fill_up[vi] : fill_down[vi]);
     fill = std::max(fill, path_fill);
     if (do_up) hops.push_back({s.members[vi], s.members[p]});
     if (do_down) hops.push_back({s.members[p], s.members[vi]});
   }
-  const int stages = s.depth * directions;
+  const int stages = s.depth * ((do_up ? 1 : 0) + (do_down ? 1 : 0));
   const double latency =
       measured ? measured->fixed_seconds
                : (do_up ? *std::max_element(lat_to_root.begin(), lat_to_root.end()) : 0.0) +
