@@ -1,7 +1,6 @@
 #include "sim/collective.h"
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <stdexcept>
 
@@ -110,10 +109,6 @@ BuildContext::BuildContext(const hw::Topology& topo_in, TaskGraph& graph_in, con
   payload_cost_ = nccl::payload_cost(family, spec.protocol, nodes);
   busbw_ceiling_ =
       nccl::protocol_busbw_ceiling(family, spec.protocol, topo.gpu().arch, nodes, topo.cpu_vendor());
-  const double one_node =
-      nccl::protocol_busbw_ceiling(family, spec.protocol, topo.gpu().arch, 1, topo.cpu_vendor());
-  if (nodes > 1 && std::isfinite(busbw_ceiling_) && std::isfinite(one_node) && one_node > busbw_ceiling_)
-    inside_fill_share_ = busbw_ceiling_ / one_node;
 }
 
 double BuildContext::step_latency(hw::Rank a, hw::Rank b) const {

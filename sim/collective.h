@@ -90,11 +90,6 @@ class BuildContext {
   // NCCL's ceiling on the bus bandwidth of the spec's protocol for this family and group (bytes/s, +inf when
   // none; nccl::protocol_busbw_ceiling).
   double protocol_busbw_ceiling() const { return busbw_ceiling_; }
-  // The share of the pipeline's pace at which a stage inside a node fills, as a fraction of the pace it runs
-  // at (at most 1): where the protocol's ceiling across nodes is below its ceiling on one node (LL, whose
-  // network path goes through the proxy and host memory), a stage over NVLink or PCIe fills at the one-node
-  // ceiling while the pipeline runs at the lower one: their ratio. 1 elsewhere.
-  double inside_fill_share() const { return inside_fill_share_; }
   // Per-step latency of one hop a -> b: NCCL's per-hop latency for (transport, algorithm, protocol), but
   // never less than the route's physical latency.
   double step_latency(hw::Rank a, hw::Rank b) const;
@@ -113,7 +108,6 @@ class BuildContext {
  private:
   double payload_cost_ = 1;
   double busbw_ceiling_ = 0;
-  double inside_fill_share_ = 1;
 };
 
 // A collective algorithm describes itself completely; nothing outside its file switches over its name.
@@ -135,10 +129,10 @@ class CollectiveAlgorithm {
     return unsupported_reason(spec, topo);
   }
   // NCCL-style analytic time (seconds) of `in.spec` at `in.spec.protocol`, which `--algo best` ranks by (and
-  // `auto` where NCCL's own tuner, sim/nccl_tuner.h, does not apply); called only when eligible and for
-  // groups of two or more. The default reads the algorithm's own flow-form expansion without simulating it
-  // (nccl::expansion_estimate); an algorithm whose expansion is too large to build per estimate (direct: n^2
-  // transfers) overrides it.
+  // `auto` where NCCL's own tuner, sim/nccl_tuner.h, does not apply); called only when eligible and for groups
+  // of two or more. The default reads the algorithm's own flow-form expansion without simulating
+  // it (nccl::expansion_estimate); an algorithm whose expansion is too large to build per estimate (direct:
+  // n^2 transfers) overrides it.
   virtual double estimate(const nccl::EstimateInputs& in) const;
   // Adds the collective's tasks; returns a task that is done when the whole collective is.
   virtual TaskId build(BuildContext& ctx) const = 0;

@@ -4,6 +4,7 @@
 // thread and line constants and from the number of pipeline stages, derived by hand below.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
 
 #include "sim/collective_runner.h"
@@ -62,17 +63,14 @@ TEST(PipelineFill, InsideANodeLowLatencyProtocolsFillInLinesNotChunks) {
 }
 
 // Two DGX H100, one channel (flow form). A stage adds what the previous hop must hand over before the next
-// can start, at the previous hop's rate: a whole chunk where either hop crosses the network, a unit u
-// otherwise; a hop inside a node runs at the share s of the pipeline's pace (1, except under LL, whose
-// ceiling across 2 nodes, 39 GB/s, is below its one-node Hopper ceiling, 141: s = 39/141; NCCL's llMaxBws).
-// Broadcast: the chain 0..7 -> 8..15 has 15 hops, the 8th across the network: stage 8 waits for a whole
-// chunk from an NVLink hop (s P/K), stage 9 for the network hop's (P/K), twelve others for a unit (s u):
-// P + (1 + s) P/K + 12 s u, against Simple's P + 14 P/K. From K = 1 to K = 2 the time drops by
-// (1 + s) P/2 / r against 7 P / r_Simple, on the same bottleneck link, so the rates differ by the wire
-// bytes per payload byte (LL 2, LL128 128/120): LL's drop is (1 + s)/7 of Simple's, LL128's (2 x 128/120)/14.
-// All-reduce tree: each tree runs up one node's chain of 8 (7 hops), across the network to the other node's
-// head, and back down (16 hops, the 8th and 9th across the network): (1 + 1 + s) P/K + 12 s u against
-// Simple's 15 P/K; the tree's LL moves 3.8 wire bytes per payload byte (NCCL's rating, tuning.cc), its
+// can start: a whole chunk where either hop crosses the network, a unit u otherwise. Broadcast: the chain
+// 0..7 -> 8..15 has 15 hops, the 8th across the network: stages 8 and 9 wait for a whole chunk, twelve others
+// for a unit: P + 2P/K + 12u under LL and LL128, against Simple's P + 14P/K. From K = 1 to K = 2 the time
+// drops by P/r against 7P/r_Simple on the same bottleneck link (one channel: LL's ceiling, 39 GB/s, is above
+// the NIC), so the rates differ by the wire bytes per payload byte (LL 2, LL128 128/120): LL's drop is 2/7 of
+// Simple's, LL128's 1.0667/7. All-reduce tree: each tree runs up one node's chain of 8 (7 hops), across the
+// network to the other node's head, and back down (16 hops, the 8th and 9th across the network): 3P/K + 12u
+// against Simple's 15P/K; the tree's LL moves 3.8 wire bytes per payload byte (NCCL's rating, tuning.cc), its
 // LL128 across nodes 128/120.
 TEST(PipelineFill, AcrossNodesTheNetworkHopAndTheNextMoveWholeChunks) {
   const hw::Topology t = hw::load_system(test::preset("dgx-h100.yaml"), hw::LoadOptions{2});
@@ -80,13 +78,37 @@ TEST(PipelineFill, AcrossNodesTheNetworkHopAndTheNextMoveWholeChunks) {
     const double bytes = op == CollectiveOp::kBroadcast ? 1 << 20 : 2 << 20;
     return micros(t, op, p, 1, bytes) - micros(t, op, p, 2, bytes);
   };
-  const double s = 39.0 / 141.0;
   const double chain = drop(CollectiveOp::kBroadcast, Protocol::kSimple);
-  EXPECT_NEAR(drop(CollectiveOp::kBroadcast, Protocol::kLL) / chain, (1 + s) / 7, 1e-4);
-  EXPECT_NEAR(drop(CollectiveOp::kBroadcast, Protocol::kLL128) / chain, 2 * 128.0 / 120 / 14, 1e-4);
+  EXPECT_NEAR(drop(CollectiveOp::kBroadcast, Protocol::kLL) / chain, 2.0 / 7, 1e-4);
+  EXPECT_NEAR(drop(CollectiveOp::kBroadcast, Protocol::kLL128) / chain, 128.0 / 120 / 7, 1e-4);
   const double tree = drop(CollectiveOp::kAllReduce, Protocol::kSimple);
-  EXPECT_NEAR(drop(CollectiveOp::kAllReduce, Protocol::kLL) / tree, 3.8 * (1 + s / 2) / 7.5, 1e-4);
+  EXPECT_NEAR(drop(CollectiveOp::kAllReduce, Protocol::kLL) / tree, 3.8 * 1.5 / 7.5, 1e-4);
   EXPECT_NEAR(drop(CollectiveOp::kAllReduce, Protocol::kLL128) / tree, 128.0 / 120 * 1.5 / 7.5, 1e-4);
+}
+
+// LL's ceiling (NCCL's llMaxBw, 141 GB/s bus bandwidth on one Hopper node) bounds how fast the channels
+// stream, not the fill: with 16 chains on one DGX H100 the ceiling binds (16 x 141/16 x 2 wire bytes = 282
+// GB/s through each GPU's NVSwitch port, below its 371), and a broadcast of S takes NCCL's launch latency,
+// the chain's 7 hop latencies and S at 141 GB/s (a broadcast's bus bandwidth is its algorithm bandwidth), the
+// fill's 6 units of 4 KiB per chain included in neither. From 4 MiB: at 1 MiB the fill (24 KiB against a
+// chain's 64 KiB) would push the ports past their bandwidth, and they would bind instead.
+TEST(PipelineFill, LlsCeilingBoundsStreamingNotTheFill) {
+  const hw::Topology t = hw::load_system(test::preset("dgx-h100.yaml"));
+  for (const double bytes : {4 << 20, 16 << 20}) {
+    CollectiveRequest req;
+    req.spec.op = CollectiveOp::kBroadcast;
+    for (int i = 0; i < 8; ++i) req.spec.group.push_back(i);
+    req.spec.bytes = bytes;
+    req.spec.protocol = Protocol::kLL;
+    req.spec.channels = 16;
+    req.algorithm = "ring";
+    req.auto_protocol = false;
+    const double latency =
+        nccl::base_latency(nccl::Family::kRing, Protocol::kLL) +
+        7 * std::max(nccl::hop_latency(hw::Transport::kNvlink, nccl::Family::kRing, Protocol::kLL),
+                     t.route_latency(0, 1));
+    EXPECT_NEAR(run_collective(t, req).seconds, latency + bytes / 141e9, 1e-9) << bytes;
+  }
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // and one line in builtin.cc.
 #pragma once
 
+#include <limits>
 #include <memory>
 #include <optional>
 
@@ -55,23 +56,26 @@ std::vector<std::pair<hw::Rank, hw::Rank>> chain_hops(std::span<const hw::Rank> 
 // its previous transfer has left): at flow granularity one bundle of K chunk times plus the fill
 // (pipeline_stage_fill of every hop after the first: `fill_unit` inside a node, a chunk at and after a
 // network hop) at the slowest hop's pace, plus the chain's latency (which overstates the fill where hops
-// differ in speed); at step granularity a transfer per chunk and hop, or per unit inside a node where
-// fill_unit < chunk (step_form_chunks). Returns the last delivery.
+// differ in speed), its chunks streaming at no more than `stream_rate` (cap_streaming); at step granularity
+// a transfer per chunk and hop, or per unit inside a node where fill_unit < chunk (step_form_chunks), each
+// capped at `stream_rate`. Returns the last delivery.
 TaskId chain_pipeline(BuildContext& ctx, std::span<const std::pair<hw::Rank, hw::Rank>> hops, double chunk,
                       int chunks, double fill_unit, TaskId start, std::int32_t label, int lane,
-                      Granularity granularity);
-// What a stage of a tree or chain pipeline after the first adds to its fill, in bytes at the pipeline's pace:
-// what the previous hop must hand over before this one can start (a whole chunk where either hop crosses
-// the network, else `fill_unit`, at most the chunk; nccl::forward_unit), at the previous hop's rate (inside a
-// node a share `inside_share` of the pace, BuildContext::inside_fill_share). NCCL's network proxy sends a
-// step only once all of it is in its buffer, every LL line or LL128 flag in place (or the GPU posted the
-// step, Simple and GPU Direct LL128; v2.21.5-1 transport/net.cc sendProxyProgress), and the receiving GPU is
-// handed the step whole.
+                      Granularity granularity, double stream_rate = std::numeric_limits<double>::infinity());
+// What a stage of a tree or chain pipeline after the first adds to its fill: what the previous hop must hand
+// over before this one can start, a whole chunk where either hop crosses the network, else `fill_unit` (at
+// most the chunk; nccl::forward_unit). NCCL's network proxy sends a step only once all of it is in its
+// buffer, every LL line or LL128 flag in place (or the GPU posted the step, Simple and GPU Direct LL128;
+// v2.21.5-1 transport/net.cc sendProxyProgress), and the receiving GPU is handed the step whole.
 inline double pipeline_stage_fill(bool hop_crosses_network, bool previous_crosses_network, double chunk,
-                                  double fill_unit, double inside_share = 1) {
-  const double bytes = hop_crosses_network || previous_crosses_network ? chunk : fill_unit;
-  return previous_crosses_network ? bytes : bytes * inside_share;
+                                  double fill_unit) {
+  return hop_crosses_network || previous_crosses_network ? chunk : fill_unit;
 }
+// Caps a pipeline's flow bundle (`bundle`, `payload` bytes per hop of which `streamed` are its K chunks, the
+// rest its fill) so that its chunks stream at no more than `stream_rate` payload bytes/s: a protocol's
+// ceiling (NCCL's llMaxBw) bounds how fast a channel streams, not how fast the first chunk and units cross
+// idle stages, which run at the links' pace. +infinity: no cap.
+void cap_streaming(BuildContext& ctx, TaskId bundle, double payload, double streamed, double stream_rate);
 // Chunks of a tree's or chain's step form: `chunks` of `chunk` bytes, or where the pipeline fills in a
 // smaller unit (`fill_unit` < chunk, nccl::forward_unit), the same bytes in units, at most 1,024 of them
 // (never fewer than `chunks`): beyond, the fill is under stages / 1,024 of the time.
@@ -106,12 +110,13 @@ TreeShape make_tree(const std::vector<std::vector<hw::Rank>>& nodes, const std::
 // The whole pipelined tree (reduce up and/or broadcast down) as one flow bundle: `chunks` chunks of `chunk`
 // payload bytes through its D pipeline stages take K chunk times and D - 1 times `fill_unit` (what a stage
 // passes on before the next can start: the chunk itself, or less, nccl::forward_unit), then the deepest
-// paths' latency. With `measured` (one NCCL channel's chunk handoffs, tree_chunk_handoffs; fill_unit must be
-// the chunk) its fixed time is the latency instead, and the bundle moves its bytes no faster than the
-// channel's copy time allows.
+// paths' latency; its chunks stream at no more than `stream_rate` payload bytes/s (cap_streaming). With
+// `measured` (one NCCL channel's chunk handoffs, tree_chunk_handoffs; fill_unit must be the chunk) its fixed
+// time is the latency instead, and the bundle moves its bytes no faster than the channel's copy time allows.
 TaskId tree_flow_bundle(BuildContext& ctx, const TreeShape& shape, bool do_up, bool do_down, double chunk,
                         int chunks, double fill_unit, TaskId start, std::int32_t label, int lane,
-                        const hw::SizeTimes::Split* measured = nullptr);
+                        const hw::SizeTimes::Split* measured = nullptr,
+                        double stream_rate = std::numeric_limits<double>::infinity());
 // One NCCL channel's tree at a measured time per chunk handoff between nodes (node.nics.nccl_tree,
 // hw/nccl_measured.h): `bytes` in K chunks of `chunk` (the last one what is left) through `stages` pipeline
 // stages make K + stages - 1 handoffs, the fill's at whole chunks. Every stage, on

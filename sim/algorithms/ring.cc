@@ -215,7 +215,7 @@ class Ring final : public CollectiveAlgorithm {
         const auto label = ctx.label(op == CollectiveOp::kBroadcast ? "chain" : "chain-reduce");
         finals.push_back({chain_pipeline(ctx, chain_hops(chain, op), chunk, chunks,
                                          std::min(chunk, nccl::forward_unit(ctx.spec.protocol)), start, label,
-                                         c, ctx.spec.granularity)});
+                                         c, ctx.spec.granularity, ctx.protocol_busbw_ceiling() / channels)});
         continue;
       }
       const double slice = per_channel / n;
@@ -231,8 +231,9 @@ class Ring final : public CollectiveAlgorithm {
       ctx.graph.cap_transfers_after(start, ctx.wire(per_channel / n * steps) / handoffs->copy_seconds);
     // A ring's bus bandwidth is its channels x the per-hop payload rate of each (all-reduce, reduce-scatter,
     // all-gather and the broadcast/reduce chain alike), so NCCL's protocol ceiling caps every hop of a
-    // channel at ceiling / channels.
-    if (const double ceiling = ctx.protocol_busbw_ceiling(); std::isfinite(ceiling))
+    // channel at ceiling / channels (the chains cap their own streaming, chain_pipeline).
+    if (const double ceiling = ctx.protocol_busbw_ceiling();
+        std::isfinite(ceiling) && op != CollectiveOp::kBroadcast && op != CollectiveOp::kReduce)
       ctx.graph.cap_transfers_after(start, ctx.wire(ceiling / channels));
     return join(ctx, finals);
   }
@@ -254,9 +255,14 @@ int step_form_chunks(double chunk, int chunks, double fill_unit) {
   return std::max(chunks, static_cast<int>(std::min(std::ceil(chunk * chunks / fill_unit), 1024.0)));
 }
 
+void cap_streaming(BuildContext& ctx, TaskId bundle, double payload, double streamed, double stream_rate) {
+  if (std::isfinite(stream_rate) && streamed > 0)
+    ctx.graph.cap_transfers_after(bundle - 1, ctx.wire(stream_rate * payload / streamed));
+}
+
 TaskId chain_pipeline(BuildContext& ctx, std::span<const std::pair<hw::Rank, hw::Rank>> hops, double chunk,
                       int chunks, double fill_unit, TaskId start, std::int32_t label, int lane,
-                      Granularity granularity) {
+                      Granularity granularity, double stream_rate) {
   std::vector<double> lat;
   for (const auto& [a, b] : hops) lat.push_back(ctx.step_latency(a, b));
   const auto crosses_network = [&](std::size_t i) {
@@ -268,16 +274,17 @@ TaskId chain_pipeline(BuildContext& ctx, std::span<const std::pair<hw::Rank, hw:
     double chain_latency = 0, fill = 0;
     for (std::size_t i = 0; i < hops.size(); ++i) {
       chain_latency += lat[i];
-      if (i > 0)
-        fill += pipeline_stage_fill(crosses_network(i), crosses_network(i - 1), chunk, fill_unit,
-                                    ctx.inside_fill_share());
+      if (i > 0) fill += pipeline_stage_fill(crosses_network(i), crosses_network(i - 1), chunk, fill_unit);
     }
     const std::array<Dep, 1> deps{Dep{start}};
-    return add_bundle(ctx, hops, chunk * chunks + fill, chain_latency, label, deps, lane);
+    const TaskId bundle = add_bundle(ctx, hops, chunk * chunks + fill, chain_latency, label, deps, lane);
+    cap_streaming(ctx, bundle, chunk * chunks + fill, chunk * chunks, stream_rate);
+    return bundle;
   }
   // Step form: a transfer per chunk and hop, or per unit inside a node (pipeline_stage_fill): the next hop
   // forwards unit by unit, except after a hop across the network, which moves whole chunks.
   const int units = std::max(1, step_form_chunks(chunk, chunks, fill_unit) / chunks);
+  const auto before = static_cast<TaskId>(ctx.graph.size()) - 1;
   std::vector<TaskId> last(hops.size(), -1);
   std::vector<TaskId> upstream, here;
   for (int k = 0; k < chunks; ++k) {
@@ -302,6 +309,7 @@ TaskId chain_pipeline(BuildContext& ctx, std::span<const std::pair<hw::Rank, hw:
       std::swap(upstream, here);
     }
   }
+  if (std::isfinite(stream_rate)) ctx.graph.cap_transfers_after(before, ctx.wire(stream_rate));
   return last.empty() ? start : last.back();
 }
 

@@ -264,6 +264,10 @@ class Tree final : public CollectiveAlgorithm {
     const int step_chunks = step_form_chunks(chunk, chunks, fill_unit);
     const double nccl_chunk =
         table ? tree_chunk_bytes(nccl_share, ctx.spec.protocol, num_nodes, ranks_per_node) : 0.0;
+    // NCCL's tree moves half its bus bandwidth as algorithm bandwidth (tuning.cc's bus-to-algorithm ratio
+    // 0.5), and the trees' algorithm bandwidth is trees x the per-hop payload rate of each: so its protocol
+    // ceiling caps every tree's streaming at ceiling / 2 / trees.
+    const double stream_rate = 0.5 * ctx.protocol_busbw_ceiling() / trees;
     std::vector<Dep> finals;
     for (int t = 0; t < trees; ++t) {
       const int channel = t / per_channel;
@@ -289,7 +293,7 @@ class Tree final : public CollectiveAlgorithm {
       if (table) measured = tree_chunk_handoffs(table->times, nccl_share, nccl_chunk, stages);
       if (ctx.spec.granularity == Granularity::kFlow) {
         finals.push_back({tree_flow_bundle(ctx, shape, do_up, do_down, chunk, chunks, fill_unit, start,
-                                           up_label, t, measured ? &*measured : nullptr)});
+                                           up_label, t, measured ? &*measured : nullptr, stream_rate)});
         continue;
       }
       const TaskId before = static_cast<TaskId>(ctx.graph.size()) - 1;
@@ -298,11 +302,9 @@ class Tree final : public CollectiveAlgorithm {
                   measured ? std::optional(measured->fixed_seconds / (chunks + stages - 1)) : std::nullopt);
       if (measured) cap_at_measured_rate(ctx, before, chunk, chunks, stages, *measured);
     }
-    // NCCL's tree moves half its bus bandwidth as algorithm bandwidth (tuning.cc's bus-to-algorithm ratio
-    // 0.5), and the trees' algorithm bandwidth is trees x the per-hop payload rate of each: so its protocol
-    // ceiling caps every hop of a tree at ceiling / 2 / trees.
-    if (const double ceiling = ctx.protocol_busbw_ceiling(); std::isfinite(ceiling))
-      ctx.graph.cap_transfers_after(start, ctx.wire(0.5 * ceiling / trees));
+    // The step form caps every transfer at the streaming rate.
+    if (ctx.spec.granularity == Granularity::kStep && std::isfinite(stream_rate))
+      ctx.graph.cap_transfers_after(start, ctx.wire(stream_rate));
     return join(ctx, finals);
   }
 
@@ -406,16 +408,15 @@ class Tree final : public CollectiveAlgorithm {
 // adds pipeline_stage_fill: a unit inside a node, a chunk at the network), plus the path's latencies.
 TaskId tree_flow_bundle(BuildContext& ctx, const TreeShape& s, bool do_up, bool do_down, double chunk,
                         int chunks, double fill_unit, TaskId start, std::int32_t label, int lane,
-                        const hw::SizeTimes::Split* measured) {
+                        const hw::SizeTimes::Split* measured, double stream_rate) {
   const std::size_t m = s.members.size();
   std::vector<std::pair<hw::Rank, hw::Rank>> hops;
   std::vector<double> lat_to_root(m, 0.0), lat_from_root(m, 0.0);
   // The fill of the path from v up to the root's child (fill_up) and from the root's child down to v
   // (fill_down), the first hop of each adding nothing; net[v]: whether v's hop to its parent crosses the
   // network; top[v]: the root's child on v's path.
-  const double share = ctx.inside_fill_share();
   const auto stage = [&](bool hop_net, bool previous_net) {
-    return pipeline_stage_fill(hop_net, previous_net, chunk, fill_unit, share);
+    return pipeline_stage_fill(hop_net, previous_net, chunk, fill_unit);
   };
   std::vector<double> fill_up(m, 0.0), fill_down(m, 0.0);
   std::vector<char> net(m, 0);
@@ -449,6 +450,7 @@ TaskId tree_flow_bundle(BuildContext& ctx, const TreeShape& s, bool do_up, bool 
   const std::array<Dep, 1> deps{Dep{start}};
   const TaskId bundle = add_bundle(ctx, hops, chunk * chunks + fill, latency, label, deps, lane);
   if (measured) cap_at_measured_rate(ctx, bundle - 1, chunk, chunks, stages, *measured);
+  cap_streaming(ctx, bundle, chunk * chunks + fill, chunk * chunks, stream_rate);
   return bundle;
 }
 
