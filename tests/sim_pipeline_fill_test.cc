@@ -111,5 +111,27 @@ TEST(PipelineFill, LlsCeilingBoundsStreamingNotTheFill) {
   }
 }
 
+// What NCCL runs (`auto`) across 2, 4 and 8 DGX A100 or DGX H100 never finishes a larger all-reduce sooner
+// than a smaller one, from 1 KiB to 1 GiB: where NCCL hands over from one algorithm or protocol to another,
+// the simulated times must meet. Until the fill above, the LL tree at 64-128 KiB took longer than the LL128
+// tree at 256 KiB on every one of them.
+TEST(PipelineFill, LargerAllReducesAcrossDgxNodesNeverFinishSooner) {
+  for (const char* preset : {"dgx-a100.yaml", "dgx-h100.yaml"}) {
+    for (const int nodes : {2, 4, 8}) {
+      const hw::Topology t = hw::load_system(test::preset(preset), hw::LoadOptions{nodes});
+      double before = 0;
+      for (double bytes = 1024; bytes <= 1024.0 * 1024 * 1024; bytes *= 2) {
+        CollectiveRequest req;
+        req.spec.op = CollectiveOp::kAllReduce;
+        for (int i = 0; i < t.num_gpus(); ++i) req.spec.group.push_back(i);
+        req.spec.bytes = bytes;
+        const double seconds = run_collective(t, req).seconds;
+        EXPECT_GE(seconds, before) << preset << " x " << nodes << " at " << bytes << " B";
+        before = seconds;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace strata::sim
