@@ -77,8 +77,9 @@ inline double pipeline_stage_fill(bool hop_crosses_network, bool previous_crosse
 // idle stages, which run at the links' pace. +infinity: no cap.
 void cap_streaming(BuildContext& ctx, TaskId bundle, double payload, double streamed, double stream_rate);
 // Chunks of a tree's or chain's step form: `chunks` of `chunk` bytes, or where the pipeline fills in a
-// smaller unit (`fill_unit` < chunk, nccl::forward_unit), the same bytes in units, at most 1,024 of them
-// (never fewer than `chunks`): beyond, the fill is under stages / 1,024 of the time.
+// smaller unit (`fill_unit` < chunk, nccl::forward_unit), the same bytes in units, at most 256 of them
+// (never fewer than `chunks`): beyond, units are larger and the fill is under stages / 256 of the time. The
+// step form is for small groups and traces: 256 transfers per edge bound its cost at mid sizes.
 int step_form_chunks(double chunk, int chunks, double fill_unit);
 
 // A pipelined flow bundle: every hop carries `payload_per_hop` bytes (before protocol overhead) at one common

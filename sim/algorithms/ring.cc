@@ -252,7 +252,7 @@ std::vector<std::pair<hw::Rank, hw::Rank>> chain_hops(std::span<const hw::Rank> 
 
 int step_form_chunks(double chunk, int chunks, double fill_unit) {
   if (!(fill_unit > 0) || !(fill_unit < chunk)) return chunks;
-  return std::max(chunks, static_cast<int>(std::min(std::ceil(chunk * chunks / fill_unit), 1024.0)));
+  return std::max(chunks, static_cast<int>(std::min(std::ceil(chunk * chunks / fill_unit), 256.0)));
 }
 
 void cap_streaming(BuildContext& ctx, TaskId bundle, double payload, double streamed, double stream_rate) {
