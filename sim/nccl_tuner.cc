@@ -228,12 +228,12 @@ class DirectRings {
     std::vector<std::vector<hw::Rank>> cycles;
     if (n_ == 2 && rating_[1] > 0 && rating_[2] > 0) cycles.push_back({members[0], members[1]});
     if (n_ >= 3) cycles = algorithms::hamiltonian_cycles(topo, members, 5040);
+    const auto at = [&](hw::Rank r) {
+      return static_cast<std::size_t>(std::find(members.begin(), members.end(), r) - members.begin());
+    };
     for (const auto& c : cycles) {
       std::vector<std::size_t> arcs;
       for (std::size_t i = 0; i < c.size(); ++i) {
-        const auto at = [&](hw::Rank r) {
-          return static_cast<std::size_t>(std::find(members.begin(), members.end(), r) - members.begin());
-        };
         const std::size_t arc = at(c[i]) * n_ + at(c[(i + 1) % c.size()]);
         if (!(rating_[arc] > 0)) break;  // a direct link that is not NVLink
         arcs.push_back(arc);

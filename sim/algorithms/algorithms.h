@@ -109,11 +109,12 @@ std::vector<int> nccl_tree_parents(int n, int which);
 TreeShape make_tree(const std::vector<std::vector<hw::Rank>>& nodes, const std::vector<int>& order,
                     std::span<const int> parent_position, const std::vector<std::size_t>& gateway);
 // The whole pipelined tree (reduce up and/or broadcast down) as one flow bundle: `chunks` chunks of `chunk`
-// payload bytes through its D pipeline stages take K chunk times and D - 1 times `fill_unit` (what a stage
-// passes on before the next can start: the chunk itself, or less, nccl::forward_unit), then the deepest
-// paths' latency; its chunks stream at no more than `stream_rate` payload bytes/s (cap_streaming). With
-// `measured` (one NCCL channel's chunk handoffs, tree_chunk_handoffs; fill_unit must be the chunk) its fixed
-// time is the latency instead, and the bundle moves its bytes no faster than the channel's copy time allows.
+// payload bytes take K chunk times and the fill of the path with the most (pipeline_stage_fill of each stage
+// after the first: `fill_unit` inside a node, at most the chunk, nccl::forward_unit; the chunk at and after
+// a network hop), then the deepest paths' latency; its chunks stream at no more than `stream_rate` payload
+// bytes/s (cap_streaming). With `measured` (one NCCL channel's chunk handoffs, tree_chunk_handoffs; fill_unit
+// must be the chunk) its fixed time is the latency instead, and the bundle moves its bytes no faster than the
+// channel's copy time allows.
 TaskId tree_flow_bundle(BuildContext& ctx, const TreeShape& shape, bool do_up, bool do_down, double chunk,
                         int chunks, double fill_unit, TaskId start, std::int32_t label, int lane,
                         const hw::SizeTimes::Split* measured = nullptr,
