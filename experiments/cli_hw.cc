@@ -24,7 +24,9 @@ void add_hw_commands(CLI::App& app) {
   };
   auto opt = std::make_shared<Options>();
   auto* show =
-      hw_cmd->add_subcommand("show", "Print a system's hierarchy view and physical graph (wires, routes)");
+      hw_cmd->add_subcommand("show",
+                             "Print a system's hierarchy view, physical graph (wires, routes), measured NCCL "
+                             "tables and the topology graphs NCCL's search builds on it");
   show->add_option("system", opt->file, "System YAML file, e.g. configs/hw/dgx-h100.yaml")->required();
   add_int_option(*show, "--nodes", opt->nodes, {1, hw::limits::kMaxNodes},
                  "Turn the node preset into an N-node cluster (overrides 'nodes:')", false);
@@ -37,7 +39,8 @@ void add_hw_commands(CLI::App& app) {
       std::cout << fmt::format("  {:<16} {:<40} fp16/bf16 {:>7.1f} TFLOPS  HBM {:>8} {:>12}\n", g.name,
                                g.description, g.peak_flops(hw::DType::kBf16) / 1e12,
                                units::format_bytes(g.hbm_capacity), units::format_bandwidth(g.hbm_bandwidth));
-    std::cout << "\nlink kinds (per direction; NCCL: NCCL's own rating of the link, which its tuner reads):\n";
+    std::cout
+        << "\nlink kinds (per direction; NCCL: NCCL's own rating of the link, which its tuner reads):\n";
     for (const auto& l : hw::link_catalog())
       std::cout << fmt::format("  {:<10} {:<55} line {:>10}  effective {:>10}  latency {:>9}  NCCL {:>10}\n",
                                l.name, l.description, units::format_bandwidth(l.bandwidth),

@@ -10,6 +10,7 @@
 #include "experiments/option_ranges.h"
 #include "hw/system_loader.h"
 #include "hw/units.h"
+#include "sim/nccl_tuner.h"
 
 namespace strata::experiments {
 
@@ -54,6 +55,24 @@ std::string describe_system(const hw::Topology& topo) {
     else if ((!info.across_nodes || nics) && (!info.ll128 || nvlink) && (!info.nvls || topo.nvls_capable()))
       out += fmt::format("  {:<12} not measured ({}; strata validate {})\n", info.label, info.path,
                          info.command);
+  }
+  // NCCL's topology graphs for a communicator over every GPU, as strata rebuilds its search (what `--algo
+  // auto` ranks with): to hold against a system's NCCL_DEBUG_SUBSYS=GRAPH log ("nChannels N, bw a/b").
+  std::vector<hw::Rank> all(static_cast<std::size_t>(topo.num_gpus()));
+  for (std::size_t r = 0; r < all.size(); ++r) all[r] = static_cast<hw::Rank>(r);
+  std::string why;
+  if (const auto m = all.size() > 1 ? sim::nccl::tuner_model(topo, all, &why) : std::nullopt) {
+    const auto graph = [](const sim::nccl::TopoGraph& g) {
+      return g.channels == 0 ? std::string("none")
+                             : fmt::format("{} x {:g}/{:g} GB/s", g.channels, g.bw_intra, g.bw_inter);
+    };
+    out += fmt::format(
+        "  nccl graphs  ring {}, tree {}, nvls {}; {} channels (NCCL 2.21's search: channels x speed inside/"
+        "across nodes)\n",
+        graph(m->ring), graph(m->tree), graph(m->nvls), m->comm_channels);
+  } else {
+    out += fmt::format("  nccl graphs  not rebuilt: {}; --algo auto ranks by strata's estimate\n",
+                       all.size() > 1 ? why : "one GPU");
   }
   out += "\n  wires of node 0 and the network (effective bandwidth per direction):\n";
   std::set<std::string> seen;

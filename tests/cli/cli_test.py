@@ -118,6 +118,17 @@ class HwCommands(unittest.TestCase):
         self.assertIn("nccl net128  not measured (node.nics.nccl_ring_ll128; strata validate net-ll128)", r.out)
         self.assertIn("nccl tree128 not measured (node.nics.nccl_tree_ll128; strata validate net-chunks-ll128)", r.out)
         self.assertIn("nccl chain   not measured (node.fabric.nccl_tree; strata validate tree-chunks)", r.out)
+        # NCCL's graphs as strata rebuilds NCCL 2.21's search (docs/fidelity.md §6.8): one DGX A100, 6 rings of
+        # 40 GB/s doubled to 12 of 20 and 24 communicator channels (an HGX A100's log prints "Channel 23/24",
+        # github.com/NVIDIA/nccl-tests/issues/100); two DGX H100, a ring per NIC at 48 GB/s, NVLS 8 x 40 inside
+        # and 48 across, 16 channels (github.com/NVIDIA/nccl/issues/1453); DGX-1, 6 rings of 20 GB/s over its
+        # NVLinks; two GCP V100 nodes (GPUs wired to each other, several nodes) are not rebuilt.
+        self.assertIn("  nccl graphs  ring 12 x 20/20 GB/s, tree 12 x 20/20 GB/s, nvls none; 24 channels", r.out)
+        h100 = strata("hw", "show", src("configs/hw/dgx-h100.yaml"), "--nodes", "2").out
+        self.assertIn("ring 8 x 48/48 GB/s, tree 8 x 48/48 GB/s, nvls 8 x 40/48 GB/s; 16 channels", h100)
+        self.assertIn("ring 6 x 20/20 GB/s", strata("hw", "show", src("configs/hw/dgx1-v100.yaml")).out)
+        gcp = strata("hw", "show", src("configs/hw/gcp-v100x8.yaml"), "--nodes", "2").out
+        self.assertRegex(gcp, r"nccl graphs  not rebuilt: several nodes of GPUs wired to each other .*strata's estimate")
         nics = "  nics: {count: 8, link: ib-hdr}"
         self.assertIn(nics, text)
         measured = text.replace(fabric, fabric[:-1] + ",\n    nccl_ring: {channels: 24, handoffs: "
