@@ -25,6 +25,7 @@ struct CollectiveOptions {
   std::string hw, op = "allreduce", algo = "auto", protocol = "auto", sizes = "8B:8GiB", dtype = "fp32",
                   group, trace, granularity = "flow";
   int nodes = 0, channels = 0;
+  bool nccl_rating = false;
 };
 
 void run_collective_command(const CollectiveOptions& o) {
@@ -32,7 +33,8 @@ void run_collective_command(const CollectiveOptions& o) {
   const auto topo = experiments::load_cluster(o.hw, o.nodes);
   const experiments::CollectiveQuery query{o.op,    o.algo,        o.protocol, o.sizes,
                                            o.dtype, o.granularity, o.group,    o.channels};
-  const auto cfg = experiments::sweep_config(topo, query);
+  auto cfg = experiments::sweep_config(topo, query);
+  cfg.nccl_rating = o.nccl_rating;
   // The whole sweep runs before anything is printed, so an error never follows a partial table.
   const auto rows = experiments::run_sweep(topo, cfg);
   std::cout << experiments::table_header(topo, cfg);
@@ -90,6 +92,11 @@ void add_sim_commands(CLI::App& app) {
       ->capture_default_str();
   coll->add_option("--trace", o->trace,
                    "Write a Chrome/Perfetto trace of the largest size to this JSON file");
+  coll->add_flag("--nccl-rating", o->nccl_rating,
+                 "Add a column nccl_time: NCCL 2.21's own predicted time (us) of the algorithm and protocol "
+                 "that ran, by its tuner's cost model on NCCL's topology graphs as strata rebuilds them "
+                 "(docs/fidelity.md §6.8); a rating to hold the simulation against, not a measurement; '-' "
+                 "where NCCL does not rate the pair");
   coll->callback([o] { run_collective_command(*o); });
   auto* algos = sim_cmd->add_subcommand("algorithms", "List the registered collective algorithms");
   algos->callback([] {

@@ -8,6 +8,7 @@
 
 #include "hw/config_error.h"
 #include "hw/units.h"
+#include "sim/nccl_tuner.h"
 #include "sim/trace.h"
 #include "util/atomic_file.h"
 #include "util/parse.h"
@@ -67,6 +68,8 @@ std::vector<SweepRow> run_sweep(const hw::Topology& topo, const SweepConfig& con
   const bool per_rank = config.op == sim::CollectiveOp::kAllGather ||
                         config.op == sim::CollectiveOp::kReduceScatter ||
                         config.op == sim::CollectiveOp::kAllToAll;
+  // NCCL's graphs for the group, once per sweep: only what NCCL's tuner rates gets a rating.
+  const auto model = config.nccl_rating ? sim::nccl::tuner_model(topo, group) : std::nullopt;
   std::vector<SweepRow> rows;
   for (double bytes : config.sizes) {
     sim::CollectiveRequest req;
@@ -97,6 +100,14 @@ std::vector<SweepRow> run_sweep(const hw::Topology& topo, const SweepConfig& con
                  result.seconds,
                  result.algbw,
                  result.busbw};
+    if (const auto* algo = sim::AlgorithmRegistry::instance().find(result.algorithm); model && algo) {
+      sim::CollectiveSpec ran = req.spec;
+      ran.protocol = result.protocol;
+      if (algo->nccl_unsupported_reason(ran, topo).empty())
+        if (const auto t = sim::nccl::tuner_time(*model, algo->family(), result.protocol, config.op, bytes);
+            t && std::isfinite(*t))
+          row.nccl_seconds = *t;
+    }
     rows.push_back(row);
     if (on_row) on_row(row);
   }
@@ -117,10 +128,12 @@ std::string table_header(const hw::Topology& topo, const SweepConfig& config) {
       "# strata sim collective: {} on {} ({} GPUs: {} node(s) x {} {}), algorithm {}\n"
       "{}#\n"
       "#                                                              out-of-place\n"
-      "#       size         count      type   redop    root       time   algbw   busbw  algo          proto\n"
-      "#        (B)    (elements)                                 (us)  (GB/s)  (GB/s)\n",
+      "#       size         count      type   redop    root       time   algbw   busbw  algo          "
+      "proto{}\n"
+      "#        (B)    (elements)                                 (us)  (GB/s)  (GB/s){}\n",
       sim::op_name(config.op), topo.name(), n, topo.nodes(), topo.gpus_per_node(), topo.gpu().name,
-      config.algorithm, tables);
+      config.algorithm, tables, config.nccl_rating ? "    nccl_time" : "",
+      config.nccl_rating ? std::string(30, ' ') + "(us)" : "");
 }
 
 std::vector<sim::LinkUsage> write_collective_trace(const hw::Topology& topo, const SweepConfig& config,
@@ -151,15 +164,20 @@ int root_column(sim::CollectiveOp op) {
 }
 
 std::string table_row(const SweepConfig& config, const SweepRow& row) {
-  // Time with nccl-tests' precision rule (2 decimals below 100 us, 1 below 10,000 us, none above) in a
+  // Times with nccl-tests' precision rule (2 decimals below 100 us, 1 below 10,000 us, none above) in a
   // column wide enough for 10^9 us, so columns never shift.
-  const double us = row.seconds * 1e6;
-  const std::string time =
-      us >= 1e4 ? fmt::format("{:.0f}", us) : fmt::format("{:.{}f}", us, us >= 100 ? 1 : 2);
+  const auto micros = [](double seconds) {
+    const double us = seconds * 1e6;
+    return us >= 1e4 ? fmt::format("{:.0f}", us) : fmt::format("{:.{}f}", us, us >= 100 ? 1 : 2);
+  };
+  const std::string protocol = !config.nccl_rating
+                                   ? std::string(sim::protocol_name(row.protocol))
+                                   : fmt::format("{:<6} {:>11}", sim::protocol_name(row.protocol),
+                                                 row.nccl_seconds ? micros(*row.nccl_seconds) : "-");
   return fmt::format("{:>12.0f}  {:>12.0f}  {:>8}  {:>6}  {:>6}  {:>9}  {:>6.2f}  {:>6.2f}  {:<13} {}\n",
                      row.bytes, row.count, hw::dtype_name(config.dtype), redop_column(config.op),
-                     root_column(config.op), time, row.algbw / 1e9, row.busbw / 1e9, row.algorithm,
-                     sim::protocol_name(row.protocol));
+                     root_column(config.op), micros(row.seconds), row.algbw / 1e9, row.busbw / 1e9,
+                     row.algorithm, protocol);
 }
 
 std::string table_footer(const std::vector<SweepRow>& rows) {

@@ -28,6 +28,9 @@ struct SweepConfig {
   int channels = 0;
   sim::Granularity granularity = sim::Granularity::kFlow;
   std::vector<hw::Rank> group;  // empty: every GPU of the system
+  // Add NCCL 2.21's own predicted time of what ran (its tuner's cost model on NCCL's topology graphs as
+  // strata rebuilds them, sim/nccl_tuner.h): a rating to hold the simulation against, not a measurement.
+  bool nccl_rating = false;
 };
 
 struct SweepRow {
@@ -36,6 +39,9 @@ struct SweepRow {
   std::string algorithm;
   sim::Protocol protocol;
   double seconds, algbw, busbw;
+  // NCCL's own rating of the row's algorithm and protocol (SweepConfig::nccl_rating), seconds; nullopt where
+  // it was not asked for or NCCL does not rate the pair (strata's own schedules, graphs not rebuilt).
+  std::optional<double> nccl_seconds = std::nullopt;
 };
 
 // A collective sweep as the command line and the Python API name it (`strata sim collective` options):

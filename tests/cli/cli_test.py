@@ -250,6 +250,24 @@ class SimCollective(unittest.TestCase):
             self.assertAlmostEqual(row["time_us"], expected_us, delta=0.01 + 1e-3 * expected_us, msg=row["line"])
             self.assertEqual((row["algo"], row["proto"]), ("ring", "simple"))
 
+    def test_nccl_rating_column_is_nccls_own_prediction(self):
+        # NCCL 2.21's tuner on one DGX H100 (tests/sim_nccl_tuner_test.cc, by hand): 1 MiB ring/LL 15 us of
+        # latency + 1 MiB at min(141, 360 x 0.5) x 8/14 = 80.6 GB/s, 28.0 us; 2 MiB NVLS 25 us + 2 MiB at
+        # 8 x 40 x 5/6 = 266.7 GB/s, 32.9 us (the picks NCCL logged, github.com/NVIDIA/nccl-tests/issues/309).
+        hw = src("configs/hw/dgx-h100.yaml")
+        r = strata("sim", "collective", "--hw", hw, "--sizes", "1MiB:2MiB", "--nccl-rating")
+        self.assertEqual(r.rc, 0, r)
+        self.assertRegex(r.out, r"proto +nccl_time")
+        rows = [l.split() for l in r.out.splitlines() if l.strip() and not l.startswith("#")]
+        self.assertEqual([(row[8], row[9]) for row in rows], [("ring", "ll"), ("nvls", "simple")])
+        self.assertAlmostEqual(float(rows[0][10]), 15 + 2**20 / (min(141e9, 360e9 * 0.5) * 8 / 14) * 1e6, delta=0.01)
+        self.assertAlmostEqual(float(rows[1][10]), 25 + 2**21 / (8 * 40e9 * 5 / 6) * 1e6, delta=0.01)
+        # strata's own schedules are not NCCL's: no rating; without the flag, no column.
+        direct = strata("sim", "collective", "--hw", hw, "--sizes", "1MiB", "--algo", "direct", "--nccl-rating")
+        self.assertEqual(direct.rc, 0, direct)
+        self.assertRegex(direct.out, r"\bdirect +\w+ +-\n")
+        self.assertNotIn("nccl_time", strata("sim", "collective", "--hw", hw, "--sizes", "1MiB").out)
+
     def test_sim_algorithms_lists_what_sim_collective_accepts(self):
         r = strata("sim", "algorithms")
         self.assertEqual(r.rc, 0, r)
