@@ -107,13 +107,16 @@ py::dict row_dict(const experiments::SweepConfig& cfg, const experiments::SweepR
   d["busbw_GBps"] = r.busbw / 1e9;
   d["algorithm"] = r.algorithm;
   d["protocol"] = std::string(sim::protocol_name(r.protocol));
+  if (cfg.nccl_rating)
+    d["nccl_time_us"] = r.nccl_seconds ? py::cast(*r.nccl_seconds * 1e6) : py::object(py::none());
   return d;
 }
 
-py::list collective(const hw::Topology& topo, const experiments::CollectiveQuery& q,
-                    const std::string& trace) {
+py::list collective(const hw::Topology& topo, const experiments::CollectiveQuery& q, const std::string& trace,
+                    bool nccl_rating) {
   if (!trace.empty()) util::check_output_path(trace);  // refused before the sweep runs, as the CLI does
-  const auto cfg = experiments::sweep_config(topo, q);
+  auto cfg = experiments::sweep_config(topo, q);
+  cfg.nccl_rating = nccl_rating;
   const auto rows = without_gil([&] {
     auto r = experiments::run_sweep(topo, cfg);
     if (!trace.empty() && !r.empty()) experiments::write_collective_trace(topo, cfg, r.back(), trace);
@@ -158,11 +161,14 @@ void add_system_bindings(py::module_& m) {
   m.def(
       "_collective",
       [](const hw::Topology& topo, std::string op, std::string algo, std::string protocol, std::string sizes,
-         std::string dtype, std::string granularity, std::string group, int channels, std::string trace) {
-        return collective(topo, {op, algo, protocol, sizes, dtype, granularity, group, channels}, trace);
+         std::string dtype, std::string granularity, std::string group, int channels, std::string trace,
+         bool nccl_rating) {
+        return collective(topo, {op, algo, protocol, sizes, dtype, granularity, group, channels}, trace,
+                          nccl_rating);
       },
       py::arg("system"), py::arg("op"), py::arg("algo"), py::arg("protocol"), py::arg("sizes"),
-      py::arg("dtype"), py::arg("granularity"), py::arg("group"), py::arg("channels"), py::arg("trace"));
+      py::arg("dtype"), py::arg("granularity"), py::arg("group"), py::arg("channels"), py::arg("trace"),
+      py::arg("nccl_rating"));
 }
 
 void add_synth_and_run_bindings(py::module_& m) {

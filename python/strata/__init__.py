@@ -36,13 +36,14 @@ def _system(system, nodes):
 
 
 def collective(system, op="allreduce", algo="auto", protocol="auto", sizes="8B:8GiB", dtype="fp32", group="",
-               channels=0, granularity="flow", nodes=0, trace=""):
+               channels=0, granularity="flow", nodes=0, trace="", nccl_rating=False):
     """Simulate a collective over a size sweep (strata sim collective): one dict per size with the
     nccl-tests columns (size_bytes, count_elements, type, redop, root, time_us, algbw_GBps, busbw_GBps; GB =
     10^9 B) and the algorithm and protocol that ran. `system` is a System or a system YAML path; `trace` names
-    a JSON file for a Chrome/Perfetto trace of the largest size (--trace)."""
+    a JSON file for a Chrome/Perfetto trace of the largest size (--trace); `nccl_rating` adds nccl_time_us,
+    NCCL 2.21's own predicted time of what ran, or None where NCCL does not rate it (--nccl-rating)."""
     return _strata._collective(_system(system, nodes), op, algo, protocol, sizes, dtype, granularity, group,
-                               channels, os.fspath(trace))
+                               channels, os.fspath(trace), nccl_rating)
 
 
 def collective_array(system, **options):

@@ -58,6 +58,17 @@ def test_rows_match_the_cli_table(case):
         assert (row["algorithm"], row["protocol"]) == (t["algo"], t["proto"])
 
 
+def test_nccl_rating_is_nccls_own_predicted_time():
+    # NCCL 2.21's tuner on one DGX H100, by hand (tests/sim_nccl_tuner_test.cc): 1 MiB ring/LL, 15 us of latency
+    # + 1 MiB at min(141, 360 x 0.5) x 8/14 GB/s; strata's own schedule `direct` has no rating.
+    rows = strata.collective(src("configs/hw/dgx-h100.yaml"), sizes="1MiB", nccl_rating=True)
+    assert (rows[0]["algorithm"], rows[0]["protocol"]) == ("ring", "ll")
+    assert rows[0]["nccl_time_us"] == pytest.approx(15 + 2**20 / (141e9 * 8 / 14) * 1e6, abs=0.01)
+    direct = strata.collective(src("configs/hw/dgx-h100.yaml"), sizes="1MiB", algo="direct", nccl_rating=True)
+    assert direct[0]["nccl_time_us"] is None
+    assert "nccl_time_us" not in strata.collective(src("configs/hw/dgx-h100.yaml"), sizes="1MiB")[0]
+
+
 def test_ring_allreduce_matches_the_closed_form():
     # One DGX A100: 8 GPUs, 12 NVLink3 links per GPU at 20 GB/s effective (configs/hw/dgx-a100.yaml, hw list).
     # NCCL's ring/Simple latency (src/graph/tuning.cc): 8.4 us base + 3.4 us per NVLink hop, 2(n-1) hops.
