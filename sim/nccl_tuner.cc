@@ -308,13 +308,17 @@ std::optional<TunerModel> tuner_model(const hw::Topology& topo, std::span<const 
   const int n = static_cast<int>(by_node.begin()->second.size());
   for (const auto& [node, members] : by_node)
     if (static_cast<int>(members.size()) != n) return fail("the group has different GPU counts on its nodes");
-  bool wired_to_each_other = false;  // by NVLink, not through a switch
-  for (const auto& [node, members] : by_node)
+  // GPUs wired to each other by NVLink, not through a switch.
+  const auto wired = [&](const std::vector<hw::Rank>& members) {
     for (std::size_t i = 0; i < members.size(); ++i)
       for (std::size_t j = i + 1; j < members.size(); ++j)
         if (auto l = topo.direct_link(members[i], members[j]);
             l && topo.link(*l).transport == hw::Transport::kNvlink)
-          wired_to_each_other = true;
+          return true;
+    return false;
+  };
+  const bool wired_to_each_other =
+      std::any_of(by_node.begin(), by_node.end(), [&](const auto& node) { return wired(node.second); });
   if (wired_to_each_other && by_node.size() > 1)
     return fail(
         "several nodes of GPUs wired to each other by NVLink (NCCL's rings through their NICs are not "
@@ -349,33 +353,32 @@ std::optional<TunerModel> tuner_model(const hw::Topology& topo, std::span<const 
     for (const hw::Link& l : topo.links())
       if (l.src == *nics.begin()) net = std::min(net, nccl_gbps(l));
   }
-  if (wired_to_each_other) {
-    // One node of GPUs wired to each other: rings over the direct NVLinks, then the tree with the ring's
-    // channels (its chains taken as rings less a hop: at a speed where the cycles fit, the chains do).
-    const DirectRings rings(topo, group);
-    if (rings.empty())
-      return fail(
-          "no ring over the group's direct NVLinks (NCCL then tries paths through other GPUs or PCIe; "
-          "not reproduced)");
-    const double max_bw = rings.max_bw(), total_bw = rings.total_bw();
+  if (m.nodes == 1) {
+    // One node: the ring search inside it, then the tree with the ring's channels. On a switch every channel
+    // takes its speed off the GPU's links (NCCL's maxBw and totalBw are the GPU's bandwidth); on GPUs wired
+    // to each other the rings follow the direct NVLinks (DirectRings), and the tree's chains, rings less a
+    // hop, fit where the rings do.
+    std::optional<DirectRings> direct;
+    if (wired_to_each_other) {
+      direct.emplace(topo, group);
+      if (direct->empty())
+        return fail(
+            "no ring over the group's direct NVLinks (NCCL then tries paths through other GPUs or PCIe; "
+            "not reproduced)");
+    }
+    const double max_bw = direct ? direct->max_bw() : total, total_bw = direct ? direct->total_bw() : total;
+    const auto rings_at = [&](double s, int limit) {
+      return direct ? direct->most(s, limit)
+                    : std::min(limit, static_cast<int>(std::floor(total / s + 1e-9)));
+    };
     const auto ladder = speed_ladder(cc, false);
     m.ring = dup_channels(search(ladder, max_bw, total_bw, total_bw, 1,
-                                 [&](double s) { return rings.most(s, kMaxRingChannels); }),
+                                 [&](double s) { return rings_at(s, kMaxRingChannels); }),
                           cc, kMaxRingChannels);
     const int tree_channels = m.ring.channels;
     m.tree = search(ladder, max_bw, total_bw, total_bw * n / (n - 1.0), tree_channels, [&](double s) {
-      return rings.most(s, tree_channels) >= tree_channels ? tree_channels : 0;
+      return rings_at(s, tree_channels) >= tree_channels ? tree_channels : 0;
     });
-  } else if (m.nodes == 1) {
-    // One node: the ring search inside it, then the tree with the ring's channels.
-    const auto ring_at = [&](double s) {
-      return std::min(kMaxRingChannels, static_cast<int>(std::floor(total / s + 1e-9)));
-    };
-    m.ring =
-        dup_channels(search(speed_ladder(cc, false), total, total, total, 1, ring_at), cc, kMaxRingChannels);
-    const int tree_channels = m.ring.channels;
-    m.tree = search(speed_ladder(cc, false), total, total, total * n / (n - 1.0), tree_channels,
-                    [&](double s) { return tree_channels * s <= total + 1e-9 ? tree_channels : 0; });
   } else {
     // Each GPU sends over NVLink for every channel but the one it hands to its NIC (no NVLink hop at all
     // with one GPU per node).

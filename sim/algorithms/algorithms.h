@@ -57,7 +57,7 @@ std::vector<std::pair<hw::Rank, hw::Rank>> chain_hops(std::span<const hw::Rank> 
 // (pipeline_stage_fill of every hop after the first: `fill_unit` inside a node, a chunk at and after a
 // network hop) at the slowest hop's pace, plus the chain's latency (which overstates the fill where hops
 // differ in speed), its chunks streaming at no more than `stream_rate` (cap_streaming); at step granularity
-// a transfer per chunk and hop, or per unit inside a node where fill_unit < chunk (step_form_chunks), each
+// a transfer per chunk and hop, or per unit inside a node where fill_unit < chunk (step_form_units), each
 // capped at `stream_rate`. Returns the last delivery.
 TaskId chain_pipeline(BuildContext& ctx, std::span<const std::pair<hw::Rank, hw::Rank>> hops, double chunk,
                       int chunks, double fill_unit, TaskId start, std::int32_t label, int lane,
@@ -76,11 +76,18 @@ inline double pipeline_stage_fill(bool hop_crosses_network, bool previous_crosse
 // ceiling (NCCL's llMaxBw) bounds how fast a channel streams, not how fast the first chunk and units cross
 // idle stages, which run at the links' pace. +infinity: no cap.
 void cap_streaming(BuildContext& ctx, TaskId bundle, double payload, double streamed, double stream_rate);
-// Chunks of a tree's or chain's step form: `chunks` of `chunk` bytes, or where the pipeline fills in a
-// smaller unit (`fill_unit` < chunk, nccl::forward_unit), the same bytes in units, at most 256 of them
-// (never fewer than `chunks`): beyond, units are larger and the fill is under stages / 256 of the time. The
-// step form is for small groups and traces: 256 transfers per edge bound its cost at mid sizes.
-int step_form_chunks(double chunk, int chunks, double fill_unit);
+// Pieces per chunk inside a node in a tree's or chain's step form: 1, or where the pipeline fills in a
+// smaller unit (`fill_unit` < chunk, nccl::forward_unit) the chunk in units, at most 256 pieces over all
+// `chunks` (never fewer than one a chunk): beyond, pieces are larger and the fill is under stages / 256 of
+// the time. The step form is for small groups and traces: this bounds its cost at mid sizes.
+int step_form_units(double chunk, int chunks, double fill_unit);
+// One hop's transfers of one chunk in a step form: the chunk whole where the hop crosses the network, else in
+// `units` equal pieces. Piece j waits for piece j of every upstream hop's transfers of the chunk (their last
+// piece where this hop or theirs moves the chunk whole), for `start` where there is no upstream hop, and for
+// the hop's previous transfer to have left (`last`, updated).
+std::vector<TaskId> add_step_pieces(BuildContext& ctx, hw::Rank from, hw::Rank to, double chunk, int units,
+                                    double latency, std::span<const std::vector<TaskId>* const> upstream,
+                                    TaskId start, TaskId& last, std::int32_t label, int lane);
 
 // A pipelined flow bundle: every hop carries `payload_per_hop` bytes (before protocol overhead) at one common
 // rate, then the whole bundle is done after `latency` seconds.

@@ -250,9 +250,29 @@ std::vector<std::pair<hw::Rank, hw::Rank>> chain_hops(std::span<const hw::Rank> 
   return hops;
 }
 
-int step_form_chunks(double chunk, int chunks, double fill_unit) {
-  if (!(fill_unit > 0) || !(fill_unit < chunk)) return chunks;
-  return std::max(chunks, static_cast<int>(std::min(std::ceil(chunk * chunks / fill_unit), 256.0)));
+int step_form_units(double chunk, int chunks, double fill_unit) {
+  if (!(fill_unit > 0) || !(fill_unit < chunk)) return 1;
+  return std::max(1, static_cast<int>(std::min(std::ceil(chunk * chunks / fill_unit), 256.0)) / chunks);
+}
+
+std::vector<TaskId> add_step_pieces(BuildContext& ctx, hw::Rank from, hw::Rank to, double chunk, int units,
+                                    double latency, std::span<const std::vector<TaskId>* const> upstream,
+                                    TaskId start, TaskId& last, std::int32_t label, int lane) {
+  const bool whole = ctx.topo.node_of(from) != ctx.topo.node_of(to);
+  const int pieces = whole ? 1 : units;
+  std::vector<TaskId> out;
+  for (int j = 0; j < pieces; ++j) {
+    std::vector<Dep> deps;
+    for (const auto* u : upstream) {
+      const std::size_t idx = whole ? u->size() - 1 : std::min<std::size_t>(j, u->size() - 1);
+      deps.push_back({(*u)[idx], DepKind::kDone});
+    }
+    if (upstream.empty()) deps.push_back({start});
+    if (last >= 0) deps.push_back({last, DepKind::kSent});
+    last = ctx.graph.add_transfer(from, to, ctx.wire(chunk / pieces), latency, label, deps, lane);
+    out.push_back(last);
+  }
+  return out;
 }
 
 void cap_streaming(BuildContext& ctx, TaskId bundle, double payload, double streamed, double stream_rate) {
@@ -283,30 +303,14 @@ TaskId chain_pipeline(BuildContext& ctx, std::span<const std::pair<hw::Rank, hw:
   }
   // Step form: a transfer per chunk and hop, or per unit inside a node (pipeline_stage_fill): the next hop
   // forwards unit by unit, except after a hop across the network, which moves whole chunks.
-  const int units = std::max(1, step_form_chunks(chunk, chunks, fill_unit) / chunks);
+  const int units = step_form_units(chunk, chunks, fill_unit);
   const auto before = static_cast<TaskId>(ctx.graph.size()) - 1;
-  std::vector<TaskId> last(hops.size(), -1);
-  std::vector<TaskId> upstream, here;
+  std::vector<TaskId> last(hops.size(), -1), upstream;
   for (int k = 0; k < chunks; ++k) {
-    upstream.clear();
     for (std::size_t i = 0; i < hops.size(); ++i) {
-      const bool whole = crosses_network(i);
-      const int pieces = whole ? 1 : units;
-      here.clear();
-      for (int j = 0; j < pieces; ++j) {
-        std::vector<Dep> deps;
-        if (upstream.empty()) {
-          deps.push_back({start});
-        } else {
-          const std::size_t idx = whole ? upstream.size() - 1 : std::min<std::size_t>(j, upstream.size() - 1);
-          deps.push_back({upstream[idx], DepKind::kDone});
-        }
-        if (last[i] >= 0) deps.push_back({last[i], DepKind::kSent});
-        last[i] = ctx.graph.add_transfer(hops[i].first, hops[i].second, ctx.wire(chunk / pieces), lat[i],
-                                         label, deps, lane);
-        here.push_back(last[i]);
-      }
-      std::swap(upstream, here);
+      const std::vector<TaskId>* previous_hop[] = {&upstream};
+      upstream = add_step_pieces(ctx, hops[i].first, hops[i].second, chunk, units, lat[i],
+                                 std::span(previous_hop, i > 0 ? 1 : 0), start, last[i], label, lane);
     }
   }
   if (std::isfinite(stream_rate)) ctx.graph.cap_transfers_after(before, ctx.wire(stream_rate));

@@ -261,7 +261,6 @@ class Tree final : public CollectiveAlgorithm {
     // The pipeline fills in the protocol's forwarding unit (nccl::forward_unit: whole chunks under Simple,
     // passes of lines under LL and LL128). A measured table timed whole-chunk handoffs, fill included.
     const double fill_unit = table ? chunk : std::min(chunk, nccl::forward_unit(ctx.spec.protocol));
-    const int step_chunks = step_form_chunks(chunk, chunks, fill_unit);
     const double nccl_chunk =
         table ? tree_chunk_bytes(nccl_share, ctx.spec.protocol, num_nodes, ranks_per_node) : 0.0;
     // NCCL's tree moves half its bus bandwidth as algorithm bandwidth (tuning.cc's bus-to-algorithm ratio
@@ -297,7 +296,7 @@ class Tree final : public CollectiveAlgorithm {
         continue;
       }
       const TaskId before = static_cast<TaskId>(ctx.graph.size()) - 1;
-      build_steps(ctx, shape, do_up, do_down, chunk, chunks, std::max(1, step_chunks / chunks), start,
+      build_steps(ctx, shape, do_up, do_down, chunk, chunks, step_form_units(chunk, chunks, fill_unit), start,
                   up_label, down_label, t, finals,
                   measured ? std::optional(measured->fixed_seconds / (chunks + stages - 1)) : std::nullopt);
       if (measured) cap_at_measured_rate(ctx, before, chunk, chunks, stages, *measured);
@@ -321,11 +320,6 @@ class Tree final : public CollectiveAlgorithm {
     const auto latency = [&](hw::Rank a, hw::Rank b) {
       return hop_latency ? *hop_latency : ctx.step_latency(a, b);
     };
-    std::vector<char> net(m, 0);
-    for (std::size_t i = 0; i < m; ++i)
-      if (s.parent[i] >= 0)
-        net[i] = ctx.topo.node_of(s.members[i]) !=
-                 ctx.topo.node_of(s.members[static_cast<std::size_t>(s.parent[i])]);
     // Post-order (children before parents) for the reduction.
     std::vector<int> post;
     std::vector<std::pair<int, std::size_t>> stack{{s.root, 0}};
@@ -343,25 +337,11 @@ class Tree final : public CollectiveAlgorithm {
     // transfer of each edge so far (the link is free once it has been sent).
     std::vector<std::vector<TaskId>> up(m), down(m);
     std::vector<TaskId> up_last(m, -1), down_last(m, -1);
-    // One edge's transfers for this chunk: piece j after piece j of each upstream edge, or after its last
-    // piece where this edge crosses the network (it sends whole chunks) or the upstream edge moved one.
-    const auto edge = [&](std::size_t v, hw::Rank from, hw::Rank to, std::int32_t label,
+    // One edge's transfers of this chunk (add_step_pieces).
+    const auto edge = [&](hw::Rank from, hw::Rank to, std::int32_t label,
                           const std::vector<const std::vector<TaskId>*>& upstream, TaskId& last) {
-      const int pieces = net[v] ? 1 : units;
-      std::vector<TaskId> out;
-      for (int j = 0; j < pieces; ++j) {
-        std::vector<Dep> deps;
-        for (const auto* u : upstream) {
-          const std::size_t idx = net[v] ? u->size() - 1 : std::min<std::size_t>(j, u->size() - 1);
-          deps.push_back({(*u)[idx], DepKind::kDone});
-        }
-        if (upstream.empty()) deps.push_back({start});
-        if (last >= 0) deps.push_back({last, DepKind::kSent});
-        last =
-            ctx.graph.add_transfer(from, to, ctx.wire(chunk / pieces), latency(from, to), label, deps, lane);
-        out.push_back(last);
-      }
-      return out;
+      return add_step_pieces(ctx, from, to, chunk, units, latency(from, to), upstream, start, last, label,
+                             lane);
     };
     for (int k = 0; k < chunks; ++k) {
       if (do_up) {
@@ -370,8 +350,8 @@ class Tree final : public CollectiveAlgorithm {
           if (s.parent[vi] < 0) continue;
           std::vector<const std::vector<TaskId>*> upstream;
           for (int c : s.children[vi]) upstream.push_back(&up[static_cast<std::size_t>(c)]);
-          up[vi] = edge(vi, s.members[vi], s.members[static_cast<std::size_t>(s.parent[vi])], up_label,
-                        upstream, up_last[vi]);
+          up[vi] = edge(s.members[vi], s.members[static_cast<std::size_t>(s.parent[vi])], up_label, upstream,
+                        up_last[vi]);
         }
       }
       if (do_down) {
@@ -386,7 +366,7 @@ class Tree final : public CollectiveAlgorithm {
           }
           for (int c : s.children[vi]) {
             const auto ci = static_cast<std::size_t>(c);
-            down[ci] = edge(ci, s.members[vi], s.members[ci], down_label, upstream, down_last[ci]);
+            down[ci] = edge(s.members[vi], s.members[ci], down_label, upstream, down_last[ci]);
           }
         }
       }
