@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <limits>
 
+#include "sim/algorithms/algorithms.h"
 #include "sim/collective_runner.h"
 #include "sim/nccl_model.h"
 #include "test_systems.h"
@@ -40,18 +42,23 @@ TEST(PipelineFill, ForwardUnitIsOnePassOfNcclsThreads) {
 }
 
 // One DGX H100, one channel: the broadcast chain has 7 hops, the all-reduce tree 7 hops up and 7 down.
-// Simple forwards whole chunks: K chunks of P/K take (K + 6) (chain) or (K + 13) (tree) chunk times, so
-// going from 1 to 2 to 4 chunks saves 3P and then 1.5P (chain), 6.5P and 3.25P (tree): a 2:1 ratio. LL and
-// LL128 forward passes of lines (4 KiB, 38,400 B, both under a quarter of P here): the fill is 6 or 13
-// units whatever K, so the time does not depend on the chunk count, in the flow and the step form alike.
+// Simple forwards whole chunks: in the step form K chunks of P/K take (K + 6) (chain) or (K + 13) (tree)
+// chunk times, so going from 1 to 2 to 4 chunks saves 3P and then 1.5P (chain), 6.5P and 3.25P (tree): a 2:1
+// ratio. (The flow form's tree fills at each stage's share of the ports, which depends on K, so it keeps the
+// ratio only for the chain, whose hops each have a port to themselves.) LL and LL128 forward passes of lines
+// (4 KiB, 38,400 B, both under a quarter of P here): the fill is 6 or 13 units whatever K, so the time does
+// not depend on the chunk count, in the flow and the step form alike.
 TEST(PipelineFill, InsideANodeLowLatencyProtocolsFillInLinesNotChunks) {
   const hw::Topology t = hw::load_system(test::preset("dgx-h100.yaml"));
   for (const auto op : {CollectiveOp::kBroadcast, CollectiveOp::kAllReduce}) {
     const double bytes = op == CollectiveOp::kBroadcast ? 1 << 20 : 2 << 20;  // P = 1 MiB per ring or tree
-    const double s1 = micros(t, op, Protocol::kSimple, 1, bytes),
-                 s2 = micros(t, op, Protocol::kSimple, 2, bytes),
-                 s4 = micros(t, op, Protocol::kSimple, 4, bytes);
-    EXPECT_NEAR((s1 - s2) / (s2 - s4), 2.0, 1e-6) << op_name(op);
+    for (const auto g : {Granularity::kFlow, Granularity::kStep}) {
+      if (op == CollectiveOp::kAllReduce && g == Granularity::kFlow) continue;
+      const double s1 = micros(t, op, Protocol::kSimple, 1, bytes, g),
+                   s2 = micros(t, op, Protocol::kSimple, 2, bytes, g),
+                   s4 = micros(t, op, Protocol::kSimple, 4, bytes, g);
+      EXPECT_NEAR((s1 - s2) / (s2 - s4), 2.0, 1e-5) << op_name(op);
+    }
     for (const auto p : {Protocol::kLL, Protocol::kLL128}) {
       for (const auto g : {Granularity::kFlow, Granularity::kStep}) {
         const double one = micros(t, op, p, 1, bytes, g);
@@ -62,28 +69,57 @@ TEST(PipelineFill, InsideANodeLowLatencyProtocolsFillInLinesNotChunks) {
   }
 }
 
-// Two DGX H100, one channel (flow form). A stage adds what the previous hop must hand over before the next
-// can start: a whole chunk where either hop crosses the network, a unit u otherwise. Broadcast: the chain
-// 0..7 -> 8..15 has 15 hops, the 8th across the network: stages 8 and 9 wait for a whole chunk, twelve others
-// for a unit: P + 2P/K + 12u under LL and LL128, against Simple's P + 14P/K. From K = 1 to K = 2 the time
-// drops by P/r against 7P/r_Simple on the same bottleneck link (one channel: LL's ceiling, 39 GB/s, is above
-// the NIC), so the rates differ by the wire bytes per payload byte (LL 2, LL128 128/120): LL's drop is 2/7 of
-// Simple's, LL128's 1.0667/7. All-reduce tree: each tree runs up one node's chain of 8 (7 hops), across the
-// network to the other node's head, and back down (16 hops, the 8th and 9th across the network): 3P/K + 12u
-// against Simple's 15P/K; the tree's LL moves 3.8 wire bytes per payload byte (NCCL's rating, tuning.cc), its
-// LL128 across nodes 128/120.
+// Two DGX H100, one channel: the broadcast chain 0..7 -> 8..15 has 15 hops, the 8th across the network, and
+// each hop has its links to itself, so a stage moves at its own route's bandwidth b_i (NVLink b_nv for 14 of
+// them, the network path b_net for one). Simple: K chunks of c = P/K through stages of c/b_i each take
+// sum_i c/b_i + (K - 1) c/b_net (the slowest stage paces the rest), so from K = 1 to K = 2 the time drops by
+// (P/2) x 14/b_nv, in the flow and the step form. (Until the fill ran at each stage's own pace, the flow form
+// charged every stage at b_net: (P/2) x 14/b_net.) LL and LL128 forward units u inside a node, but the
+// network hop and the one after it move whole chunks: the trip is 13 u/b_nv + c/b_net + c/b_nv, the K chunks
+// less the first unit go at b_net, so the drop is (P/2)(1/b_net + 1/b_nv) in wire bytes (LL 2, LL128 128/120
+// per payload byte).
 TEST(PipelineFill, AcrossNodesTheNetworkHopAndTheNextMoveWholeChunks) {
   const hw::Topology t = hw::load_system(test::preset("dgx-h100.yaml"), hw::LoadOptions{2});
-  const auto drop = [&](CollectiveOp op, Protocol p) {
-    const double bytes = op == CollectiveOp::kBroadcast ? 1 << 20 : 2 << 20;
-    return micros(t, op, p, 1, bytes) - micros(t, op, p, 2, bytes);
+  const double P = 1 << 20, b_nv = t.route_bandwidth(0, 1), b_net = t.route_bandwidth(7, 8);
+  ASSERT_LT(b_net, b_nv);
+  const auto drop = [&](Protocol p, Granularity g) {
+    return micros(t, CollectiveOp::kBroadcast, p, 1, P, g) - micros(t, CollectiveOp::kBroadcast, p, 2, P, g);
   };
-  const double chain = drop(CollectiveOp::kBroadcast, Protocol::kSimple);
-  EXPECT_NEAR(drop(CollectiveOp::kBroadcast, Protocol::kLL) / chain, 2.0 / 7, 1e-4);
-  EXPECT_NEAR(drop(CollectiveOp::kBroadcast, Protocol::kLL128) / chain, 128.0 / 120 / 7, 1e-4);
-  const double tree = drop(CollectiveOp::kAllReduce, Protocol::kSimple);
-  EXPECT_NEAR(drop(CollectiveOp::kAllReduce, Protocol::kLL) / tree, 3.8 * 1.5 / 7.5, 1e-4);
-  EXPECT_NEAR(drop(CollectiveOp::kAllReduce, Protocol::kLL128) / tree, 128.0 / 120 * 1.5 / 7.5, 1e-4);
+  for (const auto g : {Granularity::kFlow, Granularity::kStep})
+    EXPECT_NEAR(drop(Protocol::kSimple, g) * 1e-6, P / 2 * 14 / b_nv, 1e-3 * P / 2 * 14 / b_nv);
+  const double lines = P / 2 * (1 / b_net + 1 / b_nv);
+  EXPECT_NEAR(drop(Protocol::kLL, Granularity::kFlow) * 1e-6, 2 * lines, 1e-3 * 2 * lines);
+  EXPECT_NEAR(drop(Protocol::kLL128, Granularity::kFlow) * 1e-6, 128.0 / 120 * lines, 1e-3 * lines);
+}
+
+// The shares a fill crosses a stage at (LinkShares), by hand on one link of bandwidth b: a bundle whose first
+// phase crosses it twice and whose second phase once streams at b/3 (all three hops at once). While it fills
+// with one piece, one transfer at a time: b in either phase. With three pieces: the first phase has both of
+// its hops busy (b/2), the second its own hop and up to two pieces still in the first phase (b/3). A second
+// bundle of one piece over the link adds one transfer to every load. pipeline_pieces counts units of a
+// chunk where the protocol forwards less than a chunk.
+TEST(PipelineFill, LinkSharesCountTheTransfersAFillingPipelineHasInFlight) {
+  const hw::Topology t = hw::load_system(test::preset("dgx-h100.yaml"));
+  const hw::LinkId l = t.route(0, 1).front();
+  const double b = t.link(l).bandwidth;
+  const sim::CustomRoute twice{{l}, {2.0}}, once{{l}, {1.0}};
+  const std::array<hw::LinkId, 1> links{l};
+  algorithms::LinkShares one(t), three(t), both(t);
+  one.add(twice, once, 1);
+  three.add(twice, once, 3);
+  EXPECT_DOUBLE_EQ(one.pace(links), b / 3);
+  EXPECT_DOUBLE_EQ(one.fill_pace(links, false), b);
+  EXPECT_DOUBLE_EQ(one.fill_pace(links, true), b);
+  EXPECT_DOUBLE_EQ(three.pace(links), b / 3);
+  EXPECT_DOUBLE_EQ(three.fill_pace(links, false), b / 2);
+  EXPECT_DOUBLE_EQ(three.fill_pace(links, true), b / 3);
+  both.add(twice, once, 3);
+  both.add(once, {}, 1);
+  EXPECT_DOUBLE_EQ(both.pace(links), b / 4);
+  EXPECT_DOUBLE_EQ(both.fill_pace(links, false), b / 3);
+  EXPECT_DOUBLE_EQ(both.fill_pace(links, true), b / 3);
+  EXPECT_DOUBLE_EQ(algorithms::pipeline_pieces(1 << 20, 2, 4096), 512);
+  EXPECT_DOUBLE_EQ(algorithms::pipeline_pieces(1 << 20, 2, 1 << 20), 2);
 }
 
 // LL's ceiling (NCCL's llMaxBw, 141 GB/s bus bandwidth on one Hopper node) bounds how fast the channels

@@ -5,6 +5,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 
 #include "sim/collective.h"
 #include "sim/nccl_model.h"
@@ -37,6 +38,38 @@ std::vector<std::vector<hw::Rank>> ring_orders(const BuildContext& ctx, int chan
 // for small messages. The ring and the tree run one channel per returned ring.
 std::vector<std::vector<hw::Rank>> call_rings(const BuildContext& ctx);
 
+// Each link's share of a collective's flow bundles (pipelines of chunks). pace(): in the flow model's steady
+// state, every bundle streaming at one rate, the link's bandwidth over the bundles' total route weight on it.
+// fill_pace(): while a pipeline fills, a bundle of K pieces has at most K transfers on a link at once (one
+// where K = 1: a single chunk crosses the stages one after another), so the link's bandwidth over the sum of
+// min(weight, K) over the bundles. A tree's all-reduce fills in two phases: while the first piece goes up no
+// down hop carries anything, and while it comes down at most K - 1 pieces still go up. A fat pipe (not
+// shared) gives its whole bandwidth to each. The fill of a tree or chain crosses each stage at the fill pace
+// of that stage's links (tree_flow_bundle, chain_pipeline).
+// How many pieces a pipeline of `chunks` chunks forwards: the chunks, each in units of `fill_unit` where the
+// protocol forwards less than a chunk (pipeline_stage_fill); at least one. What LinkShares counts as a
+// bundle's transfers in flight while it fills.
+double pipeline_pieces(double chunk, int chunks, double fill_unit);
+class LinkShares {
+ public:
+  explicit LinkShares(const hw::Topology& topo) : topo_(topo) {}
+  // Adds a bundle that pipelines `pieces` pieces (pipeline_pieces) over `first` (its hops of the first phase:
+  // a chain's, or a tree's up hops, or its down hops where it has no up phase) and then `second` (an
+  // all-reduce tree's down hops; empty otherwise).
+  void add(const CustomRoute& first, const CustomRoute& second, double pieces);
+  // The smallest share (bytes/s per unit of route weight) over `links`; +infinity for none.
+  double pace(std::span<const hw::LinkId> links) const { return smallest_share(links, weight_); }
+  double fill_pace(std::span<const hw::LinkId> links, bool second_phase = false) const {
+    return smallest_share(links, second_phase ? second_fill_ : first_fill_);
+  }
+
+ private:
+  using Loads = std::unordered_map<hw::LinkId, double>;
+  double smallest_share(std::span<const hw::LinkId> links, const Loads& load) const;
+  const hw::Topology& topo_;
+  Loads weight_, first_fill_, second_fill_;
+};
+
 // Adds `steps` consecutive ring steps around `ring` for one channel, each moving `slice` payload bytes per
 // rank, starting after `start`. Returns tasks whose completion means every rank is done: at step
 // granularity the last transfer of every position, at flow granularity the single bundle. Each step
@@ -53,15 +86,17 @@ std::vector<std::vector<hw::Rank>> hamiltonian_cycles(const hw::Topology& topo,
 // The hops of a chain (root first): broadcast flows root -> end, reduce end -> root (ring.cc).
 std::vector<std::pair<hw::Rank, hw::Rank>> chain_hops(std::span<const hw::Rank> chain, CollectiveOp op);
 // `chunks` chunks of `chunk` payload bytes pipelined along `hops` (each hop forwards what has arrived once
-// its previous transfer has left): at flow granularity one bundle of K chunk times plus the fill
-// (pipeline_stage_fill of every hop after the first: `fill_unit` inside a node, a chunk at and after a
-// network hop) at the slowest hop's pace, plus the chain's latency (which overstates the fill where hops
-// differ in speed), its chunks streaming at no more than `stream_rate` (cap_streaming); at step granularity
-// a transfer per chunk and hop, or per unit inside a node where fill_unit < chunk (step_form_units), each
-// capped at `stream_rate`. Returns the last delivery.
+// its previous transfer has left): at flow granularity one bundle of the K chunks plus the first piece's
+// trip through the stages (pipeline_stage_fill of every hop: `fill_unit` inside a node, a chunk at and after
+// a network hop), plus the chain's latency, its chunks streaming at no more than `stream_rate`
+// (cap_streaming). The trip crosses each stage at that stage's fill pace where `shares` is given (every
+// bundle of the collective added; LinkShares), else at the bundle's slowest hop's pace, which overstates it
+// where hops differ in speed. At step granularity a transfer per chunk and hop, or per unit inside a node
+// where fill_unit < chunk (step_form_units), each capped at `stream_rate`. Returns the last delivery.
 TaskId chain_pipeline(BuildContext& ctx, std::span<const std::pair<hw::Rank, hw::Rank>> hops, double chunk,
                       int chunks, double fill_unit, TaskId start, std::int32_t label, int lane,
-                      Granularity granularity, double stream_rate = std::numeric_limits<double>::infinity());
+                      Granularity granularity, double stream_rate = std::numeric_limits<double>::infinity(),
+                      const LinkShares* shares = nullptr);
 // What a stage of a tree or chain pipeline after the first adds to its fill: what the previous hop must hand
 // over before this one can start, a whole chunk where either hop crosses the network, else `fill_unit` (at
 // most the chunk; nccl::forward_unit). NCCL's network proxy sends a step only once all of it is in its
@@ -94,6 +129,10 @@ std::vector<TaskId> add_step_pieces(BuildContext& ctx, hw::Rank from, hw::Rank t
 TaskId add_bundle(BuildContext& ctx, std::span<const std::pair<hw::Rank, hw::Rank>> hops,
                   double payload_per_hop, double latency, std::int32_t label, std::span<const Dep> deps,
                   int lane);
+// The same over `route`, the hops' bundle_route already merged.
+TaskId add_bundle(BuildContext& ctx, const CustomRoute& route,
+                  std::span<const std::pair<hw::Rank, hw::Rank>> hops, double payload_per_hop, double latency,
+                  std::int32_t label, std::span<const Dep> deps, int lane);
 
 // A tree over members (tree.cc): chains inside nodes, NCCL's binary trees over nodes.
 struct TreeShape {
@@ -116,16 +155,21 @@ std::vector<int> nccl_tree_parents(int n, int which);
 TreeShape make_tree(const std::vector<std::vector<hw::Rank>>& nodes, const std::vector<int>& order,
                     std::span<const int> parent_position, const std::vector<std::size_t>& gateway);
 // The whole pipelined tree (reduce up and/or broadcast down) as one flow bundle: `chunks` chunks of `chunk`
-// payload bytes take K chunk times and the fill of the path with the most (pipeline_stage_fill of each stage
-// after the first: `fill_unit` inside a node, at most the chunk, nccl::forward_unit; the chunk at and after
-// a network hop), then the deepest paths' latency; its chunks stream at no more than `stream_rate` payload
-// bytes/s (cap_streaming). With `measured` (one NCCL channel's chunk handoffs, tree_chunk_handoffs; fill_unit
-// must be the chunk) its fixed time is the latency instead, and the bundle moves its bytes no faster than the
-// channel's copy time allows.
+// payload bytes take the K chunks' time plus the first piece's trip along the path with the longest
+// (pipeline_stage_fill of each stage: `fill_unit` inside a node, at most the chunk, nccl::forward_unit; the
+// chunk at and after a network hop), then the deepest paths' latency; its chunks stream at no more than
+// `stream_rate` payload bytes/s (cap_streaming). With `shares` (every bundle of the collective added) the
+// trip crosses each stage at that stage's fill pace, the all-reduce's down stages in its second phase
+// (LinkShares), else at the bundle's slowest link's. With `measured` (one NCCL channel's chunk handoffs,
+// tree_chunk_handoffs; fill_unit must be the chunk) its fixed time is the latency instead, and the bundle
+// moves its bytes no faster than the channel's copy time allows.
 TaskId tree_flow_bundle(BuildContext& ctx, const TreeShape& shape, bool do_up, bool do_down, double chunk,
                         int chunks, double fill_unit, TaskId start, std::int32_t label, int lane,
                         const hw::SizeTimes::Split* measured = nullptr,
-                        double stream_rate = std::numeric_limits<double>::infinity());
+                        double stream_rate = std::numeric_limits<double>::infinity(),
+                        const LinkShares* shares = nullptr);
+// The hops of a tree's bundle: every member's hop to its parent (up) and from it (down), in preorder.
+std::vector<std::pair<hw::Rank, hw::Rank>> tree_hops(const TreeShape& shape, bool do_up, bool do_down);
 // One NCCL channel's tree at a measured time per chunk handoff between nodes (node.nics.nccl_tree,
 // hw/nccl_measured.h): `bytes` in K chunks of `chunk` (the last one what is left) through `stages` pipeline
 // stages make K + stages - 1 handoffs, the fill's at whole chunks. Every stage, on

@@ -1,6 +1,8 @@
 #include "sim/algorithms/algorithms.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "sim/nccl_model.h"
 
@@ -24,8 +26,45 @@ TaskId begin_collective(BuildContext& ctx) {
 TaskId add_bundle(BuildContext& ctx, std::span<const std::pair<hw::Rank, hw::Rank>> hops,
                   double payload_per_hop, double latency, std::int32_t label, std::span<const Dep> deps,
                   int lane) {
-  return ctx.graph.add_transfer_on(ctx.bundle_route(hops), hops.front().first, hops.back().second,
-                                   ctx.wire(payload_per_hop), latency, label, deps, lane);
+  return add_bundle(ctx, ctx.bundle_route(hops), hops, payload_per_hop, latency, label, deps, lane);
+}
+
+TaskId add_bundle(BuildContext& ctx, const CustomRoute& route,
+                  std::span<const std::pair<hw::Rank, hw::Rank>> hops, double payload_per_hop, double latency,
+                  std::int32_t label, std::span<const Dep> deps, int lane) {
+  return ctx.graph.add_transfer_on(route, hops.front().first, hops.back().second, ctx.wire(payload_per_hop),
+                                   latency, label, deps, lane);
+}
+
+double pipeline_pieces(double chunk, int chunks, double fill_unit) {
+  const double per_chunk = fill_unit > 0 && fill_unit < chunk ? std::ceil(chunk / fill_unit) : 1.0;
+  return std::max(1.0, chunks * per_chunk);
+}
+
+void LinkShares::add(const CustomRoute& first, const CustomRoute& second, double pieces) {
+  const double k = std::max(pieces, 1.0);
+  for (std::size_t i = 0; i < first.links.size(); ++i) {
+    const double w = first.weights.empty() ? 1.0 : first.weights[i];
+    weight_[first.links[i]] += w;
+    first_fill_[first.links[i]] += std::min(w, k);
+    if (k > 1) second_fill_[first.links[i]] += std::min(w, k - 1);
+  }
+  for (std::size_t i = 0; i < second.links.size(); ++i) {
+    const double w = second.weights.empty() ? 1.0 : second.weights[i];
+    weight_[second.links[i]] += w;
+    second_fill_[second.links[i]] += std::min(w, k);
+  }
+}
+
+double LinkShares::smallest_share(std::span<const hw::LinkId> links, const Loads& load) const {
+  double share = std::numeric_limits<double>::infinity();
+  for (hw::LinkId l : links) {
+    const hw::Link& link = topo_.link(l);
+    const auto it = load.find(l);
+    share =
+        std::min(share, link.bandwidth / (link.shared && it != load.end() ? std::max(it->second, 1.0) : 1.0));
+  }
+  return share;
 }
 
 double ring_window_latency(std::span<const double> lat, int steps) {

@@ -195,27 +195,40 @@ class Ring final : public CollectiveAlgorithm {
     const auto op = ctx.spec.op;
     const auto handoffs = measured_handoffs(ctx);
     const int steps = op == CollectiveOp::kAllReduce ? 2 * (n - 1) : n - 1;  // all-reduce, RS, AG
+    const bool chains = op == CollectiveOp::kBroadcast || op == CollectiveOp::kReduce;
+    // Chains from (broadcast) or to (reduce) the root, one per channel, and the links' shares among them.
+    // NCCL's chunk here is one step of the protocol's buffer (nccl::step_payload). At most 1,024 chunks are
+    // modelled (the step form has a transfer per chunk and hop); beyond, the pipeline's fill is under (hops -
+    // 1) / 1,024 of its time.
+    const int chunks =
+        ctx.spec.pipeline_chunks > 0
+            ? ctx.spec.pipeline_chunks
+            : static_cast<int>(
+                  std::clamp(std::ceil(per_channel / nccl::step_payload(ctx.spec.protocol)), 1.0, 1024.0));
+    std::vector<std::vector<std::pair<hw::Rank, hw::Rank>>> chain_hop_lists;
+    LinkShares shares(ctx.topo);
+    if (chains) {
+      for (const auto& ring : orders) {
+        std::vector<hw::Rank> chain = ring;
+        std::rotate(chain.begin(), std::find(chain.begin(), chain.end(), ctx.spec.group[0]), chain.end());
+        if (op == CollectiveOp::kReduce) std::reverse(chain.begin() + 1, chain.end());
+        chain_hop_lists.push_back(chain_hops(chain, op));
+        if (ctx.spec.granularity == Granularity::kFlow)
+          shares.add(ctx.bundle_route(chain_hop_lists.back()), {},
+                     pipeline_pieces(per_channel / chunks, chunks,
+                                     std::min(per_channel / chunks, nccl::forward_unit(ctx.spec.protocol))));
+      }
+    }
     for (int c = 0; c < channels; ++c) {
       const auto& ring = orders[static_cast<std::size_t>(c)];
-      if (op == CollectiveOp::kBroadcast || op == CollectiveOp::kReduce) {
-        // Chain from (broadcast) or to (reduce) the root, pipelined in chunks.
-        std::vector<hw::Rank> chain = ring;
-        const auto root_at = std::find(chain.begin(), chain.end(), ctx.spec.group[0]);
-        std::rotate(chain.begin(), root_at, chain.end());
-        if (op == CollectiveOp::kReduce) std::reverse(chain.begin() + 1, chain.end());
-        // NCCL's chunk here is one step of the protocol's buffer (nccl::step_payload). At most 1,024 chunks
-        // are modelled (the step form has a transfer per chunk and hop); beyond, the pipeline's fill is under
-        // (hops - 1) / 1,024 of its time.
-        const int chunks =
-            ctx.spec.pipeline_chunks > 0
-                ? ctx.spec.pipeline_chunks
-                : static_cast<int>(std::clamp(std::ceil(per_channel / nccl::step_payload(ctx.spec.protocol)),
-                                              1.0, 1024.0));
+      if (chains) {
+        // The chain, pipelined in chunks.
         const double chunk = per_channel / chunks;
         const auto label = ctx.label(op == CollectiveOp::kBroadcast ? "chain" : "chain-reduce");
-        finals.push_back({chain_pipeline(ctx, chain_hops(chain, op), chunk, chunks,
-                                         std::min(chunk, nccl::forward_unit(ctx.spec.protocol)), start, label,
-                                         c, ctx.spec.granularity, ctx.protocol_busbw_ceiling() / channels)});
+        finals.push_back(
+            {chain_pipeline(ctx, chain_hop_lists[static_cast<std::size_t>(c)], chunk, chunks,
+                            std::min(chunk, nccl::forward_unit(ctx.spec.protocol)), start, label, c,
+                            ctx.spec.granularity, ctx.protocol_busbw_ceiling() / channels, &shares)});
         continue;
       }
       const double slice = per_channel / n;
@@ -282,23 +295,32 @@ void cap_streaming(BuildContext& ctx, TaskId bundle, double payload, double stre
 
 TaskId chain_pipeline(BuildContext& ctx, std::span<const std::pair<hw::Rank, hw::Rank>> hops, double chunk,
                       int chunks, double fill_unit, TaskId start, std::int32_t label, int lane,
-                      Granularity granularity, double stream_rate) {
+                      Granularity granularity, double stream_rate, const LinkShares* shares) {
   std::vector<double> lat;
   for (const auto& [a, b] : hops) lat.push_back(ctx.step_latency(a, b));
   const auto crosses_network = [&](std::size_t i) {
     return ctx.topo.node_of(hops[i].first) != ctx.topo.node_of(hops[i].second);
   };
   if (granularity == Granularity::kFlow) {
-    // K chunks through the stages: K chunk times and the fill (pipeline_stage_fill of every stage after the
-    // first) at the pipeline's pace, plus the chain's latency.
-    double chain_latency = 0, fill = 0;
+    // K chunks through the stages: the first piece's trip (pipeline_stage_fill through every stage) and the
+    // time of the K chunks less that piece, plus the chain's latency. With `shares` the trip crosses each
+    // stage at its fill pace (the bundle carries the stage's bytes scaled by its own pace over the stage's);
+    // else every stage goes at the bundle's pace.
+    const CustomRoute route = ctx.bundle_route(hops);
+    const double bundle_pace = shares ? shares->pace(route.links) : 1.0;
+    const double first = pipeline_stage_fill(crosses_network(0), crosses_network(0), chunk, fill_unit);
+    double chain_latency = 0, trip = 0;
     for (std::size_t i = 0; i < hops.size(); ++i) {
       chain_latency += lat[i];
-      if (i > 0) fill += pipeline_stage_fill(crosses_network(i), crosses_network(i - 1), chunk, fill_unit);
+      const double bytes =
+          i == 0 ? first : pipeline_stage_fill(crosses_network(i), crosses_network(i - 1), chunk, fill_unit);
+      trip += bytes *
+              (shares ? bundle_pace / shares->fill_pace(ctx.topo.route(hops[i].first, hops[i].second)) : 1.0);
     }
+    const double payload = chunk * chunks + trip - first;
     const std::array<Dep, 1> deps{Dep{start}};
-    const TaskId bundle = add_bundle(ctx, hops, chunk * chunks + fill, chain_latency, label, deps, lane);
-    cap_streaming(ctx, bundle, chunk * chunks + fill, chunk * chunks, stream_rate);
+    const TaskId bundle = add_bundle(ctx, route, hops, payload, chain_latency, label, deps, lane);
+    cap_streaming(ctx, bundle, payload, chunk * chunks, stream_rate);
     return bundle;
   }
   // Step form: a transfer per chunk and hop, or per unit inside a node (pipeline_stage_fill): the next hop

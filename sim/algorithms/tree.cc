@@ -267,7 +267,7 @@ class Tree final : public CollectiveAlgorithm {
     // 0.5), and the trees' algorithm bandwidth is trees x the per-hop payload rate of each: so its protocol
     // ceiling caps every tree's streaming at ceiling / 2 / trees.
     const double stream_rate = 0.5 * ctx.protocol_busbw_ceiling() / trees;
-    std::vector<Dep> finals;
+    std::vector<TreeShape> shapes;
     for (int t = 0; t < trees; ++t) {
       const int channel = t / per_channel;
       const bool mirror = t % per_channel == 1;
@@ -286,13 +286,29 @@ class Tree final : public CollectiveAlgorithm {
         if (start_after_slowest_hop(ctx.topo, m)) continue;  // the same path in both trees, as NCCL's
         if (mirror && m.size() > 1) std::reverse(m.begin() + 1, m.end());  // the chain runs the other way
       }
-      const TreeShape shape = make_tree(chains, order, parents[mirror ? 1 : 0], gateway);
+      shapes.push_back(make_tree(chains, order, parents[mirror ? 1 : 0], gateway));
+    }
+    // At flow granularity the trees' fill crosses each stage at its link's share of all trees' bundles
+    // (LinkShares); a measured table charges every stage the network's time per chunk instead.
+    const bool flow = ctx.spec.granularity == Granularity::kFlow;
+    LinkShares shares(ctx.topo);
+    if (flow && !table)
+      for (const auto& shape : shapes) {
+        // An all-reduce fills up, then down; broadcast and reduce in one phase.
+        const auto first = ctx.bundle_route(tree_hops(shape, do_up, !do_up));
+        shares.add(first, do_up && do_down ? ctx.bundle_route(tree_hops(shape, false, true)) : CustomRoute{},
+                   pipeline_pieces(chunk, chunks, fill_unit));
+      }
+    std::vector<Dep> finals;
+    for (int t = 0; t < trees; ++t) {
+      const TreeShape& shape = shapes[static_cast<std::size_t>(t)];
       const int stages = 2 * shape.depth;  // all-reduce: up, then down
       std::optional<hw::SizeTimes::Split> measured;
       if (table) measured = tree_chunk_handoffs(table->times, nccl_share, nccl_chunk, stages);
-      if (ctx.spec.granularity == Granularity::kFlow) {
-        finals.push_back({tree_flow_bundle(ctx, shape, do_up, do_down, chunk, chunks, fill_unit, start,
-                                           up_label, t, measured ? &*measured : nullptr, stream_rate)});
+      if (flow) {
+        finals.push_back(
+            {tree_flow_bundle(ctx, shape, do_up, do_down, chunk, chunks, fill_unit, start, up_label, t,
+                              measured ? &*measured : nullptr, stream_rate, table ? nullptr : &shares)});
         continue;
       }
       const TaskId before = static_cast<TaskId>(ctx.graph.size()) - 1;
@@ -383,25 +399,47 @@ class Tree final : public CollectiveAlgorithm {
 
 }  // namespace
 
+std::vector<std::pair<hw::Rank, hw::Rank>> tree_hops(const TreeShape& s, bool do_up, bool do_down) {
+  std::vector<std::pair<hw::Rank, hw::Rank>> hops;
+  for (int v : s.preorder) {
+    const auto vi = static_cast<std::size_t>(v);
+    if (s.parent[vi] < 0) continue;
+    const hw::Rank parent = s.members[static_cast<std::size_t>(s.parent[vi])];
+    if (do_up) hops.push_back({s.members[vi], parent});
+    if (do_down) hops.push_back({parent, s.members[vi]});
+  }
+  return hops;
+}
+
 // Flow granularity: the whole pipelined tree is one bundle. K chunks through the stages of its deepest path
-// (up, then down) finish after K chunk times and the fill at the bottleneck rate (each stage after the first
-// adds pipeline_stage_fill: a unit inside a node, a chunk at the network), plus the path's latencies.
+// (up, then down) finish after the first piece's trip (pipeline_stage_fill through every stage: a unit
+// inside a node, a chunk at and after the network) and the time of the K chunks less that piece, plus the
+// path's latencies. With `shares` the trip crosses each stage at that stage's fill pace (the bundle carries
+// the stage's bytes scaled by the bundle's pace over the stage's), else at the bundle's.
 TaskId tree_flow_bundle(BuildContext& ctx, const TreeShape& s, bool do_up, bool do_down, double chunk,
                         int chunks, double fill_unit, TaskId start, std::int32_t label, int lane,
-                        const hw::SizeTimes::Split* measured, double stream_rate) {
+                        const hw::SizeTimes::Split* measured, double stream_rate, const LinkShares* shares) {
   const std::size_t m = s.members.size();
-  std::vector<std::pair<hw::Rank, hw::Rank>> hops;
+  const auto hops = tree_hops(s, do_up, do_down);
+  const CustomRoute route = ctx.bundle_route(hops);
+  const double bundle_pace = shares ? shares->pace(route.links) : 1.0;
+  // Seconds per byte of a stage, relative to the bundle's pace (1 without shares). Down stages fill in the
+  // all-reduce's second phase.
+  const auto inverse_pace = [&](hw::Rank a, hw::Rank b, bool down) {
+    return shares ? 1.0 / shares->fill_pace(ctx.topo.route(a, b), down && do_up) : 1.0;
+  };
   std::vector<double> lat_to_root(m, 0.0), lat_from_root(m, 0.0);
-  // The fill of the path from v up to the root's child (fill_up) and from the root's child down to v
-  // (fill_down), the first hop of each adding nothing; net[v]: whether v's hop to its parent crosses the
-  // network; top[v]: the root's child on v's path.
+  // The trip of the path from v up to the root's child (trip_up, from its second stage) and from the root's
+  // child down to v (trip_down, likewise), in bytes over pace; net[v]: whether v's hop to its parent crosses
+  // the network; top[v]: the root's child on v's path; up_cost[v], down_cost[v]: the inverse pace of v's hop
+  // to and from its parent.
   const auto stage = [&](bool hop_net, bool previous_net) {
     return pipeline_stage_fill(hop_net, previous_net, chunk, fill_unit);
   };
-  std::vector<double> fill_up(m, 0.0), fill_down(m, 0.0);
+  std::vector<double> trip_up(m, 0.0), trip_down(m, 0.0), up_cost(m, 1.0), down_cost(m, 1.0);
   std::vector<char> net(m, 0);
   std::vector<std::size_t> top(m, 0);
-  double fill = 0;
+  double extra = -std::numeric_limits<double>::infinity();
   for (int v : s.preorder) {
     const auto vi = static_cast<std::size_t>(v);
     if (s.parent[vi] < 0) continue;
@@ -410,27 +448,32 @@ TaskId tree_flow_bundle(BuildContext& ctx, const TreeShape& s, bool do_up, bool 
     lat_from_root[vi] = lat_from_root[p] + ctx.step_latency(s.members[p], s.members[vi]);
     net[vi] = ctx.topo.node_of(s.members[vi]) != ctx.topo.node_of(s.members[p]);
     top[vi] = s.parent[p] < 0 ? vi : top[p];
+    up_cost[vi] = inverse_pace(s.members[vi], s.members[p], false);
+    down_cost[vi] = inverse_pace(s.members[p], s.members[vi], true);
     if (s.parent[p] >= 0) {
-      fill_up[vi] = fill_up[p] + stage(net[p], net[vi]);
-      fill_down[vi] = fill_down[p] + stage(net[vi], net[p]);
+      trip_up[vi] = trip_up[p] + stage(net[p], net[vi]) * up_cost[p];
+      trip_down[vi] = trip_down[p] + stage(net[vi], net[p]) * down_cost[vi];
     }
     // Up to the root and back down the same path: the turn at the root is a stage after the hop into it.
-    const double path_fill = do_up && do_down
-                                 ? fill_up[vi] + stage(net[top[vi]], net[top[vi]]) + fill_down[vi]
-                                 : (do_up ? fill_up[vi] : fill_down[vi]);
-    fill = std::max(fill, path_fill);
-    if (do_up) hops.push_back({s.members[vi], s.members[p]});
-    if (do_down) hops.push_back({s.members[p], s.members[vi]});
+    // What the first piece's trip adds to the K chunks, which include that piece's first stage.
+    const std::size_t t = top[vi];
+    const double first = do_up ? stage(net[vi], net[vi]) : stage(net[t], net[t]);
+    const double path_trip = do_up
+                                 ? first * up_cost[vi] + trip_up[vi] +
+                                       (do_down ? stage(net[t], net[t]) * down_cost[t] + trip_down[vi] : 0.0)
+                                 : first * down_cost[t] + trip_down[vi];
+    extra = std::max(extra, path_trip * bundle_pace - first);
   }
+  const double payload = chunk * chunks + extra;
   const int stages = s.depth * ((do_up ? 1 : 0) + (do_down ? 1 : 0));
   const double latency =
       measured ? measured->fixed_seconds
                : (do_up ? *std::max_element(lat_to_root.begin(), lat_to_root.end()) : 0.0) +
                      (do_down ? *std::max_element(lat_from_root.begin(), lat_from_root.end()) : 0.0);
   const std::array<Dep, 1> deps{Dep{start}};
-  const TaskId bundle = add_bundle(ctx, hops, chunk * chunks + fill, latency, label, deps, lane);
+  const TaskId bundle = add_bundle(ctx, route, hops, payload, latency, label, deps, lane);
   if (measured) cap_at_measured_rate(ctx, bundle - 1, chunk, chunks, stages, *measured);
-  cap_streaming(ctx, bundle, chunk * chunks + fill, chunk * chunks, stream_rate);
+  cap_streaming(ctx, bundle, payload, chunk * chunks, stream_rate);
   return bundle;
 }
 

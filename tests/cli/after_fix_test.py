@@ -43,7 +43,11 @@ class TunerAfterFix(unittest.TestCase):
     # 2 x DGX A100, 256 MiB: NCCL 2.21 rates the ring (Simple) at 2,930 us and the tree's best protocol,
     # LL128, at 3,404 us: its tree graph's 8 channels x 20 GB/s per-channel LL128 ceiling (tuning.cc
     # perChMaxTreeLL128Bws, Ampere) bound the tree, and the simulator does not charge that ceiling (§5).
-    NCCL_RULE = {("configs/hw/dgx-a100.yaml", 2, "256MiB", None): "ring"}
+    # 2 x DGX H100, 1 MiB: NCCL rates NVLS-Tree (Simple) at 56.9 us and its tree (LL128) at 60.4 us; strata
+    # simulates the tree at 67.4 us since its fill crosses each stage at that stage's pace (§6.9), and
+    # NVLS-Tree at 78.0 us.
+    NCCL_RULE = {("configs/hw/dgx-a100.yaml", 2, "256MiB", None): "ring",
+                 ("configs/hw/dgx-h100.yaml", 2, "1MiB", None): "nvls-tree"}
 
     NCCL = ["ring", "tree", "nvls", "nvls-tree"]
     ALL = NCCL + ["direct", "hierarchical"]
