@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
 
@@ -75,12 +76,24 @@ class NvlsTree final : public CollectiveAlgorithm {
     double tree_latency = 0;
     const std::array<std::vector<int>, 2> parents{nccl_tree_parents(num_nodes, 0),
                                                   nccl_tree_parents(num_nodes, 1)};
+    // Both trees of every head; without a measured table their fill crosses each stage at its links' share
+    // of all trees' bundles (LinkShares: one chunk per channel in flight per tree and link while it fills).
+    std::vector<TreeShape> shapes;
+    LinkShares shares(ctx.topo);
     for (int h = 0; h < heads; ++h) {
       std::vector<std::vector<hw::Rank>> chains;
       for (const auto& members : nodes) chains.push_back({members[static_cast<std::size_t>(h)]});
       const std::vector<std::size_t> gateway(chains.size(), 0);
       for (int mirror = 0; mirror < 2; ++mirror) {
-        const TreeShape shape = make_tree(chains, order, parents[static_cast<std::size_t>(mirror)], gateway);
+        shapes.push_back(make_tree(chains, order, parents[static_cast<std::size_t>(mirror)], gateway));
+        if (net.empty())
+          shares.add(ctx.bundle_route(tree_hops(shapes.back(), true, false)),
+                     ctx.bundle_route(tree_hops(shapes.back(), false, true)), chunks);
+      }
+    }
+    for (int h = 0; h < heads; ++h) {
+      for (int mirror = 0; mirror < 2; ++mirror) {
+        const TreeShape& shape = shapes[static_cast<std::size_t>(2 * h + mirror)];
         const int stages = 2 * shape.depth;
         std::optional<hw::SizeTimes::Split> measured;
         if (!net.empty())
@@ -94,7 +107,8 @@ class NvlsTree final : public CollectiveAlgorithm {
         // part of it (they run side by side).
         finals.push_back(
             {tree_flow_bundle(ctx, shape, true, true, per_tree / chunks, chunks, per_tree / chunks, start,
-                              tree_label, 2 * h + mirror, measured ? &*measured : nullptr)});
+                              tree_label, 2 * h + mirror, measured ? &*measured : nullptr,
+                              std::numeric_limits<double>::infinity(), measured ? nullptr : &shares)});
       }
     }
     // Inside each node: NVLS on every GPU's switch port. Its latency carries the whole pipeline's (NVLS, then
