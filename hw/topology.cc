@@ -464,8 +464,12 @@ std::span<const LinkId> Topology::route(Rank a, Rank b) const {
 }
 
 Transport Topology::route_transport(Rank a, Rank b) const {
+  return route_transport(route(a, b));
+}
+
+Transport Topology::route_transport(std::span<const LinkId> links) const {
   Transport t = Transport::kNvlink;
-  for (LinkId l : route(a, b)) {
+  for (LinkId l : links) {
     const Transport lt = link(l).transport;
     if (lt == Transport::kNet) return Transport::kNet;
     if (lt == Transport::kPcie || lt == Transport::kHost) t = Transport::kPcie;
@@ -474,8 +478,12 @@ Transport Topology::route_transport(Rank a, Rank b) const {
 }
 
 double Topology::route_latency(Rank a, Rank b) const {
+  return route_latency(route(a, b));
+}
+
+double Topology::route_latency(std::span<const LinkId> links) const {
   double s = 0;
-  for (LinkId l : route(a, b)) s += link(l).latency;
+  for (LinkId l : links) s += link(l).latency;
   return s;
 }
 

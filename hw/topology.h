@@ -120,6 +120,9 @@ class Topology {
   // Transport class of the slowest kind of hop on the route (net > pcie/host > nvlink).
   Transport route_transport(Rank a, Rank b) const;
   double route_latency(Rank a, Rank b) const;
+  // The same over links already looked up (a route(a, b)).
+  Transport route_transport(std::span<const LinkId> links) const;
+  double route_latency(std::span<const LinkId> links) const;
   double route_bandwidth(Rank a, Rank b) const;  // the smallest link bandwidth along the route
 
  private:

@@ -112,16 +112,24 @@ BuildContext::BuildContext(const hw::Topology& topo_in, TaskGraph& graph_in, con
 }
 
 double BuildContext::step_latency(hw::Rank a, hw::Rank b) const {
-  const double hop = nccl::hop_latency(topo.route_transport(a, b), family, spec.protocol);
-  return std::max(hop, topo.route_latency(a, b));
+  return step_latency(topo.route(a, b));
+}
+
+double BuildContext::step_latency(std::span<const hw::LinkId> route) const {
+  const double hop = nccl::hop_latency(topo.route_transport(route), family, spec.protocol);
+  return std::max(hop, topo.route_latency(route));
 }
 
 CustomRoute BuildContext::bundle_route(std::span<const std::pair<hw::Rank, hw::Rank>> hops) const {
+  std::vector<std::span<const hw::LinkId>> routes;
+  routes.reserve(hops.size());
+  for (const auto& [a, b] : hops) routes.push_back(topo.route(a, b));
+  return merge_routes(routes);
+}
+
+CustomRoute BuildContext::merge_routes(std::span<const std::span<const hw::LinkId>> routes) {
   std::vector<hw::LinkId> all;
-  for (const auto& [a, b] : hops) {
-    const auto r = topo.route(a, b);
-    all.insert(all.end(), r.begin(), r.end());
-  }
+  for (const auto r : routes) all.insert(all.end(), r.begin(), r.end());
   std::sort(all.begin(), all.end());
   CustomRoute out;
   for (std::size_t i = 0; i < all.size();) {

@@ -93,10 +93,14 @@ class BuildContext {
   // Per-step latency of one hop a -> b: NCCL's per-hop latency for (transport, algorithm, protocol), but
   // never less than the route's physical latency.
   double step_latency(hw::Rank a, hw::Rank b) const;
+  // The same for a hop whose route (topo.route(a, b)) is already at hand.
+  double step_latency(std::span<const hw::LinkId> route) const;
   std::int32_t label(std::string_view phase);
   // The route of a flow bundle: the topology routes of all `hops` merged, each link weighted by how many
   // hops cross it (links in ascending id order, so the bundle is deterministic).
   CustomRoute bundle_route(std::span<const std::pair<hw::Rank, hw::Rank>> hops) const;
+  // The same from the hops' routes already looked up.
+  static CustomRoute merge_routes(std::span<const std::span<const hw::LinkId>> routes);
   // Channels to use: spec.channels, or one per NIC when the group spans nodes (at least 1).
   int channels() const;
   // Group members per node, in group order; nodes in ascending order.
@@ -129,10 +133,10 @@ class CollectiveAlgorithm {
     return unsupported_reason(spec, topo);
   }
   // NCCL-style analytic time (seconds) of `in.spec` at `in.spec.protocol`, which `--algo best` ranks by (and
-  // `auto` where NCCL's own tuner, sim/nccl_tuner.h, does not apply); called only when eligible and for groups
-  // of two or more. The default reads the algorithm's own flow-form expansion without simulating
-  // it (nccl::expansion_estimate); an algorithm whose expansion is too large to build per estimate (direct:
-  // n^2 transfers) overrides it.
+  // `auto` where NCCL's own tuner, sim/nccl_tuner.h, does not apply); called only when eligible and for
+  // groups of two or more. The default reads the algorithm's own flow-form expansion without simulating it
+  // (nccl::expansion_estimate); an algorithm whose expansion is too large to build per estimate (direct: n^2
+  // transfers) overrides it.
   virtual double estimate(const nccl::EstimateInputs& in) const;
   // Adds the collective's tasks; returns a task that is done when the whole collective is.
   virtual TaskId build(BuildContext& ctx) const = 0;

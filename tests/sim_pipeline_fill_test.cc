@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "sim/algorithms/algorithms.h"
 #include "sim/collective_runner.h"
@@ -92,17 +94,21 @@ TEST(PipelineFill, AcrossNodesTheNetworkHopAndTheNextMoveWholeChunks) {
   EXPECT_NEAR(drop(Protocol::kLL128, Granularity::kFlow) * 1e-6, 128.0 / 120 * lines, 1e-3 * lines);
 }
 
-// The shares a fill crosses a stage at (LinkShares), by hand on one link of bandwidth b: a bundle whose first
-// phase crosses it twice and whose second phase once streams at b/3 (all three hops at once). While it fills
-// with one piece, one transfer at a time: b in either phase. With three pieces: the first phase has both of
-// its hops busy (b/2), the second its own hop and up to two pieces still in the first phase (b/3). A second
-// bundle of one piece over the link adds one transfer to every load. pipeline_pieces counts units of a
-// chunk where the protocol forwards less than a chunk.
+// The shares a fill crosses a stage at (LinkShares), by hand on GPU 0's NVSwitch port of one DGX H100 (the
+// first link of every route out of GPU 0, bandwidth b): a bundle whose first phase sends 0 -> 1 and 0 -> 2
+// and whose second phase sends 0 -> 3 streams at b/3 (all three hops at once). While it fills with one
+// piece, one transfer at a time: b in either phase. With three pieces: the first phase has both of its hops
+// busy (b/2), the second its own hop and up to two pieces still in the first phase (b/3). A second bundle
+// of one piece over the port adds one transfer to every load. pipeline_pieces counts units of a chunk where
+// the protocol forwards less than a chunk.
 TEST(PipelineFill, LinkSharesCountTheTransfersAFillingPipelineHasInFlight) {
   const hw::Topology t = hw::load_system(test::preset("dgx-h100.yaml"));
   const hw::LinkId l = t.route(0, 1).front();
+  ASSERT_EQ(t.route(0, 2).front(), l);
+  ASSERT_EQ(t.route(0, 3).front(), l);
   const double b = t.link(l).bandwidth;
-  const sim::CustomRoute twice{{l}, {2.0}}, once{{l}, {1.0}};
+  using Hops = std::vector<std::pair<hw::Rank, hw::Rank>>;
+  const Hops twice{{0, 1}, {0, 2}}, once{{0, 3}};
   const std::array<hw::LinkId, 1> links{l};
   algorithms::LinkShares one(t), three(t), both(t);
   one.add(twice, once, 1);

@@ -52,11 +52,17 @@ std::vector<std::vector<hw::Rank>> call_rings(const BuildContext& ctx);
 double pipeline_pieces(double chunk, int chunks, double fill_unit);
 class LinkShares {
  public:
-  explicit LinkShares(const hw::Topology& topo) : topo_(topo) {}
+  explicit LinkShares(const hw::Topology& topo)
+      : topo_(topo),
+        weight_(topo.links().size(), 0.0),
+        first_fill_(topo.links().size(), 0.0),
+        second_fill_(topo.links().size(), 0.0),
+        count_(topo.links().size(), 0) {}
   // Adds a bundle that pipelines `pieces` pieces (pipeline_pieces) over `first` (its hops of the first phase:
   // a chain's, or a tree's up hops, or its down hops where it has no up phase) and then `second` (an
   // all-reduce tree's down hops; empty otherwise).
-  void add(const CustomRoute& first, const CustomRoute& second, double pieces);
+  void add(std::span<const std::pair<hw::Rank, hw::Rank>> first,
+           std::span<const std::pair<hw::Rank, hw::Rank>> second, double pieces);
   // The smallest share (bytes/s per unit of route weight) over `links`; +infinity for none.
   double pace(std::span<const hw::LinkId> links) const { return smallest_share(links, weight_); }
   double fill_pace(std::span<const hw::LinkId> links, bool second_phase = false) const {
@@ -64,10 +70,14 @@ class LinkShares {
   }
 
  private:
-  using Loads = std::unordered_map<hw::LinkId, double>;
+  using Loads = std::vector<double>;  // per link id
   double smallest_share(std::span<const hw::LinkId> links, const Loads& load) const;
   const hw::Topology& topo_;
+  // Adds `hops`' crossings of each link to count_ and lists the links touched.
+  void count(std::span<const std::pair<hw::Rank, hw::Rank>> hops);
   Loads weight_, first_fill_, second_fill_;
+  std::vector<int> count_;  // one bundle's crossings per link, zero between calls
+  std::vector<hw::LinkId> touched_;
 };
 
 // Adds `steps` consecutive ring steps around `ring` for one channel, each moving `slice` payload bytes per

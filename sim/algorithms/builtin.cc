@@ -41,28 +41,40 @@ double pipeline_pieces(double chunk, int chunks, double fill_unit) {
   return std::max(1.0, chunks * per_chunk);
 }
 
-void LinkShares::add(const CustomRoute& first, const CustomRoute& second, double pieces) {
+void LinkShares::count(std::span<const std::pair<hw::Rank, hw::Rank>> hops) {
+  for (const auto& [a, b] : hops)
+    for (hw::LinkId l : topo_.route(a, b))
+      if (count_[static_cast<std::size_t>(l)]++ == 0) touched_.push_back(l);
+}
+
+void LinkShares::add(std::span<const std::pair<hw::Rank, hw::Rank>> first,
+                     std::span<const std::pair<hw::Rank, hw::Rank>> second, double pieces) {
   const double k = std::max(pieces, 1.0);
-  for (std::size_t i = 0; i < first.links.size(); ++i) {
-    const double w = first.weights.empty() ? 1.0 : first.weights[i];
-    weight_[first.links[i]] += w;
-    first_fill_[first.links[i]] += std::min(w, k);
-    if (k > 1) second_fill_[first.links[i]] += std::min(w, k - 1);
-  }
-  for (std::size_t i = 0; i < second.links.size(); ++i) {
-    const double w = second.weights.empty() ? 1.0 : second.weights[i];
-    weight_[second.links[i]] += w;
-    second_fill_[second.links[i]] += std::min(w, k);
-  }
+  // Fold one phase's crossings into the loads: `fill` takes min(w, k) of each link's w, `carried` (the first
+  // phase's pieces still in flight during the second) min(w, k - 1).
+  const auto fold = [&](Loads& fill, Loads* carried) {
+    for (hw::LinkId l : touched_) {
+      const auto i = static_cast<std::size_t>(l);
+      const double w = count_[i];
+      weight_[i] += w;
+      fill[i] += std::min(w, k);
+      if (carried && k > 1) (*carried)[i] += std::min(w, k - 1);
+      count_[i] = 0;
+    }
+    touched_.clear();
+  };
+  count(first);
+  fold(first_fill_, &second_fill_);
+  count(second);
+  fold(second_fill_, nullptr);
 }
 
 double LinkShares::smallest_share(std::span<const hw::LinkId> links, const Loads& load) const {
   double share = std::numeric_limits<double>::infinity();
   for (hw::LinkId l : links) {
     const hw::Link& link = topo_.link(l);
-    const auto it = load.find(l);
-    share =
-        std::min(share, link.bandwidth / (link.shared && it != load.end() ? std::max(it->second, 1.0) : 1.0));
+    const double weight = link.shared ? std::max(load[static_cast<std::size_t>(l)], 1.0) : 1.0;
+    share = std::min(share, link.bandwidth / weight);
   }
   return share;
 }

@@ -214,7 +214,7 @@ class Ring final : public CollectiveAlgorithm {
         if (op == CollectiveOp::kReduce) std::reverse(chain.begin() + 1, chain.end());
         chain_hop_lists.push_back(chain_hops(chain, op));
         if (ctx.spec.granularity == Granularity::kFlow)
-          shares.add(ctx.bundle_route(chain_hop_lists.back()), {},
+          shares.add(chain_hop_lists.back(), {},
                      pipeline_pieces(per_channel / chunks, chunks,
                                      std::min(per_channel / chunks, nccl::forward_unit(ctx.spec.protocol))));
       }

@@ -295,9 +295,10 @@ class Tree final : public CollectiveAlgorithm {
     if (flow && !table)
       for (const auto& shape : shapes) {
         // An all-reduce fills up, then down; broadcast and reduce in one phase.
-        const auto first = ctx.bundle_route(tree_hops(shape, do_up, !do_up));
-        shares.add(first, do_up && do_down ? ctx.bundle_route(tree_hops(shape, false, true)) : CustomRoute{},
-                   pipeline_pieces(chunk, chunks, fill_unit));
+        shares.add(
+            tree_hops(shape, do_up, !do_up),
+            do_up && do_down ? tree_hops(shape, false, true) : std::vector<std::pair<hw::Rank, hw::Rank>>{},
+            pipeline_pieces(chunk, chunks, fill_unit));
       }
     std::vector<Dep> finals;
     for (int t = 0; t < trees; ++t) {
@@ -401,6 +402,7 @@ class Tree final : public CollectiveAlgorithm {
 
 std::vector<std::pair<hw::Rank, hw::Rank>> tree_hops(const TreeShape& s, bool do_up, bool do_down) {
   std::vector<std::pair<hw::Rank, hw::Rank>> hops;
+  hops.reserve(s.members.size() * ((do_up ? 1 : 0) + (do_down ? 1 : 0)));
   for (int v : s.preorder) {
     const auto vi = static_cast<std::size_t>(v);
     if (s.parent[vi] < 0) continue;
@@ -420,13 +422,33 @@ TaskId tree_flow_bundle(BuildContext& ctx, const TreeShape& s, bool do_up, bool 
                         int chunks, double fill_unit, TaskId start, std::int32_t label, int lane,
                         const hw::SizeTimes::Split* measured, double stream_rate, const LinkShares* shares) {
   const std::size_t m = s.members.size();
-  const auto hops = tree_hops(s, do_up, do_down);
-  const CustomRoute route = ctx.bundle_route(hops);
+  // Each member's hop to its parent and from it, looked up once: for the bundle's route, the stages' paces
+  // and the latencies.
+  std::vector<std::pair<hw::Rank, hw::Rank>> hops;
+  std::vector<std::span<const hw::LinkId>> up_route(m), down_route(m), routes;
+  hops.reserve(2 * m);
+  routes.reserve(2 * m);
+  for (int v : s.preorder) {
+    const auto vi = static_cast<std::size_t>(v);
+    if (s.parent[vi] < 0) continue;
+    const hw::Rank parent = s.members[static_cast<std::size_t>(s.parent[vi])];
+    up_route[vi] = ctx.topo.route(s.members[vi], parent);
+    down_route[vi] = ctx.topo.route(parent, s.members[vi]);
+    if (do_up) {
+      hops.push_back({s.members[vi], parent});
+      routes.push_back(up_route[vi]);
+    }
+    if (do_down) {
+      hops.push_back({parent, s.members[vi]});
+      routes.push_back(down_route[vi]);
+    }
+  }
+  const CustomRoute route = BuildContext::merge_routes(routes);
   const double bundle_pace = shares ? shares->pace(route.links) : 1.0;
   // Seconds per byte of a stage, relative to the bundle's pace (1 without shares). Down stages fill in the
   // all-reduce's second phase.
-  const auto inverse_pace = [&](hw::Rank a, hw::Rank b, bool down) {
-    return shares ? 1.0 / shares->fill_pace(ctx.topo.route(a, b), down && do_up) : 1.0;
+  const auto inverse_pace = [&](std::span<const hw::LinkId> links, bool down) {
+    return shares ? 1.0 / shares->fill_pace(links, down && do_up) : 1.0;
   };
   std::vector<double> lat_to_root(m, 0.0), lat_from_root(m, 0.0);
   // The trip of the path from v up to the root's child (trip_up, from its second stage) and from the root's
@@ -444,12 +466,12 @@ TaskId tree_flow_bundle(BuildContext& ctx, const TreeShape& s, bool do_up, bool 
     const auto vi = static_cast<std::size_t>(v);
     if (s.parent[vi] < 0) continue;
     const auto p = static_cast<std::size_t>(s.parent[vi]);
-    lat_to_root[vi] = lat_to_root[p] + ctx.step_latency(s.members[vi], s.members[p]);
-    lat_from_root[vi] = lat_from_root[p] + ctx.step_latency(s.members[p], s.members[vi]);
+    lat_to_root[vi] = lat_to_root[p] + ctx.step_latency(up_route[vi]);
+    lat_from_root[vi] = lat_from_root[p] + ctx.step_latency(down_route[vi]);
     net[vi] = ctx.topo.node_of(s.members[vi]) != ctx.topo.node_of(s.members[p]);
     top[vi] = s.parent[p] < 0 ? vi : top[p];
-    up_cost[vi] = inverse_pace(s.members[vi], s.members[p], false);
-    down_cost[vi] = inverse_pace(s.members[p], s.members[vi], true);
+    up_cost[vi] = inverse_pace(up_route[vi], false);
+    down_cost[vi] = inverse_pace(down_route[vi], true);
     if (s.parent[p] >= 0) {
       trip_up[vi] = trip_up[p] + stage(net[p], net[vi]) * up_cost[p];
       trip_down[vi] = trip_down[p] + stage(net[vi], net[p]) * down_cost[vi];
