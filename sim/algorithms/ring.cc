@@ -205,6 +205,8 @@ class Ring final : public CollectiveAlgorithm {
             ? ctx.spec.pipeline_chunks
             : static_cast<int>(
                   std::clamp(std::ceil(per_channel / nccl::step_payload(ctx.spec.protocol)), 1.0, 1024.0));
+    const double chain_chunk = per_channel / chunks;
+    const double chain_unit = std::min(chain_chunk, nccl::forward_unit(ctx.spec.protocol));
     std::vector<std::vector<std::pair<hw::Rank, hw::Rank>>> chain_hop_lists;
     LinkShares shares(ctx.topo);
     if (chains) {
@@ -214,21 +216,17 @@ class Ring final : public CollectiveAlgorithm {
         if (op == CollectiveOp::kReduce) std::reverse(chain.begin() + 1, chain.end());
         chain_hop_lists.push_back(chain_hops(chain, op));
         if (ctx.spec.granularity == Granularity::kFlow)
-          shares.add(chain_hop_lists.back(), {},
-                     pipeline_pieces(per_channel / chunks, chunks,
-                                     std::min(per_channel / chunks, nccl::forward_unit(ctx.spec.protocol))));
+          shares.add(chain_hop_lists.back(), {}, pipeline_pieces(chain_chunk, chunks, chain_unit));
       }
     }
     for (int c = 0; c < channels; ++c) {
       const auto& ring = orders[static_cast<std::size_t>(c)];
       if (chains) {
         // The chain, pipelined in chunks.
-        const double chunk = per_channel / chunks;
         const auto label = ctx.label(op == CollectiveOp::kBroadcast ? "chain" : "chain-reduce");
-        finals.push_back(
-            {chain_pipeline(ctx, chain_hop_lists[static_cast<std::size_t>(c)], chunk, chunks,
-                            std::min(chunk, nccl::forward_unit(ctx.spec.protocol)), start, label, c,
-                            ctx.spec.granularity, ctx.protocol_busbw_ceiling() / channels, &shares)});
+        finals.push_back({chain_pipeline(ctx, chain_hop_lists[static_cast<std::size_t>(c)], chain_chunk,
+                                         chunks, chain_unit, start, label, c, ctx.spec.granularity,
+                                         ctx.protocol_busbw_ceiling() / channels, &shares)});
         continue;
       }
       const double slice = per_channel / n;

@@ -486,7 +486,7 @@ TaskId tree_flow_bundle(BuildContext& ctx, const TreeShape& s, bool do_up, bool 
                                  : first * down_cost[t] + trip_down[vi];
     extra = std::max(extra, path_trip * bundle_pace - first);
   }
-  const double payload = chunk * chunks + extra;
+  const double payload = chunk * chunks + (std::isfinite(extra) ? extra : 0.0);  // no hop: nothing to fill
   const int stages = s.depth * ((do_up ? 1 : 0) + (do_down ? 1 : 0));
   const double latency =
       measured ? measured->fixed_seconds
