@@ -64,8 +64,9 @@ class OpenMpi final : public CollectiveAlgorithm {
         const auto label =
             ctx.label(ctx.spec.op == CollectiveOp::kBroadcast ? "pipeline" : "pipeline-reduce");
         // Per segment (step granularity) whatever the spec asks: validate's groups are small, and a chain
-        // through fast shared-memory hops and one slow network hop fills in one network segment time, not
-        // (hops - 1) of them as the flow form's common pace would charge.
+        // through fast shared-memory hops and one slow network hop fills in one network segment time, each
+        // segment a transfer of its own (the flow form gives the same only with the collective's LinkShares,
+        // which this one-chain schedule does not build).
         const TaskId done = chain_pipeline(ctx, chain_hops(group, ctx.spec.op), S / segments, segments,
                                            S / segments, start, label, 0, Granularity::kStep);
         return join(ctx, std::array<Dep, 1>{Dep{done}});
