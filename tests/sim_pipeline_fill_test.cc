@@ -111,19 +111,36 @@ TEST(PipelineFill, LinkSharesCountTheTransfersAFillingPipelineHasInFlight) {
   const Hops twice{{0, 1}, {0, 2}}, once{{0, 3}};
   const std::array<hw::LinkId, 1> links{l};
   algorithms::LinkShares one(t), three(t), both(t);
-  one.add(twice, once, 1);
-  three.add(twice, once, 3);
+  one.add(twice, once, 1, 1);
+  three.add(twice, once, 3, 3);
   EXPECT_DOUBLE_EQ(one.pace(links), b / 3);
   EXPECT_DOUBLE_EQ(one.fill_pace(links, false), b);
   EXPECT_DOUBLE_EQ(one.fill_pace(links, true), b);
   EXPECT_DOUBLE_EQ(three.pace(links), b / 3);
   EXPECT_DOUBLE_EQ(three.fill_pace(links, false), b / 2);
   EXPECT_DOUBLE_EQ(three.fill_pace(links, true), b / 3);
-  both.add(twice, once, 3);
-  both.add(once, {}, 1);
+  both.add(twice, once, 3, 3);
+  both.add(once, {}, 1, 1);
   EXPECT_DOUBLE_EQ(both.pace(links), b / 4);
   EXPECT_DOUBLE_EQ(both.fill_pace(links, false), b / 3);
   EXPECT_DOUBLE_EQ(both.fill_pace(links, true), b / 3);
+  // Across nodes the network moves whole chunks: a link that hops between nodes cross counts the bundle's
+  // chunks, not its units. GPU 7 of two DGX H100 sends to 8 (first phase) and 9 (second) through its own NIC
+  // (its shared network link): with 4 units but 1 chunk nothing of the first phase is still in flight on that
+  // link during the second.
+  const hw::Topology two = hw::load_system(test::preset("dgx-h100.yaml"), hw::LoadOptions{2});
+  hw::LinkId nic = -1;
+  for (hw::LinkId k : two.route(7, 8))
+    if (two.link(k).transport == hw::Transport::kNet && two.link(k).shared &&
+        std::ranges::count(two.route(7, 9), k) == 1)
+      nic = k;
+  ASSERT_GE(nic, 0);
+  const std::array<hw::LinkId, 1> nic_links{nic};
+  algorithms::LinkShares units(two), chunked(two);
+  units.add(Hops{{7, 8}}, Hops{{7, 9}}, 4, 4);
+  chunked.add(Hops{{7, 8}}, Hops{{7, 9}}, 4, 1);
+  EXPECT_DOUBLE_EQ(units.fill_pace(nic_links, true), two.link(nic).bandwidth / 2);
+  EXPECT_DOUBLE_EQ(chunked.fill_pace(nic_links, true), two.link(nic).bandwidth);
   EXPECT_DOUBLE_EQ(algorithms::pipeline_pieces(1 << 20, 2, 4096), 512);
   EXPECT_DOUBLE_EQ(algorithms::pipeline_pieces(1 << 20, 2, 1 << 20), 2);
 }

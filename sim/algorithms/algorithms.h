@@ -57,12 +57,15 @@ class LinkShares {
         weight_(topo.links().size(), 0.0),
         first_fill_(topo.links().size(), 0.0),
         second_fill_(topo.links().size(), 0.0),
-        count_(topo.links().size(), 0) {}
+        count_(topo.links().size(), 0),
+        network_(topo.links().size(), 0) {}
   // Adds a bundle that pipelines `pieces` pieces (pipeline_pieces) over `first` (its hops of the first phase:
   // a chain's, or a tree's up hops, or its down hops where it has no up phase) and then `second` (an
   // all-reduce tree's down hops; empty otherwise).
+  // Links that a hop between nodes crosses count `network_pieces` (the K chunks: the network moves whole
+  // chunks) instead.
   void add(std::span<const std::pair<hw::Rank, hw::Rank>> first,
-           std::span<const std::pair<hw::Rank, hw::Rank>> second, double pieces);
+           std::span<const std::pair<hw::Rank, hw::Rank>> second, double pieces, double network_pieces);
   // The smallest share (bytes/s per unit of route weight) over `links`; +infinity for none.
   double pace(std::span<const hw::LinkId> links) const { return smallest_share(links, weight_); }
   double fill_pace(std::span<const hw::LinkId> links, bool second_phase = false) const {
@@ -73,10 +76,12 @@ class LinkShares {
   using Loads = std::vector<double>;  // per link id
   double smallest_share(std::span<const hw::LinkId> links, const Loads& load) const;
   const hw::Topology& topo_;
-  // Adds `hops`' crossings of each link to count_ and lists the links touched.
+  // Adds `hops`' crossings of each link to count_, marks in network_ the links a hop between nodes crosses,
+  // and lists the links touched.
   void count(std::span<const std::pair<hw::Rank, hw::Rank>> hops);
   Loads weight_, first_fill_, second_fill_;
-  std::vector<int> count_;  // one bundle's crossings per link, zero between calls
+  std::vector<int> count_;     // one bundle's crossings per link, zero between calls
+  std::vector<char> network_;  // likewise: crossed by a hop between nodes
   std::vector<hw::LinkId> touched_;
 };
 

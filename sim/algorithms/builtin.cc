@@ -42,24 +42,31 @@ double pipeline_pieces(double chunk, int chunks, double fill_unit) {
 }
 
 void LinkShares::count(std::span<const std::pair<hw::Rank, hw::Rank>> hops) {
-  for (const auto& [a, b] : hops)
-    for (hw::LinkId l : topo_.route(a, b))
-      if (count_[static_cast<std::size_t>(l)]++ == 0) touched_.push_back(l);
+  for (const auto& [a, b] : hops) {
+    const bool between_nodes = topo_.node_of(a) != topo_.node_of(b);
+    for (hw::LinkId l : topo_.route(a, b)) {
+      const auto i = static_cast<std::size_t>(l);
+      if (count_[i]++ == 0) touched_.push_back(l);
+      if (between_nodes) network_[i] = 1;
+    }
+  }
 }
 
 void LinkShares::add(std::span<const std::pair<hw::Rank, hw::Rank>> first,
-                     std::span<const std::pair<hw::Rank, hw::Rank>> second, double pieces) {
-  const double k = std::max(pieces, 1.0);
+                     std::span<const std::pair<hw::Rank, hw::Rank>> second, double pieces,
+                     double network_pieces) {
   // Fold one phase's crossings into the loads: `fill` takes min(w, k) of each link's w, `carried` (the first
-  // phase's pieces still in flight during the second) min(w, k - 1).
+  // phase's pieces still in flight during the second) min(w, k - 1), k the pieces the link's hops forward.
   const auto fold = [&](Loads& fill, Loads* carried) {
     for (hw::LinkId l : touched_) {
       const auto i = static_cast<std::size_t>(l);
       const double w = count_[i];
+      const double k = std::max(network_[i] ? network_pieces : pieces, 1.0);
       weight_[i] += w;
       fill[i] += std::min(w, k);
       if (carried && k > 1) (*carried)[i] += std::min(w, k - 1);
       count_[i] = 0;
+      network_[i] = 0;
     }
     touched_.clear();
   };

@@ -87,7 +87,8 @@ class NvlsTree final : public CollectiveAlgorithm {
       for (int mirror = 0; mirror < 2; ++mirror) {
         shapes.push_back(make_tree(chains, order, parents[static_cast<std::size_t>(mirror)], gateway));
         if (net.empty())
-          shares.add(tree_hops(shapes.back(), true, false), tree_hops(shapes.back(), false, true), chunks);
+          shares.add(tree_hops(shapes.back(), true, false), tree_hops(shapes.back(), false, true), chunks,
+                     chunks);
       }
     }
     for (int h = 0; h < heads; ++h) {

@@ -216,7 +216,7 @@ class Ring final : public CollectiveAlgorithm {
         if (op == CollectiveOp::kReduce) std::reverse(chain.begin() + 1, chain.end());
         chain_hop_lists.push_back(chain_hops(chain, op));
         if (ctx.spec.granularity == Granularity::kFlow)
-          shares.add(chain_hop_lists.back(), {}, pipeline_pieces(chain_chunk, chunks, chain_unit));
+          shares.add(chain_hop_lists.back(), {}, pipeline_pieces(chain_chunk, chunks, chain_unit), chunks);
       }
     }
     for (int c = 0; c < channels; ++c) {

@@ -298,7 +298,7 @@ class Tree final : public CollectiveAlgorithm {
         shares.add(
             tree_hops(shape, do_up, !do_up),
             do_up && do_down ? tree_hops(shape, false, true) : std::vector<std::pair<hw::Rank, hw::Rank>>{},
-            pipeline_pieces(chunk, chunks, fill_unit));
+            pipeline_pieces(chunk, chunks, fill_unit), chunks);
       }
     std::vector<Dep> finals;
     for (int t = 0; t < trees; ++t) {
