@@ -24,6 +24,13 @@ void TaskGraph::cap_transfers_after(TaskId after, double max_rate) {
       tasks_[i].max_rate = tasks_[i].max_rate > 0 ? std::min(tasks_[i].max_rate, max_rate) : max_rate;
 }
 
+void TaskGraph::cap_transfer(TaskId transfer, double max_rate) {
+  if (!(max_rate > 0)) throw std::logic_error("a transfer rate cap must be positive");
+  Task& t = tasks_.at(static_cast<std::size_t>(transfer));
+  if (t.kind != TaskKind::kTransfer) throw std::logic_error("cap_transfer: not a transfer");
+  t.max_rate = t.max_rate > 0 ? std::min(t.max_rate, max_rate) : max_rate;
+}
+
 TaskId TaskGraph::add_compute(hw::Rank gpu, int stream, const ComputeWork& work, std::int32_t label,
                               std::span<const Dep> deps) {
   Task t{};

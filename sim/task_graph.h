@@ -74,6 +74,8 @@ class TaskGraph {
   // Caps the rate of every transfer added after `after` (wire bytes/s, > 0): a protocol's kernel that
   // cannot move data faster than that whatever the links allow (sim/nccl_model.h, protocol_ceiling).
   void cap_transfers_after(TaskId after, double max_rate);
+  // Caps one transfer's rate likewise.
+  void cap_transfer(TaskId transfer, double max_rate);
 
   // Interned label for trace names ("allreduce/ring step 3"); returns its index.
   std::int32_t intern(std::string_view label);

@@ -322,18 +322,20 @@ TaskId chain_pipeline(BuildContext& ctx, std::span<const std::pair<hw::Rank, hw:
     return bundle;
   }
   // Step form: a transfer per chunk and hop, or per unit inside a node (pipeline_stage_fill): the next hop
-  // forwards unit by unit, except after a hop across the network, which moves whole chunks.
+  // forwards unit by unit, except after a hop across the network, which moves whole chunks. The streaming
+  // rate caps the first hop, which feeds the others: the stream goes no faster, while a unit crosses the
+  // later stages at their links' pace, as in the flow form (cap_streaming).
   const int units = step_form_units(chunk, chunks, fill_unit);
-  const auto before = static_cast<TaskId>(ctx.graph.size()) - 1;
   std::vector<TaskId> last(hops.size(), -1), upstream;
   for (int k = 0; k < chunks; ++k) {
     for (std::size_t i = 0; i < hops.size(); ++i) {
       const std::vector<TaskId>* previous_hop[] = {&upstream};
       upstream = add_step_pieces(ctx, hops[i].first, hops[i].second, chunk, units, lat[i],
                                  std::span(previous_hop, i > 0 ? 1 : 0), start, last[i], label, lane);
+      if (i == 0 && std::isfinite(stream_rate))
+        for (TaskId piece : upstream) ctx.graph.cap_transfer(piece, ctx.wire(stream_rate));
     }
   }
-  if (std::isfinite(stream_rate)) ctx.graph.cap_transfers_after(before, ctx.wire(stream_rate));
   return last.empty() ? start : last.back();
 }
 

@@ -315,12 +315,10 @@ class Tree final : public CollectiveAlgorithm {
       const TaskId before = static_cast<TaskId>(ctx.graph.size()) - 1;
       build_steps(ctx, shape, do_up, do_down, chunk, chunks, step_form_units(chunk, chunks, fill_unit), start,
                   up_label, down_label, t, finals,
-                  measured ? std::optional(measured->fixed_seconds / (chunks + stages - 1)) : std::nullopt);
+                  measured ? std::optional(measured->fixed_seconds / (chunks + stages - 1)) : std::nullopt,
+                  stream_rate);
       if (measured) cap_at_measured_rate(ctx, before, chunk, chunks, stages, *measured);
     }
-    // The step form caps every transfer at the streaming rate.
-    if (ctx.spec.granularity == Granularity::kStep && std::isfinite(stream_rate))
-      ctx.graph.cap_transfers_after(start, ctx.wire(stream_rate));
     return join(ctx, finals);
   }
 
@@ -329,10 +327,14 @@ class Tree final : public CollectiveAlgorithm {
   // node (LL, LL128: pipeline_stage_fill), which the next hop forwards one by one; a hop across the network
   // moves whole chunks, and the hop after it waits for the whole chunk. A node forwards up once its
   // children's data arrived and its link is free of the previous transfer; the root turns chunks around.
-  // `hop_latency`, where given, replaces every hop's latency (a measured fixed time per chunk handoff).
+  // `hop_latency`, where given, replaces every hop's latency (a measured fixed time per chunk handoff). The
+  // streaming rate (payload bytes/s, +infinity for none) caps the hops that nothing feeds (the leaves' up
+  // hops, or the root's down hops of a broadcast): the stream goes no faster, while a unit crosses the later
+  // stages at their links' pace, as in the flow form (cap_streaming).
   static void build_steps(BuildContext& ctx, const TreeShape& s, bool do_up, bool do_down, double chunk,
                           int chunks, int units, TaskId start, std::int32_t up_label, std::int32_t down_label,
-                          int lane, std::vector<Dep>& finals, std::optional<double> hop_latency) {
+                          int lane, std::vector<Dep>& finals, std::optional<double> hop_latency,
+                          double stream_rate) {
     const std::size_t m = s.members.size();
     const auto latency = [&](hw::Rank a, hw::Rank b) {
       return hop_latency ? *hop_latency : ctx.step_latency(a, b);
@@ -357,8 +359,11 @@ class Tree final : public CollectiveAlgorithm {
     // One edge's transfers of this chunk (add_step_pieces).
     const auto edge = [&](hw::Rank from, hw::Rank to, std::int32_t label,
                           const std::vector<const std::vector<TaskId>*>& upstream, TaskId& last) {
-      return add_step_pieces(ctx, from, to, chunk, units, latency(from, to), upstream, start, last, label,
-                             lane);
+      auto pieces =
+          add_step_pieces(ctx, from, to, chunk, units, latency(from, to), upstream, start, last, label, lane);
+      if (upstream.empty() && std::isfinite(stream_rate))
+        for (TaskId piece : pieces) ctx.graph.cap_transfer(piece, ctx.wire(stream_rate));
+      return pieces;
     };
     for (int k = 0; k < chunks; ++k) {
       if (do_up) {
