@@ -167,6 +167,14 @@ TEST(PipelineFill, LlsCeilingBoundsStreamingNotTheFill) {
         7 * std::max(nccl::hop_latency(hw::Transport::kNvlink, nccl::Family::kRing, Protocol::kLL),
                      t.route_latency(0, 1));
     EXPECT_NEAR(run_collective(t, req).seconds, latency + bytes / 141e9, 1e-9) << bytes;
+    // The step form caps only each chain's first hop, which feeds the rest: the last unit leaves it after
+    // S at 141 GB/s, then crosses the 6 other hops at their links' pace, a 4 KiB unit in LL's 2 wire bytes
+    // per byte through a port that 16 chains share: 6 x 8 KiB / (371 GB/s / 16) = 2.1 us more. (Capping
+    // every transfer, as before, charged each of those units LL's share too: 6 x 4 KiB / (141 GB/s / 16) =
+    // 2.8 us.)
+    req.spec.granularity = Granularity::kStep;
+    const double tail = 6 * 8192 / (t.route_bandwidth(0, 1) / 16);
+    EXPECT_NEAR(run_collective(t, req).seconds, latency + bytes / 141e9 + tail, 1e-3 * tail) << bytes;
   }
 }
 
