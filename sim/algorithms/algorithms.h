@@ -5,7 +5,8 @@
 #include <limits>
 #include <memory>
 #include <optional>
-#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "sim/collective.h"
 #include "sim/nccl_model.h"
@@ -38,6 +39,11 @@ std::vector<std::vector<hw::Rank>> ring_orders(const BuildContext& ctx, int chan
 // for small messages. The ring and the tree run one channel per returned ring.
 std::vector<std::vector<hw::Rank>> call_rings(const BuildContext& ctx);
 
+// How many pieces a pipeline of `chunks` chunks forwards: the chunks, each in units of `fill_unit` where the
+// protocol forwards less than a chunk (pipeline_stage_fill); at least one. What LinkShares counts as a
+// bundle's transfers in flight while it fills.
+double pipeline_pieces(double chunk, int chunks, double fill_unit);
+
 // Each link's share of a collective's flow bundles (pipelines of chunks). pace(): in the flow model's steady
 // state, every bundle streaming at one rate, the link's bandwidth over the bundles' total route weight on it.
 // fill_pace(): while a pipeline fills, a bundle of K pieces has at most K transfers on a link at once (one
@@ -46,10 +52,6 @@ std::vector<std::vector<hw::Rank>> call_rings(const BuildContext& ctx);
 // down hop carries anything, and while it comes down at most K - 1 pieces still go up. A fat pipe (not
 // shared) gives its whole bandwidth to each. The fill of a tree or chain crosses each stage at the fill pace
 // of that stage's links (tree_flow_bundle, chain_pipeline).
-// How many pieces a pipeline of `chunks` chunks forwards: the chunks, each in units of `fill_unit` where the
-// protocol forwards less than a chunk (pipeline_stage_fill); at least one. What LinkShares counts as a
-// bundle's transfers in flight while it fills.
-double pipeline_pieces(double chunk, int chunks, double fill_unit);
 class LinkShares {
  public:
   explicit LinkShares(const hw::Topology& topo)
@@ -61,9 +63,8 @@ class LinkShares {
         network_(topo.links().size(), 0) {}
   // Adds a bundle that pipelines `pieces` pieces (pipeline_pieces) over `first` (its hops of the first phase:
   // a chain's, or a tree's up hops, or its down hops where it has no up phase) and then `second` (an
-  // all-reduce tree's down hops; empty otherwise).
-  // Links that a hop between nodes crosses count `network_pieces` (the K chunks: the network moves whole
-  // chunks) instead.
+  // all-reduce tree's down hops; empty otherwise). Links that a hop between nodes crosses count
+  // `network_pieces` (the K chunks: the network moves whole chunks) instead.
   void add(std::span<const std::pair<hw::Rank, hw::Rank>> first,
            std::span<const std::pair<hw::Rank, hw::Rank>> second, double pieces, double network_pieces);
   // The smallest share (bytes/s per unit of route weight) over `links`; +infinity for none.
@@ -107,7 +108,8 @@ std::vector<std::pair<hw::Rank, hw::Rank>> chain_hops(std::span<const hw::Rank> 
 // (cap_streaming). The trip crosses each stage at that stage's fill pace where `shares` is given (every
 // bundle of the collective added; LinkShares), else at the bundle's slowest hop's pace, which overstates it
 // where hops differ in speed. At step granularity a transfer per chunk and hop, or per unit inside a node
-// where fill_unit < chunk (step_form_units), each capped at `stream_rate`. Returns the last delivery.
+// where fill_unit < chunk (step_form_units), the first hop's capped at `stream_rate` (it feeds the others).
+// Returns the last delivery.
 TaskId chain_pipeline(BuildContext& ctx, std::span<const std::pair<hw::Rank, hw::Rank>> hops, double chunk,
                       int chunks, double fill_unit, TaskId start, std::int32_t label, int lane,
                       Granularity granularity, double stream_rate = std::numeric_limits<double>::infinity(),
