@@ -1,7 +1,6 @@
 #include "experiments/collective_sweep.h"
 
 #include <cmath>
-#include <numeric>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -48,22 +47,13 @@ SweepConfig sweep_config(const hw::Topology& topo, const CollectiveQuery& q) {
   // The command line has checked the range already; a caller from Python gets the same message.
   cfg.channels =
       static_cast<int>(util::parse_int(std::to_string(q.channels), {0, sim::kMaxChannels}, "--channels"));
-  if (q.group.empty()) {
-    cfg.group.resize(static_cast<std::size_t>(topo.num_gpus()));
-    std::iota(cfg.group.begin(), cfg.group.end(), 0);
-  } else {
-    cfg.group = util::parse_rank_set(q.group, topo.num_gpus(), "--group");
-  }
+  cfg.group = q.group.empty() ? topo.all_ranks() : util::parse_rank_set(q.group, topo.num_gpus(), "--group");
   return cfg;
 }
 
 std::vector<SweepRow> run_sweep(const hw::Topology& topo, const SweepConfig& config,
                                 const std::function<void(const SweepRow&)>& on_row) {
-  std::vector<hw::Rank> group = config.group;
-  if (group.empty()) {
-    group.resize(static_cast<std::size_t>(topo.num_gpus()));
-    std::iota(group.begin(), group.end(), 0);
-  }
+  const std::vector<hw::Rank> group = config.group.empty() ? topo.all_ranks() : config.group;
   const int n = static_cast<int>(group.size());
   const bool per_rank = config.op == sim::CollectiveOp::kAllGather ||
                         config.op == sim::CollectiveOp::kReduceScatter ||

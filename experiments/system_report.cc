@@ -58,8 +58,7 @@ std::string describe_system(const hw::Topology& topo) {
   }
   // NCCL's topology graphs for a communicator over every GPU, as strata rebuilds its search (what `--algo
   // auto` ranks with): to hold against a system's NCCL_DEBUG_SUBSYS=GRAPH log ("nChannels N, bw a/b").
-  std::vector<hw::Rank> all(static_cast<std::size_t>(topo.num_gpus()));
-  for (std::size_t r = 0; r < all.size(); ++r) all[r] = static_cast<hw::Rank>(r);
+  const std::vector<hw::Rank> all = topo.all_ranks();
   std::string why;
   if (const auto m = all.size() > 1 ? sim::nccl::tuner_model(topo, all, &why) : std::nullopt) {
     const auto graph = [](const sim::nccl::TopoGraph& g) {

@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <queue>
 #include <shared_mutex>
 #include <stdexcept>
@@ -461,6 +462,12 @@ std::span<const LinkId> Topology::route(Rank a, Rank b) const {
   std::unique_lock lock(cache_->mutex);
   auto [it, inserted] = cache_->routes.try_emplace(key, std::move(path));
   return it->second;
+}
+
+std::vector<Rank> Topology::all_ranks() const {
+  std::vector<Rank> all(static_cast<std::size_t>(num_gpus()));
+  std::iota(all.begin(), all.end(), 0);
+  return all;
 }
 
 Transport Topology::route_transport(Rank a, Rank b) const {

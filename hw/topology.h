@@ -83,6 +83,8 @@ class Topology {
   int nodes() const { return nodes_; }
   int gpus_per_node() const { return gpus_per_node_; }
   int num_gpus() const { return nodes_ * gpus_per_node_; }
+  // Every rank, 0 .. num_gpus() - 1: the group a collective over the whole system uses.
+  std::vector<Rank> all_ranks() const;
   int node_of(Rank r) const { return r / gpus_per_node_; }
   int local_rank(Rank r) const { return r % gpus_per_node_; }
   // Coordinates of a rank in the hierarchy, outermost level first (mixed radix, innermost fastest).

@@ -249,10 +249,7 @@ class DirectRings {
   // to GPUs outside the communicator).
   double total_bw() const {
     double most = 0;
-    for (std::size_t a = 0; a < n_; ++a)
-      most =
-          std::max(most, std::accumulate(rating_.begin() + static_cast<std::ptrdiff_t>(a * n_),
-                                         rating_.begin() + static_cast<std::ptrdiff_t>((a + 1) * n_), 0.0));
+    for (std::size_t a = 0; a < n_; ++a) most = std::max(most, out_of(rating_, a));
     return most;
   }
   // The most cycles, up to `limit`, that fit at `speed` GB/s each.
@@ -265,10 +262,7 @@ class DirectRings {
     // Every cycle leaves every member once: the fewest free arcs out of a member bound what more fits.
     const auto bound = [&] {
       int fewest = std::numeric_limits<int>::max();
-      for (std::size_t a = 0; a < n_; ++a)
-        fewest =
-            std::min(fewest, std::accumulate(room.begin() + static_cast<std::ptrdiff_t>(a * n_),
-                                             room.begin() + static_cast<std::ptrdiff_t>((a + 1) * n_), 0));
+      for (std::size_t a = 0; a < n_; ++a) fewest = std::min(fewest, out_of(room, a));
       return fewest;
     };
     const auto fits = [&](const std::vector<std::size_t>& arcs) {
@@ -289,6 +283,12 @@ class DirectRings {
   }
 
  private:
+  // Row `a` of an n x n matrix summed: what member a has on its links out.
+  template <typename T>
+  T out_of(const std::vector<T>& matrix, std::size_t a) const {
+    const auto row = matrix.begin() + static_cast<std::ptrdiff_t>(a * n_);
+    return std::accumulate(row, row + static_cast<std::ptrdiff_t>(n_), T{});
+  }
   std::size_t n_;
   std::vector<double> rating_;                    // n x n, NCCL's rating of the direct NVLink a -> b, GB/s
   std::vector<std::vector<std::size_t>> cycles_;  // as indices into rating_

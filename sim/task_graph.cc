@@ -17,18 +17,24 @@ void TaskGraph::add_dep(TaskId task, Dep dep) {
   edges_.push_back(Edge{dep.task, task, dep.kind});
 }
 
+namespace {
+// A transfer keeps the lowest of its caps (max_rate 0: none yet).
+void lower_cap(Task& t, double max_rate) {
+  if (!(max_rate > 0)) throw std::logic_error("a transfer rate cap must be positive");
+  t.max_rate = t.max_rate > 0 ? std::min(t.max_rate, max_rate) : max_rate;
+}
+}  // namespace
+
 void TaskGraph::cap_transfers_after(TaskId after, double max_rate) {
   if (!(max_rate > 0)) throw std::logic_error("a transfer rate cap must be positive");
   for (auto i = static_cast<std::size_t>(after) + 1; i < tasks_.size(); ++i)
-    if (tasks_[i].kind == TaskKind::kTransfer)
-      tasks_[i].max_rate = tasks_[i].max_rate > 0 ? std::min(tasks_[i].max_rate, max_rate) : max_rate;
+    if (tasks_[i].kind == TaskKind::kTransfer) lower_cap(tasks_[i], max_rate);
 }
 
 void TaskGraph::cap_transfer(TaskId transfer, double max_rate) {
-  if (!(max_rate > 0)) throw std::logic_error("a transfer rate cap must be positive");
   Task& t = tasks_.at(static_cast<std::size_t>(transfer));
   if (t.kind != TaskKind::kTransfer) throw std::logic_error("cap_transfer: not a transfer");
-  t.max_rate = t.max_rate > 0 ? std::min(t.max_rate, max_rate) : max_rate;
+  lower_cap(t, max_rate);
 }
 
 TaskId TaskGraph::add_compute(hw::Rank gpu, int stream, const ComputeWork& work, std::int32_t label,

@@ -16,16 +16,10 @@
 namespace strata::sim::nccl {
 namespace {
 
-std::vector<hw::Rank> all_ranks(const hw::Topology& t) {
-  std::vector<hw::Rank> g(static_cast<std::size_t>(t.num_gpus()));
-  for (int r = 0; r < t.num_gpus(); ++r) g[static_cast<std::size_t>(r)] = r;
-  return g;
-}
-
 TunerModel model_of(const std::string& preset, int nodes = 1) {
   const hw::Topology t = hw::load_system(test::preset(preset), hw::LoadOptions{nodes});
   std::string why;
-  const auto m = tuner_model(t, all_ranks(t), &why);
+  const auto m = tuner_model(t, t.all_ranks(), &why);
   EXPECT_TRUE(m.has_value()) << why;
   return m.value_or(TunerModel{});
 }
@@ -39,7 +33,7 @@ void expect_graph(const TopoGraph& g, int channels, double bw_intra, double bw_i
 std::string front(const hw::Topology& t, double bytes) {
   CollectiveSpec spec;
   spec.op = CollectiveOp::kAllReduce;
-  spec.group = all_ranks(t);
+  spec.group = t.all_ranks();
   spec.bytes = bytes;
   const auto e = estimate_all(t, spec);
   return e.empty() ? "none" : e.front().algorithm + "/" + std::string(protocol_name(e.front().protocol));
@@ -99,7 +93,7 @@ TEST(NcclTuner, GraphsOfThePresets) {
   std::string yaml = text.str();
   yaml.replace(yaml.find("links_per_gpu: 18"), 17, "links_per_gpu: 8");
   const hw::Topology h800 = hw::load_system_from_string(yaml, "h800");
-  const auto m800 = tuner_model(h800, all_ranks(h800));
+  const auto m800 = tuner_model(h800, h800.all_ranks());
   ASSERT_TRUE(m800.has_value());
   expect_graph(m800->ring, 8, 20, 20, "H800 ring");
   EXPECT_EQ(m800->comm_channels, 16);
@@ -154,7 +148,7 @@ node:
 network: {wiring: fat-tree}
 )",
                                                         "four-v100");
-  const auto m4 = tuner_model(four, all_ranks(four));
+  const auto m4 = tuner_model(four, four.all_ranks());
   ASSERT_TRUE(m4.has_value());
   expect_graph(m4->ring, 6, 20, 20, "4 x V100 ring");
   // FlexFlow's P100 node (4 GPUs, one NVLink 1 per pair, 18 GB/s): the same 2 rings at 18 (36 < 54), down
@@ -163,7 +157,7 @@ network: {wiring: fat-tree}
   // Several such nodes: the rings through their NICs are not reproduced (strata's estimate stays).
   const hw::Topology gcp = hw::load_system(test::preset("gcp-v100x8.yaml"), hw::LoadOptions{2});
   std::string why;
-  EXPECT_FALSE(tuner_model(gcp, all_ranks(gcp), &why).has_value());
+  EXPECT_FALSE(tuner_model(gcp, gcp.all_ranks(), &why).has_value());
   EXPECT_NE(why.find("NICs"), std::string::npos) << why;
 }
 

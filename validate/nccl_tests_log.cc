@@ -242,11 +242,7 @@ std::optional<int> nccl_tests_nodes(const NcclTestsLog& log, std::optional<int> 
 }
 
 std::vector<hw::Rank> gpus_of_ranks(const hw::Topology& topo, std::span<const NcclTestsRank> ranks) {
-  if (ranks.empty()) {
-    std::vector<hw::Rank> all(static_cast<std::size_t>(topo.num_gpus()));
-    for (hw::Rank r = 0; r < topo.num_gpus(); ++r) all[static_cast<std::size_t>(r)] = r;
-    return all;
-  }
+  if (ranks.empty()) return topo.all_ranks();
   std::vector<const NcclTestsRank*> ordered;
   for (const auto& r : ranks) ordered.push_back(&r);
   std::stable_sort(ordered.begin(), ordered.end(),

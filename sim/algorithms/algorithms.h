@@ -136,10 +136,13 @@ int step_form_units(double chunk, int chunks, double fill_unit);
 // One hop's transfers of one chunk in a step form: the chunk whole where the hop crosses the network, else in
 // `units` equal pieces. Piece j waits for piece j of every upstream hop's transfers of the chunk (their last
 // piece where this hop or theirs moves the chunk whole), for `start` where there is no upstream hop, and for
-// the hop's previous transfer to have left (`last`, updated).
+// the hop's previous transfer to have left (`last`, updated). A hop with no upstream feeds the pipeline: its
+// pieces are capped at `stream_rate` payload bytes/s (a protocol's streaming ceiling; +infinity for none),
+// which bounds the stream while units cross the later stages at their links' pace.
 std::vector<TaskId> add_step_pieces(BuildContext& ctx, hw::Rank from, hw::Rank to, double chunk, int units,
                                     double latency, std::span<const std::vector<TaskId>* const> upstream,
-                                    TaskId start, TaskId& last, std::int32_t label, int lane);
+                                    TaskId start, TaskId& last, std::int32_t label, int lane,
+                                    double stream_rate = std::numeric_limits<double>::infinity());
 
 // A pipelined flow bundle: every hop carries `payload_per_hop` bytes (before protocol overhead) at one common
 // rate, then the whole bundle is done after `latency` seconds.

@@ -79,16 +79,17 @@ class NvlsTree final : public CollectiveAlgorithm {
     // Both trees of every head; without a measured table their fill crosses each stage at its links' share
     // of all trees' bundles (LinkShares: one chunk per channel in flight per tree and link while it fills).
     std::vector<TreeShape> shapes;
-    LinkShares shares(ctx.topo);
+    std::optional<LinkShares> shares;
+    if (net.empty()) shares.emplace(ctx.topo);
     for (int h = 0; h < heads; ++h) {
       std::vector<std::vector<hw::Rank>> chains;
       for (const auto& members : nodes) chains.push_back({members[static_cast<std::size_t>(h)]});
       const std::vector<std::size_t> gateway(chains.size(), 0);
       for (int mirror = 0; mirror < 2; ++mirror) {
         shapes.push_back(make_tree(chains, order, parents[static_cast<std::size_t>(mirror)], gateway));
-        if (net.empty())
-          shares.add(tree_hops(shapes.back(), true, false), tree_hops(shapes.back(), false, true), chunks,
-                     chunks);
+        if (shares)
+          shares->add(tree_hops(shapes.back(), true, false), tree_hops(shapes.back(), false, true), chunks,
+                      chunks);
       }
     }
     for (int h = 0; h < heads; ++h) {
@@ -108,7 +109,7 @@ class NvlsTree final : public CollectiveAlgorithm {
         finals.push_back(
             {tree_flow_bundle(ctx, shape, true, true, per_tree / chunks, chunks, per_tree / chunks, start,
                               tree_label, 2 * h + mirror, measured ? &*measured : nullptr,
-                              std::numeric_limits<double>::infinity(), measured ? nullptr : &shares)});
+                              std::numeric_limits<double>::infinity(), shares ? &*shares : nullptr)});
       }
     }
     // Inside each node: NVLS on every GPU's switch port. Its latency carries the whole pipeline's (NVLS, then

@@ -208,15 +208,16 @@ class Ring final : public CollectiveAlgorithm {
     const double chain_chunk = per_channel / chunks;
     const double chain_unit = std::min(chain_chunk, nccl::forward_unit(ctx.spec.protocol));
     std::vector<std::vector<std::pair<hw::Rank, hw::Rank>>> chain_hop_lists;
-    LinkShares shares(ctx.topo);
+    std::optional<LinkShares> shares;  // the flow form's only
+    if (chains && ctx.spec.granularity == Granularity::kFlow) shares.emplace(ctx.topo);
     if (chains) {
       for (const auto& ring : orders) {
         std::vector<hw::Rank> chain = ring;
         std::rotate(chain.begin(), std::find(chain.begin(), chain.end(), ctx.spec.group[0]), chain.end());
         if (op == CollectiveOp::kReduce) std::reverse(chain.begin() + 1, chain.end());
         chain_hop_lists.push_back(chain_hops(chain, op));
-        if (ctx.spec.granularity == Granularity::kFlow)
-          shares.add(chain_hop_lists.back(), {}, pipeline_pieces(chain_chunk, chunks, chain_unit), chunks);
+        if (shares)
+          shares->add(chain_hop_lists.back(), {}, pipeline_pieces(chain_chunk, chunks, chain_unit), chunks);
       }
     }
     for (int c = 0; c < channels; ++c) {
@@ -224,9 +225,9 @@ class Ring final : public CollectiveAlgorithm {
       if (chains) {
         // The chain, pipelined in chunks.
         const auto label = ctx.label(op == CollectiveOp::kBroadcast ? "chain" : "chain-reduce");
-        finals.push_back({chain_pipeline(ctx, chain_hop_lists[static_cast<std::size_t>(c)], chain_chunk,
-                                         chunks, chain_unit, start, label, c, ctx.spec.granularity,
-                                         ctx.protocol_busbw_ceiling() / channels, &shares)});
+        finals.push_back({chain_pipeline(
+            ctx, chain_hop_lists[static_cast<std::size_t>(c)], chain_chunk, chunks, chain_unit, start, label,
+            c, ctx.spec.granularity, ctx.protocol_busbw_ceiling() / channels, shares ? &*shares : nullptr)});
         continue;
       }
       const double slice = per_channel / n;
@@ -268,8 +269,10 @@ int step_form_units(double chunk, int chunks, double fill_unit) {
 
 std::vector<TaskId> add_step_pieces(BuildContext& ctx, hw::Rank from, hw::Rank to, double chunk, int units,
                                     double latency, std::span<const std::vector<TaskId>* const> upstream,
-                                    TaskId start, TaskId& last, std::int32_t label, int lane) {
+                                    TaskId start, TaskId& last, std::int32_t label, int lane,
+                                    double stream_rate) {
   const bool whole = ctx.topo.node_of(from) != ctx.topo.node_of(to);
+  const bool feeds = upstream.empty() && std::isfinite(stream_rate);
   const int pieces = whole ? 1 : units;
   std::vector<TaskId> out;
   for (int j = 0; j < pieces; ++j) {
@@ -281,6 +284,7 @@ std::vector<TaskId> add_step_pieces(BuildContext& ctx, hw::Rank from, hw::Rank t
     if (upstream.empty()) deps.push_back({start});
     if (last >= 0) deps.push_back({last, DepKind::kSent});
     last = ctx.graph.add_transfer(from, to, ctx.wire(chunk / pieces), latency, label, deps, lane);
+    if (feeds) ctx.graph.cap_transfer(last, ctx.wire(stream_rate));
     out.push_back(last);
   }
   return out;
@@ -323,17 +327,15 @@ TaskId chain_pipeline(BuildContext& ctx, std::span<const std::pair<hw::Rank, hw:
   }
   // Step form: a transfer per chunk and hop, or per unit inside a node (pipeline_stage_fill): the next hop
   // forwards unit by unit, except after a hop across the network, which moves whole chunks. The streaming
-  // rate caps the first hop, which feeds the others: the stream goes no faster, while a unit crosses the
-  // later stages at their links' pace, as in the flow form (cap_streaming).
+  // rate caps the first hop, which feeds the others (add_step_pieces).
   const int units = step_form_units(chunk, chunks, fill_unit);
   std::vector<TaskId> last(hops.size(), -1), upstream;
   for (int k = 0; k < chunks; ++k) {
     for (std::size_t i = 0; i < hops.size(); ++i) {
       const std::vector<TaskId>* previous_hop[] = {&upstream};
-      upstream = add_step_pieces(ctx, hops[i].first, hops[i].second, chunk, units, lat[i],
-                                 std::span(previous_hop, i > 0 ? 1 : 0), start, last[i], label, lane);
-      if (i == 0 && std::isfinite(stream_rate))
-        for (TaskId piece : upstream) ctx.graph.cap_transfer(piece, ctx.wire(stream_rate));
+      upstream =
+          add_step_pieces(ctx, hops[i].first, hops[i].second, chunk, units, lat[i],
+                          std::span(previous_hop, i > 0 ? 1 : 0), start, last[i], label, lane, stream_rate);
     }
   }
   return last.empty() ? start : last.back();

@@ -291,15 +291,17 @@ class Tree final : public CollectiveAlgorithm {
     // At flow granularity the trees' fill crosses each stage at its link's share of all trees' bundles
     // (LinkShares); a measured table charges every stage the network's time per chunk instead.
     const bool flow = ctx.spec.granularity == Granularity::kFlow;
-    LinkShares shares(ctx.topo);
-    if (flow && !table)
+    std::optional<LinkShares> shares;
+    if (flow && !table) {
+      shares.emplace(ctx.topo);
       for (const auto& shape : shapes) {
         // An all-reduce fills up, then down; broadcast and reduce in one phase.
-        shares.add(
+        shares->add(
             tree_hops(shape, do_up, !do_up),
             do_up && do_down ? tree_hops(shape, false, true) : std::vector<std::pair<hw::Rank, hw::Rank>>{},
             pipeline_pieces(chunk, chunks, fill_unit), chunks);
       }
+    }
     std::vector<Dep> finals;
     for (int t = 0; t < trees; ++t) {
       const TreeShape& shape = shapes[static_cast<std::size_t>(t)];
@@ -309,7 +311,7 @@ class Tree final : public CollectiveAlgorithm {
       if (flow) {
         finals.push_back(
             {tree_flow_bundle(ctx, shape, do_up, do_down, chunk, chunks, fill_unit, start, up_label, t,
-                              measured ? &*measured : nullptr, stream_rate, table ? nullptr : &shares)});
+                              measured ? &*measured : nullptr, stream_rate, shares ? &*shares : nullptr)});
         continue;
       }
       const TaskId before = static_cast<TaskId>(ctx.graph.size()) - 1;
@@ -359,11 +361,8 @@ class Tree final : public CollectiveAlgorithm {
     // One edge's transfers of this chunk (add_step_pieces).
     const auto edge = [&](hw::Rank from, hw::Rank to, std::int32_t label,
                           const std::vector<const std::vector<TaskId>*>& upstream, TaskId& last) {
-      auto pieces =
-          add_step_pieces(ctx, from, to, chunk, units, latency(from, to), upstream, start, last, label, lane);
-      if (upstream.empty() && std::isfinite(stream_rate))
-        for (TaskId piece : pieces) ctx.graph.cap_transfer(piece, ctx.wire(stream_rate));
-      return pieces;
+      return add_step_pieces(ctx, from, to, chunk, units, latency(from, to), upstream, start, last, label,
+                             lane, stream_rate);
     };
     for (int k = 0; k < chunks; ++k) {
       if (do_up) {
