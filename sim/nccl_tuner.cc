@@ -409,6 +409,14 @@ std::optional<TunerModel> tuner_model(const hw::Topology& topo, std::span<const 
   return m;
 }
 
+double nvls_tree_busbw_ceiling(const TunerModel& m) {
+  // [Hopper, Blackwell][1 node, 2 nodes, more] (v2.28.3-1; one node has no NVLS-Tree).
+  constexpr double kPerChMaxNvlsTreeBw[2][3] = {{0.0, 57.7, 45.5}, {0.0, 96.0, 80.0}};
+  if (m.nvls.channels == 0 || m.nodes < 2 || m.compute_capability < 90) return kInf;
+  const int arch = m.compute_capability >= 100 ? 1 : 0;
+  return m.nvls.channels * kPerChMaxNvlsTreeBw[arch][m.nodes == 2 ? 1 : 2];
+}
+
 std::optional<double> tuner_time(const TunerModel& m, Family f, Protocol p, CollectiveOp op, double bytes) {
   if (f == Family::kHostMpi || op == CollectiveOp::kSendRecv || op == CollectiveOp::kAllToAll)
     return std::nullopt;

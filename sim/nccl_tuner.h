@@ -39,6 +39,15 @@ struct TunerModel {
 std::optional<TunerModel> tuner_model(const hw::Topology& topo, std::span<const hw::Rank> group,
                                       std::string* why = nullptr);
 
+// The most bus bandwidth (nccl-tests' busbw, GB/s) NCCL's NVLS-Tree kernel sustains on the group: the NVLS
+// graph's channels x perChMaxNVLSTreeBw, NVIDIA's per-channel ceiling of that kernel, which NCCL's tuner has
+// applied since v2.28.3-1 (src/graph/tuning.cc, perChMaxNVLSTreeBws: Hopper 57.7 GB/s on 2 nodes and 45.5
+// from 3, Blackwell 96.0 and 80.0; busBw x nRanks / (2 (nRanks - 1)) is then its algorithm bandwidth). The
+// 2.21 tuner this file otherwise follows rates NVLS-Tree without it (x 5/6 instead), so it takes no part in
+// the choice; the simulator charges it as the kernel's throughput (docs/fidelity.md §6.5). +infinity where
+// the group has no NVLS graph, spans one node or has GPUs older than Hopper.
+double nvls_tree_busbw_ceiling(const TunerModel& m);
+
 // NCCL's predicted time (seconds) for one call of `op` on `bytes` with the family's algorithm at protocol
 // `p`: latency + bytes / bandwidth with NCCL's corrections. +infinity where NCCL does not run the pair
 // (disabled algorithm or protocol, or the operation is not one the algorithm implements); std::nullopt for

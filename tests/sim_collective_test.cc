@@ -189,6 +189,33 @@ TEST(Collectives, NvlsTreeIsBoundByTheSwitchPortOrByTheNicsTwoNodeTrees) {
   EXPECT_NE(AlgorithmRegistry::instance().find("nvls-tree")->unsupported_reason(spec, a100), "");
 }
 
+TEST(Collectives, NvlsTreeStopsAtNcclsPerChannelCeiling) {
+  // NCCL >= 2.28 caps NVLS-Tree at perChMaxNVLSTreeBw per channel of its NVLS graph (Hopper: 57.7 GB/s on 2
+  // nodes, 45.5 from 3) as nccl-tests busbw, i.e. algbw <= channels x 57.7 x ranks / (2 (ranks - 1)).
+  // 2 DGX H100: the NVLS graph is one channel per GPU, 8 (18 NVLinks x 20.6 = 370.8 GB/s hold 9 x 40 but not
+  // 9 x 45), so algbw <= 8 x 57.7 x 16/30 = 246.19 GB/s, below the switch ports' 370.8 x 0.85 x 8/9 = 280.2.
+  // The ports then carry S plus the NVLS fill and drain (16 channels x 2 steps x 8 heads x 128 KiB = 32 MiB)
+  // at that rate, after NCCL's NVLSTree latency (25 us + 2 x 20.9 us; base 0).
+  const double S = 4.0 * (1 << 30);
+  {
+    const hw::Topology t = hw::load_system(test::preset("dgx-h100.yaml"), hw::LoadOptions{2});
+    const double algbw = 8 * 57.7e9 * 16 / 30;
+    const double expected = (S + 32.0 * (1 << 20)) / algbw + (25 + 2 * 20.9) * kUs;
+    const auto r = run(t, CollectiveOp::kAllReduce, S, "nvls-tree");
+    EXPECT_NEAR(r.seconds, expected, 1e-4 * expected);
+  }
+  {
+    // 2 nodes x 4 GPUs on 1,000 GB/s ports: the ports would allow 1000 x 0.85 x 4/5 = 680 GB/s algbw, the
+    // NICs (400 GB/s each, S/n per direction) 1,600; NCCL's graph is 4 channels at the top of Hopper's
+    // speed ladder, so the ceiling is 4 x 57.7 x 8/14 = 131.89 GB/s. Fill and drain: 16 x 2 x 4 x 128 KiB.
+    const auto t = nvls_nodes(2, 4, 1000, 400);
+    const double algbw = 4 * 57.7e9 * 8 / 14;
+    const double expected = (S + 16.0 * (1 << 20)) / algbw + (25 + 2 * 20.9) * kUs;
+    const auto r = run(t, CollectiveOp::kAllReduce, S, "nvls-tree");
+    EXPECT_NEAR(r.seconds, expected, 1e-4 * expected);
+  }
+}
+
 TEST(Collectives, TunerPicksNvlsTreeForLargeAllReducesOnTwoDgxH100) {
   // NCCL's default on 2 DGX H100 at GiB sizes is NVLS-Tree; the 2-node trees halve the NIC traffic of a ring.
   const hw::Topology t = hw::load_system(test::preset("dgx-h100.yaml"), hw::LoadOptions{2});

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -207,6 +208,19 @@ TEST(NcclTuner, EightDgxH100RunNvlsTreeUpToHalfAGigabyte) {
   for (double bytes : {8388608.0, 16777216.0, 67108864.0, 536870912.0})
     EXPECT_EQ(front(t, bytes), "nvls-tree/simple") << bytes;
   for (double bytes : {1073741824.0, 8589934592.0}) EXPECT_EQ(front(t, bytes), "ring/simple") << bytes;
+}
+
+// NVLS-Tree's kernel ceiling as NCCL 2.28+ rates it (src/graph/tuning.cc perChMaxNVLSTreeBws, Hopper {0,
+// 57.7, 45.5} for 1 / 2 / 3+ nodes, Blackwell {0, 96.0, 80.0}) times the NVLS graph's channels: one per GPU
+// on a DGX H100 (8), as nccl-tests busbw.
+TEST(NcclTuner, NvlsTreeCeilingIsPerChannelTimesTheNvlsGraphsChannels) {
+  EXPECT_NEAR(nvls_tree_busbw_ceiling(model_of("dgx-h100.yaml", 2)), 8 * 57.7, 1e-9);
+  for (int nodes : {3, 4, 8})
+    EXPECT_NEAR(nvls_tree_busbw_ceiling(model_of("dgx-h100.yaml", nodes)), 8 * 45.5, 1e-9);
+  EXPECT_NEAR(nvls_tree_busbw_ceiling(model_of("dgx-b200.yaml", 2)), 8 * 96.0, 1e-9);
+  EXPECT_NEAR(nvls_tree_busbw_ceiling(model_of("dgx-b200.yaml", 4)), 8 * 80.0, 1e-9);
+  EXPECT_TRUE(std::isinf(nvls_tree_busbw_ceiling(model_of("dgx-h100.yaml", 1))));  // NVLS-Tree needs 2 nodes
+  EXPECT_TRUE(std::isinf(nvls_tree_busbw_ceiling(model_of("dgx-a100.yaml", 2))));  // no NVLS before Hopper
 }
 
 }  // namespace strata::sim::nccl

@@ -8,6 +8,8 @@
 //  - each head moves S/n through its two trees (S/(2n) each) over the network: on 2 nodes each NIC direction
 //    carries S/(2n) per tree, half of what a ring needs, which is why NCCL doubles NVLS-Tree's inter-node
 //    bandwidth on <= 2 nodes; on more nodes an interior node carries about 2 S/n each way, like the ring.
+// The whole pipeline moves the buffer no faster than NCCL's ceiling on the kernel
+// (nccl::nvls_tree_busbw_ceiling, perChMaxNVLSTreeBw x the NVLS graph's channels), which binds on 2 nodes.
 // Sources (NVIDIA/nccl 5067397c): src/device/all_reduce.h RunWorkColl<..., NCCL_ALGO_NVLS_TREE, ...> (the
 // warp roles), src/graph/connect.cc (nvls.treeUp / treeDown: the local NVLS "down" plus up to two remote
 // children, tree c % 2 per channel), src/enqueue.cc (chunk size rule below), src/transport/nvls.cc (16 NVLS
@@ -22,6 +24,7 @@
 
 #include "sim/algorithms/algorithms.h"
 #include "sim/nccl_model.h"
+#include "sim/nccl_tuner.h"
 
 namespace strata::sim::algorithms {
 namespace {
@@ -66,6 +69,15 @@ class NvlsTree final : public CollectiveAlgorithm {
     const int chunks = std::max(
         1, static_cast<int>(std::ceil(per_channel / nvls_tree_chunk_bytes(bytes, num_nodes, heads))));
     const auto tree_label = ctx.label("tree");
+    // NCCL's ceiling on the kernel (perChMaxNVLSTreeBw x the NVLS graph's channels, as nccl-tests busbw):
+    // every part of the pipeline, the trees and the switch ports, moves the buffer no faster than its
+    // algorithm bandwidth allows. It binds on 2 nodes, where the switch ports alone would allow about 280
+    // GB/s algbw on DGX H100 and NCCL rates 246 (docs/fidelity.md §6.5).
+    double algbw_ceiling = std::numeric_limits<double>::infinity();
+    if (const auto model = nccl::tuner_model(ctx.topo, ctx.spec.group)) {
+      const double ranks = static_cast<double>(ctx.spec.group.size());
+      algbw_ceiling = nccl::nvls_tree_busbw_ceiling(*model) * 1e9 * ranks / (2 * (ranks - 1));
+    }
     // Where the network's chunk handoffs were measured (node.nics.nccl_tree), each tree is charged as one
     // of NCCL's channels moves one head's share over it: every chunk through every stage at the measured
     // time per chunk (tree_chunk_handoffs). The network part of NVLS-Tree is the tree's transport (a send
@@ -109,7 +121,7 @@ class NvlsTree final : public CollectiveAlgorithm {
         finals.push_back(
             {tree_flow_bundle(ctx, shape, true, true, per_tree / chunks, chunks, per_tree / chunks, start,
                               tree_label, 2 * h + mirror, measured ? &*measured : nullptr,
-                              std::numeric_limits<double>::infinity(), shares ? &*shares : nullptr)});
+                              algbw_ceiling * per_tree / bytes, shares ? &*shares : nullptr)});
       }
     }
     // Inside each node: NVLS on every GPU's switch port. Its latency carries the whole pipeline's (NVLS, then
@@ -126,10 +138,12 @@ class NvlsTree final : public CollectiveAlgorithm {
     for (const auto& members : nodes)
       for (hw::Rank r : members) {
         const auto [to_switch, from_switch] = nvswitch_port(ctx.topo, r);
-        finals.push_back(
-            {ctx.graph.add_transfer_on(CustomRoute{{to_switch}, {}}, r, r, wire, lat, up, deps)});
-        finals.push_back(
-            {ctx.graph.add_transfer_on(CustomRoute{{from_switch}, {}}, r, r, wire, lat, down, deps)});
+        for (const auto& [link, label] : {std::pair{to_switch, up}, std::pair{from_switch, down}}) {
+          const TaskId port =
+              ctx.graph.add_transfer_on(CustomRoute{{link}, {}}, r, r, wire, lat, label, deps);
+          if (std::isfinite(algbw_ceiling)) ctx.graph.cap_transfer(port, algbw_ceiling * wire / payload);
+          finals.push_back({port});
+        }
       }
     return join(ctx, finals);
   }
