@@ -38,8 +38,9 @@ double payload_cost(Family f, Protocol p, int nodes);
 // llMaxBws, 8-byte stores of 4 B data and a 4 B flag. One node by GPU generation (Volta and older 39.0,
 // Ampere 87.7, Hopper 141.0, Blackwell 282.0 GB/s); across nodes by the hosts' CPU, which the NIC's traffic
 // crosses (2 nodes 39.0, 3 or more 20.4 GB/s; AMD hosts 22.5 and 19.0). +inf for Simple, LL128 and the
-// other families. (NCCL's per-channel LL128 and tree ceilings are not applied: they scale with the channel
-// count of NCCL's own topology search, which strata does not reproduce; docs/fidelity.md §5.)
+// other families. (NCCL's per-channel LL128 and tree ceilings act only through the tuner, sim/nccl_tuner.cc:
+// they scale with the channels of NCCL's topology graph, not with the channels NCCL runs; NVLS-Tree's is
+// applied to its transfers, nccl::nvls_tree_busbw_ceiling; docs/fidelity.md §2.3.)
 double protocol_busbw_ceiling(Family f, Protocol p, hw::GpuArch arch, int nodes, hw::CpuVendor vendor);
 
 // NCCL's channels for one call (v2.21.5-1 src/enqueue.cc, getChannnelThreadInfo): a ring or tree call drops
