@@ -59,8 +59,11 @@ TaskId TaskGraph::add_compute_fixed(hw::Rank gpu, int stream, double seconds, st
   return push(t, deps);
 }
 
-TaskId TaskGraph::add_transfer(hw::Rank src, hw::Rank dst, double wire_bytes, double latency_seconds,
-                               std::int32_t label, std::span<const Dep> deps, int lane) {
+namespace {
+
+// A transfer task over the topology's route (route -1) or a custom one.
+Task transfer_task(hw::Rank src, hw::Rank dst, double wire_bytes, double latency_seconds, std::int32_t label,
+                   int lane, std::int32_t route) {
   Task t{};
   t.kind = TaskKind::kTransfer;
   t.rank = src;
@@ -69,7 +72,15 @@ TaskId TaskGraph::add_transfer(hw::Rank src, hw::Rank dst, double wire_bytes, do
   t.seconds = latency_seconds;
   t.label = label;
   t.lane = lane;
-  return push(t, deps);
+  t.route = route;
+  return t;
+}
+
+}  // namespace
+
+TaskId TaskGraph::add_transfer(hw::Rank src, hw::Rank dst, double wire_bytes, double latency_seconds,
+                               std::int32_t label, std::span<const Dep> deps, int lane) {
+  return push(transfer_task(src, dst, wire_bytes, latency_seconds, label, lane, -1), deps);
 }
 
 TaskId TaskGraph::add_transfer_on(CustomRoute route, hw::Rank src, hw::Rank dst, double wire_bytes,
@@ -91,16 +102,7 @@ TaskId TaskGraph::add_transfer_via(std::int32_t route, hw::Rank src, hw::Rank ds
                                    int lane) {
   if (route < 0 || static_cast<std::size_t>(route) >= routes_.size())
     throw std::logic_error("add_transfer_via: no such custom route");
-  Task t{};
-  t.kind = TaskKind::kTransfer;
-  t.rank = src;
-  t.peer = dst;
-  t.bytes = wire_bytes;
-  t.seconds = latency_seconds;
-  t.label = label;
-  t.lane = lane;
-  t.route = route;
-  return push(t, deps);
+  return push(transfer_task(src, dst, wire_bytes, latency_seconds, label, lane, route), deps);
 }
 
 TaskId TaskGraph::add_delay(double seconds, std::int32_t label, std::span<const Dep> deps) {
