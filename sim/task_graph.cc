@@ -18,11 +18,13 @@ void TaskGraph::add_dep(TaskId task, Dep dep) {
 }
 
 namespace {
+
 // A transfer keeps the lowest of its caps (max_rate 0: none yet).
 void lower_cap(Task& t, double max_rate) {
   if (!(max_rate > 0)) throw std::logic_error("a transfer rate cap must be positive");
   t.max_rate = t.max_rate > 0 ? std::min(t.max_rate, max_rate) : max_rate;
 }
+
 }  // namespace
 
 void TaskGraph::cap_transfers_after(TaskId after, double max_rate) {
@@ -39,48 +41,27 @@ void TaskGraph::cap_transfer(TaskId transfer, double max_rate) {
 
 TaskId TaskGraph::add_compute(hw::Rank gpu, int stream, const ComputeWork& work, std::int32_t label,
                               std::span<const Dep> deps) {
-  Task t{};
-  t.kind = TaskKind::kCompute;
-  t.rank = gpu;
-  t.stream = stream;
-  t.work = work;
-  t.label = label;
-  return push(t, deps);
+  return push(Task{.kind = TaskKind::kCompute, .rank = gpu, .stream = stream, .label = label, .work = work},
+              deps);
 }
 
 TaskId TaskGraph::add_compute_fixed(hw::Rank gpu, int stream, double seconds, std::int32_t label,
                                     std::span<const Dep> deps) {
-  Task t{};
-  t.kind = TaskKind::kCompute;
-  t.rank = gpu;
-  t.stream = stream;
-  t.seconds = seconds;
-  t.label = label;
-  return push(t, deps);
+  return push(
+      Task{.kind = TaskKind::kCompute, .rank = gpu, .stream = stream, .label = label, .seconds = seconds},
+      deps);
 }
-
-namespace {
-
-// A transfer task over the topology's route (route -1) or a custom one.
-Task transfer_task(hw::Rank src, hw::Rank dst, double wire_bytes, double latency_seconds, std::int32_t label,
-                   int lane, std::int32_t route) {
-  Task t{};
-  t.kind = TaskKind::kTransfer;
-  t.rank = src;
-  t.peer = dst;
-  t.bytes = wire_bytes;
-  t.seconds = latency_seconds;
-  t.label = label;
-  t.lane = lane;
-  t.route = route;
-  return t;
-}
-
-}  // namespace
 
 TaskId TaskGraph::add_transfer(hw::Rank src, hw::Rank dst, double wire_bytes, double latency_seconds,
                                std::int32_t label, std::span<const Dep> deps, int lane) {
-  return push(transfer_task(src, dst, wire_bytes, latency_seconds, label, lane, -1), deps);
+  return push(Task{.kind = TaskKind::kTransfer,
+                   .rank = src,
+                   .peer = dst,
+                   .lane = lane,
+                   .label = label,
+                   .bytes = wire_bytes,
+                   .seconds = latency_seconds},
+              deps);
 }
 
 TaskId TaskGraph::add_transfer_on(CustomRoute route, hw::Rank src, hw::Rank dst, double wire_bytes,
@@ -102,15 +83,19 @@ TaskId TaskGraph::add_transfer_via(std::int32_t route, hw::Rank src, hw::Rank ds
                                    int lane) {
   if (route < 0 || static_cast<std::size_t>(route) >= routes_.size())
     throw std::logic_error("add_transfer_via: no such custom route");
-  return push(transfer_task(src, dst, wire_bytes, latency_seconds, label, lane, route), deps);
+  return push(Task{.kind = TaskKind::kTransfer,
+                   .rank = src,
+                   .peer = dst,
+                   .lane = lane,
+                   .label = label,
+                   .route = route,
+                   .bytes = wire_bytes,
+                   .seconds = latency_seconds},
+              deps);
 }
 
 TaskId TaskGraph::add_delay(double seconds, std::int32_t label, std::span<const Dep> deps) {
-  Task t{};
-  t.kind = TaskKind::kDelay;
-  t.seconds = seconds;
-  t.label = label;
-  return push(t, deps);
+  return push(Task{.kind = TaskKind::kDelay, .label = label, .seconds = seconds}, deps);
 }
 
 std::int32_t TaskGraph::intern(std::string_view label) {

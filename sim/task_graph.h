@@ -46,7 +46,7 @@ struct Task {
   double bytes = 0;         // transfer: bytes put on the wire
   double seconds = 0;       // compute: fixed duration if > 0; delay: duration; transfer: delivery latency
   double max_rate = 0;      // transfer: the most wire bytes/s the sender's kernel moves it at (0: links only)
-  ComputeWork work;         // compute: used when seconds == 0
+  ComputeWork work{};       // compute: used when seconds == 0
 };
 
 class TaskGraph {

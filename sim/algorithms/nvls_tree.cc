@@ -74,10 +74,9 @@ class NvlsTree final : public CollectiveAlgorithm {
     // algorithm bandwidth allows. It binds on 2 nodes, where the switch ports alone would allow about 280
     // GB/s algbw on DGX H100 and NCCL rates 246 (docs/fidelity.md §6.5).
     double algbw_ceiling = std::numeric_limits<double>::infinity();
-    if (const auto model = nccl::tuner_model(ctx.topo, ctx.spec.group)) {
-      const double ranks = static_cast<double>(ctx.spec.group.size());
-      algbw_ceiling = nccl::nvls_tree_busbw_ceiling(*model) * 1e9 * ranks / (2 * (ranks - 1));
-    }
+    if (const auto model = nccl::tuner_model(ctx.topo, ctx.spec.group))
+      algbw_ceiling = nccl::nvls_tree_busbw_ceiling(*model) * 1e9 /
+                      busbw_factor(CollectiveOp::kAllReduce, static_cast<int>(ctx.spec.group.size()));
     // Where the network's chunk handoffs were measured (node.nics.nccl_tree), each tree is charged as one
     // of NCCL's channels moves one head's share over it: every chunk through every stage at the measured
     // time per chunk (tree_chunk_handoffs). The network part of NVLS-Tree is the tree's transport (a send

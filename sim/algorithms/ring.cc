@@ -298,8 +298,14 @@ void cap_streaming(BuildContext& ctx, TaskId bundle, double payload, double stre
 TaskId chain_pipeline(BuildContext& ctx, std::span<const std::pair<hw::Rank, hw::Rank>> hops, double chunk,
                       int chunks, double fill_unit, TaskId start, std::int32_t label, int lane,
                       Granularity granularity, double stream_rate, const LinkShares* shares) {
+  // Each hop's route looked up once: for its latency, and in flow form the bundle's route and the stages'
+  // paces.
+  std::vector<std::span<const hw::LinkId>> routes;
   std::vector<double> lat;
-  for (const auto& [a, b] : hops) lat.push_back(ctx.step_latency(a, b));
+  for (const auto& [a, b] : hops) {
+    routes.push_back(ctx.topo.route(a, b));
+    lat.push_back(ctx.step_latency(routes.back()));
+  }
   const auto crosses_network = [&](std::size_t i) {
     return ctx.topo.node_of(hops[i].first) != ctx.topo.node_of(hops[i].second);
   };
@@ -308,7 +314,7 @@ TaskId chain_pipeline(BuildContext& ctx, std::span<const std::pair<hw::Rank, hw:
     // time of the K chunks less that piece, plus the chain's latency. With `shares` the trip crosses each
     // stage at its fill pace (the bundle carries the stage's bytes scaled by its own pace over the stage's);
     // else every stage goes at the bundle's pace.
-    const CustomRoute route = ctx.bundle_route(hops);
+    const CustomRoute route = BuildContext::merge_routes(routes);
     const double bundle_pace = shares ? shares->pace(route.links) : 1.0;
     const double first = pipeline_stage_fill(crosses_network(0), crosses_network(0), chunk, fill_unit);
     double chain_latency = 0, trip = 0;
@@ -316,8 +322,7 @@ TaskId chain_pipeline(BuildContext& ctx, std::span<const std::pair<hw::Rank, hw:
       chain_latency += lat[i];
       const double bytes =
           i == 0 ? first : pipeline_stage_fill(crosses_network(i), crosses_network(i - 1), chunk, fill_unit);
-      trip += bytes *
-              (shares ? bundle_pace / shares->fill_pace(ctx.topo.route(hops[i].first, hops[i].second)) : 1.0);
+      trip += bytes * (shares ? bundle_pace / shares->fill_pace(routes[i]) : 1.0);
     }
     const double payload = chunk * chunks + trip - first;
     const std::array<Dep, 1> deps{Dep{start}};
