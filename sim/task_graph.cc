@@ -83,15 +83,9 @@ TaskId TaskGraph::add_transfer_via(std::int32_t route, hw::Rank src, hw::Rank ds
                                    int lane) {
   if (route < 0 || static_cast<std::size_t>(route) >= routes_.size())
     throw std::logic_error("add_transfer_via: no such custom route");
-  return push(Task{.kind = TaskKind::kTransfer,
-                   .rank = src,
-                   .peer = dst,
-                   .lane = lane,
-                   .label = label,
-                   .route = route,
-                   .bytes = wire_bytes,
-                   .seconds = latency_seconds},
-              deps);
+  const TaskId id = add_transfer(src, dst, wire_bytes, latency_seconds, label, deps, lane);
+  tasks_[static_cast<std::size_t>(id)].route = route;
+  return id;
 }
 
 TaskId TaskGraph::add_delay(double seconds, std::int32_t label, std::span<const Dep> deps) {
