@@ -22,11 +22,13 @@ MIB = 1048576
 # strata sim collective --hw configs/hw/dgx-a100.yaml --algo ring, microseconds (docs/fidelity.md §3.1)
 PREDICTED_US = {64: 545.3, 128: 1034.7, 256: 2013.3, 512: 3970.7, 1024: 7885.4}
 STRATA_PLATEAU_BUSBW = 239.8  # GB/s at 8 GiB
+RANKS = 8
+BUSBW_FACTOR = 2 * (RANKS - 1) / RANKS  # nccl-tests' all-reduce busbw / algbw
 
 
 def loop_us(busbw):
     """One full loop (384 MiB of message) at a busbw of `busbw` GB/s, in microseconds."""
-    return 384 * MIB * 1.75 / busbw / 1e3
+    return 384 * MIB * BUSBW_FACTOR / busbw / 1e3
 
 
 def feasible_points(width, plateau_pct):
@@ -37,17 +39,17 @@ def feasible_points(width, plateau_pct):
     plateau = (STRATA_PLATEAU_BUSBW / (1 + plateau_pct / 100), STRATA_PLATEAU_BUSBW / (1 - plateau_pct / 100))
     points = []
     for rate in range(200, 321):
-        per_mib = 1.75 * MIB / rate / 1e3  # microseconds of bytes per MiB of message
+        per_mib = BUSBW_FACTOR * MIB / rate / 1e3  # microseconds of bytes per MiB of message
         for fixed in range(0, 400, 2):
             # per-handoff budget (30 handoffs) left at each size after the fixed time and the bytes
             budget = {s: ((lo - s * per_mib - fixed) / 30, (hi - s * per_mib - fixed) / 30)
                       for s, (lo, hi) in measured.items()}
             o1m_lo = max(0.0, (loop_us(plateau[1]) - 384 * per_mib) / 30)
             o1m_hi = (loop_us(plateau[0]) - 384 * per_mib) / 30
+            if o1m_lo > o1m_hi:
+                continue
             for i in range(201):
                 o1m = o1m_lo + (o1m_hi - o1m_lo) * i / 200
-                if o1m_lo > o1m_hi:
-                    break
                 # 512 MiB: 30 handoffs of 1 MiB and 30 of 341 KiB
                 o341_lo = max(budget[128][0], budget[512][0] - o1m, 0.0)
                 o341_hi = min(budget[128][1], budget[512][1] - o1m, o1m)
